@@ -1,0 +1,135 @@
+"""What a run produced, as small immutable values.
+
+The executor turns kernel messages into these, already attributed to the
+top-level statement that produced them (`Span`), so that nothing above this
+layer needs to know about Jupyter messages. Lines are 1-based document lines,
+as Python reports them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Span:
+    """The document lines (1-based, inclusive) of one top-level statement."""
+
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Text the code printed to stdout or stderr."""
+
+    name: str
+    text: str
+    span: Span | None
+
+
+@dataclass(frozen=True)
+class Value:
+    """The value of an expression statement, as a MIME bundle."""
+
+    data: Mapping[str, str]
+    span: Span | None
+
+
+@dataclass(frozen=True)
+class Display:
+    """Something the code displayed (`display()`, a plot), as a MIME bundle."""
+
+    data: Mapping[str, str]
+    span: Span | None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback frame: the file (or cell filename), its line and function."""
+
+    filename: str
+    line: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Error:
+    """An exception the code raised, with frames innermost last.
+
+    `column`/`end_line`/`end_column` are set for `SyntaxError` only (1-based
+    columns in characters, as Python reports them).
+    """
+
+    ename: str
+    evalue: str
+    frames: tuple[Frame, ...]
+    text: str
+    span: Span | None = None
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+
+    @property
+    def message(self) -> str:
+        return f"{self.ename}: {self.evalue}" if self.evalue else self.ename
+
+
+Event = Stream | Value | Display | Error
+
+
+class RunStatus(enum.Enum):
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    DIED = "died"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One piece of code to run.
+
+    `filename` is what tracebacks name (the document's path), `first_line` the
+    document line the code starts on, so that every line number the kernel
+    reports is already a document line.
+    """
+
+    code: str
+    filename: str
+    first_line: int = 1
+    timeout: float = 120.0
+    output_limit: int = 100_000
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    status: RunStatus
+    events: tuple[Event, ...]
+    duration: float
+    truncated: int = 0
+    """Characters of output that were dropped at the cap."""
+    state_lost: bool = False
+    """The kernel was restarted during this run; earlier variables are gone."""
+    note: str = ""
+    """Why the run ended abnormally (timeout, death), for the user."""
+    span: Span | None = None
+    """The statement that was running when the run ended abnormally."""
+
+    @property
+    def error(self) -> Error | None:
+        return next((e for e in self.events if isinstance(e, Error)), None)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A summary of one name in the kernel's namespace."""
+
+    name: str
+    type: str
+    summary: str = ""
+    shape: tuple[int, ...] | None = None
+    length: int | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)

@@ -1,0 +1,71 @@
+"""Which Python runs a folder's kernel, and whether it can.
+
+Order: the `python` setting → `.venv/` or `venv/` in the folder →
+`VIRTUAL_ENV` → the server's own interpreter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+_BIN = "Scripts" if os.name == "nt" else "bin"
+_EXE = "python.exe" if os.name == "nt" else "python"
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: str
+    source: str
+    """Where the choice came from, for `runfix doctor` and messages."""
+
+
+def find_interpreter(folder: Path, setting: str | None = None) -> Interpreter:
+    if setting:
+        chosen = Path(os.path.expanduser(setting))
+        if not chosen.is_absolute():
+            chosen = folder / chosen
+        if chosen.is_dir():
+            chosen = chosen / _BIN / _EXE
+        return Interpreter(str(chosen), "the `python` setting")
+    for name in (".venv", "venv"):
+        candidate = folder / name / _BIN / _EXE
+        if candidate.exists():
+            return Interpreter(str(candidate), f"the folder's {name}/")
+    if venv := os.environ.get("VIRTUAL_ENV"):
+        candidate = Path(venv) / _BIN / _EXE
+        if candidate.exists():
+            return Interpreter(str(candidate), "VIRTUAL_ENV")
+    return Interpreter(sys.executable, "the interpreter runfix runs on")
+
+
+_checked: dict[str, str | None] = {}
+
+
+async def ipykernel_version(python: str) -> str | None:
+    """The interpreter's ipykernel version, or None when it has none (or cannot run)."""
+    if python in _checked:
+        return _checked[python]
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            python,
+            "-c",
+            "import ipykernel; print(ipykernel.__version__)",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    except (OSError, asyncio.TimeoutError):
+        return None
+    version = out.decode().strip() if proc.returncode == 0 else None
+    if version:
+        _checked[python] = version  # only a success is cached: the user may install it
+    return version
+
+
+def install_hint(python: str) -> str:
+    return f"{python} -m pip install ipykernel"

@@ -1,0 +1,113 @@
+"""Jupyter iopub messages → runfix events, for one run.
+
+Pure and synchronous so that it can be tested without a kernel, and shared by
+every executor that runs the kernel-side helper (local or in a container).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from executor._kernel_side import MIME
+from executor.events import Display, Error, Event, Frame, Span, Stream, Value
+
+# Images are kept whole (they are saved to files, not shown as text), but not without end.
+_MAX_BINARY = 20_000_000
+
+
+class MessageCollector:
+    """Collects the events of one run, attributing each to the statement that made it.
+
+    A second cap on output sits here, behind the kernel-side one, for output
+    the kernel-side helper cannot see (a C extension writing to the stream
+    object directly, a magic's own output).
+    """
+
+    def __init__(self, output_limit: int) -> None:
+        self.events: list[Event] = []
+        self.span: Span | None = None
+        self.truncated = 0
+        self.interrupted = False
+        self._left = output_limit
+
+    def _take(self, text: str) -> str:
+        if len(text) <= self._left:
+            self._left -= len(text)
+            return text
+        kept = text[: max(self._left, 0)]
+        self.truncated += len(text) - len(kept)
+        self._left = 0
+        return kept
+
+    def _bundle(self, data: Mapping[str, Any]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for mime, content in data.items():
+            if mime == MIME:
+                continue
+            if not isinstance(content, str):
+                content = str(content)
+            if mime.startswith("image/") and not mime.endswith("svg+xml"):
+                if len(content) <= _MAX_BINARY:
+                    out[mime] = content
+            else:
+                out[mime] = self._take(content)
+        return out
+
+    def feed(self, msg: Mapping[str, Any]) -> None:
+        kind = msg["header"]["msg_type"]
+        content = msg.get("content", {})
+        if kind == "stream":
+            text = self._take(content.get("text", ""))
+            if text:
+                self._add_stream(content.get("name", "stdout"), text)
+        elif kind in ("display_data", "update_display_data"):
+            data = content.get("data", {})
+            control = data.get(MIME)
+            if control is None:
+                self.events.append(Display(self._bundle(data), self.span))
+            else:
+                self._control(control, data)
+        elif kind == "execute_result":
+            self.events.append(Value(self._bundle(content.get("data", {})), self.span))
+        elif kind == "error":
+            text = "\n".join(content.get("traceback", []))
+            self.events.append(
+                Error(content.get("ename", "Error"), content.get("evalue", ""), (), text, self.span)
+            )
+
+    def _add_stream(self, name: str, text: str) -> None:
+        last = self.events[-1] if self.events else None
+        if isinstance(last, Stream) and last.name == name and last.span == self.span:
+            self.events[-1] = Stream(name, last.text + text, self.span)
+        else:
+            self.events.append(Stream(name, text, self.span))
+
+    def _control(self, control: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+        if "stmt" in control:
+            first, last = control["stmt"]
+            self.span = Span(int(first), int(last))
+        elif "value" in control:
+            self.events.append(Value(self._bundle(data), self.span))
+        elif "error" in control:
+            self.events.append(_error(control["error"], self.span))
+        elif "truncated" in control:
+            self.truncated += int(control["truncated"])
+        elif control.get("interrupted"):
+            self.interrupted = True
+
+
+def _error(raw: Mapping[str, Any], span: Span | None) -> Error:
+    frames = tuple(Frame(str(f), int(line), str(name)) for f, line, name in raw.get("frames", []))
+    if "line" in raw:  # a SyntaxError: its position is the statement
+        span = Span(int(raw["line"]), int(raw.get("end_line") or raw["line"]))
+    return Error(
+        ename=str(raw.get("ename", "Error")),
+        evalue=str(raw.get("evalue", "")),
+        frames=frames,
+        text=str(raw.get("text", "")),
+        span=span,
+        column=raw.get("column"),
+        end_line=raw.get("end_line"),
+        end_column=raw.get("end_column"),
+    )

@@ -1,0 +1,55 @@
+"""Cells in the percent format (Jupytext, VS Code, Spyder): `# %%` starts a cell.
+
+Lines are 0-based here, as in LSP. A file without markers is one cell.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_MARKER = re.compile(r"^\s*(#|//)\s?%%")
+
+
+@dataclass(frozen=True)
+class Cell:
+    first: int
+    """The first line of the cell: its marker line, or 0 for the first cell."""
+    last: int
+    has_marker: bool
+
+    @property
+    def code_first(self) -> int:
+        """The first line of code (the line after the marker)."""
+        return self.first + 1 if self.has_marker else self.first
+
+
+def is_marker(line: str) -> bool:
+    return _MARKER.match(line) is not None
+
+
+def split_cells(lines: Sequence[str]) -> list[Cell]:
+    markers = [i for i, line in enumerate(lines) if _MARKER.match(line)]
+    last = max(len(lines) - 1, 0)
+    if not markers:
+        return [Cell(0, last, False)]
+    cells: list[Cell] = []
+    if markers[0] > 0 and any(line.strip() for line in lines[: markers[0]]):
+        cells.append(Cell(0, markers[0] - 1, False))
+    for i, start in enumerate(markers):
+        end = markers[i + 1] - 1 if i + 1 < len(markers) else last
+        cells.append(Cell(start, end, True))
+    return cells
+
+
+def cell_at(cells: Sequence[Cell], line: int) -> Cell | None:
+    for cell in cells:
+        if cell.first <= line <= cell.last:
+            return cell
+    return None
+
+
+def code_of(lines: Sequence[str], first: int, last: int) -> str:
+    """The text of lines first..last (inclusive), newline-terminated."""
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines[first : last + 1])

@@ -1,0 +1,364 @@
+"""What a run left on a document: results per statement and problems per line.
+
+Plain data, no LSP types, so that the CLI and the conversions share it. Lines
+are 0-based. Every item remembers the text of its lines when it was made:
+after an edit it is kept only where that text still stands, so a result is
+moved with its statement or dropped, never shown on the wrong line.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from executor.events import Display, Error, RunOutcome, RunStatus, Span, Stream, Value
+from lsp_server.positions import strip_eol
+
+SUMMARY_WIDTH = 60
+
+
+@dataclass(frozen=True)
+class Output:
+    text: str
+    image: Path | None = None
+
+
+@dataclass(frozen=True)
+class StatementResult:
+    first: int
+    last: int
+    outputs: tuple[Output, ...]
+    source: tuple[str, ...]
+    truncated: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(o.text for o in self.outputs)
+
+    @property
+    def summary(self) -> str:
+        return summarize(self.text) + (" … (truncated)" if self.truncated else "")
+
+
+@dataclass(frozen=True)
+class Related:
+    line: int
+    name: str
+    path: str | None = None
+    """None: this document; else another file."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    first: int
+    last: int
+    message: str
+    severity: str  # "error" | "warning"
+    text: str = ""
+    """The full traceback (or note), for hover."""
+    column: int | None = None
+    end_column: int | None = None
+    """Code-point columns on `first`/`last` (SyntaxError), else the whole line."""
+    related: tuple[Related, ...] = ()
+    source: tuple[str, ...] = ()
+
+
+@dataclass
+class DocumentResults:
+    statements: list[StatementResult] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def statement_at(self, line: int) -> StatementResult | None:
+        return next((s for s in self.statements if s.first <= line <= s.last), None)
+
+    def problem_at(self, line: int) -> Problem | None:
+        return next((p for p in self.problems if p.first <= line <= p.last), None)
+
+
+# -- building results from a run ------------------------------------------------------
+
+
+def summarize(text: str, width: int = SUMMARY_WIDTH) -> str:
+    """One line for an inlay hint: the first line of output, shortened."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if re.fullmatch(r"-?\d+\.\d{6,}(e[-+]?\d+)?", first):
+        first = first[: first.index(".") + 5] + "…"
+    more = len(lines) > 1
+    if len(first) > width:
+        return first[: width - 1] + "…"
+    return first + (" …" if more else "")
+
+
+def _image_size(png: bytes) -> str:
+    if png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) >= 24:
+        return f"{int.from_bytes(png[16:20], 'big')}×{int.from_bytes(png[20:24], 'big')}"
+    return "?"
+
+
+def save_png(folder: Path, data: str) -> tuple[Path, str]:
+    """Write a base64 PNG under `.runfix/outputs/`; the name is its hash, so reruns reuse it."""
+    raw = base64.b64decode(data)
+    out = folder / ".runfix" / "outputs"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{hashlib.sha256(raw).hexdigest()[:16]}.png"
+    if not path.exists():
+        path.write_bytes(raw)
+    return path, _image_size(raw)
+
+
+def _render(data: dict[str, str] | object, folder: Path | None) -> Output:
+    assert isinstance(data, dict)
+    if "image/png" in data and folder is not None:
+        path, size = save_png(folder, data["image/png"])
+        return Output(f"<image {size}>\n", path)
+    text = data.get("text/plain") or next((v for k, v in data.items() if k.startswith("text/")), "")
+    return Output(text if text.endswith("\n") else text + "\n")
+
+
+def _lines(source: Sequence[str], first: int, last: int) -> tuple[str, ...]:
+    return tuple(strip_eol(line) for line in source[first : last + 1])
+
+
+def build(
+    outcome: RunOutcome,
+    *,
+    path: str,
+    lines: Sequence[str],
+    fallback_line: int,
+    folder: Path | None,
+) -> DocumentResults:
+    """Attribute a run's events to statements and problems of the document `path`."""
+    by_span: dict[Span | None, list[Output]] = {}
+    error: Error | None = None
+    for event in outcome.events:
+        if isinstance(event, Stream):
+            by_span.setdefault(event.span, []).append(Output(event.text))
+        elif isinstance(event, (Value, Display)):
+            by_span.setdefault(event.span, []).append(_render(dict(event.data), folder))
+        elif isinstance(event, Error) and error is None:
+            error = event
+    results = DocumentResults()
+    last_line = max(len(lines) - 1, 0)
+    for span, outputs in by_span.items():
+        first = min(span.first - 1 if span else fallback_line, last_line)
+        last = min(span.last - 1 if span else fallback_line, last_line)
+        results.statements.append(
+            StatementResult(first, last, tuple(outputs), _lines(lines, first, last))
+        )
+    results.statements.sort(key=lambda s: s.first)
+    if outcome.truncated and results.statements:
+        results.statements[-1] = replace(results.statements[-1], truncated=outcome.truncated)
+    if error is not None:
+        results.problems.append(_problem_for_error(error, path, lines, fallback_line))
+    elif outcome.status in (RunStatus.TIMEOUT, RunStatus.DIED):
+        line = min(outcome.span.first - 1 if outcome.span else fallback_line, last_line)
+        severity = "error" if outcome.state_lost else "warning"
+        results.problems.append(_note(line, outcome.note, severity, lines))
+    elif outcome.state_lost and outcome.note:
+        results.problems.append(
+            _note(min(fallback_line, last_line), outcome.note, "warning", lines)
+        )
+    return results
+
+
+def _note(line: int, note: str, severity: str, lines: Sequence[str]) -> Problem:
+    return Problem(line, line, note, severity, note, source=_lines(lines, line, line))
+
+
+def _call_site(function: str) -> str:
+    return "called from here" if function == "<module>" else f"called from {function}"
+
+
+def _problem_for_error(error: Error, path: str, lines: Sequence[str], fallback: int) -> Problem:
+    last_line = max(len(lines) - 1, 0)
+    ours = [f for f in error.frames if f.filename == path]
+    related: list[Related] = []
+    column = end_column = None
+    if ours:
+        line = ours[-1].line - 1
+        end = line
+        related = [Related(f.line - 1, _call_site(f.name)) for f in ours[:-1]]
+        below = error.frames[error.frames.index(ours[-1]) + 1 :]
+        deeper = [f for f in below if Path(f.filename).is_file()]
+        if deeper:
+            inner = deeper[-1]
+            related.append(Related(inner.line - 1, f"raised in {inner.name}", inner.filename))
+    elif error.span is not None:
+        line, end = error.span.first - 1, error.span.last - 1
+        if error.column is not None:
+            column = max(error.column - 1, 0)
+            same_line = (error.end_line or 0) - 1 == line
+            if same_line and error.end_column and error.end_column > error.column:
+                end_column = error.end_column - 1
+            end = line
+    else:
+        line = end = fallback
+    line, end = min(line, last_line), min(end, last_line)
+    return Problem(
+        first=line,
+        last=end,
+        message=error.message,
+        severity="error",
+        text=error.text,
+        column=column,
+        end_column=end_column,
+        related=tuple(related),
+        source=_lines(lines, line, end),
+    )
+
+
+# -- keeping results on their lines as the document changes --------------------------
+
+
+@dataclass(frozen=True)
+class LineChange:
+    """Lines first..last (0-based, inclusive) were replaced by text with `newlines` line breaks."""
+
+    first: int
+    last: int
+    newlines: int
+
+    @property
+    def delta(self) -> int:
+        return self.newlines - (self.last - self.first)
+
+
+def _candidates(firsts: list[int], height: int, change: LineChange) -> list[int]:
+    out: list[int] = []
+    for first in firsts:
+        if first + height < change.first:
+            options = [first]
+        elif first > change.last:
+            options = [first + change.delta]
+        else:  # touched: it stayed, or moved down/up; the text decides
+            options = [first, first + change.delta]
+        out.extend(o for o in options if o not in out and o >= 0)
+    return out
+
+
+def _shift_line(line: int, changes: Sequence[LineChange]) -> int:
+    """Where a line went, without checking its text (for call sites in related info)."""
+    for change in changes:
+        if line > change.last:
+            line += change.delta
+    return line
+
+
+def _new_first(
+    first: int,
+    last: int,
+    source: tuple[str, ...],
+    changes: Sequence[LineChange],
+    lines: Sequence[str],
+) -> int | None:
+    """Where lines first..last went through `changes`, if their text still stands there."""
+    height = last - first
+    firsts = [first]
+    for change in changes:
+        firsts = _candidates(firsts, height, change)
+    return next((f for f in firsts if _lines(lines, f, f + height) == source), None)
+
+
+def _move_statement(
+    item: StatementResult, changes: Sequence[LineChange], lines: Sequence[str]
+) -> StatementResult | None:
+    first = _new_first(item.first, item.last, item.source, changes, lines)
+    return (
+        None if first is None else replace(item, first=first, last=first + item.last - item.first)
+    )
+
+
+def _move_problem(
+    item: Problem, changes: Sequence[LineChange], lines: Sequence[str]
+) -> Problem | None:
+    first = _new_first(item.first, item.last, item.source, changes, lines)
+    if first is None:
+        return None
+    related = tuple(
+        r if r.path else replace(r, line=_shift_line(r.line, changes)) for r in item.related
+    )
+    return replace(item, first=first, last=first + item.last - item.first, related=related)
+
+
+class ResultStore:
+    """Results per document URI, kept on their lines across edits."""
+
+    _LOG = 1000  # changes remembered per document, for runs that finish after edits
+
+    def __init__(self) -> None:
+        self._docs: dict[str, DocumentResults] = {}
+        self._log: dict[str, list[tuple[int, LineChange]]] = {}
+        self._forgotten: dict[str, int] = {}  # the newest version whose changes left the log
+
+    def get(self, uri: str) -> DocumentResults:
+        return self._docs.get(uri) or DocumentResults()
+
+    def has(self, uri: str) -> bool:
+        results = self._docs.get(uri)
+        return bool(results and (results.statements or results.problems))
+
+    def clear(self, uri: str, first: int | None = None, last: int | None = None) -> None:
+        """Drop results on lines first..last (all when no lines are given)."""
+        results = self._docs.get(uri)
+        if results is None:
+            return
+        if first is None or last is None:
+            self._docs.pop(uri, None)
+            return
+        results.statements = [s for s in results.statements if s.last < first or s.first > last]
+        results.problems = [p for p in results.problems if p.last < first or p.first > last]
+
+    def close(self, uri: str) -> None:
+        self._docs.pop(uri, None)
+        self._log.pop(uri, None)
+        self._forgotten.pop(uri, None)
+
+    def edit(
+        self, uri: str, version: int, changes: Sequence[LineChange], lines: Sequence[str]
+    ) -> bool:
+        """Move results through edits; True when anything moved or was dropped."""
+        log = self._log.setdefault(uri, [])
+        log.extend((version, c) for c in changes)
+        if len(log) > self._LOG:
+            self._forgotten[uri] = log[-self._LOG - 1][0]
+            del log[: -self._LOG]
+        results = self._docs.get(uri)
+        if results is None:
+            return False
+        before = (list(results.statements), list(results.problems))
+        results.statements = [
+            s for s in (_move_statement(s, changes, lines) for s in results.statements) if s
+        ]
+        results.problems = [
+            p for p in (_move_problem(p, changes, lines) for p in results.problems) if p
+        ]
+        return before != (results.statements, results.problems)
+
+    def add(self, uri: str, made_at: int, new: DocumentResults, lines: Sequence[str]) -> None:
+        """Add results made from document version `made_at`, moved through later edits."""
+        if made_at < self._forgotten.get(uri, -1):
+            return  # edits since then were forgotten: nothing can be placed safely
+        changes = [c for v, c in self._log.get(uri, []) if v > made_at]
+        results = self._docs.setdefault(uri, DocumentResults())
+        for s in new.statements:
+            if moved := _move_statement(s, changes, lines):
+                results.statements = [
+                    x for x in results.statements if x.last < moved.first or x.first > moved.last
+                ]
+                results.statements.append(moved)
+        for p in new.problems:
+            if moved_p := _move_problem(p, changes, lines):
+                results.problems.append(moved_p)
+        results.statements.sort(key=lambda s: s.first)
+        results.problems.sort(key=lambda p: p.first)
+
+
+def line_change(start_line: int, end_line: int, text: str) -> LineChange:
+    return LineChange(start_line, end_line, text.count("\n"))
