@@ -315,6 +315,12 @@ class ResultStore:
         results.statements = [s for s in results.statements if s.last < first or s.first > last]
         results.problems = [p for p in results.problems if p.last < first or p.first > last]
 
+    def reset(self, uri: str, version: int) -> None:
+        """The whole text was replaced: drop everything, and results of runs still going."""
+        self._docs.pop(uri, None)
+        self._log.pop(uri, None)
+        self._forgotten[uri] = version
+
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)
         self._log.pop(uri, None)

@@ -1,0 +1,21 @@
+"""One module per LSP feature, each with `register(server)`."""
+
+from __future__ import annotations
+
+from lsp_server.features import (
+    code_actions,
+    code_lens,
+    commands,
+    documents,
+    hover,
+    inlay_hints,
+    lifecycle,
+)
+from lsp_server.server import RunfixServer
+
+_FEATURES = (lifecycle, documents, commands, code_actions, code_lens, inlay_hints, hover)
+
+
+def register_all(server: RunfixServer) -> None:
+    for feature in _FEATURES:
+        feature.register(server)

@@ -1,0 +1,155 @@
+"""Pure conversions: runfix results → lsprotocol types. No I/O, no server."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from lsprotocol import types as lsp
+
+from lsp_server.positions import Width, content_span, strip_eol, utf16_len
+from lsp_server.results import DocumentResults, Problem, StatementResult
+
+SOURCE = "runfix"
+HOVER_LIMIT = 100_000
+
+
+def _line(lines: Sequence[str], index: int) -> str:
+    return strip_eol(lines[index]) if 0 <= index < len(lines) else ""
+
+
+def line_range(
+    lines: Sequence[str], first: int, last: int | None = None, width: Width = utf16_len
+) -> lsp.Range:
+    """From the first non-blank character of `first` to the end of `last`."""
+    last = first if last is None else last
+    start, _ = content_span(_line(lines, first), width)
+    return lsp.Range(lsp.Position(first, start), lsp.Position(last, width(_line(lines, last))))
+
+
+def problem_range(lines: Sequence[str], problem: Problem, width: Width = utf16_len) -> lsp.Range:
+    if problem.column is None:
+        return line_range(lines, problem.first, problem.last, width)
+    text = _line(lines, problem.first)
+    column = min(problem.column, len(text))
+    end_column = len(text) if problem.end_column is None else min(problem.end_column, len(text))
+    if end_column <= column:  # point at one character, or at the end of the line
+        end_column = min(column + 1, len(text))
+    return lsp.Range(
+        lsp.Position(problem.first, width(text[:column])),
+        lsp.Position(problem.first, width(text[:end_column])),
+    )
+
+
+def _problem_diagnostic(
+    uri: str, lines: Sequence[str], problem: Problem, width: Width
+) -> lsp.Diagnostic:
+    related = [
+        lsp.DiagnosticRelatedInformation(
+            location=lsp.Location(
+                uri=uri if r.path is None else _file_uri(r.path),
+                range=line_range(lines, r.line, width=width)
+                if r.path is None
+                else lsp.Range(lsp.Position(r.line, 0), lsp.Position(r.line, 0)),
+            ),
+            message=r.name,
+        )
+        for r in problem.related
+    ]
+    return lsp.Diagnostic(
+        range=problem_range(lines, problem, width),
+        message=problem.message,
+        severity=lsp.DiagnosticSeverity.Error
+        if problem.severity == "error"
+        else lsp.DiagnosticSeverity.Warning,
+        source=SOURCE,
+        related_information=related or None,
+    )
+
+
+def _result_diagnostic(
+    lines: Sequence[str], result: StatementResult, width: Width
+) -> lsp.Diagnostic:
+    return lsp.Diagnostic(
+        range=line_range(lines, result.last, width=width),
+        message=f"→ {result.summary}",
+        severity=lsp.DiagnosticSeverity.Information,
+        source=SOURCE,
+    )
+
+
+def diagnostics(
+    uri: str,
+    lines: Sequence[str],
+    results: DocumentResults,
+    *,
+    with_results: bool,
+    width: Width = utf16_len,
+) -> list[lsp.Diagnostic]:
+    out = [_problem_diagnostic(uri, lines, p, width) for p in results.problems]
+    if with_results:
+        out.extend(_result_diagnostic(lines, s, width) for s in results.statements if s.summary)
+    return out
+
+
+def inlay_hints(
+    lines: Sequence[str], results: DocumentResults, visible: lsp.Range, width: Width = utf16_len
+) -> list[lsp.InlayHint]:
+    hints = []
+    for result in results.statements:
+        if not (visible.start.line <= result.last <= visible.end.line) or not result.summary:
+            continue
+        hints.append(
+            lsp.InlayHint(
+                position=lsp.Position(result.last, width(_line(lines, result.last))),
+                label=f"→ {result.summary}",
+                padding_left=True,
+                tooltip=lsp.MarkupContent(lsp.MarkupKind.Markdown, _output_markdown(result)),
+            )
+        )
+    return hints
+
+
+def _fence(text: str) -> str:
+    longest = max((len(run) for run in text.split("\n") if set(run) == {"`"}), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text.rstrip()}\n{fence}"
+
+
+def _output_markdown(result: StatementResult) -> str:
+    parts = []
+    text = "".join(o.text for o in result.outputs if o.image is None)
+    if len(text) > HOVER_LIMIT:
+        text = text[:HOVER_LIMIT] + "\n…"
+    if text.strip():
+        parts.append(_fence(text))
+    parts.extend(f"![output]({o.image.as_uri()})" for o in result.outputs if o.image)
+    if result.truncated:
+        parts.append(f"*Output truncated: {result.truncated:,} characters dropped.*")
+    return "\n\n".join(parts)
+
+
+def hover(
+    lines: Sequence[str], results: DocumentResults, line: int, width: Width = utf16_len
+) -> lsp.Hover | None:
+    parts = []
+    problem = results.problem_at(line)
+    if problem is not None:
+        parts.append(f"**{problem.message}**")
+        if problem.text and problem.text.strip() != problem.message:
+            parts.append(_fence(problem.text))
+    statement = results.statement_at(line)
+    if statement is not None:
+        parts.append(_output_markdown(statement))
+    if not parts:
+        return None
+    first = min(x.first for x in (problem, statement) if x is not None)
+    last = max(x.last for x in (problem, statement) if x is not None)
+    return lsp.Hover(
+        contents=lsp.MarkupContent(lsp.MarkupKind.Markdown, "\n\n".join(parts)),
+        range=line_range(lines, first, last, width),
+    )
+
+
+def _file_uri(path: str) -> str:
+    return Path(path).as_uri()

@@ -1,0 +1,37 @@
+"""initialize / shutdown / configuration changes.
+
+Settings are read per folder on first use and again after
+`workspace/didChangeConfiguration`; a changed interpreter replaces the
+folder's kernel at its next use.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types as lsp
+
+from lsp_server.server import RunfixServer
+
+log = logging.getLogger(__name__)
+
+
+def register(server: RunfixServer) -> None:
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: RunfixServer, params: lsp.InitializeParams) -> None:
+        ls.init_options = params.initialization_options
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(ls: RunfixServer, params: None) -> None:
+        await ls.close()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: RunfixServer, params: lsp.DidChangeConfigurationParams
+    ) -> None:
+        ls.forget_settings()
+        for uri in list(ls.workspace.text_documents):
+            folder = ls.folder_for(uri)
+            if ls.kernels.find(folder) is not None:
+                await ls.kernel_for(folder)  # replaces it if the interpreter changed
+            ls.publish(uri)

@@ -1,0 +1,303 @@
+"""The runfix language server: state shared by the features, and how it starts and stops.
+
+Features live in `lsp_server/features/`, one module per LSP feature, each with
+a `register(server)`; handlers there stay thin and call into this class and
+the plain modules (`cells`, `results`, `convert`, `runs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types as lsp
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
+
+from executor.interpreter import find_interpreter
+from executor.kernel import LocalKernel
+from executor.pool import KernelPool
+from lsp_server import __version__
+from lsp_server.convert import diagnostics
+from lsp_server.positions import Width, width_for
+from lsp_server.results import ResultStore
+from lsp_server.settings import Settings, read_pyproject, resolve, section
+
+log = logging.getLogger(__name__)
+
+
+class RunfixProtocol(LanguageServerProtocol):
+    """Lets `$/cancelRequest` reach a running command.
+
+    pygls runs `workspace/executeCommand` handlers behind a wrapper future, and
+    cancelling the request only cancels that wrapper: the command would go on
+    and the kernel would keep running. Runs register an event here instead;
+    the run interrupts the kernel and answers `cancelled` itself.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.run_cancels: dict[int | str, asyncio.Event] = {}
+
+    def _handle_cancel_notification(self, msg_id: int | str) -> None:
+        if (event := self.run_cancels.get(msg_id)) is not None:
+            event.set()
+            return
+        super()._handle_cancel_notification(msg_id)
+
+
+class RunfixServer(LanguageServer):
+    protocol: RunfixProtocol
+
+    def __init__(self) -> None:
+        super().__init__(
+            "runfix",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=RunfixProtocol,
+        )
+        self.store = ResultStore()
+        self.kernels = KernelPool()
+        self.init_options: Any = None
+        self._settings: dict[Path, Settings] = {}
+        self._run_locks: dict[Path, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._told: set[str] = set()
+
+    # -- errors and background work --------------------------------------------------
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Log, never pop up: one broken request must not become a storm of popups."""
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], what: str) -> asyncio.Task[Any]:
+        """Run in the background, keeping a reference and logging a failure."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and (exc := t.exception()) is not None:
+                log.error("%s failed: %s", what, exc, exc_info=exc)
+
+        task.add_done_callback(done)
+        return task
+
+    def tell(self, message: str, kind: lsp.MessageType = lsp.MessageType.Warning) -> None:
+        """Show a message once per server life (repeats go to the log only)."""
+        log.log(logging.WARNING if kind <= lsp.MessageType.Warning else logging.INFO, message)
+        if message not in self._told:
+            self._told.add(message)
+            self.window_show_message(lsp.ShowMessageParams(type=kind, message=message))
+
+    # -- client capabilities ----------------------------------------------------------
+
+    @property
+    def width(self) -> Width:
+        return width_for(str(self.workspace.position_encoding or "utf-16"))
+
+    def _capability(self, *path: str) -> Any:
+        value: Any = self.client_capabilities
+        for name in path:
+            value = getattr(value, name, None)
+            if value is None:
+                return None
+        return value
+
+    @property
+    def supports_inlay_hints(self) -> bool:
+        return self._capability("text_document", "inlay_hint") is not None
+
+    @property
+    def supports_inlay_refresh(self) -> bool:
+        return bool(self._capability("workspace", "inlay_hint", "refresh_support"))
+
+    @property
+    def supports_configuration(self) -> bool:
+        return bool(self._capability("workspace", "configuration"))
+
+    @property
+    def supports_progress(self) -> bool:
+        return bool(self._capability("window", "work_done_progress"))
+
+    # -- folders and settings ---------------------------------------------------------
+
+    def folder_for(self, uri: str) -> Path:
+        """The workspace folder holding the document (the innermost), else its directory."""
+        path = Path(to_fs_path(uri) or unquote(urlparse(uri).path))
+        best: Path | None = None
+        roots = [f.uri for f in self.workspace.folders.values()]
+        if self.workspace.root_uri:
+            roots.append(self.workspace.root_uri)
+        for root in roots:
+            folder = Path(to_fs_path(root) or "")
+            inside = folder != Path() and path.is_relative_to(folder)
+            if inside and (best is None or len(folder.parts) > len(best.parts)):
+                best = folder
+        return best or path.parent
+
+    async def settings_for(self, folder: Path) -> Settings:
+        if (cached := self._settings.get(folder)) is not None:
+            return cached
+        pyproject, problem = read_pyproject(folder)
+        client = None
+        if self.supports_configuration:
+            item = lsp.ConfigurationItem(scope_uri=folder.as_uri(), section="runfix")
+            try:
+                answer = await asyncio.wait_for(
+                    self.workspace_configuration_async(lsp.ConfigurationParams(items=[item])), 5
+                )
+                client = answer[0] if answer else None
+            except Exception as exc:  # a client that cannot answer is no reason to stop
+                log.warning("workspace/configuration failed: %s", exc)
+        settings = resolve(
+            ("pyproject.toml [tool.runfix]", pyproject),
+            ("initializationOptions", section(self.init_options) or None),
+            ("workspace/configuration", section(client) if client is not None else None),
+        )
+        for message in ([problem] if problem else []) + list(settings.problems):
+            self.tell(f"runfix settings: {message}")
+        self._settings[folder] = settings
+        return settings
+
+    def cached_settings(self, folder: Path) -> Settings:
+        """The folder's settings if known, without asking the client (for fast handlers)."""
+        return self._settings.get(folder) or Settings()
+
+    def forget_settings(self) -> None:
+        self._settings.clear()
+
+    def results_mode(self, settings: Settings) -> str:
+        if settings.results:
+            return settings.results
+        return "inlay" if self.supports_inlay_hints else "diagnostics"
+
+    async def kernel_for(self, folder: Path) -> LocalKernel:
+        settings = await self.settings_for(folder)
+        python = find_interpreter(folder, settings.python).path
+        return self.kernels.get(folder, python, grace=settings.interrupt_grace)
+
+    def run_lock(self, folder: Path) -> asyncio.Lock:
+        return self._run_locks.setdefault(folder, asyncio.Lock())
+
+    # -- publishing -------------------------------------------------------------------
+
+    def publish(self, uri: str) -> None:
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        settings = self.cached_settings(self.folder_for(uri))
+        with_results = self.results_mode(settings) in ("diagnostics", "both")
+        items = diagnostics(
+            uri, doc.lines, self.store.get(uri), with_results=with_results, width=self.width
+        )
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
+        )
+
+    def refresh_inlay_hints(self) -> None:
+        if self.supports_inlay_refresh:
+            self.spawn(self.workspace_inlay_hint_refresh_async(None), "inlay hint refresh")
+
+    async def close(self) -> None:
+        """Stop every kernel; called on shutdown, exit and when the client goes away."""
+        await self.kernels.shutdown()
+
+
+def create_server() -> RunfixServer:
+    from lsp_server.features import register_all
+
+    server = RunfixServer()
+    register_all(server)
+    return server
+
+
+class _ClientLogHandler(logging.Handler):
+    """Python logging → `window/logMessage`, once the client is there."""
+
+    _TYPES = (
+        (logging.ERROR, lsp.MessageType.Error),
+        (logging.WARNING, lsp.MessageType.Warning),
+        (logging.INFO, lsp.MessageType.Info),
+    )
+
+    def __init__(self, server: RunfixServer) -> None:
+        super().__init__(logging.INFO)
+        self.server = server
+        self._inside = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self._inside, "busy", False) or self.server.protocol.writer is None:
+            return
+        self._inside.busy = True
+        try:
+            kind = next((t for level, t in self._TYPES if record.levelno >= level), None)
+            if kind is not None:
+                message = self.format(record)
+                self.server.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+        except Exception:
+            pass
+        finally:
+            self._inside.busy = False
+
+
+def setup_logging(server: RunfixServer, level: int) -> None:
+    logging.basicConfig(
+        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    handler = _ClientLogHandler(server)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    for name in ("lsp_server", "executor"):
+        logging.getLogger(name).addHandler(handler)
+
+
+async def _serve(server: RunfixServer, reader: Any, writer: Any) -> None:
+    server.protocol.set_writer(writer)
+    try:
+        await run_async(
+            stop_event=threading.Event(),
+            reader=reader,
+            protocol=server.protocol,
+            logger=log,
+            error_handler=server.report_server_error,
+        )
+    finally:
+        await server.close()
+
+
+def serve_stdio(server: RunfixServer) -> None:
+    """LSP over stdin/stdout; kernels stop when the client says exit or stdin closes."""
+    reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
+    writer = StdoutWriter(sys.stdout.buffer)
+    with contextlib.suppress(KeyboardInterrupt, SystemExit, BrokenPipeError):
+        asyncio.run(_serve(server, reader, writer))
+
+
+def serve_tcp(server: RunfixServer, host: str, port: int) -> None:
+    """LSP over one TCP connection; the server ends when that client disconnects."""
+
+    async def main() -> None:
+        done = asyncio.Event()
+
+        async def connection(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                await _serve(server, r, w)
+            finally:
+                done.set()
+
+        listener = await asyncio.start_server(connection, host, port)
+        log.info("listening on %s:%s", host, port)
+        async with listener:
+            await done.wait()
+
+    with contextlib.suppress(KeyboardInterrupt, SystemExit):
+        asyncio.run(main())
