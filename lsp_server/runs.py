@@ -51,13 +51,16 @@ def pieces_for(lines: Sequence[str], line_range: lsp.Range | None) -> list[Piece
             last -= 1  # a selection of whole lines ends at column 0 of the next line
         last = max(first, min(last, len(lines) - 1))
         return [Piece(first, last)]
-    out = []
-    for cell in split_cells(lines):
-        if cell.code_first <= cell.last and any(
-            line.strip() for line in lines[cell.code_first : cell.last + 1]
-        ):
-            out.append(Piece(cell.code_first, cell.last))
-    return out
+    return [
+        Piece(cell.code_first, cell.last)
+        for cell in split_cells(lines)
+        if any(_is_code(line) for line in lines[cell.code_first : cell.last + 1])
+    ]
+
+
+def _is_code(line: str) -> bool:
+    text = line.strip()
+    return bool(text) and not text.startswith("#")
 
 
 def parse_run_arguments(args: Sequence[Any]) -> tuple[str, lsp.Range | None]:

@@ -206,7 +206,13 @@ class RunfixServer(LanguageServer):
 
     def refresh_inlay_hints(self) -> None:
         if self.supports_inlay_refresh:
-            self.spawn(self.workspace_inlay_hint_refresh_async(None), "inlay hint refresh")
+            self.spawn(self._refresh_inlay_hints(), "inlay hint refresh")
+
+    async def _refresh_inlay_hints(self) -> None:
+        try:
+            await self.workspace_inlay_hint_refresh_async(None)
+        except Exception as exc:  # the client said it could; it is only a hint to redraw
+            log.warning("the client did not take workspace/inlayHint/refresh: %s", exc)
 
     async def close(self) -> None:
         """Stop every kernel; called on shutdown, exit and when the client goes away."""
@@ -254,6 +260,7 @@ def setup_logging(server: RunfixServer, level: int) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("pygls").setLevel(max(level, logging.WARNING))
     handler = _ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     for name in ("lsp_server", "executor"):
