@@ -360,7 +360,8 @@ class ResultStore:
                 ]
                 results.statements.append(moved)
         for p in new.problems:
-            if moved_p := _move_problem(p, changes, lines):
+            moved_p = _move_problem(p, changes, lines)
+            if moved_p is not None and moved_p not in results.problems:
                 results.problems.append(moved_p)
         results.statements.sort(key=lambda s: s.first)
         results.problems.sort(key=lambda p: p.first)

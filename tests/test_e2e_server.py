@@ -1,0 +1,250 @@
+"""End to end: code actions, code lens, bad input, folders, and no orphan kernels."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+from pytest_lsp import LanguageClient
+
+from tests.conftest import SERVER, errors, hints, init_params, open_doc, run
+
+pytestmark = pytest.mark.e2e
+
+CELLS = "# %% one\nx = 1\n# %% two\nx + 1\n"
+
+
+def action_command(item: lsp.CodeAction | lsp.Command) -> lsp.Command:
+    """The command of a code action as the client received it.
+
+    lsprotocol's client-side hook reads any code action that has a `command`
+    member as a bare Command, with the action's command object stringified into
+    `command`; undo that here rather than in the server, which sends proper
+    CodeActions (with `kind`, as clients with codeActionLiteralSupport expect).
+    """
+    if isinstance(item, lsp.CodeAction):
+        assert item.command is not None
+        return item.command
+    raw = ast.literal_eval(item.command)
+    return lsp.Command(title=raw["title"], command=raw["command"], arguments=raw.get("arguments"))
+
+
+async def test_code_actions_offer_cell_selection_and_file(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "doc.py", CELLS)
+    doc = lsp.TextDocumentIdentifier(uri=uri)
+    context = lsp.CodeActionContext(diagnostics=[])
+
+    at_cursor = await client.text_document_code_action_async(
+        lsp.CodeActionParams(doc, lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0)), context)
+    )
+    selected = await client.text_document_code_action_async(
+        lsp.CodeActionParams(doc, lsp.Range(lsp.Position(1, 0), lsp.Position(3, 5)), context)
+    )
+    quickfix_only = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            doc,
+            lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0)),
+            lsp.CodeActionContext(diagnostics=[], only=[lsp.CodeActionKind.QuickFix]),
+        )
+    )
+
+    assert [a.title for a in at_cursor or []] == ["Run cell", "Run file"]
+    assert [a.title for a in selected or []] == ["Run cell", "Run selection", "Run file"]
+    assert not quickfix_only
+    run_cell = action_command((at_cursor or [])[0])
+    # the action's command runs the second cell only: x is not defined yet
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(run_cell.command, run_cell.arguments)
+    )
+    assert answer["status"] == "error"
+    assert errors(client, uri)[0].message == "NameError: name 'x' is not defined"
+    run_selection = action_command((selected or [])[1])
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(run_selection.command, run_selection.arguments)
+    )
+    assert answer["status"] == "ok"
+    assert [h.label for h in await hints(client, uri)] == ["→ 2"]
+
+
+async def test_code_lens_over_each_cell_marker(client: LanguageClient, folder: Path) -> None:
+    await client.initialize_session(init_params(folder))
+    marked = open_doc(client, folder / "cells.py", CELLS)
+    plain = open_doc(client, folder / "plain.py", "print('no markers')\n")
+
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=marked))
+    )
+    plain_lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=plain))
+    )
+
+    assert [(lens.range.start.line, lens.command and lens.command.title) for lens in lenses or []] == [
+        (0, "▶ Run cell"),
+        (2, "▶ Run cell"),
+    ]
+    [lens] = plain_lenses or []
+    assert lens.range.start.line == 0 and lens.command is not None
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(lens.command.command, lens.command.arguments)
+    )
+    assert answer["status"] == "ok"
+    assert [h.label for h in await hints(client, plain)] == ["→ no markers"]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [[], ["file:///x.py"], [{"uri": 3}], [{"uri": "file:///x.py", "range": {"start": 1}}]],
+)
+async def test_malformed_run_arguments_get_a_clear_error(
+    client: LanguageClient, folder: Path, arguments: list[object]
+) -> None:
+    await client.initialize_session(init_params(folder))
+    with pytest.raises(JsonRpcInvalidParams, match="runfix.run"):
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(command="runfix.run", arguments=arguments)
+        )
+    uri = open_doc(client, folder / "doc.py", "1 + 1\n")
+    assert (await run(client, uri))["status"] == "ok"  # the server is still there
+    assert client.messages == []  # and it did not pop anything up
+
+
+async def test_interpreter_without_ipykernel_is_explained(
+    client: LanguageClient, folder: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    params = init_params(folder)
+    params.initialization_options = {"python": str(bare)}
+    await client.initialize_session(params)
+
+    uri = open_doc(client, folder / "doc.py", "print('hi')\n")
+    answer = await run(client, uri)
+
+    assert answer["status"] == "error"
+    [error] = errors(client, uri)
+    assert "has no ipykernel" in error.message
+    assert "-m pip install ipykernel" in error.message
+    assert any("has no ipykernel" in m.message for m in client.messages)
+
+
+async def test_runs_in_one_folder_queue_and_other_folders_do_not_wait(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    params = init_params(first)
+    params.workspace_folders = [
+        lsp.WorkspaceFolder(uri=first.as_uri(), name="a"),
+        lsp.WorkspaceFolder(uri=second.as_uri(), name="b"),
+    ]
+    await client.initialize_session(params)
+    slow = open_doc(client, first / "slow.py", "import time\ntime.sleep(4)\norder = ['slow']\n")
+    queued = open_doc(client, first / "queued.py", "order.append('queued'); order\n")
+    other = open_doc(client, second / "other.py", "'other folder'\n")
+    await run(client, other)  # both kernels are up
+
+    finished: list[str] = []
+
+    async def timed(name: str, uri: str) -> None:
+        answer = await run(client, uri)
+        assert answer["status"] == "ok", (name, answer)
+        finished.append(name)
+
+    slow_run = asyncio.ensure_future(timed("slow", slow))
+    await asyncio.sleep(0.3)
+    queued_run = asyncio.ensure_future(timed("queued", queued))
+    await asyncio.sleep(0.3)
+    await timed("other", other)
+    await asyncio.gather(slow_run, queued_run)
+
+    assert finished == ["other", "slow", "queued"]
+    assert [h.label for h in await hints(client, queued)] == ["→ ['slow', 'queued']"]
+
+
+def _kernel_pid_after_run(folder: Path, proc: subprocess.Popen[bytes]) -> int:
+    """Drive a server by hand (stdio) far enough to run code; return the kernel's pid."""
+    import json
+
+    def send(message: dict[str, object]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        assert proc.stdin is not None
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        proc.stdin.flush()
+
+    def receive(want_id: int) -> dict[str, object]:
+        assert proc.stdout is not None
+        while True:
+            length = 0
+            while (line := proc.stdout.readline().strip()) != b"":
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            message = json.loads(proc.stdout.read(length))
+            if message.get("id") == want_id and "method" not in message:
+                return message  # type: ignore[no-any-return]
+
+    pid_file = folder / "pid.txt"
+    send({"id": 1, "method": "initialize", "params": {
+        "processId": os.getpid(), "rootUri": folder.as_uri(), "capabilities": {},
+        "initializationOptions": {"python": sys.executable}}})
+    receive(1)
+    send({"method": "initialized", "params": {}})
+    uri = (folder / "doc.py").as_uri()
+    text = f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+    send({"method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": text}}})
+    send({"id": 2, "method": "workspace/executeCommand",
+          "params": {"command": "runfix.run", "arguments": [{"uri": uri}]}})
+    assert receive(2)["result"]["status"] == "ok"  # type: ignore[index]
+    return int(pid_file.read_text())
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # reap it if it is our child's orphan turned zombie
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("how", ["shutdown and exit", "stdin closed", "server killed"])
+def test_no_kernel_outlives_the_server(folder: Path, how: str) -> None:
+    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        kernel = _kernel_pid_after_run(folder, proc)
+        assert not _gone(kernel, within=0.2)
+        assert proc.stdin is not None
+        if how == "shutdown and exit":
+            body = b'{"jsonrpc":"2.0","id":9,"method":"shutdown"}'
+            proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            body = b'{"jsonrpc":"2.0","method":"exit"}'
+            proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            proc.stdin.flush()
+        elif how == "stdin closed":
+            proc.stdin.close()
+        else:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=20)
+        assert _gone(kernel), f"kernel {kernel} still running after: {how}"
+    finally:
+        proc.kill()
+        proc.wait()
