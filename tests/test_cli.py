@@ -1,0 +1,59 @@
+"""`runfix run` and `runfix doctor` as a user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.kernel
+
+RUNFIX = [sys.executable, "-m", "lsp_server"]
+EXAMPLE = Path(__file__).parent.parent / "examples" / "demo.py"
+
+
+def runfix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RUNFIX, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_run_prints_compiler_style_lines_and_fails_on_an_error() -> None:
+    done = runfix("run", str(EXAMPLE))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert f"{EXAMPLE}:9:1: note: total 10.5" in lines
+    assert f"{EXAMPLE}:12:1: note: 18.84955592153876" in lines
+    assert f"{EXAMPLE}:16:5: error: KeyError: 'coffee'" in lines
+    assert f"{EXAMPLE}:19:1: note: called from here" in lines
+
+
+def test_run_one_cell_that_passes_exits_zero(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("# %%\nprint('first')\n# %%\n1/0\n")
+    done = runfix("run", "s.py", "--cell", "1", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == ["s.py:2:1: note: first"]
+    assert runfix("run", "s.py", "--cell", "3", cwd=tmp_path).returncode == 2
+
+
+def test_run_timeout_is_reported(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("import time\ntime.sleep(30)\n")
+    done = runfix("run", str(script), "--timeout", "1")
+    assert done.returncode == 1
+    assert f"{script}:2:1: warning: Timed out after 1s" in done.stdout
+
+
+def test_doctor_reports_a_missing_ipykernel(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True)
+    done = runfix("doctor", str(tmp_path))
+    assert done.returncode == 1
+    assert "ipykernel:      MISSING" in done.stdout
+    assert "-m pip install ipykernel" in done.stdout
+
+
+def test_doctor_starts_a_kernel(tmp_path: Path) -> None:
+    done = runfix("doctor", str(tmp_path))
+    assert done.returncode == 0, done.stdout
+    assert "kernel start:" in done.stdout

@@ -1,0 +1,93 @@
+"""The local kernel executor on a real ipykernel, without the language server."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from executor import LocalKernel, RunRequest, RunStatus, Stream, Value
+from executor.interpreter import find_interpreter
+
+pytestmark = pytest.mark.kernel
+
+
+@pytest.fixture
+async def kernel(tmp_path: Path) -> AsyncIterator[LocalKernel]:
+    k = LocalKernel(tmp_path, sys.executable, hidden_env=["RUNFIX_TEST_SECRET"])
+    os.environ["RUNFIX_TEST_SECRET"] = "canary"
+    try:
+        await k.start()
+        yield k
+    finally:
+        os.environ.pop("RUNFIX_TEST_SECRET", None)
+        await k.shutdown()
+
+
+def request(code: str, **kw: object) -> RunRequest:
+    return RunRequest(code=code, filename="/ws/doc.py", **kw)  # type: ignore[arg-type]
+
+
+async def test_state_persists_and_cwd_is_the_folder(kernel: LocalKernel, tmp_path: Path) -> None:
+    await kernel.execute(request("import os\nhere = os.getcwd()"))
+    outcome = await kernel.execute(request("here"))
+    [value] = outcome.events
+    assert isinstance(value, Value) and value.data["text/plain"] == repr(str(tmp_path))
+
+
+async def test_ipc_in_a_private_directory_never_tcp(kernel: LocalKernel) -> None:
+    assert kernel._km is not None
+    info = json.loads(Path(kernel._km.connection_file).read_text())
+    assert info["transport"] == "ipc"
+    runtime = Path(kernel._km.connection_file).parent
+    assert stat.S_IMODE(runtime.stat().st_mode) & 0o777 == 0o700  # (jupyter adds the sticky bit)
+    assert stat.S_IMODE(Path(kernel._km.connection_file).stat().st_mode) == 0o600
+
+
+async def test_hidden_variables_do_not_reach_the_kernel(kernel: LocalKernel) -> None:
+    outcome = await kernel.execute(request("import os\nprint(os.environ.get('RUNFIX_TEST_SECRET'))"))
+    assert outcome.events == (Stream("stdout", "None\n", outcome.events[0].span),)
+
+
+async def test_variables_summarise_names_types_and_shapes(kernel: LocalKernel) -> None:
+    await kernel.execute(request("import math\nnums = [1, 2, 3]\nname = 'ada'\ndef f(): pass"))
+    found = {v.name: v for v in await kernel.variables()}
+    assert set(found) == {"nums", "name", "f"}
+    assert (found["nums"].type, found["nums"].length) == ("list", 3)
+    assert found["name"].summary == "'ada'"
+
+
+async def test_interrupt_grace_then_restart_when_the_kernel_ignores_sigint(
+    tmp_path: Path,
+) -> None:
+    k = LocalKernel(tmp_path, sys.executable, grace=1.0)
+    try:
+        await k.start()
+        code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nkept = 1\ntime.sleep(60)"
+        outcome = await k.execute(request(code, timeout=1.0))
+        assert outcome.status == RunStatus.TIMEOUT
+        assert outcome.state_lost and "restarted" in outcome.note
+        after = await k.execute(request("'kept' in globals()"))
+        assert [e.data["text/plain"] for e in after.events if isinstance(e, Value)] == ["False"]
+    finally:
+        await k.shutdown()
+
+
+def test_interpreter_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    assert find_interpreter(tmp_path).path == sys.executable
+    venv = tmp_path / "env"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").touch()
+    monkeypatch.setenv("VIRTUAL_ENV", str(venv))
+    assert find_interpreter(tmp_path).source == "VIRTUAL_ENV"
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+    assert find_interpreter(tmp_path).path == str(tmp_path / ".venv" / "bin" / "python")
+    chosen = find_interpreter(tmp_path, "env")
+    assert chosen.path == str(venv / "bin" / "python") and chosen.source == "the `python` setting"

@@ -1,0 +1,251 @@
+"""Unit tests of the pure parts: cells, attribution, traceback mapping, moving results, settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+
+from executor.events import Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
+from executor.messages import MessageCollector
+from lsp_server.cells import split_cells
+from lsp_server.convert import diagnostics, inlay_hints, problem_range
+from lsp_server.results import Problem, ResultStore, build, line_change, summarize
+from lsp_server.runs import Piece, parse_run_arguments, pieces_for
+from lsp_server.settings import Settings, resolve, section
+
+PATH = "/ws/doc.py"
+
+
+def lines_of(text: str) -> list[str]:
+    return text.splitlines(True)
+
+
+# -- cells ------------------------------------------------------------------------------
+
+
+def test_percent_cells_and_a_preamble() -> None:
+    lines = lines_of("import os\n# %% one\na = 1\n// %% two\nb = 2\n")
+    cells = split_cells(lines)
+    assert [(c.first, c.last, c.has_marker) for c in cells] == [
+        (0, 0, False),
+        (1, 2, True),
+        (3, 4, True),
+    ]
+    assert cells[1].code_first == 2
+
+
+def test_a_file_without_markers_is_one_cell() -> None:
+    assert [(c.first, c.last) for c in split_cells(lines_of("a\nb\nc\n"))] == [(0, 2)]
+
+
+def test_pieces_skip_cells_without_code_and_ranges_cover_whole_lines() -> None:
+    lines = lines_of("# just a comment\n# %%\n\n# %%\nx = 1\n")
+    assert pieces_for(lines, None) == [Piece(4, 4)]
+    selection = lsp.Range(lsp.Position(1, 3), lsp.Position(4, 0))
+    assert pieces_for(lines, selection) == [Piece(1, 3)]
+    assert pieces_for(lines, lsp.Range(lsp.Position(4, 2), lsp.Position(4, 2))) == [Piece(4, 4)]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], [1], [{"uri": ""}], [{"uri": "file:///a", "range": {"start": {"line": 2}}}]],
+)
+def test_malformed_run_arguments(args: list[object]) -> None:
+    with pytest.raises(ValueError):
+        parse_run_arguments(args)
+
+
+def test_run_arguments_reject_a_backwards_range() -> None:
+    backwards = {"start": {"line": 3, "character": 0}, "end": {"line": 1, "character": 0}}
+    with pytest.raises(ValueError, match="end before"):
+        parse_run_arguments([{"uri": "file:///a", "range": backwards}])
+
+
+# -- attribution and traceback mapping --------------------------------------------------
+
+
+def test_outputs_are_attributed_to_their_statements() -> None:
+    lines = lines_of("for i in range(2):\n    print(i)\nx = 3\nx * 2\n")
+    outcome = RunOutcome(
+        RunStatus.OK,
+        (
+            Stream("stdout", "0\n1\n", Span(1, 2)),
+            Value({"text/plain": "6"}, Span(4, 4)),
+        ),
+        0.01,
+    )
+    results = build(outcome, path=PATH, lines=lines, fallback_line=0, folder=None)
+    assert [(s.first, s.last, s.text) for s in results.statements] == [
+        (0, 1, "0\n1\n"),
+        (3, 3, "6\n"),
+    ]
+    hints = inlay_hints(lines, results, lsp.Range(lsp.Position(0, 0), lsp.Position(9, 0)))
+    assert [(h.position.line, h.position.character, h.label) for h in hints] == [
+        (1, 12, "→ 0 …"),
+        (3, 5, "→ 6"),
+    ]
+
+
+def test_error_lands_on_the_innermost_frame_in_this_document() -> None:
+    lines = lines_of("def f(d):\n    return g(d)\n\n\nf({})\n")
+    error = Error(
+        "KeyError",
+        "'b'",
+        (
+            Frame(PATH, 5, "<module>"),
+            Frame(PATH, 2, "f"),
+            Frame("/usr/lib/python3/somewhere.py", 10, "g"),
+        ),
+        "Traceback ...",
+        Span(5, 5),
+    )
+    outcome = RunOutcome(RunStatus.ERROR, (error,), 0.01)
+    results = build(outcome, path=PATH, lines=lines, fallback_line=4, folder=None)
+    [problem] = results.problems
+    assert (problem.first, problem.message) == (1, "KeyError: 'b'")
+    assert [(r.line, r.name, r.path) for r in problem.related] == [(4, "called from here", None)]
+    [diagnostic] = diagnostics("file:///ws/doc.py", lines, results, with_results=False)
+    assert diagnostic.range == lsp.Range(lsp.Position(1, 4), lsp.Position(1, 15))
+    assert diagnostic.severity == lsp.DiagnosticSeverity.Error
+
+
+def test_syntax_error_points_at_its_column_in_utf16() -> None:
+    lines = lines_of('x = "🐍" + )\n')
+    problem = Problem(0, 0, "SyntaxError: unmatched ')'", "error", column=10, source=("",))
+    assert problem_range(lines, problem) == lsp.Range(lsp.Position(0, 11), lsp.Position(0, 12))
+
+
+def test_a_timeout_is_a_warning_on_the_running_statement() -> None:
+    lines = lines_of("a = 1\nwhile True: pass\n")
+    outcome = RunOutcome(
+        RunStatus.TIMEOUT, (), 1.0, note="Timed out after 1s", span=Span(2, 2)
+    )
+    [problem] = build(outcome, path=PATH, lines=lines, fallback_line=0, folder=None).problems
+    assert (problem.first, problem.severity, problem.message) == (1, "warning", "Timed out after 1s")
+
+
+def test_png_outputs_are_saved_under_runfix_outputs(tmp_path: Path) -> None:
+    import base64
+
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + (640).to_bytes(4, "big") + (480).to_bytes(4, "big")
+    outcome = RunOutcome(
+        RunStatus.OK, (Value({"image/png": base64.b64encode(png).decode()}, Span(1, 1)),), 0.0
+    )
+    results = build(outcome, path=PATH, lines=["plot()\n"], fallback_line=0, folder=tmp_path)
+    [statement] = results.statements
+    [output] = statement.outputs
+    assert output.image is not None and output.image.parent == tmp_path / ".runfix" / "outputs"
+    assert output.image.read_bytes() == png
+    assert statement.summary == "<image 640×480>"
+
+
+def test_summaries_are_one_short_line() -> None:
+    assert summarize("18.84955592153876\n") == "18.8495…"
+    assert summarize("a\nb\n") == "a …"
+    assert summarize("x" * 100).endswith("…") and len(summarize("x" * 100)) == 60
+
+
+def test_collector_caps_output_and_tracks_statements() -> None:
+    collector = MessageCollector(output_limit=5)
+
+    def msg(kind: str, content: dict[str, object]) -> dict[str, object]:
+        return {"header": {"msg_type": kind}, "content": content}
+
+    marker = "application/x-runfix+json"
+    collector.feed(msg("display_data", {"data": {marker: {"stmt": [3, 4]}}}))
+    collector.feed(msg("stream", {"name": "stdout", "text": "abc"}))
+    collector.feed(msg("stream", {"name": "stdout", "text": "defgh"}))
+    collector.feed(msg("display_data", {"data": {marker: {"truncated": 10}}}))
+    assert collector.events == [Stream("stdout", "abcde", Span(3, 4))]
+    assert collector.truncated == 13
+
+
+# -- results follow edits ----------------------------------------------------------------
+
+
+def _store_with(lines: list[str]) -> ResultStore:
+    store = ResultStore()
+    outcome = RunOutcome(
+        RunStatus.ERROR,
+        (
+            Stream("stdout", "one\n", Span(1, 1)),
+            Stream("stdout", "two\n", Span(2, 3)),
+            Error("ValueError", "no", ((Frame(PATH, 4, "<module>")),), "", Span(4, 4)),
+        ),
+        0.0,
+    )
+    results = build(outcome, path=PATH, lines=lines, fallback_line=0, folder=None)
+    store.add("u", 1, results, lines)
+    return store
+
+
+def test_lines_inserted_above_move_results() -> None:
+    lines = lines_of("print('one')\nprint(\n 'two')\nraise ValueError('no')\n")
+    store = _store_with(lines)
+    new = lines_of("# a\n# b\n") + lines
+    assert store.edit("u", 2, [line_change(0, 0, "# a\n# b\n")], new)
+    results = store.get("u")
+    assert [(s.first, s.last) for s in results.statements] == [(2, 2), (3, 4)]
+    assert [p.first for p in results.problems] == [5]
+
+
+def test_editing_a_statement_drops_only_its_result() -> None:
+    lines = lines_of("print('one')\nprint(\n 'two')\nraise ValueError('no')\n")
+    store = _store_with(lines)
+    new = lines.copy()
+    new[2] = " 'TWO')\n"
+    store.edit("u", 2, [line_change(2, 2, "")], new)
+    assert [s.text for s in store.get("u").statements] == ["one\n"]
+    assert len(store.get("u").problems) == 1
+
+
+def test_enter_at_the_end_of_a_statement_keeps_it() -> None:
+    lines = lines_of("print('one')\nprint(\n 'two')\nraise ValueError('no')\n")
+    store = _store_with(lines)
+    new = [lines[0], "\n", *lines[1:]]
+    store.edit("u", 2, [line_change(0, 0, "\n")], new)
+    assert [(s.first, s.text) for s in store.get("u").statements] == [(0, "one\n"), (2, "two\n")]
+
+
+def test_results_of_a_run_that_ends_after_edits_are_moved_through_them() -> None:
+    lines = lines_of("x = 1\nprint(x)\n")
+    store = ResultStore()
+    store.edit("u", 2, [line_change(0, 0, "\n\n")], ["\n", "\n", *lines])  # while it ran
+    outcome = RunOutcome(RunStatus.OK, (Stream("stdout", "1\n", Span(2, 2)),), 0.0)
+    results = build(outcome, path=PATH, lines=lines, fallback_line=0, folder=None)
+    store.add("u", 1, results, ["\n", "\n", *lines])
+    assert [s.first for s in store.get("u").statements] == [3]
+
+
+def test_a_whole_text_replacement_drops_results_of_runs_in_flight() -> None:
+    lines = lines_of("print(1)\n")
+    store = ResultStore()
+    store.reset("u", 5)
+    outcome = RunOutcome(RunStatus.OK, (Stream("stdout", "1\n", Span(1, 1)),), 0.0)
+    store.add("u", 4, build(outcome, path=PATH, lines=lines, fallback_line=0, folder=None), lines)
+    assert not store.has("u")
+
+
+# -- settings ---------------------------------------------------------------------------
+
+
+def test_settings_layers_later_wins_and_bad_values_fall_back() -> None:
+    settings = resolve(
+        ("pyproject", {"timeout": 5, "outputLimit": 500}),
+        ("initializationOptions", {"timeout": 10, "results": "both"}),
+        ("workspace/configuration", {"timeout": "soon", "results": "diagnostics", "x": 1}),
+    )
+    assert settings.timeout == 10  # "soon" is refused; the layer below stands
+    assert settings.output_limit == 500
+    assert settings.results == "diagnostics"
+    assert any("timeout = 'soon'" in p for p in settings.problems)
+    assert any("unknown setting 'x'" in p for p in settings.problems)
+
+
+def test_settings_defaults_and_a_null_configuration() -> None:
+    assert resolve(("workspace/configuration", None)) == Settings()
+    assert section({"runfix": {"timeout": 3}}) == {"timeout": 3}
+    assert section(None) == {}
+    assert "expected an object" in resolve(("x", [1])).problems[0]
