@@ -60,16 +60,47 @@ class _Budget:
         return text
 
 
+class _Statement:
+    """The top-level statement running now, told to the server when it first shows something."""
+
+    def __init__(self) -> None:
+        self.span: list[int] | None = None
+        self.announced = True
+
+    def start(self, first: int, last: int) -> None:
+        self.span, self.announced = [first, last], False
+
+    def announce(self) -> None:
+        if not self.announced and self.span is not None:
+            self.announced = True
+            _publish({"stmt": self.span})
+
+
+_current = _Statement()
+
+
+def _tag_display(msg: Any) -> Any:
+    """Display-publisher hook: announce the statement before a display it makes."""
+    kind = msg.get("msg_type")
+    ours = MIME in msg.get("content", {}).get("data", {})
+    if kind in ("display_data", "update_display_data") and not ours:
+        _current.announce()
+    return msg
+
+
 class _CappedStream:
     """Wraps sys.stdout/stderr for one run; what passes the budget is dropped here."""
 
     def __init__(self, stream: Any, budget: _Budget) -> None:
         self._stream = stream
         self._budget = budget
+        self.written = False
 
     def write(self, text: str) -> int:
         kept = self._budget.take(text)
         if kept:
+            _current.announce()
+            self.written = True
             self._stream.write(kept)
         return len(text)
 
@@ -123,6 +154,7 @@ def _show(value: Any, budget: _Budget) -> None:
         if isinstance(content, str) and (mime.startswith("text/") or mime.endswith("json")):
             content = budget.take(content)
         capped[mime] = content
+    _current.announce()
     _publish({"value": True}, capped)
 
 
@@ -160,12 +192,15 @@ def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> N
         return
     ast.increment_lineno(tree, first_line - 1)
     saved = sys.stdout, sys.stderr
-    sys.stdout = _CappedStream(saved[0], budget)
-    sys.stderr = _CappedStream(saved[1], budget)
+    out, err = _CappedStream(saved[0], budget), _CappedStream(saved[1], budget)
+    sys.stdout, sys.stderr = out, err
+    hooks = getattr(shell.display_pub, "register_hook", None)
+    if hooks is not None:
+        hooks(_tag_display)
     namespace = shell.user_ns
     try:
         for node in tree.body:
-            _publish({"stmt": [node.lineno, getattr(node, "end_lineno", node.lineno)]})
+            _current.start(node.lineno, getattr(node, "end_lineno", node.lineno))
             if isinstance(node, ast.Expr):
                 value = eval(compile(ast.Expression(node.value), filename, "eval"), namespace)
                 if value is not None:
@@ -174,14 +209,20 @@ def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> N
                 module = ast.Module(body=[node], type_ignores=[])
                 exec(compile(module, filename, "exec"), namespace)
     except KeyboardInterrupt:
+        _current.announce()
         _publish({"interrupted": True})
     except BaseException as exc:
+        _current.announce()
         # Drop this function's own frame: the user's code starts one level down.
         tb = exc.__traceback__.tb_next if exc.__traceback__ else None
         _report(exc, tb)
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _current.span = None
+        if getattr(shell.display_pub, "unregister_hook", None) is not None:
+            shell.display_pub.unregister_hook(_tag_display)
+        if out.written or err.written:
+            out.flush()
+            err.flush()
         sys.stdout, sys.stderr = saved
         if budget.dropped:
             _publish({"truncated": budget.dropped})

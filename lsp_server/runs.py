@@ -138,6 +138,9 @@ class Progress:
 
 async def _acquire(lock: asyncio.Lock, cancel: asyncio.Event) -> bool:
     """Wait for the lock unless cancelled first; True when it is held."""
+    if not lock.locked():
+        await lock.acquire()
+        return True
     acquire = asyncio.ensure_future(lock.acquire())
     cancelled = asyncio.ensure_future(cancel.wait())
     await asyncio.wait({acquire, cancelled}, return_when=asyncio.FIRST_COMPLETED)

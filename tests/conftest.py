@@ -58,7 +58,12 @@ def open_doc(client: LanguageClient, path: Path, text: str, version: int = 1) ->
 
 
 def change(
-    client: LanguageClient, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str
+    client: LanguageClient,
+    uri: str,
+    version: int,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    text: str,
 ) -> None:
     client.text_document_did_change(
         lsp.DidChangeTextDocumentParams(
@@ -83,19 +88,25 @@ def run_args(uri: str, first: int | None = None, last: int | None = None) -> lis
     return [arg]
 
 
-async def run(client: LanguageClient, uri: str, first: int | None = None, last: int | None = None) -> Any:
+async def run(
+    client: LanguageClient, uri: str, first: int | None = None, last: int | None = None
+) -> Any:
     return await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="runfix.run", arguments=run_args(uri, first, last))
     )
 
 
 def errors(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
-    return [d for d in client.diagnostics.get(uri, []) if d.severity == lsp.DiagnosticSeverity.Error]
+    return [
+        d for d in client.diagnostics.get(uri, []) if d.severity == lsp.DiagnosticSeverity.Error
+    ]
 
 
 def infos(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
     return [
-        d for d in client.diagnostics.get(uri, []) if d.severity == lsp.DiagnosticSeverity.Information
+        d
+        for d in client.diagnostics.get(uri, [])
+        if d.severity == lsp.DiagnosticSeverity.Information
     ]
 
 

@@ -46,7 +46,9 @@ def test_run_timeout_is_reported(tmp_path: Path) -> None:
 
 
 def test_doctor_reports_a_missing_ipykernel(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True
+    )
     done = runfix("doctor", str(tmp_path))
     assert done.returncode == 1
     assert "ipykernel:      MISSING" in done.stdout

@@ -147,7 +147,12 @@ async def test_timeout_interrupts_and_keeps_state(client: LanguageClient, folder
 
 async def test_killed_kernel_is_restarted(client: LanguageClient, folder: Path) -> None:
     await client.initialize_session(init_params(folder))
-    text = "x = 1\nimport os, signal, time\ntime.sleep(0.3); os.kill(os.getpid(), signal.SIGKILL)\nprint('after')\n"
+    text = (
+        "x = 1\n"
+        "import os, signal, time\n"
+        "print('dying'); time.sleep(0.3); os.kill(os.getpid(), signal.SIGKILL)\n"
+        "print('after')\n"
+    )
     uri = open_doc(client, folder / "doc.py", text)
     await run(client, uri, 0, 0)
 
@@ -158,7 +163,8 @@ async def test_killed_kernel_is_restarted(client: LanguageClient, folder: Path) 
     assert error.range.start.line == 2
     assert "kernel died" in error.message and "state was lost" in error.message
     assert (await run(client, uri, 3, 3))["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ after"]
+    labels = {h.position.line: h.label for h in await hints(client, uri)}
+    assert labels == {2: "→ dying", 3: "→ after"}
     answer = await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="runfix.variables", arguments=[{"uri": uri}])
     )
@@ -217,6 +223,7 @@ async def test_progress_cancel_interrupts_the_kernel(client: LanguageClient, fol
     uri = open_doc(client, folder / "doc.py", text)
 
     running = asyncio.ensure_future(run(client, uri))
+
     def reported(token: object) -> list[str | None]:
         return [getattr(r, "message", None) for r in client.progress_reports[token]]
 
@@ -284,7 +291,9 @@ async def test_initialization_options_are_honoured(client: LanguageClient, folde
     assert "801 characters dropped" in await hover_text(client, uri, 0)
 
 
-async def test_bad_settings_fall_back_with_one_message(client: LanguageClient, folder: Path) -> None:
+async def test_bad_settings_fall_back_with_one_message(
+    client: LanguageClient, folder: Path
+) -> None:
     await client.initialize_session(init_params(folder, options={"timeout": "soon", "colour": 1}))
     uri = open_doc(client, folder / "doc.py", "1 + 1\n")
     answer = await run(client, uri)
@@ -304,4 +313,6 @@ async def test_pyproject_settings_sit_below_client_settings(
     answer = await run(client, uri)
 
     assert answer["status"] == "ok"  # timeout 30 from the client beats 1 from pyproject
-    assert "251 characters dropped" in await hover_text(client, uri, 2)  # outputLimit from pyproject
+    assert "251 characters dropped" in await hover_text(
+        client, uri, 2
+    )  # outputLimit from pyproject

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -90,7 +91,9 @@ async def test_code_lens_over_each_cell_marker(client: LanguageClient, folder: P
         lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=plain))
     )
 
-    assert [(lens.range.start.line, lens.command and lens.command.title) for lens in lenses or []] == [
+    assert [
+        (lens.range.start.line, lens.command and lens.command.title) for lens in lenses or []
+    ] == [
         (0, "▶ Run cell"),
         (2, "▶ Run cell"),
     ]
@@ -111,7 +114,7 @@ async def test_malformed_run_arguments_get_a_clear_error(
     client: LanguageClient, folder: Path, arguments: list[object]
 ) -> None:
     await client.initialize_session(init_params(folder))
-    with pytest.raises(JsonRpcInvalidParams, match="runfix.run"):
+    with pytest.raises(JsonRpcInvalidParams, match=r"runfix\.run"):
         await client.workspace_execute_command_async(
             lsp.ExecuteCommandParams(command="runfix.run", arguments=arguments)
         )
@@ -196,17 +199,37 @@ def _kernel_pid_after_run(folder: Path, proc: subprocess.Popen[bytes]) -> int:
                 return message  # type: ignore[no-any-return]
 
     pid_file = folder / "pid.txt"
-    send({"id": 1, "method": "initialize", "params": {
-        "processId": os.getpid(), "rootUri": folder.as_uri(), "capabilities": {},
-        "initializationOptions": {"python": sys.executable}}})
+    send(
+        {
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "processId": os.getpid(),
+                "rootUri": folder.as_uri(),
+                "capabilities": {},
+                "initializationOptions": {"python": sys.executable},
+            },
+        }
+    )
     receive(1)
     send({"method": "initialized", "params": {}})
     uri = (folder / "doc.py").as_uri()
     text = f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-    send({"method": "textDocument/didOpen", "params": {"textDocument": {
-        "uri": uri, "languageId": "python", "version": 1, "text": text}}})
-    send({"id": 2, "method": "workspace/executeCommand",
-          "params": {"command": "runfix.run", "arguments": [{"uri": uri}]}})
+    send(
+        {
+            "method": "textDocument/didOpen",
+            "params": {
+                "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}
+            },
+        }
+    )
+    send(
+        {
+            "id": 2,
+            "method": "workspace/executeCommand",
+            "params": {"command": "runfix.run", "arguments": [{"uri": uri}]},
+        }
+    )
     assert receive(2)["result"]["status"] == "ok"  # type: ignore[index]
     return int(pid_file.read_text())
 
@@ -218,10 +241,8 @@ def _gone(pid: int, within: float = 10.0) -> bool:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        try:  # reap it if it is our child's orphan turned zombie
+        with contextlib.suppress(ChildProcessError):  # reap it if it became our zombie
             os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
         time.sleep(0.1)
     return False
 

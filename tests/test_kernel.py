@@ -50,7 +50,9 @@ async def test_ipc_in_a_private_directory_never_tcp(kernel: LocalKernel) -> None
 
 
 async def test_hidden_variables_do_not_reach_the_kernel(kernel: LocalKernel) -> None:
-    outcome = await kernel.execute(request("import os\nprint(os.environ.get('RUNFIX_TEST_SECRET'))"))
+    outcome = await kernel.execute(
+        request("import os\nprint(os.environ.get('RUNFIX_TEST_SECRET'))")
+    )
     assert outcome.events == (Stream("stdout", "None\n", outcome.events[0].span),)
 
 
@@ -68,7 +70,12 @@ async def test_interrupt_grace_then_restart_when_the_kernel_ignores_sigint(
     k = LocalKernel(tmp_path, sys.executable, grace=1.0)
     try:
         await k.start()
-        code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nkept = 1\ntime.sleep(60)"
+        code = (
+            "import signal, time\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "kept = 1\n"
+            "time.sleep(60)"
+        )
         outcome = await k.execute(request(code, timeout=1.0))
         assert outcome.status == RunStatus.TIMEOUT
         assert outcome.state_lost and "restarted" in outcome.note

@@ -119,17 +119,24 @@ def test_syntax_error_points_at_its_column_in_utf16() -> None:
 
 def test_a_timeout_is_a_warning_on_the_running_statement() -> None:
     lines = lines_of("a = 1\nwhile True: pass\n")
-    outcome = RunOutcome(
-        RunStatus.TIMEOUT, (), 1.0, note="Timed out after 1s", span=Span(2, 2)
-    )
+    outcome = RunOutcome(RunStatus.TIMEOUT, (), 1.0, note="Timed out after 1s", span=Span(2, 2))
     [problem] = build(outcome, path=PATH, lines=lines, fallback_line=0, folder=None).problems
-    assert (problem.first, problem.severity, problem.message) == (1, "warning", "Timed out after 1s")
+    assert (problem.first, problem.severity, problem.message) == (
+        1,
+        "warning",
+        "Timed out after 1s",
+    )
 
 
 def test_png_outputs_are_saved_under_runfix_outputs(tmp_path: Path) -> None:
     import base64
 
-    png = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + (640).to_bytes(4, "big") + (480).to_bytes(4, "big")
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + b"\x00\x00\x00\rIHDR"
+        + (640).to_bytes(4, "big")
+        + (480).to_bytes(4, "big")
+    )
     outcome = RunOutcome(
         RunStatus.OK, (Value({"image/png": base64.b64encode(png).decode()}, Span(1, 1)),), 0.0
     )

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""How much runfix adds on top of a raw Jupyter kernel, measured in one run.
+
+- trivial run (`x = 1+1`) through `runfix serve` (workspace/executeCommand runfix.run,
+  answered after results are published) vs. the same code through raw jupyter_client
+  (`execute_interactive` on a fresh IPC kernel): medians and their ratio (target ≤ 1.25×);
+- kernel cold start: runfix's LocalKernel vs. raw AsyncKernelManager + wait_for_ready;
+- code-action latency on a 2,000-line document (target p50 ≤ 5 ms).
+
+Usage: python scripts/bench_run.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+from executor.kernel import LocalKernel
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def pct(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+async def raw_jupyter(runs: int, folder: Path) -> tuple[float, float]:
+    began = time.perf_counter()
+    km = AsyncKernelManager(transport="ipc", ip=str(folder / "raw-kernel"))
+    await km.start_kernel(cwd=str(folder))
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    cold = time.perf_counter() - began
+    times = []
+    try:
+        for _ in range(5):
+            await kc.execute_interactive("x = 1+1", store_history=False, output_hook=lambda m: None)
+        for _ in range(runs):
+            t = time.perf_counter()
+            await kc.execute_interactive("x = 1+1", store_history=False, output_hook=lambda m: None)
+            times.append(time.perf_counter() - t)
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+    return statistics.median(times), cold
+
+
+async def runfix_cold_start(folder: Path) -> float:
+    kernel = LocalKernel(folder, sys.executable)
+    began = time.perf_counter()
+    await kernel.start()
+    cold = time.perf_counter() - began
+    await kernel.shutdown()
+    return cold
+
+
+async def runfix_server(runs: int, folder: Path) -> tuple[float, list[float]]:
+    client = LanguageClient("bench", "1")
+    await client.start_io(sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING")
+    caps = lsp.ClientCapabilities(
+        text_document=lsp.TextDocumentClientCapabilities(
+            inlay_hint=lsp.InlayHintClientCapabilities()
+        )
+    )
+    await client.initialize_async(
+        lsp.InitializeParams(
+            capabilities=caps,
+            root_uri=folder.as_uri(),
+            initialization_options={"python": sys.executable},
+        )
+    )
+    client.initialized(lsp.InitializedParams())
+    trivial = (folder / "trivial.py").as_uri()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(trivial, "python", 1, "x = 1+1\n"))
+    )
+    command = lsp.ExecuteCommandParams("runfix.run", [{"uri": trivial}])
+    for _ in range(5):
+        await client.workspace_execute_command_async(command)  # the first one waits for the kernel
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        answer = await client.workspace_execute_command_async(command)
+        times.append(time.perf_counter() - t)
+        assert answer["status"] == "ok", answer
+
+    big = (folder / "big.py").as_uri()
+    lines = []
+    for i in range(400):
+        lines += [f"# %% cell {i}", f"value_{i} = {i} * 2", f"print(value_{i})", "", ""]
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(big, "python", 1, "\n".join(lines)))
+    )
+    action_times = []
+    for i in range(300):
+        line = (i * 37) % len(lines)
+        params = lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(big),
+            lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
+            lsp.CodeActionContext(diagnostics=[]),
+        )
+        t = time.perf_counter()
+        await client.text_document_code_action_async(params)
+        action_times.append(time.perf_counter() - t)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return statistics.median(times), action_times
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="runfix-bench-") as tmp:
+        folder = Path(tmp)
+        raw_median, raw_cold = await raw_jupyter(args.runs, folder)
+        ours_median, action_times = await runfix_server(args.runs, folder)
+        ours_cold = await runfix_cold_start(folder)
+    print(f"trivial run, median of {args.runs}:")
+    print(f"  raw jupyter_client     {ms(raw_median)}")
+    print(f"  runfix.run over LSP    {ms(ours_median)}")
+    print(f"  ratio                  {ours_median / raw_median:.2f}x  (target <= 1.25x)")
+    print("kernel cold start:")
+    print(f"  raw jupyter_client     {raw_cold:.2f} s")
+    print(f"  runfix LocalKernel     {ours_cold:.2f} s  ({ours_cold / raw_cold:.2f}x)")
+    print("code actions on a 2,000-line document:")
+    p50, p95 = ms(pct(action_times, 0.5)), ms(pct(action_times, 0.95))
+    print(f"  p50 {p50}  p95 {p95}  (target p50 <= 5 ms)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
