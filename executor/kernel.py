@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -248,15 +249,7 @@ class LocalKernel:
                 if self._state == ExecutorState.BUSY:
                     self._state = ExecutorState.IDLE
             if lost and not outcome.state_lost:
-                outcome = RunOutcome(
-                    outcome.status,
-                    outcome.events,
-                    outcome.duration,
-                    outcome.truncated,
-                    True,
-                    outcome.note or note,
-                    outcome.span,
-                )
+                outcome = replace(outcome, state_lost=True, note=outcome.note or note)
             return outcome
 
     async def _run(self, request: RunRequest, cancel: asyncio.Event | None) -> RunOutcome:

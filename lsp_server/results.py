@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -113,8 +113,7 @@ def save_png(folder: Path, data: str) -> tuple[Path, str]:
     return path, _image_size(raw)
 
 
-def _render(data: dict[str, str] | object, folder: Path | None) -> Output:
-    assert isinstance(data, dict)
+def _render(data: Mapping[str, str], folder: Path | None) -> Output:
     if "image/png" in data and folder is not None:
         path, size = save_png(folder, data["image/png"])
         return Output(f"<image {size}>\n", path)
@@ -141,7 +140,7 @@ def build(
         if isinstance(event, Stream):
             by_span.setdefault(event.span, []).append(Output(event.text))
         elif isinstance(event, (Value, Display)):
-            by_span.setdefault(event.span, []).append(_render(dict(event.data), folder))
+            by_span.setdefault(event.span, []).append(_render(event.data, folder))
         elif isinstance(event, Error) and error is None:
             error = event
     results = DocumentResults()

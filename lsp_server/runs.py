@@ -23,7 +23,7 @@ from pygls.uris import to_fs_path
 from executor.base import ExecutorUnavailable
 from executor.events import RunRequest, RunStatus
 from lsp_server.cells import code_of, split_cells
-from lsp_server.results import DocumentResults, Problem, build
+from lsp_server.results import DocumentResults, build
 from lsp_server.server import RunfixServer
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ async def run_document(
                 try:
                     outcome = await kernel.execute(request, cancel=cancel)
                 except ExecutorUnavailable as exc:
-                    _unavailable(server, uri, str(exc), version, lines)
+                    server.explain_unavailable(uri, str(exc))
                     return _answer("error", began, message=str(exc))
                 results = build(
                     outcome, path=path, lines=lines, fallback_line=piece.first, folder=folder
@@ -219,12 +219,3 @@ def _keep(server: RunfixServer, uri: str, version: int, results: DocumentResults
         return  # closed while it ran: its results went with it
     server.store.add(uri, version, results, doc.lines)
     server.publish(uri)
-
-
-def _unavailable(
-    server: RunfixServer, uri: str, message: str, version: int, lines: Sequence[str]
-) -> None:
-    server.tell(message, lsp.MessageType.Error)
-    source = (lines[0].rstrip("\r\n"),) if lines else ("",)
-    problem = Problem(0, 0, message, "error", message, source=source)
-    _keep(server, uri, version, DocumentResults(problems=[problem]))

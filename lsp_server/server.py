@@ -28,8 +28,8 @@ from executor.kernel import LocalKernel
 from executor.pool import KernelPool
 from lsp_server import __version__
 from lsp_server.convert import diagnostics
-from lsp_server.positions import Width, width_for
-from lsp_server.results import ResultStore
+from lsp_server.positions import Width, strip_eol, width_for
+from lsp_server.results import DocumentResults, Problem, ResultStore
 from lsp_server.settings import Settings, read_pyproject, resolve, section
 
 log = logging.getLogger(__name__)
@@ -203,6 +203,17 @@ class RunfixServer(LanguageServer):
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
         )
+
+    def explain_unavailable(self, uri: str, message: str) -> None:
+        """A message, and an Error diagnostic on the document's first line, saying what to fix."""
+        self.tell(message, lsp.MessageType.Error)
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        first = strip_eol(doc.lines[0]) if doc.lines else ""
+        problem = Problem(0, 0, message, "error", message, source=(first,))
+        self.store.add(uri, doc.version or 0, DocumentResults(problems=[problem]), doc.lines)
+        self.publish(uri)
 
     def refresh_inlay_hints(self) -> None:
         if self.supports_inlay_refresh:

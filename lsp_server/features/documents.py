@@ -7,7 +7,7 @@ import logging
 from lsprotocol import types as lsp
 
 from executor.base import ExecutorUnavailable
-from lsp_server.results import DocumentResults, Problem, line_change
+from lsp_server.results import line_change
 from lsp_server.server import RunfixServer
 
 log = logging.getLogger(__name__)
@@ -18,14 +18,7 @@ async def _start_kernel(ls: RunfixServer, uri: str) -> None:
     try:
         await kernel.start()
     except ExecutorUnavailable as exc:
-        ls.tell(str(exc), lsp.MessageType.Error)
-        doc = ls.workspace.text_documents.get(uri)
-        if doc is None:
-            return
-        first = doc.lines[0].rstrip("\r\n") if doc.lines else ""
-        problem = Problem(0, 0, str(exc), "error", str(exc), source=(first,))
-        ls.store.add(uri, doc.version or 0, DocumentResults(problems=[problem]), doc.lines)
-        ls.publish(uri)
+        ls.explain_unavailable(uri, str(exc))
 
 
 def register(server: RunfixServer) -> None:
