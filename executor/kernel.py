@@ -93,7 +93,7 @@ class LocalKernel:
         self.python = python
         self.grace = grace
         self.startup_timeout = startup_timeout
-        self._hidden_env = tuple(hidden_env)
+        self.hidden_env = tuple(sorted(set(hidden_env)))
         self._state = ExecutorState.NEW
         self._km: AsyncKernelManager | None = None
         self._kc: Any = None
@@ -148,7 +148,7 @@ class LocalKernel:
             connection_file=str(self._runtime / "kernel.json"),
         )
         self._km = km
-        env = kernel_environment(self.python, hidden=self._hidden_env)
+        env = kernel_environment(self.python, hidden=self.hidden_env)
         await km.start_kernel(cwd=str(self.folder), env=env)
         await self._connect()
         self.started_in = time.perf_counter() - began

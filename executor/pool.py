@@ -13,23 +13,28 @@ log = logging.getLogger(__name__)
 
 
 class KernelPool:
-    def __init__(self, hidden_env: Iterable[str] = ()) -> None:
+    def __init__(self) -> None:
         self._kernels: dict[Path, LocalKernel] = {}
-        self._hidden_env = tuple(hidden_env)
         self._retired: set[asyncio.Task[None]] = set()
 
-    def get(self, folder: Path, python: str, *, grace: float = 3.0) -> LocalKernel:
-        """The folder's kernel; a new one when the interpreter changed (the old one stops)."""
+    def get(
+        self, folder: Path, python: str, *, grace: float = 3.0, hidden_env: Iterable[str] = ()
+    ) -> LocalKernel:
+        """The folder's kernel; a new one when the interpreter or the hidden variables changed.
+
+        `hidden_env` names the variables the kernel must not see (API keys).
+        """
+        hidden = tuple(sorted(set(hidden_env)))
         kernel = self._kernels.get(folder)
-        if kernel is not None and kernel.python == python:
+        if kernel is not None and (kernel.python, kernel.hidden_env) == (python, hidden):
             kernel.grace = grace
             return kernel
         if kernel is not None:
-            log.info("interpreter for %s changed to %s; replacing its kernel", folder, python)
+            log.info("kernel settings for %s changed; replacing its kernel", folder)
             task = asyncio.ensure_future(kernel.shutdown())
             self._retired.add(task)
             task.add_done_callback(self._retired.discard)
-        kernel = LocalKernel(folder, python, hidden_env=self._hidden_env, grace=grace)
+        kernel = LocalKernel(folder, python, hidden_env=hidden, grace=grace)
         self._kernels[folder] = kernel
         return kernel
 

@@ -1,0 +1,148 @@
+"""Installing a missing package into the executor's environment.
+
+`distribution_for` maps an import name to the distribution that provides it
+(`sklearn` → `scikit-learn`); `install` runs uv when it is on PATH (fast, and
+it targets the interpreter explicitly) and else the interpreter's own pip.
+The installer gets the kernel's environment: no API keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from executor.kernel import kernel_environment
+
+# Import names whose distribution is called something else.
+DISTRIBUTIONS = {
+    "sklearn": "scikit-learn",
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "bs4": "beautifulsoup4",
+    "skimage": "scikit-image",
+    "dateutil": "python-dateutil",
+    "dotenv": "python-dotenv",
+    "docx": "python-docx",
+    "pptx": "python-pptx",
+    "jwt": "pyjwt",
+    "serial": "pyserial",
+    "usb": "pyusb",
+    "Crypto": "pycryptodome",
+    "OpenSSL": "pyopenssl",
+    "magic": "python-magic",
+    "attr": "attrs",
+    "google.protobuf": "protobuf",
+    "tensorflow_hub": "tensorflow-hub",
+    "Levenshtein": "python-Levenshtein",
+    "fitz": "pymupdf",
+    "gi": "pygobject",
+    "win32api": "pywin32",
+    "mpl_toolkits": "matplotlib",
+    "umap": "umap-learn",
+    "sentence_transformers": "sentence-transformers",
+    "zmq": "pyzmq",
+    "MySQLdb": "mysqlclient",
+    "psycopg2": "psycopg2-binary",
+    "Bio": "biopython",
+    "telegram": "python-telegram-bot",
+    "discord": "discord.py",
+    "git": "gitpython",
+    "slugify": "python-slugify",
+    "multipart": "python-multipart",
+    "jose": "python-jose",
+}
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def distribution_for(module: str) -> str | None:
+    """The distribution to install for `import module`; None for the standard library."""
+    if not module or not all(part.isidentifier() for part in module.split(".")):
+        return None
+    for name in (module, module.split(".")[0]):
+        if name in DISTRIBUTIONS:
+            return DISTRIBUTIONS[name]
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names:
+        return None
+    return top.replace("_", "-")
+
+
+def valid_distribution(name: str) -> bool:
+    """A plain distribution name: no options, paths or URLs can ride in as arguments."""
+    return bool(_NAME.match(name)) and len(name) <= 100
+
+
+def install_command(python: str, distributions: Iterable[str]) -> list[str]:
+    uv = shutil.which("uv")
+    if uv:
+        return [uv, "pip", "install", "--python", python, *distributions]
+    return [python, "-m", "pip", "install", "--disable-pip-version-check", *distributions]
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    ok: bool
+    output: str
+    command: list[str]
+    cancelled: bool = False
+
+
+async def install(
+    python: str,
+    distributions: list[str],
+    cwd: Path,
+    *,
+    hidden_env: Iterable[str] = (),
+    on_line: Callable[[str], None] | None = None,
+    cancel: asyncio.Event | None = None,
+    timeout: float = 600.0,
+) -> InstallResult:
+    bad = [d for d in distributions if not valid_distribution(d)]
+    if bad or not distributions:
+        return InstallResult(False, f"not a distribution name: {', '.join(bad) or '(none)'}", [])
+    command = install_command(python, distributions)
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        cwd=str(cwd),
+        env=kernel_environment(python, hidden=hidden_env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    lines: list[str] = []
+
+    async def read() -> None:
+        assert process.stdout is not None
+        async for raw in process.stdout:
+            line = raw.decode("utf-8", "replace").rstrip()
+            lines.append(line)
+            if on_line is not None and line:
+                on_line(line)
+        await process.wait()
+
+    reader = asyncio.ensure_future(read())
+    waits: set[asyncio.Future[Any]] = {reader}
+    stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    if stop is not None:
+        waits.add(stop)
+    done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if stop is not None:
+        stop.cancel()
+    if reader not in done:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with contextlib.suppress(BaseException):
+            await reader
+        cancelled = cancel is not None and cancel.is_set()
+        why = "cancelled" if cancelled else f"timed out after {timeout:g}s"
+        return InstallResult(False, "\n".join([*lines, why]), command, cancelled=cancelled)
+    return InstallResult(process.returncode == 0, "\n".join(lines), command)
