@@ -1,6 +1,7 @@
 """Cells in the percent format (Jupytext, VS Code, Spyder): `# %%` starts a cell.
 
-Lines are 0-based here, as in LSP. A file without markers is one cell.
+A prompt (`# ai: ...`, see `prompts`) starts a cell too. Lines are 0-based
+here, as in LSP. A file without markers is one cell.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _MARKER = re.compile(r"^\s*(#|//)\s?%%")
+_COMMENT = re.compile(r"^\s*(?:#|//)\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,26 @@ def is_marker(line: str) -> bool:
     return _MARKER.match(line) is not None
 
 
-def split_cells(lines: Sequence[str]) -> list[Cell]:
-    markers = [i for i, line in enumerate(lines) if _MARKER.match(line)]
+def prompt_text(line: str, markers: Sequence[str]) -> str | None:
+    """The instruction if the line is a prompt (a comment starting with a marker), else None."""
+    match = _COMMENT.match(line)
+    if match is None or is_marker(line):
+        return None
+    comment = match.group(1)
+    for marker in markers:
+        if comment.lower().startswith(marker.lower()):
+            return comment[len(marker) :].strip()
+    return None
+
+
+def starts_cell(line: str, prompt_markers: Sequence[str] = ()) -> bool:
+    return is_marker(line) or (
+        bool(prompt_markers) and prompt_text(line, prompt_markers) is not None
+    )
+
+
+def split_cells(lines: Sequence[str], prompt_markers: Sequence[str] = ()) -> list[Cell]:
+    markers = [i for i, line in enumerate(lines) if starts_cell(line, prompt_markers)]
     last = max(len(lines) - 1, 0)
     if not markers:
         return [Cell(0, last, False)]

@@ -1,0 +1,42 @@
+"""Text edits that replace whole lines, correct at the end of a file without a newline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lsprotocol import types as lsp
+
+from lsp_server.positions import Width, strip_eol, utf16_len
+
+
+def replace_lines(
+    lines: Sequence[str], first: int, last: int, code: str, width: Width = utf16_len
+) -> lsp.TextEdit:
+    """Replace lines first..last (inclusive; last < first inserts before `first`) with `code`."""
+    text = code if code.endswith("\n") else code + "\n"
+    if first < len(lines):
+        end = last + 1
+        if end < len(lines):
+            return lsp.TextEdit(lsp.Range(lsp.Position(first, 0), lsp.Position(end, 0)), text)
+        tail = strip_eol(lines[-1])
+        if lines[-1].endswith("\n"):
+            end_pos = lsp.Position(len(lines), 0)
+        else:  # the file ends without a newline: keep it that way
+            end_pos = lsp.Position(len(lines) - 1, width(tail))
+            text = text[:-1]
+        return lsp.TextEdit(lsp.Range(lsp.Position(first, 0), end_pos), text)
+    # inserting after the last line
+    if lines and not lines[-1].endswith("\n"):
+        at = lsp.Position(len(lines) - 1, width(strip_eol(lines[-1])))
+        return lsp.TextEdit(lsp.Range(at, at), "\n" + text[:-1])
+    at = lsp.Position(len(lines), 0)
+    return lsp.TextEdit(lsp.Range(at, at), text)
+
+
+def apply_to_lines(lines: Sequence[str], first: int, last: int, code: str) -> list[str]:
+    """The document's lines after `replace_lines` (for results made before the edit lands)."""
+    new = [line + "\n" for line in code.rstrip("\n").split("\n")] if code.strip() else []
+    out = list(lines[:first]) + new + list(lines[last + 1 :] if last >= first else lines[first:])
+    if out and lines and not lines[-1].endswith("\n") and out[-1].endswith("\n"):
+        out[-1] = out[-1][:-1]
+    return out
