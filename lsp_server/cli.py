@@ -11,11 +11,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.events import RunRequest, RunStatus
+from executor.events import RunOutcome, RunRequest, RunStatus
 from executor.interpreter import find_interpreter, install_hint, ipykernel_version
 from executor.kernel import LocalKernel
+from executor.safety import Finding, describe
 from lsp_server import __version__
 from lsp_server.cells import code_of
+from lsp_server.context import error_text
+from lsp_server.edits import apply_to_lines
+from lsp_server.fixing import Fixer
+from lsp_server.model import ModelClient, ModelConfig, secret_names
 from lsp_server.results import DocumentResults, Problem, StatementResult, build
 from lsp_server.runs import Piece, pieces_for
 from lsp_server.settings import Settings, read_pyproject, resolve
@@ -79,7 +84,7 @@ def _problem(at: object, p: Problem) -> list[str]:
     return out
 
 
-def run_file(path: Path, cell: int | None, timeout: float | None) -> int:
+def run_file(path: Path, cell: int | None, timeout: float | None, fix: bool = False) -> int:
     shown = str(path)
     path = path.resolve()
     try:
@@ -88,51 +93,129 @@ def run_file(path: Path, cell: int | None, timeout: float | None) -> int:
         print(f"runfix: error: cannot read {shown}: {exc}", file=sys.stderr)
         return 2
     lines = source.splitlines(True)
-    pieces: list[Piece] = pieces_for(lines, None)
+    folder = project_folder(path)
+    settings = _settings(folder)
+    pieces: list[Piece] = pieces_for(lines, None, settings.prompt_markers)
     if cell is not None:
         if not 1 <= cell <= len(pieces):
             print(f"runfix: error: {shown} has {len(pieces)} cells with code", file=sys.stderr)
             return 2
         pieces = [pieces[cell - 1]]
-    return asyncio.run(_run_pieces(shown, path, lines, pieces, timeout))
+    headless = _Headless(shown, path, folder, settings, lines, timeout, fix)
+    return asyncio.run(headless.run(pieces))
 
 
-async def _run_pieces(
-    shown: str, path: Path, lines: list[str], pieces: list[Piece], timeout: float | None
-) -> int:
-    folder = project_folder(path)
-    settings = _settings(folder)
-    python = find_interpreter(folder, settings.python)
-    kernel = LocalKernel(folder, python.path, grace=settings.interrupt_grace)
-    try:
-        await kernel.start()
-    except ExecutorUnavailable as exc:
-        print(f"{shown}:1:1: error: {exc}")
-        return 2
-    failed = False
-    try:
-        for number, piece in enumerate(pieces, 1):
-            request = RunRequest(
-                code=code_of(lines, piece.first, piece.last),
-                filename=str(path),
-                first_line=piece.first + 1,
-                timeout=timeout or settings.timeout,
-                output_limit=settings.output_limit,
+class _Headless:
+    """`runfix run`: run pieces in order; with `--fix`, fix failing ones and write the file."""
+
+    def __init__(
+        self,
+        shown: str,
+        path: Path,
+        folder: Path,
+        settings: Settings,
+        lines: list[str],
+        timeout: float | None,
+        fix: bool,
+    ) -> None:
+        self.shown, self.path, self.folder, self.settings = shown, path, folder, settings
+        self.lines, self.timeout, self.fix = lines, timeout or settings.timeout, fix
+        python = find_interpreter(folder, settings.python)
+        self.kernel = LocalKernel(
+            folder, python.path, grace=settings.interrupt_grace, hidden_env=secret_names(settings)
+        )
+        self.model = ModelClient(ModelConfig.from_settings(settings))
+
+    def request(self, code: str, first: int) -> RunRequest:
+        return RunRequest(
+            code=code,
+            filename=str(self.path),
+            first_line=first + 1,
+            timeout=self.timeout,
+            output_limit=self.settings.output_limit,
+        )
+
+    def show(self, outcome: RunOutcome, lines: list[str], piece: Piece) -> None:
+        results = build(
+            outcome, path=str(self.path), lines=lines, fallback_line=piece.first, folder=self.folder
+        )
+        for line in format_results(self.shown, lines, results):
+            print(line, flush=True)
+
+    async def run(self, pieces: list[Piece]) -> int:
+        try:
+            await self.kernel.start()
+        except ExecutorUnavailable as exc:
+            print(f"{self.shown}:1:1: error: {exc}")
+            return 2
+        failed = fixed = False
+        shift = 0
+        try:
+            for number, original in enumerate(pieces, 1):
+                piece = Piece(original.first + shift, original.last + shift)
+                code = code_of(self.lines, piece.first, piece.last)
+                outcome = await self.kernel.execute(self.request(code, piece.first))
+                self.show(outcome, self.lines, piece)
+                if outcome.status == RunStatus.ERROR and self.fix:
+                    new = await self.fix_piece(piece, code, outcome)
+                    if new is not None:
+                        fixed = True
+                        height = new.rstrip("\n").count("\n") + 1
+                        self.lines = apply_to_lines(self.lines, piece.first, piece.last, new)
+                        shift += height - (piece.last - piece.first + 1)
+                        continue
+                if outcome.status != RunStatus.OK:
+                    failed = True
+                    if number < len(pieces):
+                        print(
+                            f"{self.shown}: note: stopped; {len(pieces) - number} later cell(s) "
+                            "not run"
+                        )
+                    break
+        finally:
+            await self.kernel.shutdown()
+            await self.model.close()
+        if fixed:
+            self.path.write_text("".join(self.lines), encoding="utf-8")
+            print(f"{self.shown}: note: wrote the fixes", flush=True)
+        return 1 if failed else 0
+
+    async def fix_piece(self, piece: Piece, code: str, outcome: RunOutcome) -> str | None:
+        async def run(candidate: str) -> RunOutcome:
+            return await self.kernel.execute(self.request(candidate, piece.first))
+
+        async def ask(messages: list[dict[str, str]], what: str) -> str:
+            print(f"{self.shown}:{piece.first + 1}: note: fixing, {what}", flush=True)
+            return await self.model.complete(messages)
+
+        async def confirm(candidate: str, findings: list[Finding]) -> bool:
+            print(
+                f"{self.shown}:{piece.first + 1}: warning: the model's fix {describe(findings)}; "
+                "not run headless (review it, or run it in the editor)",
+                flush=True,
             )
-            outcome = await kernel.execute(request)
-            results = build(
-                outcome, path=str(path), lines=lines, fallback_line=piece.first, folder=folder
-            )
-            for line in format_results(shown, lines, results):
-                print(line, flush=True)
-            if outcome.status != RunStatus.OK:
-                failed = True
-                if number < len(pieces):
-                    print(f"{shown}: note: stopped; {len(pieces) - number} later cell(s) not run")
-                break
-    finally:
-        await kernel.shutdown()
-    return 1 if failed else 0
+            return False
+
+        fixer = Fixer(
+            ask=ask,
+            run=run,
+            variables=self.kernel.variables,
+            confirm=confirm,
+            report=lambda message: None,
+            max_attempts=self.settings.fix_max_attempts,
+            budget=self.settings.context_budget,
+        )
+        error = outcome.error
+        text = error_text(error.message, error.text) if error else outcome.note
+        result = await fixer.fix(self.lines, piece.first, piece.last, code, text)
+        where = f"{self.shown}:{piece.first + 1}:1"
+        if result.status == "fixed" and result.code is not None and result.outcome is not None:
+            print(f"{where}: note: fixed on attempt {result.attempts}", flush=True)
+            new_lines = apply_to_lines(self.lines, piece.first, piece.last, result.code)
+            self.show(result.outcome, new_lines, piece)
+            return result.code
+        print(f"{where}: error: not fixed: {result.message}", flush=True)
+        return None
 
 
 async def doctor(folder: Path) -> int:
@@ -163,8 +246,31 @@ async def doctor(folder: Path) -> int:
         print(f"kernel:         started, but a trivial run ended {outcome.status.value}")
         return 1
     print(f"kernel start:   {started:.2f}s; trivial run {outcome.duration * 1000:.1f} ms")
-    print("everything runfix needs is here.")
+    await _doctor_model(settings)
+    print("everything runfix needs to run code is here.")
     return 0
+
+
+async def _doctor_model(settings: Settings) -> None:
+    """The model endpoint: what is configured, and whether it answers (never the key)."""
+    config = ModelConfig.from_settings(settings)
+    has_key = "set" if config.api_key() else "not set"
+    print(f"model:          {config.name} at {config.base_url} ({config.api_key_env} {has_key})")
+    if (why := config.missing()) is not None:
+        print(f"  {why}")
+        return
+    import openai
+
+    client = openai.AsyncOpenAI(
+        base_url=config.base_url, api_key=config.api_key() or "no-key", max_retries=0, timeout=5
+    )
+    try:
+        await client.models.list()
+        print("  the endpoint answers.")
+    except openai.OpenAIError as exc:
+        print(f"  the endpoint does not answer: {type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        await client.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -178,6 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("file", type=Path)
     run.add_argument("--cell", type=int, help="run only this cell (1-based)")
     run.add_argument("--timeout", type=float, help="seconds per cell (default: setting, 120)")
+    run.add_argument(
+        "--fix",
+        action="store_true",
+        help="fix failing cells with the model (each fix proven by running it) and write the file",
+    )
     check = commands.add_parser("doctor", help="check the interpreter, ipykernel and a kernel")
     check.add_argument("folder", type=Path, nargs="?", default=Path.cwd())
     args = parser.parse_args(argv)
@@ -196,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             serve_stdio(server)
         return 0
     if args.command == "run":
-        return run_file(args.file, args.cell, args.timeout)
+        return run_file(args.file, args.cell, args.timeout, args.fix)
     return asyncio.run(doctor(project_folder(args.folder.resolve())))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types as lsp
 
@@ -63,8 +64,26 @@ def _problem_diagnostic(
         if problem.severity == "error"
         else lsp.DiagnosticSeverity.Warning,
         source=SOURCE,
+        code=problem_code(problem),
         related_information=related or None,
+        data=problem_data(problem),
     )
+
+
+def problem_code(problem: Problem) -> str | None:
+    """The exception's name (`NameError`), or `safety` for a scan finding."""
+    if problem.kind == "safety":
+        return "safety"
+    name = problem.message.split(":", 1)[0]
+    return name if name.isidentifier() else None
+
+
+def problem_data(problem: Problem) -> dict[str, Any]:
+    """What code actions need to rebuild a fix from the diagnostic alone."""
+    data: dict[str, Any] = {"kind": problem.kind, "message": problem.message}
+    if problem.piece is not None:
+        data["piece"] = list(problem.piece)
+    return data
 
 
 def _result_diagnostic(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -65,6 +66,10 @@ class Problem:
     """Code-point columns on `first`/`last` (SyntaxError), else the whole line."""
     related: tuple[Related, ...] = ()
     source: tuple[str, ...] = ()
+    kind: str = "run"
+    """run: from a run (cleared when its lines run again) | safety: a scan finding."""
+    piece: tuple[int, int] | None = None
+    """The lines that ran (0-based, inclusive), for fixes that re-run or rewrite them."""
 
 
 @dataclass
@@ -76,7 +81,12 @@ class DocumentResults:
         return next((s for s in self.statements if s.first <= line <= s.last), None)
 
     def problem_at(self, line: int) -> Problem | None:
-        return next((p for p in self.problems if p.first <= line <= p.last), None)
+        return next(
+            (p for p in self.problems if p.first <= line <= p.last and p.kind == "run"), None
+        )
+
+    def safety_in(self, first: int, last: int) -> list[Problem]:
+        return [p for p in self.problems if p.kind == "safety" and first <= p.first <= last]
 
 
 # -- building results from a run ------------------------------------------------------
@@ -132,6 +142,7 @@ def build(
     lines: Sequence[str],
     fallback_line: int,
     folder: Path | None,
+    piece: tuple[int, int] | None = None,
 ) -> DocumentResults:
     """Attribute a run's events to statements and problems of the document `path`."""
     by_span: dict[Span | None, list[Output]] = {}
@@ -155,7 +166,8 @@ def build(
     if outcome.truncated and results.statements:
         results.statements[-1] = replace(results.statements[-1], truncated=outcome.truncated)
     if error is not None:
-        results.problems.append(_problem_for_error(error, path, lines, fallback_line))
+        problem = _problem_for_error(error, path, lines, fallback_line)
+        results.problems.append(replace(problem, piece=piece))
     elif outcome.status in (RunStatus.TIMEOUT, RunStatus.DIED):
         line = min(outcome.span.first - 1 if outcome.span else fallback_line, last_line)
         severity = "error" if outcome.state_lost else "warning"
@@ -283,7 +295,13 @@ def _move_problem(
     related = tuple(
         r if r.path else replace(r, line=_shift_line(r.line, changes)) for r in item.related
     )
-    return replace(item, first=first, last=first + item.last - item.first, related=related)
+    piece = item.piece and (
+        _shift_line(item.piece[0], changes),
+        _shift_line(item.piece[1], changes),
+    )
+    return replace(
+        item, first=first, last=first + item.last - item.first, related=related, piece=piece
+    )
 
 
 class ResultStore:
@@ -303,16 +321,25 @@ class ResultStore:
         results = self._docs.get(uri)
         return bool(results and (results.statements or results.problems))
 
-    def clear(self, uri: str, first: int | None = None, last: int | None = None) -> None:
-        """Drop results on lines first..last (all when no lines are given)."""
+    def clear(
+        self, uri: str, first: int | None = None, last: int | None = None, everything: bool = False
+    ) -> None:
+        """Drop results on lines first..last (all when no lines are given).
+
+        Safety findings stay when lines run again: they describe the code, not a run."""
         results = self._docs.get(uri)
         if results is None:
             return
         if first is None or last is None:
-            self._docs.pop(uri, None)
-            return
+            first, last = 0, sys.maxsize
         results.statements = [s for s in results.statements if s.last < first or s.first > last]
-        results.problems = [p for p in results.problems if p.last < first or p.first > last]
+        results.problems = [
+            p
+            for p in results.problems
+            if p.last < first or p.first > last or (p.kind == "safety" and not everything)
+        ]
+        if not results.statements and not results.problems:
+            self._docs.pop(uri, None)
 
     def reset(self, uri: str, version: int) -> None:
         """The whole text was replaced: drop everything, and results of runs still going."""

@@ -21,10 +21,12 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from executor.base import ExecutorUnavailable
-from executor.events import RunRequest, RunStatus
+from executor.events import RunOutcome, RunRequest, RunStatus
+from executor.kernel import LocalKernel
 from lsp_server.cells import code_of, split_cells
 from lsp_server.results import DocumentResults, build
 from lsp_server.server import RunfixServer
+from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,9 @@ class Piece:
     last: int
 
 
-def pieces_for(lines: Sequence[str], line_range: lsp.Range | None) -> list[Piece]:
+def pieces_for(
+    lines: Sequence[str], line_range: lsp.Range | None, prompt_markers: Sequence[str] = ()
+) -> list[Piece]:
     """The lines a range covers (one piece), or every cell that has code."""
     if not lines:
         return []
@@ -53,7 +57,7 @@ def pieces_for(lines: Sequence[str], line_range: lsp.Range | None) -> list[Piece
         return [Piece(first, last)]
     return [
         Piece(cell.code_first, cell.last)
-        for cell in split_cells(lines)
+        for cell in split_cells(lines, prompt_markers)
         if any(_is_code(line) for line in lines[cell.code_first : cell.last + 1])
     ]
 
@@ -161,18 +165,34 @@ def _answer(status: RunStatus | str, began: float, **extra: Any) -> dict[str, An
     return {"status": value, "durationMs": round((time.perf_counter() - began) * 1000, 3), **extra}
 
 
+@dataclass
+class PieceRun:
+    """One piece that ran: where, on which text, and what came back."""
+
+    piece: Piece
+    outcome: RunOutcome
+    lines: list[str]
+    version: int
+
+
 async def run_document(
-    server: RunfixServer, uri: str, line_range: lsp.Range | None, cancel: asyncio.Event
+    server: RunfixServer,
+    uri: str,
+    line_range: lsp.Range | None,
+    cancel: asyncio.Event,
+    *,
+    runs: list[PieceRun] | None = None,
 ) -> dict[str, Any]:
+    """Run the range's lines or every cell, in order, stopping at the first that fails.
+
+    Each piece that ran is appended to `runs` when given (the fix loop reads them)."""
     began = time.perf_counter()
     doc = server.workspace.get_text_document(uri)
-    lines = doc.lines
-    pieces = pieces_for(lines, line_range)
     folder = server.folder_for(uri)
-    path = to_fs_path(uri) or uri
+    settings = await server.settings_for(folder)
+    pieces = pieces_for(doc.lines, line_range, settings.prompt_markers)
     if not pieces:
         return _answer(RunStatus.OK, began)
-    settings = await server.settings_for(folder)
     kernel = await server.kernel_for(folder)
     lock = server.run_lock(folder)
     if not await _acquire(lock, cancel):
@@ -185,35 +205,68 @@ async def run_document(
                     progress.report(
                         f"Running cell {number}/{len(pieces)}", (number - 1) * 100 // len(pieces)
                     )
-                doc = server.workspace.get_text_document(uri)
-                version, lines = doc.version or 0, doc.lines
-                server.store.clear(uri, piece.first, piece.last)
-                request = RunRequest(
-                    code=code_of(lines, piece.first, piece.last),
-                    filename=path,
-                    first_line=piece.first + 1,
-                    timeout=settings.timeout,
-                    output_limit=settings.output_limit,
-                )
-                try:
-                    outcome = await kernel.execute(request, cancel=cancel)
-                except ExecutorUnavailable as exc:
-                    server.explain_unavailable(uri, str(exc))
-                    return _answer("error", began, message=str(exc))
-                results = build(
-                    outcome, path=path, lines=lines, fallback_line=piece.first, folder=folder
-                )
-                _keep(server, uri, version, results)
-                status = outcome.status
+                ran = await run_piece(server, uri, piece, kernel, settings, cancel)
+                if isinstance(ran, str):
+                    return _answer(RunStatus.CANCELLED, began, message=ran)
+                if runs is not None:
+                    runs.append(ran)
+                status = ran.outcome.status
                 if status != RunStatus.OK:
                     break
+    except ExecutorUnavailable as exc:
+        server.explain_unavailable(uri, str(exc))
+        return _answer("error", began, message=str(exc))
     finally:
         lock.release()
     server.refresh_inlay_hints()
     return _answer(status, began)
 
 
-def _keep(server: RunfixServer, uri: str, version: int, results: DocumentResults) -> None:
+async def run_piece(
+    server: RunfixServer,
+    uri: str,
+    piece: Piece,
+    kernel: LocalKernel,
+    settings: Settings,
+    cancel: asyncio.Event,
+) -> PieceRun | str:
+    """Run one piece as the document stands now, keeping its results; a str: why it did not.
+
+    Model-written code the scan flagged runs only once the user confirms it."""
+    doc = server.workspace.get_text_document(uri)
+    version, lines = doc.version or 0, list(doc.lines)
+    code = code_of(lines, piece.first, piece.last)
+    flagged = server.store.get(uri).safety_in(piece.first, piece.last)
+    if flagged:
+        where = f"line {flagged[0].first + 1}"
+        reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
+        if not await server.confirm_run(code, f"The model-written code at {where} {reasons}."):
+            return "not run: model-written code was flagged and the run was not confirmed"
+    server.store.clear(uri, piece.first, piece.last)
+    path = to_fs_path(uri) or uri
+    outcome = await kernel.execute(
+        RunRequest(
+            code=code,
+            filename=path,
+            first_line=piece.first + 1,
+            timeout=settings.timeout,
+            output_limit=settings.output_limit,
+        ),
+        cancel=cancel,
+    )
+    results = build(
+        outcome,
+        path=path,
+        lines=lines,
+        fallback_line=piece.first,
+        folder=server.folder_for(uri),
+        piece=(piece.first, piece.last),
+    )
+    keep(server, uri, version, results)
+    return PieceRun(piece, outcome, lines, version)
+
+
+def keep(server: RunfixServer, uri: str, version: int, results: DocumentResults) -> None:
     doc = server.workspace.text_documents.get(uri)
     if doc is None:
         return  # closed while it ran: its results went with it

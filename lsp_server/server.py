@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import sys
 import threading
@@ -27,12 +28,18 @@ from executor.interpreter import find_interpreter
 from executor.kernel import LocalKernel
 from executor.pool import KernelPool
 from lsp_server import __version__
+from lsp_server.context import error_text
 from lsp_server.convert import diagnostics
+from lsp_server.model import ModelClient, ModelConfig, secret_names
 from lsp_server.positions import Width, strip_eol, width_for
 from lsp_server.results import DocumentResults, Problem, ResultStore
 from lsp_server.settings import Settings, read_pyproject, resolve, section
 
 log = logging.getLogger(__name__)
+
+RUN_ANYWAY = "Run"
+NO_RUN = "Don't run"
+CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
 
 
 class RunfixProtocol(LanguageServerProtocol):
@@ -72,6 +79,8 @@ class RunfixServer(LanguageServer):
         self._run_locks: dict[Path, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._told: set[str] = set()
+        self._models: dict[ModelConfig, ModelClient] = {}
+        self._confirmed: set[str] = set()
 
     # -- errors and background work --------------------------------------------------
 
@@ -124,6 +133,15 @@ class RunfixServer(LanguageServer):
     @property
     def supports_configuration(self) -> bool:
         return bool(self._capability("workspace", "configuration"))
+
+    @property
+    def supports_document_changes(self) -> bool:
+        return bool(self._capability("workspace", "workspace_edit", "document_changes"))
+
+    @property
+    def supports_code_action_resolve(self) -> bool:
+        support = self._capability("text_document", "code_action", "resolve_support")
+        return support is not None and "edit" in (support.properties or [])
 
     @property
     def supports_progress(self) -> bool:
@@ -184,7 +202,43 @@ class RunfixServer(LanguageServer):
     async def kernel_for(self, folder: Path) -> LocalKernel:
         settings = await self.settings_for(folder)
         python = find_interpreter(folder, settings.python).path
-        return self.kernels.get(folder, python, grace=settings.interrupt_grace)
+        return self.kernels.get(
+            folder, python, grace=settings.interrupt_grace, hidden_env=secret_names(settings)
+        )
+
+    def model_for(self, settings: Settings) -> ModelClient:
+        """One client per model configuration (it keeps its HTTP connections)."""
+        config = ModelConfig.from_settings(settings)
+        if (client := self._models.get(config)) is None:
+            client = self._models[config] = ModelClient(config)
+        return client
+
+    async def confirm_run(self, code: str, reason: str) -> bool:
+        """Ask before flagged model-written code runs in the local kernel.
+
+        Only "Run" runs it; "Don't run", a dismissed question, no answer within
+        CONFIRM_TIMEOUT or a client that cannot ask all mean no. A "Run" holds for
+        this exact code for the rest of the session."""
+        digest = hashlib.sha256(code.encode()).hexdigest()
+        if digest in self._confirmed:
+            return True
+        params = lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning,
+            message=f"runfix: {reason} Run it in the local kernel?",
+            actions=[lsp.MessageActionItem(title=RUN_ANYWAY), lsp.MessageActionItem(title=NO_RUN)],
+        )
+        try:
+            answer = await asyncio.wait_for(
+                self.window_show_message_request_async(params), CONFIRM_TIMEOUT
+            )
+        except Exception as exc:  # no answer is a no
+            log.warning("no answer to the run confirmation (%s): not running", exc or "timeout")
+            return False
+        if answer is not None and answer.title == RUN_ANYWAY:
+            self._confirmed.add(digest)
+            return True
+        log.info("the user declined to run flagged model-written code")
+        return False
 
     def run_lock(self, folder: Path) -> asyncio.Lock:
         return self._run_locks.setdefault(folder, asyncio.Lock())
@@ -203,6 +257,13 @@ class RunfixServer(LanguageServer):
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
         )
+
+    def error_text_for(self, uri: str, piece: tuple[int, ...], message: str) -> str:
+        """The traceback of the error a fix is for (from the stored results), else its message."""
+        for problem in self.store.get(uri).problems:
+            if problem.kind == "run" and problem.piece == piece and problem.message == message:
+                return error_text(problem.message, problem.text)
+        return message
 
     def explain_unavailable(self, uri: str, message: str) -> None:
         """A message, and an Error diagnostic on the document's first line, saying what to fix."""
@@ -227,6 +288,8 @@ class RunfixServer(LanguageServer):
 
     async def close(self) -> None:
         """Stop every kernel; called on shutdown, exit and when the client goes away."""
+        models, self._models = list(self._models.values()), {}
+        await asyncio.gather(*(m.close() for m in models), return_exceptions=True)
         await self.kernels.shutdown()
 
 
@@ -271,7 +334,8 @@ def setup_logging(server: RunfixServer, level: int) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    logging.getLogger("pygls").setLevel(max(level, logging.WARNING))
+    for noisy in ("pygls", "httpx", "httpcore", "openai"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     handler = _ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     for name in ("lsp_server", "executor"):

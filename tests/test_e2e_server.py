@@ -61,8 +61,13 @@ async def test_code_actions_offer_cell_selection_and_file(
         )
     )
 
-    assert [a.title for a in at_cursor or []] == ["Run cell", "Run file"]
-    assert [a.title for a in selected or []] == ["Run cell", "Run selection", "Run file"]
+    assert [a.title for a in at_cursor or []] == ["Run cell", "Run file", "Run and fix cell"]
+    assert [a.title for a in selected or []] == [
+        "Run cell",
+        "Run selection",
+        "Run file",
+        "Run and fix selection",
+    ]
     assert not quickfix_only
     run_cell = action_command((at_cursor or [])[0])
     # the action's command runs the second cell only: x is not defined yet

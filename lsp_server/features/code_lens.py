@@ -17,7 +17,8 @@ def register(server: RunfixServer) -> None:
         uri = params.text_document.uri
         lines = ls.workspace.get_text_document(uri).lines
         lenses = []
-        for cell in split_cells(lines):
+        markers = ls.cached_settings(ls.folder_for(uri)).prompt_markers
+        for cell in split_cells(lines, markers):
             if cell.code_first > cell.last and cell.has_marker:
                 continue
             at = lsp.Range(lsp.Position(cell.first, 0), lsp.Position(cell.first, 0))

@@ -1,4 +1,5 @@
-"""Commands: `runfix.run` and kernel control (interrupt, restart, variables, clear results).
+"""Commands: runs, the model's commands (generate, run and fix, fix with model), install,
+and kernel control (interrupt, restart, variables, clear results).
 
 Arguments are validated here; a malformed call is a JSON-RPC error that says
 what was expected, never a crash.
@@ -8,15 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
+from executor import install as installer
+from lsp_server import assist
 from lsp_server.runs import parse_run_arguments, run_document
 from lsp_server.server import RunfixServer
 
 RUN = "runfix.run"
+GENERATE = "runfix.generate"
+RUN_AND_FIX = "runfix.runAndFix"
+FIX_WITH_MODEL = "runfix.fixWithModel"
+INSTALL = "runfix.install"
 INTERRUPT = "runfix.interrupt"
 RESTART = "runfix.restart"
 VARIABLES = "runfix.variables"
@@ -31,6 +39,36 @@ def _uri_argument(args: tuple[Any, ...]) -> str | None:
     raise JsonRpcInvalidParams('expected [{"uri": <document uri>}] or no arguments')
 
 
+async def _cancellable(
+    ls: RunfixServer, work: Callable[[asyncio.Event], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Run `work` with an event that `$/cancelRequest` for this request sets."""
+    cancel = asyncio.Event()
+    msg_id = ls.protocol.msg_id
+    if msg_id is not None:
+        ls.protocol.run_cancels[msg_id] = cancel
+    try:
+        return await work(cancel)
+    finally:
+        if msg_id is not None:
+            ls.protocol.run_cancels.pop(msg_id, None)
+
+
+def _object(command: str, args: tuple[Any, ...], shape: str) -> dict[str, Any]:
+    if len(args) != 1 or not isinstance(args[0], dict) or not isinstance(args[0].get("uri"), str):
+        raise JsonRpcInvalidParams(f"{command}: expected one argument: {shape}")
+    return args[0]
+
+
+def _line(value: Any) -> int:
+    if not isinstance(value, dict) or isinstance(value.get("line"), bool):
+        raise ValueError
+    line = value.get("line")
+    if not isinstance(line, int) or line < 0:
+        raise ValueError
+    return line
+
+
 def register(server: RunfixServer) -> None:
     @server.command(RUN)
     async def run(ls: RunfixServer, *args: Any) -> dict[str, Any]:
@@ -38,15 +76,67 @@ def register(server: RunfixServer) -> None:
             uri, line_range = parse_run_arguments(args)
         except ValueError as exc:
             raise JsonRpcInvalidParams(f"{RUN}: {exc}") from None
-        cancel = asyncio.Event()
-        msg_id = ls.protocol.msg_id
-        if msg_id is not None:
-            ls.protocol.run_cancels[msg_id] = cancel
+        return await _cancellable(ls, lambda c: run_document(ls, uri, line_range, c))
+
+    @server.command(GENERATE)
+    async def generate(ls: RunfixServer, *args: Any) -> dict[str, Any]:
+        shape = '{"uri": <document uri>, "position": <Position on the prompt line>, "run": <bool>}'
+        arg = _object(GENERATE, args, shape)
         try:
-            return await run_document(ls, uri, line_range, cancel)
-        finally:
-            if msg_id is not None:
-                ls.protocol.run_cancels.pop(msg_id, None)
+            line = _line(arg.get("position"))
+        except ValueError:
+            raise JsonRpcInvalidParams(f"{GENERATE}: expected {shape}") from None
+        run_too = arg.get("run", False)
+        if not isinstance(run_too, bool):
+            raise JsonRpcInvalidParams(f'{GENERATE}: "run" must be true or false')
+        uri = arg["uri"]
+        return await _cancellable(ls, lambda c: assist.generate(ls, uri, line, run_too, c))
+
+    @server.command(RUN_AND_FIX)
+    async def run_and_fix(ls: RunfixServer, *args: Any) -> dict[str, Any]:
+        try:
+            uri, line_range = parse_run_arguments(args)
+        except ValueError as exc:
+            raise JsonRpcInvalidParams(f"{RUN_AND_FIX}: {exc}") from None
+        return await _cancellable(ls, lambda c: assist.run_and_fix(ls, uri, line_range, c))
+
+    @server.command(FIX_WITH_MODEL)
+    async def fix_with_model(ls: RunfixServer, *args: Any) -> dict[str, Any]:
+        shape = '{"uri": <document uri>, "piece": [first line, last line], "message": <error>}'
+        arg = _object(FIX_WITH_MODEL, args, shape)
+        piece, message = arg.get("piece"), arg.get("message")
+        if not (_is_piece(piece) and isinstance(message, str)):
+            raise JsonRpcInvalidParams(f"{FIX_WITH_MODEL}: expected {shape}")
+        uri = arg["uri"]
+        first, last = cast(list[int], piece)
+        doc = ls.workspace.get_text_document(uri)
+        error = ls.error_text_for(uri, (first, last), message)
+
+        async def work(cancel: asyncio.Event) -> dict[str, Any]:
+            answer = await assist.fix_piece(
+                ls, uri, list(doc.lines), first, last, error, cancel, apply=True
+            )
+            answer.pop("edit", None)
+            return answer
+
+        return await _cancellable(ls, work)
+
+    @server.command(INSTALL)
+    async def install(ls: RunfixServer, *args: Any) -> dict[str, Any]:
+        shape = '{"uri": <document uri>, "packages": [<distribution>], "range": <to re-run>}'
+        arg = _object(INSTALL, args, shape)
+        packages = arg.get("packages")
+        if (
+            not isinstance(packages, list)
+            or not packages
+            or not all(isinstance(p, str) and installer.valid_distribution(p) for p in packages)
+        ):
+            raise JsonRpcInvalidParams(f"{INSTALL}: expected {shape} with plain package names")
+        try:
+            uri, rerun = parse_run_arguments([{"uri": arg["uri"], "range": arg.get("range")}])
+        except ValueError as exc:
+            raise JsonRpcInvalidParams(f"{INSTALL}: {exc}") from None
+        return await _cancellable(ls, lambda c: assist.install(ls, uri, packages, rerun, c))
 
     def _folders(ls: RunfixServer, args: tuple[Any, ...]) -> list[Any]:
         uri = _uri_argument(args)
@@ -83,3 +173,12 @@ def register(server: RunfixServer) -> None:
             ls.store.clear(target)
             ls.publish(target)
         ls.refresh_inlay_hints()
+
+
+def _is_piece(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+        and value[0] <= value[1]
+    )
