@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import pytest
 import pytest_lsp
@@ -33,22 +36,117 @@ def init_params(
     )
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+# The server's environment: a canary "API key" that the kernel must never see.
+API_KEY_ENV = "RUNFIX_TEST_API_KEY"
+API_KEY = "sk-runfix-canary-0123456789"
+# Packages the server installs come from this folder only (the machine's pip settings aside).
+# Set once in the environment: this module may load twice (`conftest`, `tests.conftest`).
+WHEELS = Path(
+    os.environ.setdefault("RUNFIX_TEST_WHEELS", tempfile.mkdtemp(prefix="runfix-test-wheels-"))
+)
+SERVER_ENV = {
+    **os.environ,
+    API_KEY_ENV: API_KEY,
+    "OPENAI_API_KEY": API_KEY,
+    "PIP_FIND_LINKS": str(WHEELS),
+    "PIP_NO_INDEX": "1",
+}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
 async def client(lsp_client: LanguageClient) -> Any:
-    """A real `runfix serve`, connected but not initialized: each test says as which client."""
-    lsp_client.inlay_refreshes = 0  # type: ignore[attr-defined]
+    """A real `runfix serve`, connected but not initialized: each test says as which client.
+
+    Like an editor, it applies `workspace/applyEdit` to its copy of the text and
+    sends `didChange` (unless `client.refuse_edits`), records the edits, and
+    answers `window/showMessageRequest` with `client.answer` (None: dismissed).
+    """
+    c: Any = lsp_client
+    _read_code_actions_whole(lsp_client)
+    c.inlay_refreshes = 0
+    c.texts, c.versions, c.edits, c.questions = {}, {}, [], []
+    c.refuse_edits, c.answer = False, None
 
     @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
     def inlay_refresh(params: None) -> None:
-        lsp_client.inlay_refreshes += 1  # type: ignore[attr-defined]
+        c.inlay_refreshes += 1
+
+    @lsp_client.feature(lsp.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
+        c.edits.append(params)
+        if c.refuse_edits:
+            return lsp.ApplyWorkspaceEditResult(applied=False, failure_reason="refused by test")
+        for uri, edits in _edits_of(params.edit):
+            _apply(c, uri, edits)
+        return lsp.ApplyWorkspaceEditResult(applied=True)
+
+    @lsp_client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
+    def question(params: lsp.ShowMessageRequestParams) -> lsp.MessageActionItem | None:
+        c.questions.append(params)
+        return None if c.answer is None else lsp.MessageActionItem(title=c.answer)
 
     yield
-    await lsp_client.shutdown_session()
+    # A test that failed before `initialize` leaves a session that never answers shutdown.
+    await asyncio.wait_for(lsp_client.shutdown_session(), 30)
+
+
+def _read_code_actions_whole(client: LanguageClient) -> None:
+    """lsprotocol reads any code action with a `command` as a bare Command (dropping its
+    `edit` and `kind`); a Command's `command` is a string, a CodeAction's an object."""
+    converter = client.protocol._converter
+
+    def hook(obj: Any, _: Any) -> lsp.Command | lsp.CodeAction:
+        kind = lsp.Command if isinstance(obj.get("command"), str) else lsp.CodeAction
+        return converter.structure(obj, kind)
+
+    converter.register_structure_hook(Union[lsp.Command, lsp.CodeAction], hook)  # noqa: UP007
+
+
+def _edits_of(edit: lsp.WorkspaceEdit) -> list[tuple[str, list[lsp.TextEdit]]]:
+    out: list[tuple[str, list[lsp.TextEdit]]] = []
+    for change in edit.document_changes or []:
+        assert isinstance(change, lsp.TextDocumentEdit)
+        out.append(
+            (change.text_document.uri, [e for e in change.edits if isinstance(e, lsp.TextEdit)])
+        )
+    out.extend((uri, list(edits)) for uri, edits in (edit.changes or {}).items())
+    return out
+
+
+def _offset(text: str, position: lsp.Position) -> int:
+    lines = text.split("\n")
+    return sum(len(line) + 1 for line in lines[: position.line]) + position.character
+
+
+def _apply(c: Any, uri: str, edits: list[lsp.TextEdit]) -> None:
+    """Apply edits (ASCII positions) to the client's copy and tell the server, as editors do."""
+    text = c.texts[uri]
+    for edit in sorted(
+        edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
+        start, end = _offset(text, edit.range.start), _offset(text, edit.range.end)
+        text = text[:start] + edit.new_text + text[end:]
+    c.texts[uri] = text
+    c.versions[uri] += 1
+    c.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=c.versions[uri]),
+            content_changes=[
+                lsp.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
+                for e in sorted(
+                    edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+                )
+            ],
+        )
+    )
 
 
 def open_doc(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
+    c: Any = client
+    if hasattr(c, "texts"):
+        c.texts[uri], c.versions[uri] = text, version
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(
             lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
@@ -65,14 +163,16 @@ def change(
     end: tuple[int, int],
     text: str,
 ) -> None:
+    c: Any = client
+    rng = lsp.Range(lsp.Position(*start), lsp.Position(*end))
+    if uri in getattr(c, "texts", {}):
+        old = c.texts[uri]
+        c.texts[uri] = old[: _offset(old, rng.start)] + text + old[_offset(old, rng.end) :]
+        c.versions[uri] = version
     client.text_document_did_change(
         lsp.DidChangeTextDocumentParams(
             text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[
-                lsp.TextDocumentContentChangePartial(
-                    range=lsp.Range(lsp.Position(*start), lsp.Position(*end)), text=text
-                )
-            ],
+            content_changes=[lsp.TextDocumentContentChangePartial(range=rng, text=text)],
         )
     )
 

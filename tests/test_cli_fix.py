@@ -1,0 +1,57 @@
+"""`runfix run FILE --fix`: the fix loop headless, against the loopback model server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.model_server import ModelServer, code
+
+pytestmark = [pytest.mark.kernel, pytest.mark.model]
+
+
+def run_fix(path: Path, model: ModelServer) -> subprocess.CompletedProcess[str]:
+    (path.parent / "pyproject.toml").write_text(
+        f'[tool.runfix]\npython = "{sys.executable}"\n'
+        f'model = {{ baseUrl = "{model.url}", name = "test-model" }}\n'
+    )
+    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", str(path), "--fix"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def test_fix_writes_the_file_when_a_candidate_runs_clean(tmp_path: Path) -> None:
+    path = tmp_path / "job.py"
+    path.write_text("items = [1, 2, 3]\n# %%\nprint(sum(itmes))\n# %%\nprint('done')\n")
+    with ModelServer() as model:
+        model.script(code("print(sum(items))"))
+        done = run_fix(path, model)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == "items = [1, 2, 3]\n# %%\nprint(sum(items))\n# %%\nprint('done')\n"
+    out = done.stdout.splitlines()
+    assert f"{path}:3:1: error: NameError: name 'itmes' is not defined" in out
+    assert f"{path}:3:1: note: fixed on attempt 1" in out
+    assert f"{path}:3:1: note: 6" in out
+    assert f"{path}:5:1: note: done" in out  # later cells ran after the fix
+
+
+def test_fix_leaves_the_file_when_no_candidate_runs_clean(tmp_path: Path) -> None:
+    path = tmp_path / "job.py"
+    source = "print(undefined)\n"
+    path.write_text(source)
+    with ModelServer() as model:
+        model.script(*(code("print(still_undefined)") for _ in range(3)))
+        done = run_fix(path, model)
+    assert done.returncode == 1
+    assert path.read_text() == source
+    assert "not fixed: no fix ran clean in 3 attempts" in done.stdout
+    assert len(model.requests) == 3
