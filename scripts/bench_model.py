@@ -72,6 +72,10 @@ async def lsp_side(runs: int, folder: Path, model: ModelServer) -> tuple[float, 
             apply_edits(client, uri, list(edits))
         return lsp.ApplyWorkspaceEditResult(applied=True)
 
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
+        pass
+
     await client.start_io(sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING")
     caps = lsp.ClientCapabilities(
         workspace=lsp.WorkspaceClientCapabilities(

@@ -77,7 +77,7 @@ async def client(lsp_client: LanguageClient) -> Any:
         if c.refuse_edits:
             return lsp.ApplyWorkspaceEditResult(applied=False, failure_reason="refused by test")
         for uri, edits in _edits_of(params.edit):
-            _apply(c, uri, edits)
+            apply_edits(c, uri, edits)
         return lsp.ApplyWorkspaceEditResult(applied=True)
 
     @lsp_client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
@@ -118,7 +118,7 @@ def _offset(text: str, position: lsp.Position) -> int:
     return sum(len(line) + 1 for line in lines[: position.line]) + position.character
 
 
-def _apply(c: Any, uri: str, edits: list[lsp.TextEdit]) -> None:
+def apply_edits(c: Any, uri: str, edits: list[lsp.TextEdit]) -> None:
     """Apply edits (ASCII positions) to the client's copy and tell the server, as editors do."""
     text = c.texts[uri]
     for edit in sorted(

@@ -25,6 +25,7 @@ from tests.conftest import (
     API_KEY,
     API_KEY_ENV,
     WHEELS,
+    apply_edits,
     errors,
     init_params,
     open_doc,
@@ -419,9 +420,7 @@ async def test_add_import_inserts_it_with_the_imports_and_runs_it(
     [fix] = [a for a in await quick_fixes(client, uri) if a.title.startswith("Add")]
     assert fix.title == "Add `import math`" and fix.edit is not None and fix.command is not None
     [(edit_uri, edits)] = (fix.edit.changes or {}).items()
-    from tests.conftest import _apply
-
-    _apply(client, edit_uri, edits)  # the user picks the action: the editor applies its edit…
+    apply_edits(client, edit_uri, edits)  # the user picks the action: the editor applies its edit…
     assert (
         text(client, uri)
         == '"""Doc."""\nimport os\nimport math\n\n# %%\nprint(math.sqrt(16), os.sep)\n'

@@ -155,26 +155,12 @@ def quick_fixes(
                 )
             )
         fix_arg = {"uri": uri, "piece": piece, "message": message}
+        fix = lsp.CodeAction(title=FIX_WITH_MODEL_TITLE, kind=QUICKFIX, diagnostics=[diagnostic])
         if ls.supports_code_action_resolve:
-            out.append(
-                lsp.CodeAction(
-                    title=FIX_WITH_MODEL_TITLE,
-                    kind=QUICKFIX,
-                    diagnostics=[diagnostic],
-                    data=fix_arg,
-                )
-            )
+            fix.data = fix_arg  # the edit comes in codeAction/resolve
         else:
-            out.append(
-                lsp.CodeAction(
-                    title=FIX_WITH_MODEL_TITLE,
-                    kind=QUICKFIX,
-                    diagnostics=[diagnostic],
-                    command=lsp.Command(
-                        title=FIX_WITH_MODEL_TITLE, command=FIX_WITH_MODEL, arguments=[fix_arg]
-                    ),
-                )
-            )
+            fix.command = lsp.Command(FIX_WITH_MODEL_TITLE, FIX_WITH_MODEL, arguments=[fix_arg])
+        out.append(fix)
     return out
 
 
