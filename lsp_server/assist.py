@@ -31,7 +31,7 @@ from lsp_server.model import ModelCancelled, ModelError, secret_names
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
 from lsp_server.results import DocumentResults, Problem, build
-from lsp_server.runs import PieceRun, Progress, keep, run_document
+from lsp_server.runs import PieceRun, Progress, keep, run_document, run_request
 from lsp_server.server import RunfixServer
 from lsp_server.settings import Settings
 
@@ -76,12 +76,12 @@ def _fail(server: RunfixServer, message: str, **extra: Any) -> dict[str, Any]:
     return {"status": "error", "message": message, **extra}
 
 
-async def apply_edit(
-    server: RunfixServer, uri: str, version: int | None, edits: Sequence[lsp.TextEdit], label: str
-) -> bool:
-    """One `workspace/applyEdit` for the document as it was at `version` (one undo step)."""
+def workspace_edit(
+    server: RunfixServer, uri: str, version: int | None, edits: Sequence[lsp.TextEdit]
+) -> lsp.WorkspaceEdit:
+    """Edits of one document as it was at `version`, versioned where the client can check it."""
     if server.supports_document_changes:
-        edit = lsp.WorkspaceEdit(
+        return lsp.WorkspaceEdit(
             document_changes=[
                 lsp.TextDocumentEdit(
                     text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri, version),
@@ -89,8 +89,14 @@ async def apply_edit(
                 )
             ]
         )
-    else:
-        edit = lsp.WorkspaceEdit(changes={uri: list(edits)})
+    return lsp.WorkspaceEdit(changes={uri: list(edits)})
+
+
+async def apply_edit(
+    server: RunfixServer, uri: str, version: int | None, edits: Sequence[lsp.TextEdit], label: str
+) -> bool:
+    """One `workspace/applyEdit` for the document as it was at `version` (one undo step)."""
+    edit = workspace_edit(server, uri, version, edits)
     try:
         result = await server.workspace_apply_edit_async(
             lsp.ApplyWorkspaceEditParams(edit=edit, label=label)
@@ -219,29 +225,6 @@ def _lsp_lines(first: int, last: int) -> lsp.Range:
 # -- run and fix ------------------------------------------------------------------------
 
 
-class _Candidates:
-    """Runs model candidates where the failing piece stands, without keeping results."""
-
-    def __init__(self, server: RunfixServer, uri: str, first: int, settings: Settings) -> None:
-        self.server, self.uri, self.first, self.settings = server, uri, first, settings
-
-    async def run(self, code: str, cancel: asyncio.Event) -> RunOutcome:
-        folder = self.server.folder_for(self.uri)
-        kernel = await self.server.kernel_for(folder)
-        lock = self.server.run_lock(folder)
-        async with lock:
-            return await kernel.execute(
-                RunRequest(
-                    code=code,
-                    filename=to_fs_path(self.uri) or self.uri,
-                    first_line=self.first + 1,
-                    timeout=self.settings.timeout,
-                    output_limit=self.settings.output_limit,
-                ),
-                cancel=cancel,
-            )
-
-
 def _fixer(
     server: RunfixServer,
     uri: str,
@@ -251,7 +234,8 @@ def _fixer(
     cancel: asyncio.Event,
 ) -> Fixer:
     model = server.model_for(settings)
-    candidates = _Candidates(server, uri, first, settings)
+    folder = server.folder_for(uri)
+    path = to_fs_path(uri) or uri
 
     async def ask(messages: list[dict[str, str]], what: str) -> str:
         return await model.complete(messages, on_text=progress.stream(what), cancel=cancel)
@@ -260,7 +244,10 @@ def _fixer(
         return await server.confirm_run(code, f"The model's fix {describe(findings)}.")
 
     async def run(code: str) -> RunOutcome:
-        return await candidates.run(code, cancel)
+        """A candidate runs where the failing piece stands; its results are not kept."""
+        kernel = await server.kernel_for(folder)
+        async with server.run_lock(folder):
+            return await kernel.execute(run_request(settings, path, code, first), cancel=cancel)
 
     return Fixer(
         ask=ask,

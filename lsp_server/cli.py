@@ -22,7 +22,7 @@ from lsp_server.edits import apply_to_lines
 from lsp_server.fixing import Fixer
 from lsp_server.model import ModelClient, ModelConfig, secret_names
 from lsp_server.results import DocumentResults, Problem, StatementResult, build
-from lsp_server.runs import Piece, pieces_for
+from lsp_server.runs import Piece, pieces_for, run_request
 from lsp_server.settings import Settings, read_pyproject, resolve
 
 NOTE_LINES = 20  # output lines shown per statement; the rest is counted
@@ -127,13 +127,7 @@ class _Headless:
         self.model = ModelClient(ModelConfig.from_settings(settings))
 
     def request(self, code: str, first: int) -> RunRequest:
-        return RunRequest(
-            code=code,
-            filename=str(self.path),
-            first_line=first + 1,
-            timeout=self.timeout,
-            output_limit=self.settings.output_limit,
-        )
+        return run_request(self.settings, str(self.path), code, first, self.timeout)
 
     def show(self, outcome: RunOutcome, lines: list[str], piece: Piece) -> None:
         results = build(
@@ -259,18 +253,12 @@ async def _doctor_model(settings: Settings) -> None:
     if (why := config.missing()) is not None:
         print(f"  {why}")
         return
-    import openai
-
-    client = openai.AsyncOpenAI(
-        base_url=config.base_url, api_key=config.api_key() or "no-key", max_retries=0, timeout=5
-    )
+    client = ModelClient(config)
     try:
-        await client.models.list()
-        print("  the endpoint answers.")
-    except openai.OpenAIError as exc:
-        print(f"  the endpoint does not answer: {type(exc).__name__}: {str(exc)[:200]}")
+        problem = await client.unanswered()
     finally:
         await client.close()
+    print(f"  the endpoint does not answer: {problem}" if problem else "  the endpoint answers.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

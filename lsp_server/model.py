@@ -103,6 +103,14 @@ class ModelClient:
             await self._client.close()
             self._client = None
 
+    async def unanswered(self, timeout: float = 5.0) -> str | None:
+        """Why the endpoint does not answer a model listing within `timeout`, else None."""
+        try:
+            await self._openai().models.list(timeout=timeout)
+        except openai.OpenAIError as exc:
+            return f"{type(exc).__name__}: {str(exc)[:200]}"
+        return None
+
     async def complete(
         self,
         messages: Sequence[Mapping[str, str]],

@@ -165,6 +165,19 @@ def _answer(status: RunStatus | str, began: float, **extra: Any) -> dict[str, An
     return {"status": value, "durationMs": round((time.perf_counter() - began) * 1000, 3), **extra}
 
 
+def run_request(
+    settings: Settings, path: str, code: str, first: int, timeout: float | None = None
+) -> RunRequest:
+    """Code standing at line `first` (0-based) of the document `path`, with the settings' limits."""
+    return RunRequest(
+        code=code,
+        filename=path,
+        first_line=first + 1,
+        timeout=timeout or settings.timeout,
+        output_limit=settings.output_limit,
+    )
+
+
 @dataclass
 class PieceRun:
     """One piece that ran: where, on which text, and what came back."""
@@ -244,16 +257,7 @@ async def run_piece(
             return "not run: model-written code was flagged and the run was not confirmed"
     server.store.clear(uri, piece.first, piece.last)
     path = to_fs_path(uri) or uri
-    outcome = await kernel.execute(
-        RunRequest(
-            code=code,
-            filename=path,
-            first_line=piece.first + 1,
-            timeout=settings.timeout,
-            output_limit=settings.output_limit,
-        ),
-        cancel=cancel,
-    )
+    outcome = await kernel.execute(run_request(settings, path, code, piece.first), cancel=cancel)
     results = build(
         outcome,
         path=path,

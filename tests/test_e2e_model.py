@@ -27,6 +27,7 @@ from tests.conftest import (
     WHEELS,
     apply_edits,
     errors,
+    hover_text,
     init_params,
     open_doc,
     run,
@@ -307,15 +308,7 @@ async def test_fix_with_model_offers_an_edit_only_after_it_ran_clean(
     source = "def half(n):\n    return n / 2\n\nprint(half('8'))\n"
     uri = open_doc(client, folder / "resolve.py", source)
     assert (await run(client, uri))["status"] == "error"
-    [diagnostic] = errors(client, uri)
-    actions = await client.text_document_code_action_async(
-        lsp.CodeActionParams(
-            text_document=lsp.TextDocumentIdentifier(uri),
-            range=diagnostic.range,
-            context=lsp.CodeActionContext(diagnostics=[diagnostic], only=["quickfix"]),
-        )
-    )
-    [action] = [a for a in actions or [] if a.title == "Fix with model"]
+    [action] = [a for a in await quick_fixes(client, uri) if a.title == "Fix with model"]
     model.script(
         code("print(half(int('x')))"),
         code("def half(n):\n    return int(n) / 2\n\nprint(half('8'))"),
@@ -373,14 +366,8 @@ async def test_the_kernel_cannot_read_the_api_key(
     )
     uri = open_doc(client, folder / "key.py", probe)
     assert (await run(client, uri))["status"] == "ok"
-    infos = await client.text_document_hover_async(
-        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(1, 0))
-    )
-    assert infos is not None and "[]" in str(infos.contents)
-    hover2 = await client.text_document_hover_async(
-        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(2, 0))
-    )
-    assert hover2 is not None and "False" in str(hover2.contents)
+    assert "[]" in await hover_text(client, uri, 1)
+    assert "False" in await hover_text(client, uri, 2)
 
 
 async def test_the_key_goes_only_to_the_model_endpoint(

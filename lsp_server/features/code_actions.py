@@ -117,6 +117,12 @@ def _ours(diagnostic: lsp.Diagnostic) -> dict[str, Any] | None:
     return data if valid and isinstance(data.get("message"), str) else None
 
 
+def _quickfix(title: str, diagnostic: lsp.Diagnostic, preferred: bool = True) -> lsp.CodeAction:
+    return lsp.CodeAction(
+        title=title, kind=QUICKFIX, diagnostics=[diagnostic], is_preferred=preferred or None
+    )
+
+
 def quick_fixes(
     ls: RunfixServer, uri: str, lines: Sequence[str], diagnostics: Sequence[lsp.Diagnostic]
 ) -> list[lsp.CodeAction]:
@@ -128,34 +134,21 @@ def quick_fixes(
         message, piece = data["message"], data["piece"]
         rerun = lines_argument(piece[0], piece[1])
         if (module := missing_module(message)) and (dist := distribution_for(module)):
-            title = f"Install {dist}"
+            install = _quickfix(f"Install {dist}", diagnostic)
             arg = {"uri": uri, "packages": [dist], "range": rerun}
-            out.append(
-                lsp.CodeAction(
-                    title=title,
-                    kind=QUICKFIX,
-                    diagnostics=[diagnostic],
-                    is_preferred=True,
-                    command=lsp.Command(title=title, command=INSTALL, arguments=[arg]),
-                )
-            )
+            install.command = lsp.Command(title=install.title, command=INSTALL, arguments=[arg])
+            out.append(install)
         if (name := missing_name(message)) and (statement := import_for(name)):
             at = import_line(lines)
-            edit = replace_lines(lines, at, at - 1, statement, ls.width)
-            title = f"Add `{statement}`"
-            out.append(
-                lsp.CodeAction(
-                    title=title,
-                    kind=QUICKFIX,
-                    diagnostics=[diagnostic],
-                    is_preferred=True,
-                    edit=lsp.WorkspaceEdit(changes={uri: [edit]}),
-                    # The import runs too, so that re-running the cell works.
-                    command=run_command(title, uri, lines_argument(at, at)),
-                )
+            add = _quickfix(f"Add `{statement}`", diagnostic)
+            add.edit = lsp.WorkspaceEdit(
+                changes={uri: [replace_lines(lines, at, at - 1, statement, ls.width)]}
             )
+            # The import runs too, so that re-running the cell works.
+            add.command = run_command(add.title, uri, lines_argument(at, at))
+            out.append(add)
         fix_arg = {"uri": uri, "piece": piece, "message": message}
-        fix = lsp.CodeAction(title=FIX_WITH_MODEL_TITLE, kind=QUICKFIX, diagnostics=[diagnostic])
+        fix = _quickfix(FIX_WITH_MODEL_TITLE, diagnostic, preferred=False)
         if ls.supports_code_action_resolve:
             fix.data = fix_arg  # the edit comes in codeAction/resolve
         else:
@@ -185,18 +178,7 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
         await asyncio.wait({work}, timeout=10)
         raise
     if answer.get("status") == "fixed" and isinstance(answer.get("edit"), lsp.TextEdit):
-        version = doc.version
-        if ls.supports_document_changes:
-            action.edit = lsp.WorkspaceEdit(
-                document_changes=[
-                    lsp.TextDocumentEdit(
-                        lsp.OptionalVersionedTextDocumentIdentifier(uri, version),
-                        [answer["edit"]],
-                    )
-                ]
-            )
-        else:
-            action.edit = lsp.WorkspaceEdit(changes={uri: [answer["edit"]]})
+        action.edit = assist.workspace_edit(ls, uri, doc.version, [answer["edit"]])
         action.title = f"{FIX_WITH_MODEL_TITLE} (ran clean on attempt {answer['attempts']})"
     else:
         reason = answer.get("message") or answer.get("status", "not fixed")

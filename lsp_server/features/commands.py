@@ -69,14 +69,26 @@ def _line(value: Any) -> int:
     return line
 
 
-def register(server: RunfixServer) -> None:
-    @server.command(RUN)
-    async def run(ls: RunfixServer, *args: Any) -> dict[str, Any]:
+RangeWork = Callable[
+    [RunfixServer, str, lsp.Range | None, asyncio.Event], Awaitable[dict[str, Any]]
+]
+
+
+def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
+    """A cancellable command taking `[{"uri": …, "range": <optional>}]`."""
+
+    @server.command(name)
+    async def command(ls: RunfixServer, *args: Any) -> dict[str, Any]:
         try:
             uri, line_range = parse_run_arguments(args)
         except ValueError as exc:
-            raise JsonRpcInvalidParams(f"{RUN}: {exc}") from None
-        return await _cancellable(ls, lambda c: run_document(ls, uri, line_range, c))
+            raise JsonRpcInvalidParams(f"{name}: {exc}") from None
+        return await _cancellable(ls, lambda cancel: work(ls, uri, line_range, cancel))
+
+
+def register(server: RunfixServer) -> None:
+    _range_command(server, RUN, run_document)
+    _range_command(server, RUN_AND_FIX, assist.run_and_fix)
 
     @server.command(GENERATE)
     async def generate(ls: RunfixServer, *args: Any) -> dict[str, Any]:
@@ -91,14 +103,6 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(f'{GENERATE}: "run" must be true or false')
         uri = arg["uri"]
         return await _cancellable(ls, lambda c: assist.generate(ls, uri, line, run_too, c))
-
-    @server.command(RUN_AND_FIX)
-    async def run_and_fix(ls: RunfixServer, *args: Any) -> dict[str, Any]:
-        try:
-            uri, line_range = parse_run_arguments(args)
-        except ValueError as exc:
-            raise JsonRpcInvalidParams(f"{RUN_AND_FIX}: {exc}") from None
-        return await _cancellable(ls, lambda c: assist.run_and_fix(ls, uri, line_range, c))
 
     @server.command(FIX_WITH_MODEL)
     async def fix_with_model(ls: RunfixServer, *args: Any) -> dict[str, Any]:
