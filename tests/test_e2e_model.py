@@ -99,7 +99,9 @@ async def test_generate_inserts_under_the_prompt_then_regenerates_in_place(
     await start(client, folder, options(model))
     source = "x = 2\n# ai: print x squared\n\n# %%\nprint('after')\n"
     uri = open_doc(client, folder / "gen.py", source)
-    model.script(code("print(x ** 2)"))
+    reply = code("print(x ** 2)")
+    reply.chunk_delay = 0.2  # long enough for progress to appear (it waits 0.3 s)
+    model.script(reply)
     answer = await generate(client, uri, 1)
     assert answer["status"] == "ok"
     assert (
@@ -245,9 +247,9 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     source = "values = [4, 5]\n# %%\ntotal = sum(valus)\nprint(total)\n"
     uri = open_doc(client, folder / "fix.py", source)
     assert (await run(client, uri, 0, 0))["status"] == "ok"
-    model.script(
-        code("total = sum(values) / 0\nprint(total)"), code("total = sum(values)\nprint(total)")
-    )
+    second = code("total = sum(values)\nprint(total)")
+    second.chunk_delay = 0.2  # long enough for progress to appear (it waits 0.3 s)
+    model.script(code("total = sum(values) / 0\nprint(total)"), second)
     answer = await command(
         client,
         "runfix.runAndFix",
