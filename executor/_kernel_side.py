@@ -261,3 +261,18 @@ def variables(limit: int = 200) -> str:
         if len(items) >= limit:
             break
     return json.dumps(items)
+
+
+def reap() -> int:
+    """Collect the kernel's children that have exited (zombies hold pids until collected)."""
+    import os
+
+    collected = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return collected
+        if pid == 0:
+            return collected
+        collected += 1

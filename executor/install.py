@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor.kernel import kernel_environment
+from executor.interpreter import kernel_environment
 
 # Import names whose distribution is called something else.
 DISTRIBUTIONS = {

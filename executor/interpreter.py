@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,3 +70,18 @@ async def ipykernel_version(python: str) -> str | None:
 
 def install_hint(python: str) -> str:
     return f"{python} -m pip install ipykernel"
+
+
+def kernel_environment(
+    python: str, base: Mapping[str, str] | None = None, hidden: Iterable[str] = ()
+) -> dict[str, str]:
+    """The environment a local kernel gets: ours, minus secrets, plus the interpreter's venv."""
+    env = dict(os.environ if base is None else base)
+    for name in hidden:
+        env.pop(name, None)
+    env.pop("PYTHONSTARTUP", None)
+    bindir = Path(python).parent
+    if (bindir.parent / "pyvenv.cfg").exists():
+        env["VIRTUAL_ENV"] = str(bindir.parent)
+        env["PATH"] = os.pathsep.join([str(bindir), env.get("PATH", "")])
+    return env

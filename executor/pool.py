@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Hashable
 from pathlib import Path
+from typing import Protocol
 
-from executor.kernel import LocalKernel
+from executor.jupyter import JupyterKernel
 
 log = logging.getLogger(__name__)
 
 
+class KernelConfig(Hashable, Protocol):
+    """A frozen description of a kernel (`LocalConfig`, `DockerConfig`) that can make one."""
+
+    def create(self, folder: Path, *, grace: float = 3.0) -> JupyterKernel: ...
+
+
 class KernelPool:
     def __init__(self) -> None:
-        self._kernels: dict[Path, LocalKernel] = {}
+        self._kernels: dict[Path, JupyterKernel] = {}
         self._retired: set[asyncio.Task[None]] = set()
 
-    def get(
-        self, folder: Path, python: str, *, grace: float = 3.0, hidden_env: Iterable[str] = ()
-    ) -> LocalKernel:
-        """The folder's kernel; a new one when the interpreter or the hidden variables changed.
-
-        `hidden_env` names the variables the kernel must not see (API keys).
-        """
-        hidden = tuple(sorted(set(hidden_env)))
+    def get(self, folder: Path, config: KernelConfig, *, grace: float = 3.0) -> JupyterKernel:
+        """The folder's kernel; a new one (the old one stopped) when its config changed."""
         kernel = self._kernels.get(folder)
-        if kernel is not None and (kernel.python, kernel.hidden_env) == (python, hidden):
+        if kernel is not None and kernel.config == config:
             kernel.grace = grace
             return kernel
         if kernel is not None:
@@ -34,14 +35,14 @@ class KernelPool:
             task = asyncio.ensure_future(kernel.shutdown())
             self._retired.add(task)
             task.add_done_callback(self._retired.discard)
-        kernel = LocalKernel(folder, python, hidden_env=hidden, grace=grace)
+        kernel = config.create(folder, grace=grace)
         self._kernels[folder] = kernel
         return kernel
 
-    def find(self, folder: Path) -> LocalKernel | None:
+    def find(self, folder: Path) -> JupyterKernel | None:
         return self._kernels.get(folder)
 
-    def all(self) -> list[LocalKernel]:
+    def all(self) -> list[JupyterKernel]:
         return list(self._kernels.values())
 
     async def shutdown(self) -> None:

@@ -19,19 +19,18 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
-from executor import install as installer
-from executor.base import ExecutorState
+from executor.base import ExecutorState, ExecutorUnavailable
 from executor.events import RunOutcome, RunRequest, RunStatus, Variable
 from executor.safety import Finding, describe, scan
 from lsp_server.cells import code_of
 from lsp_server.context import ReplyError, error_text, extract_code, generate_messages
 from lsp_server.edits import replace_lines
 from lsp_server.fixing import Fixer
-from lsp_server.model import ModelCancelled, ModelError, secret_names
+from lsp_server.model import ModelCancelled, ModelError
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
 from lsp_server.results import DocumentResults, Problem, build
-from lsp_server.runs import PieceRun, Progress, keep, run_document, run_request
+from lsp_server.runs import PieceRun, Progress, acquire, keep, run_document, run_request
 from lsp_server.server import RunfixServer
 from lsp_server.settings import Settings
 
@@ -241,13 +240,18 @@ def _fixer(
         return await model.complete(messages, on_text=progress.stream(what), cancel=cancel)
 
     async def confirm(code: str, findings: list[Finding]) -> bool:
-        return await server.confirm_run(code, f"The model's fix {describe(findings)}.")
+        return await server.confirm_run(code, f"The model's fix {describe(findings)}.", settings)
 
     async def run(code: str) -> RunOutcome:
         """A candidate runs where the failing piece stands; its results are not kept."""
         kernel = await server.kernel_for(folder)
-        async with server.run_lock(folder):
+        lock = server.run_lock(folder)
+        if not await acquire(lock, cancel):
+            return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
+        try:
             return await kernel.execute(run_request(settings, path, code, first), cancel=cancel)
+        finally:
+            lock.release()
 
     return Fixer(
         ask=ask,
@@ -370,20 +374,20 @@ async def install(
     rerun: lsp.Range | None,
     cancel: asyncio.Event,
 ) -> dict[str, Any]:
-    folder = server.folder_for(uri)
-    settings = await server.settings_for(folder)
-    kernel = await server.kernel_for(folder)
+    kernel = await server.kernel_for(server.folder_for(uri))
     shown = " ".join(packages)
-    async with Progress(server, cancel) as progress:
-        progress.report(f"Installing {shown}")
-        result = await installer.install(
-            kernel.python,
-            packages,
-            folder,
-            hidden_env=secret_names(settings),
-            on_line=lambda line: progress.report(f"Installing {shown}: {line[-SHOWN_TEXT:]}"),
-            cancel=cancel,
-        )
+    if (why := kernel.install_blocked()) is not None:
+        return _fail(server, f"runfix: cannot install {shown}. {why}")
+    try:
+        async with Progress(server, cancel) as progress:
+            progress.report(f"Installing {shown}")
+            result = await kernel.install(
+                packages,
+                on_line=lambda line: progress.report(f"Installing {shown}: {line[-SHOWN_TEXT:]}"),
+                cancel=cancel,
+            )
+    except ExecutorUnavailable as exc:
+        return _fail(server, f"runfix: cannot install {shown}: {exc}")
     if result.cancelled:
         return {"status": "cancelled"}
     if not result.ok:

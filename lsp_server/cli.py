@@ -1,4 +1,5 @@
-"""The `runfix` command: `serve` (the language server), `run` (headless), `doctor`."""
+"""The `runfix` command: `serve` (the language server), `run` (headless), `doctor`,
+`sandbox build` (the Docker sandbox's image)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,27 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from executor import sandbox
 from executor.base import ExecutorUnavailable
+from executor.docker import (
+    DEFAULT_IMAGE,
+    DockerConfig,
+    DockerKernel,
+    describe_engine,
+    describe_image,
+)
 from executor.events import RunOutcome, RunRequest, RunStatus
 from executor.interpreter import find_interpreter, install_hint, ipykernel_version
+from executor.jupyter import JupyterKernel
 from executor.kernel import LocalKernel
 from executor.safety import Finding, describe
 from lsp_server import __version__
 from lsp_server.cells import code_of
 from lsp_server.context import error_text
 from lsp_server.edits import apply_to_lines
+from lsp_server.executors import docker_config, kernel_config
 from lsp_server.fixing import Fixer
-from lsp_server.model import ModelClient, ModelConfig, secret_names
+from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.results import DocumentResults, Problem, StatementResult, build
 from lsp_server.runs import Piece, pieces_for, run_request
 from lsp_server.settings import Settings, read_pyproject, resolve
@@ -120,10 +131,8 @@ class _Headless:
     ) -> None:
         self.shown, self.path, self.folder, self.settings = shown, path, folder, settings
         self.lines, self.timeout, self.fix = lines, timeout or settings.timeout, fix
-        python = find_interpreter(folder, settings.python)
-        self.kernel = LocalKernel(
-            folder, python.path, grace=settings.interrupt_grace, hidden_env=secret_names(settings)
-        )
+        config = kernel_config(folder, settings)
+        self.kernel = config.create(folder, grace=settings.interrupt_grace)
         self.model = ModelClient(ModelConfig.from_settings(settings))
 
     def request(self, code: str, first: int) -> RunRequest:
@@ -216,6 +225,17 @@ async def doctor(folder: Path) -> int:
     print(f"runfix {__version__} on Python {sys.version.split()[0]} ({sys.executable})")
     print(f"project folder: {folder}")
     settings = _settings(folder)
+    print(f"executor:       {settings.executor}")
+    local_ok = await _doctor_local(folder, settings)
+    docker_ok = await _doctor_docker(folder, docker_config(settings))
+    await _doctor_model(settings)
+    ok = docker_ok if settings.executor == "docker" else local_ok
+    if ok:
+        print("everything runfix needs to run code is here.")
+    return 0 if ok else 1
+
+
+async def _doctor_local(folder: Path, settings: Settings) -> bool:
     python = find_interpreter(folder, settings.python)
     print(f"interpreter:    {python.path}  (from {python.source})")
     version = await ipykernel_version(python.path)
@@ -223,26 +243,44 @@ async def doctor(folder: Path) -> int:
         print("ipykernel:      MISSING — runfix cannot run code with this interpreter.")
         print(f"  fix: {install_hint(python.path)}")
         print("  or point the `python` setting at an interpreter that has it.")
-        return 1
+        return False
     print(f"ipykernel:      {version}")
-    kernel = LocalKernel(folder, python.path)
+    return await _doctor_start("kernel", LocalKernel(folder, python.path), folder)
+
+
+async def _doctor_start(label: str, kernel: JupyterKernel, folder: Path) -> bool:
+    """Start the kernel, run something trivial, stop it; say how long each took."""
     began = time.perf_counter()
     try:
         await kernel.start()
         started = time.perf_counter() - began
         outcome = await kernel.execute(RunRequest("1 + 1", str(folder / "<doctor>"), timeout=30))
     except ExecutorUnavailable as exc:
-        print(f"kernel:         FAILED — {exc}")
-        return 1
+        print(f"{label + ':':<15} FAILED — {exc}")
+        return False
     finally:
         await kernel.shutdown()
     if outcome.status != RunStatus.OK:
-        print(f"kernel:         started, but a trivial run ended {outcome.status.value}")
-        return 1
-    print(f"kernel start:   {started:.2f}s; trivial run {outcome.duration * 1000:.1f} ms")
-    await _doctor_model(settings)
-    print("everything runfix needs to run code is here.")
-    return 0
+        print(f"{label + ':':<15} started, but a trivial run ended {outcome.status.value}")
+        return False
+    print(f"{label + ' start:':<15} {started:.2f}s; trivial run {outcome.duration * 1000:.1f} ms")
+    return True
+
+
+async def _doctor_docker(folder: Path, config: DockerConfig) -> bool:
+    """The engine, the sandbox image, and how long a container kernel takes to start."""
+    try:
+        engine = await asyncio.to_thread(describe_engine)
+    except ExecutorUnavailable as exc:
+        print(f"docker:         unavailable — {exc}")
+        return False
+    print(f"docker:         {engine}")
+    image = await asyncio.to_thread(describe_image, config.image)
+    if image is None:
+        print(f"sandbox image:  {config.image} MISSING — build it: runfix sandbox build")
+        return False
+    print(f"sandbox image:  {image}")
+    return await _doctor_start("container", DockerKernel(folder, config), folder)
 
 
 async def _doctor_model(settings: Settings) -> None:
@@ -259,6 +297,23 @@ async def _doctor_model(settings: Settings) -> None:
     finally:
         await client.close()
     print(f"  the endpoint does not answer: {problem}" if problem else "  the endpoint answers.")
+
+
+def build_sandbox(tag: str, method: str, mirror: str, if_missing: bool) -> int:
+    if if_missing:
+        try:
+            if describe_image(tag) is not None:
+                print(f"runfix sandbox: {tag} is there")
+                return 0
+        except ExecutorUnavailable as exc:
+            print(f"runfix sandbox: {exc}", file=sys.stderr)
+            return 1
+    try:
+        sandbox.build(tag, method, mirror=mirror, say=lambda line: print(line, flush=True))
+    except sandbox.BuildError as exc:
+        print(f"runfix sandbox: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,6 +334,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     check = commands.add_parser("doctor", help="check the interpreter, ipykernel and a kernel")
     check.add_argument("folder", type=Path, nargs="?", default=Path.cwd())
+    images = commands.add_parser("sandbox", help="the Docker sandbox's image")
+    sandbox_commands = images.add_subparsers(dest="sandbox_command", required=True)
+    build = sandbox_commands.add_parser(
+        "build", help="build the default image (python3 + ipykernel), with or without a registry"
+    )
+    build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image name (default {DEFAULT_IMAGE})")
+    build.add_argument(
+        "--method",
+        default="auto",
+        choices=["auto", "dockerfile", "rootfs"],
+        help="dockerfile: from python:3.11-slim (needs a registry); rootfs: debootstrap + "
+        "docker import (needs root, no registry); auto: dockerfile if the base image can be had",
+    )
+    build.add_argument("--mirror", default=sandbox.MIRROR, help="Debian mirror for --method rootfs")
+    build.add_argument("--if-missing", action="store_true", help="do nothing if the image exists")
     args = parser.parse_args(argv)
 
     if args.command == "serve":
@@ -296,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "run":
         return run_file(args.file, args.cell, args.timeout, args.fix)
+    if args.command == "sandbox":
+        return build_sandbox(args.tag, args.method, args.mirror, args.if_missing)
     return asyncio.run(doctor(project_folder(args.folder.resolve())))
 
 

@@ -22,7 +22,7 @@ from pygls.uris import to_fs_path
 
 from executor.base import ExecutorUnavailable
 from executor.events import RunOutcome, RunRequest, RunStatus
-from executor.kernel import LocalKernel
+from executor.jupyter import JupyterKernel
 from lsp_server.cells import code_of, split_cells
 from lsp_server.results import DocumentResults, build
 from lsp_server.server import RunfixServer
@@ -140,7 +140,7 @@ class Progress:
             self.server.work_done_progress.tokens.pop(self.token, None)
 
 
-async def _acquire(lock: asyncio.Lock, cancel: asyncio.Event) -> bool:
+async def acquire(lock: asyncio.Lock, cancel: asyncio.Event) -> bool:
     """Wait for the lock unless cancelled first; True when it is held."""
     if not lock.locked():
         await lock.acquire()
@@ -208,7 +208,7 @@ async def run_document(
         return _answer(RunStatus.OK, began)
     kernel = await server.kernel_for(folder)
     lock = server.run_lock(folder)
-    if not await _acquire(lock, cancel):
+    if not await acquire(lock, cancel):
         return _answer(RunStatus.CANCELLED, began)
     try:
         async with Progress(server, cancel) as progress:
@@ -239,7 +239,7 @@ async def run_piece(
     server: RunfixServer,
     uri: str,
     piece: Piece,
-    kernel: LocalKernel,
+    kernel: JupyterKernel,
     settings: Settings,
     cancel: asyncio.Event,
 ) -> PieceRun | str:
@@ -253,7 +253,8 @@ async def run_piece(
     if flagged:
         where = f"line {flagged[0].first + 1}"
         reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
-        if not await server.confirm_run(code, f"The model-written code at {where} {reasons}."):
+        reason = f"The model-written code at {where} {reasons}."
+        if not await server.confirm_run(code, reason, settings):
             return "not run: model-written code was flagged and the run was not confirmed"
     server.store.clear(uri, piece.first, piece.last)
     path = to_fs_path(uri) or uri

@@ -24,13 +24,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
-from executor.interpreter import find_interpreter
-from executor.kernel import LocalKernel
+from executor.jupyter import JupyterKernel
 from executor.pool import KernelPool
 from lsp_server import __version__
 from lsp_server.context import error_text
 from lsp_server.convert import diagnostics
-from lsp_server.model import ModelClient, ModelConfig, secret_names
+from lsp_server.executors import kernel_config, sandboxed
+from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.positions import Width, strip_eol, width_for
 from lsp_server.results import DocumentResults, Problem, ResultStore
 from lsp_server.settings import Settings, read_pyproject, resolve, section
@@ -144,6 +144,10 @@ class RunfixServer(LanguageServer):
         return support is not None and "edit" in (support.properties or [])
 
     @property
+    def supports_disabled_code_actions(self) -> bool:
+        return bool(self._capability("text_document", "code_action", "disabled_support"))
+
+    @property
     def supports_progress(self) -> bool:
         return bool(self._capability("window", "work_done_progress"))
 
@@ -199,12 +203,10 @@ class RunfixServer(LanguageServer):
             return settings.results
         return "inlay" if self.supports_inlay_hints else "diagnostics"
 
-    async def kernel_for(self, folder: Path) -> LocalKernel:
+    async def kernel_for(self, folder: Path) -> JupyterKernel:
         settings = await self.settings_for(folder)
-        python = find_interpreter(folder, settings.python).path
-        return self.kernels.get(
-            folder, python, grace=settings.interrupt_grace, hidden_env=secret_names(settings)
-        )
+        config = kernel_config(folder, settings)
+        return self.kernels.get(folder, config, grace=settings.interrupt_grace)
 
     def model_for(self, settings: Settings) -> ModelClient:
         """One client per model configuration (it keeps its HTTP connections)."""
@@ -213,12 +215,16 @@ class RunfixServer(LanguageServer):
             client = self._models[config] = ModelClient(config)
         return client
 
-    async def confirm_run(self, code: str, reason: str) -> bool:
+    async def confirm_run(self, code: str, reason: str, settings: Settings) -> bool:
         """Ask before flagged model-written code runs in the local kernel.
 
         Only "Run" runs it; "Don't run", a dismissed question, no answer within
         CONFIRM_TIMEOUT or a client that cannot ask all mean no. A "Run" holds for
-        this exact code for the rest of the session."""
+        this exact code for the rest of the session. In the sandbox (`executor:
+        docker`) the container is the control, so nothing is asked."""
+        if sandboxed(settings):
+            log.info("flagged model-written code runs in the sandbox: %s", reason)
+            return True
         digest = hashlib.sha256(code.encode()).hexdigest()
         if digest in self._confirmed:
             return True

@@ -15,12 +15,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from executor.docker import DEFAULT_IMAGE
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
 RESULTS_MODES = ("inlay", "diagnostics", "both")
+EXECUTORS = ("kernel", "docker")
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-5-mini"
 
@@ -54,6 +57,20 @@ class Settings:
     prompt_markers: tuple[str, ...] = ("ai:",)
     context_budget: int = 12_000
     """Characters of document and kernel state sent to the model with a request."""
+    executor: str = "kernel"
+    """kernel: a local Jupyter kernel; docker: a kernel in a locked-down container."""
+    docker_image: str = DEFAULT_IMAGE
+    docker_network: str = "none"
+    docker_memory: str = "1g"
+    """Memory, and memory + swap: no swap beyond it."""
+    docker_cpus: float = 1.0
+    docker_pids: int = 256
+    docker_tmpfs_size: str = "256m"
+    docker_workspace: str = "rw"
+    docker_user: str | None = None
+    """uid[:gid]; None: the host user's, or an unprivileged one when that is root."""
+    docker_wheels: str | None = None
+    """A folder of wheels mounted read-only in the sandbox, for offline installs."""
     problems: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -122,6 +139,64 @@ def _markers(value: Any) -> tuple[str, ...]:
     return tuple(m.strip() for m in value)
 
 
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return str(value)
+
+    return check
+
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def _size(minimum: str) -> Callable[[Any], str]:
+    """A Docker size: a number of bytes with an optional unit (b, k, m, g)."""
+
+    def parse(text: str) -> float | None:
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)([bkmg]?)", text.strip().lower())
+        return float(match[1]) * _UNITS[match[2]] if match else None
+
+    def check(value: Any) -> str:
+        size = parse(value) if isinstance(value, str) else None
+        if size is None or size < (parse(minimum) or 0):
+            raise ValueError(f'expected a size of at least {minimum}, like "512m" or "2g"')
+        return str(value).strip().lower()
+
+    return check
+
+
+def _image(value: Any) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:/@-]*", value):
+        raise ValueError('expected an image name, e.g. "runfix-sandbox:latest"')
+    return value
+
+
+def _network(value: Any) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", value):
+        raise ValueError('expected a Docker network name, e.g. "none" or "bridge"')
+    return value
+
+
+def _user(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"\d+(:\d+)?", value):
+        raise ValueError('expected a numeric "uid" or "uid:gid"')
+    if value.split(":")[0] == "0":
+        raise ValueError("the sandbox never runs as root")
+    return value
+
+
+def _folder(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not Path(value).expanduser().is_absolute():
+        raise ValueError("expected an absolute path to a folder")
+    return str(Path(value).expanduser())
+
+
 def _results(value: Any) -> str | None:
     if value is None:
         return None
@@ -147,6 +222,16 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "autoRun": ("auto_run", _boolean),
     "promptMarkers": ("prompt_markers", _markers),
     "contextBudget": ("context_budget", _integer(1000)),
+    "executor": ("executor", _choice(*EXECUTORS)),
+    "docker.image": ("docker_image", _image),
+    "docker.network": ("docker_network", _network),
+    "docker.memory": ("docker_memory", _size("6m")),
+    "docker.cpus": ("docker_cpus", _number(0.01)),
+    "docker.pids": ("docker_pids", _integer(16)),
+    "docker.tmpfsSize": ("docker_tmpfs_size", _size("1m")),
+    "docker.workspace": ("docker_workspace", _choice("rw", "ro")),
+    "docker.user": ("docker_user", _user),
+    "docker.wheels": ("docker_wheels", _folder),
 }
 _NO_ECHO = {"model.apiKeyEnv"}  # someone may paste the key itself here: never repeat it
 _GROUPS = {key.split(".")[0] for key in _KEYS if "." in key}

@@ -14,6 +14,10 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from executor import sandbox
+from executor.base import ExecutorUnavailable
+from executor.docker import DEFAULT_IMAGE, describe_engine, describe_image
+
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
 CLIENTS = ["visual_studio_code", "neovim@v0.7.0", "neovim@v0.11.0"]
 
@@ -23,6 +27,53 @@ def folder(tmp_path: Path) -> Path:
     ws = tmp_path / "project"
     ws.mkdir()
     return ws
+
+
+# -- Docker -------------------------------------------------------------------------------
+
+# Set by .ci/run once it has an engine: then a missing engine or image fails, not skips.
+REQUIRE_DOCKER = os.environ.get("RUNFIX_REQUIRE_DOCKER") == "1"
+
+
+def _sandbox_problem() -> str | None:
+    """Why the Docker tests cannot run here, or None; builds the image when it is missing."""
+    try:
+        describe_engine()
+    except ExecutorUnavailable as exc:
+        return f"no Docker engine: {exc}"
+    if describe_image(DEFAULT_IMAGE) is not None:
+        return None
+    print(f"\nbuilding {DEFAULT_IMAGE} for the Docker tests …", file=sys.stderr)
+    try:
+        sandbox.build(DEFAULT_IMAGE, "auto", say=lambda line: print(line, file=sys.stderr))
+    except sandbox.BuildError as exc:
+        return f"no sandbox image, and it cannot be built here: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    """The sandbox image on a real engine. Without one the test is skipped, saying why."""
+    problem = _sandbox_problem()
+    if problem is not None:
+        if REQUIRE_DOCKER:
+            pytest.fail(problem)
+        pytest.skip(problem)
+    return DEFAULT_IMAGE
+
+
+def open_to_sandbox(folder: Path) -> None:
+    """Let the container's user (nobody, when the tests run as root) use the folder."""
+    folder.chmod(0o777)
+
+
+@pytest.fixture(params=["kernel", pytest.param("docker", marks=pytest.mark.docker)])
+def executor(request: pytest.FixtureRequest, folder: Path) -> str:
+    """Each slice test once with the local kernel and once in the Docker sandbox."""
+    if request.param == "docker":
+        request.getfixturevalue("sandbox_image")
+        open_to_sandbox(folder)
+    return str(request.param)
 
 
 def init_params(

@@ -1,4 +1,7 @@
-"""End to end: a real `runfix serve` with a real kernel, driven over LSP by pytest-lsp."""
+"""End to end: a real `runfix serve` with a real kernel, driven over LSP by pytest-lsp.
+
+The slice's run tests take `executor`: each runs with the local kernel and again
+with `executor: "docker"` (a kernel in the sandbox container, on a real engine)."""
 
 from __future__ import annotations
 
@@ -40,9 +43,9 @@ price_of(prices, "coffee")
 
 @pytest.mark.parametrize("client_name", CLIENTS)
 async def test_run_file_puts_error_on_the_raising_line(
-    client: LanguageClient, folder: Path, client_name: str
+    client: LanguageClient, folder: Path, client_name: str, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, client_name))
+    await client.initialize_session(init_params(folder, client_name, {"executor": executor}))
     uri = open_doc(client, folder / "doc.py", DOC)
 
     answer = await run(client, uri)
@@ -67,8 +70,10 @@ async def test_run_file_puts_error_on_the_raising_line(
         assert messages == {3: "→ total 7.7", 10: "→ 18.8495…"}
 
 
-async def test_hover_shows_full_output_and_traceback(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
+async def test_hover_shows_full_output_and_traceback(
+    client: LanguageClient, folder: Path, executor: str
+) -> None:
+    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "for i in range(3):\n    print('line', i)\n1/0\n"
     uri = open_doc(client, folder / "doc.py", text)
     await run(client, uri)
@@ -114,8 +119,10 @@ async def test_non_ascii_positions_follow_the_position_encoding(
     assert error.range.start == lsp.Position(1, error_column)
 
 
-async def test_range_runs_exactly_its_lines(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
+async def test_range_runs_exactly_its_lines(
+    client: LanguageClient, folder: Path, executor: str
+) -> None:
+    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "a = 1\nb = 2\nprint('b is', b)\nraise SystemExit('not me')\n"
     uri = open_doc(client, folder / "doc.py", text)
 
@@ -129,8 +136,12 @@ async def test_range_runs_exactly_its_lines(client: LanguageClient, folder: Path
     assert {v["name"] for v in variables} == {"b"}
 
 
-async def test_timeout_interrupts_and_keeps_state(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder, options={"timeout": 1.5}))
+async def test_timeout_interrupts_and_keeps_state(
+    client: LanguageClient, folder: Path, executor: str
+) -> None:
+    await client.initialize_session(
+        init_params(folder, options={"executor": executor, "timeout": 1.5})
+    )
     text = "x = 41\nimport time\ntime.sleep(60)\nx + 1\n"
     uri = open_doc(client, folder / "doc.py", text)
 
@@ -145,8 +156,10 @@ async def test_timeout_interrupts_and_keeps_state(client: LanguageClient, folder
     assert [h.label for h in await hints(client, uri)] == ["→ 42"]
 
 
-async def test_killed_kernel_is_restarted(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
+async def test_killed_kernel_is_restarted(
+    client: LanguageClient, folder: Path, executor: str
+) -> None:
+    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = (
         "x = 1\n"
         "import os, signal, time\n"
@@ -172,9 +185,11 @@ async def test_killed_kernel_is_restarted(client: LanguageClient, folder: Path) 
 
 
 async def test_output_flood_is_capped_and_server_stays_responsive(
-    client: LanguageClient, folder: Path
+    client: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"outputLimit": 1000}))
+    await client.initialize_session(
+        init_params(folder, options={"executor": executor, "outputLimit": 1000})
+    )
     text = "for i in range(2_000_000):\n    print(i)\nprint('x' * 100_000_000)\n"
     uri = open_doc(client, folder / "doc.py", text)
 
@@ -196,8 +211,10 @@ async def test_output_flood_is_capped_and_server_stays_responsive(
     assert len(shown) < 5000
 
 
-async def test_cancel_request_interrupts_the_kernel(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
+async def test_cancel_request_interrupts_the_kernel(
+    client: LanguageClient, folder: Path, executor: str
+) -> None:
+    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "y = 'kept'\nimport time\ntime.sleep(60)\ny\n"
     uri = open_doc(client, folder / "doc.py", text)
     await run(client, uri, 0, 0)
@@ -217,8 +234,10 @@ async def test_cancel_request_interrupts_the_kernel(client: LanguageClient, fold
     assert [h.label for h in await hints(client, uri)] == ["→ 'kept'"]
 
 
-async def test_progress_cancel_interrupts_the_kernel(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
+async def test_progress_cancel_interrupts_the_kernel(
+    client: LanguageClient, folder: Path, executor: str
+) -> None:
+    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "# %%\nimport time\n# %%\ntime.sleep(60)\n"
     uri = open_doc(client, folder / "doc.py", text)
 
@@ -243,11 +262,11 @@ async def test_progress_cancel_interrupts_the_kernel(client: LanguageClient, fol
 
 
 async def test_results_move_with_edits_and_drop_when_edited(
-    client: LanguageClient, folder: Path
+    client: LanguageClient, folder: Path, executor: str
 ) -> None:
     from tests.conftest import change
 
-    await client.initialize_session(init_params(folder, "neovim@v0.7.0"))
+    await client.initialize_session(init_params(folder, "neovim@v0.7.0", {"executor": executor}))
     text = "print('one')\nprint('two')\n{}['missing']\n"
     uri = open_doc(client, folder / "doc.py", text)
     await run(client, uri)

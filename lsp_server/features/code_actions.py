@@ -21,6 +21,7 @@ from lsp_server import assist
 from lsp_server.cells import cell_at, split_cells
 from lsp_server.convert import SOURCE
 from lsp_server.edits import replace_lines
+from lsp_server.executors import install_blocked
 from lsp_server.features.commands import FIX_WITH_MODEL, GENERATE, INSTALL, RUN, RUN_AND_FIX
 from lsp_server.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.prompts import prompt_at
@@ -135,8 +136,12 @@ def quick_fixes(
         rerun = lines_argument(piece[0], piece[1])
         if (module := missing_module(message)) and (dist := distribution_for(module)):
             install = _quickfix(f"Install {dist}", diagnostic)
-            arg = {"uri": uri, "packages": [dist], "range": rerun}
-            install.command = lsp.Command(title=install.title, command=INSTALL, arguments=[arg])
+            blocked = install_blocked(ls.cached_settings(ls.folder_for(uri)))
+            if blocked and ls.supports_disabled_code_actions:
+                install.disabled = lsp.CodeActionDisabled(reason=blocked)
+            else:  # the command says why it cannot install, if it cannot
+                arg = {"uri": uri, "packages": [dist], "range": rerun}
+                install.command = lsp.Command(install.title, INSTALL, arguments=[arg])
             out.append(install)
         if (name := missing_name(message)) and (statement := import_for(name)):
             at = import_line(lines)

@@ -1,0 +1,366 @@
+"""What every Jupyter-kernel executor shares: runs over one jupyter_client connection.
+
+A run is one execute request of the kernel-side helper (`_kernel_side.run`),
+read the idiomatic way: iopub messages filtered by parent id until `idle`,
+then the shell reply. While it waits, the loop also watches the clock (timeout:
+interrupt, then restart after a grace period), the cancel event (interrupt)
+and the kernel itself (death: restart) — it never waits on a dead kernel.
+
+Subclasses say where the kernel lives: `LocalKernel` (a process here) and
+`DockerKernel` (a process in a locked-down container). They provide the
+launch, relaunch, discard, interrupt and liveness hooks below.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import logging
+import queue
+from collections.abc import Callable, Hashable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from executor import _kernel_side
+from executor.base import ExecutorState, ExecutorUnavailable
+from executor.events import Error, RunOutcome, RunRequest, RunStatus, Variable
+from executor.install import InstallResult
+from executor.messages import MessageCollector
+
+log = logging.getLogger(__name__)
+
+_POLL = 0.1  # seconds between looks at the clock, the cancel event and the kernel
+_ALIVE_EVERY = 0.5  # seconds between liveness checks during a run
+_HELPER = (
+    "import sys as _s, types as _t\n"
+    "_m = _t.ModuleType('_runfix_kernel')\n"
+    "exec({source!r}, _m.__dict__)\n"
+    "_s.modules['_runfix_kernel'] = _m\n"
+    "del _s, _t, _m\n"
+)
+
+HELPER_CODE = _HELPER.format(source=Path(_kernel_side.__file__).read_text(encoding="utf-8"))
+
+DIED_NOTE = (
+    "The kernel died while running this (crash, os._exit or out of memory); "
+    "it was restarted and its state was lost."
+)
+
+
+class JupyterKernel:
+    """The run loop, the queue and the lifecycle; where the kernel lives is the subclass's."""
+
+    where = "kernel"
+    """How messages name this executor ("kernel", "container")."""
+    _replaced = "the kernel was restarted and its state was lost."
+    config: Hashable
+    """What the kernel is made of: the pool replaces it when the settings change this."""
+
+    def __init__(self, folder: Path, *, grace: float = 3.0, startup_timeout: float = 60.0) -> None:
+        self.folder = folder
+        self.grace = grace
+        self.startup_timeout = startup_timeout
+        self._state = ExecutorState.NEW
+        self._kc: Any = None
+        self._queue = asyncio.Lock()  # FIFO: runs in one folder queue in order
+        self._starting = asyncio.Lock()
+        self.started_in: float | None = None
+        """Seconds the last (re)start took, for `runfix doctor` and benchmarks."""
+
+    @property
+    def state(self) -> ExecutorState:
+        return self._state
+
+    # -- hooks -------------------------------------------------------------------------
+
+    @property
+    def launched(self) -> bool:
+        """Whether a kernel process (or container) exists, alive or not."""
+        raise NotImplementedError
+
+    async def _launch(self) -> None:
+        """Start the kernel and connect (`_connect`); raise `ExecutorUnavailable` if it cannot."""
+        raise NotImplementedError
+
+    async def _relaunch(self) -> None:
+        """Replace the kernel with a fresh one, and connect to it."""
+        raise NotImplementedError
+
+    async def _discard(self) -> None:
+        """Kill the kernel (if any) and free what it held. Never raises."""
+        raise NotImplementedError
+
+    async def _stop_gracefully(self) -> None:
+        """Ask the kernel to exit (the caller bounds the wait, then discards)."""
+        raise NotImplementedError
+
+    async def interrupt(self) -> None:
+        raise NotImplementedError
+
+    async def is_alive(self) -> bool:
+        raise NotImplementedError
+
+    async def _death_cause(self) -> str | None:
+        """Why the kernel died, when it can be told (read before it is relaunched)."""
+        return None
+
+    async def _after_run(self, outcome: RunOutcome) -> RunOutcome:
+        """A chance to clean up after a run (the queue is still held)."""
+        return outcome
+
+    def install_blocked(self) -> str | None:
+        """Why installing packages cannot work here (and how to allow it), else None."""
+        raise NotImplementedError
+
+    async def install(
+        self,
+        distributions: list[str],
+        *,
+        on_line: Callable[[str], None] | None = None,
+        cancel: asyncio.Event | None = None,
+        timeout: float = 600.0,
+    ) -> InstallResult:
+        """Install distributions where the kernel imports from; streamed, cancellable."""
+        raise NotImplementedError
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        async with self._starting:
+            if self.launched:
+                return
+            self._state = ExecutorState.STARTING
+            try:
+                await self._launch()
+            except BaseException:
+                self._state = ExecutorState.DEAD
+                await self._discard()
+                raise
+            self._state = ExecutorState.IDLE
+
+    async def _connect(self, kc: Any) -> None:
+        """Take a started client: wait for the kernel, then load runfix's helper into it."""
+        if self._kc is not None:
+            self._kc.stop_channels()
+            self._kc = None
+        try:
+            await kc.wait_for_ready(timeout=self.startup_timeout)
+        except RuntimeError as exc:
+            kc.stop_channels()
+            raise ExecutorUnavailable(f"The kernel did not start: {exc}") from exc
+        self._kc = kc
+        reply = await kc.execute_interactive(
+            HELPER_CODE,
+            silent=True,
+            store_history=False,
+            allow_stdin=False,
+            timeout=self.startup_timeout,
+        )
+        if reply["content"]["status"] != "ok":
+            raise ExecutorUnavailable(f"runfix could not set up the kernel: {reply['content']}")
+
+    def _disconnect(self) -> None:
+        if self._kc is not None:
+            self._kc.stop_channels()
+            self._kc = None
+
+    async def shutdown(self) -> None:
+        async with self._starting:
+            if self._kc is not None and self.launched:
+                try:
+                    await asyncio.wait_for(self._stop_gracefully(), 5)
+                except (asyncio.TimeoutError, Exception):
+                    log.warning(
+                        "%s for %s did not stop in time; killing it", self.where, self.folder
+                    )
+            await self._discard()
+            self._state = ExecutorState.STOPPED
+
+    async def restart(self) -> None:
+        async with self._starting:
+            await self._restart()
+
+    async def _restart(self) -> None:
+        if not self.launched:
+            self._state = ExecutorState.STARTING
+            try:
+                await self._launch()
+            except BaseException:
+                self._state = ExecutorState.DEAD
+                await self._discard()
+                raise
+            self._state = ExecutorState.IDLE
+            return
+        self._state = ExecutorState.STARTING
+        try:
+            await self._relaunch()
+        except BaseException:
+            self._state = ExecutorState.DEAD
+            raise
+        self._state = ExecutorState.IDLE
+
+    async def _restart_locked(self) -> None:
+        async with self._starting:
+            await self._restart()
+
+    # -- running -------------------------------------------------------------------------
+
+    async def execute(
+        self, request: RunRequest, *, cancel: asyncio.Event | None = None
+    ) -> RunOutcome:
+        async with self._queue:
+            if cancel is not None and cancel.is_set():
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
+            await self.start()
+            note = ""
+            lost = False
+            if not await self.is_alive():
+                cause = await self._death_cause()
+                await self.restart()
+                lost = True
+                if cause:
+                    note = f"Before this run: {cause}; {self._replaced}"
+                else:
+                    note = "The kernel had died since the last run; its state was lost."
+            self._state = ExecutorState.BUSY
+            try:
+                outcome = await self._run(request, cancel)
+                outcome = await self._after_run(outcome)
+            finally:
+                if self._state == ExecutorState.BUSY:
+                    self._state = ExecutorState.IDLE
+            if lost and not outcome.state_lost:
+                outcome = replace(outcome, state_lost=True, note=outcome.note or note)
+            return outcome
+
+    async def _run(self, request: RunRequest, cancel: asyncio.Event | None) -> RunOutcome:
+        kc = self._kc
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        code = (
+            f"__import__('_runfix_kernel').run({request.code!r}, {request.filename!r}, "
+            f"{request.first_line}, {request.output_limit})"
+        )
+        msg_id = kc.execute(code, silent=False, store_history=False, allow_stdin=False)
+        collector = MessageCollector(request.output_limit)
+        deadline = began + request.timeout
+        interrupted_at: float | None = None
+        status = RunStatus.OK
+        next_alive_check = began + _ALIVE_EVERY
+        while True:
+            now = loop.time()
+            if interrupted_at is None:
+                if cancel is not None and cancel.is_set():
+                    status, interrupted_at = RunStatus.CANCELLED, now
+                    await self.interrupt()
+                elif now >= deadline:
+                    status, interrupted_at = RunStatus.TIMEOUT, now
+                    await self.interrupt()
+            elif now >= interrupted_at + self.grace:
+                log.warning(
+                    "%s for %s ignored the interrupt; restarting it", self.where, self.folder
+                )
+                await self._restart_locked()
+                return self._ended(
+                    status,
+                    collector,
+                    began,
+                    lost=True,
+                    note=_stopped_note(status, request.timeout, restarted=True),
+                )
+            if now >= next_alive_check:
+                next_alive_check = now + _ALIVE_EVERY
+                if not await self.is_alive():
+                    cause = await self._death_cause()
+                    note = f"{cause}: {self._replaced}" if cause else DIED_NOTE
+                    log.warning("%s for %s died during a run: %s", self.where, self.folder, note)
+                    await self._restart_locked()
+                    return self._ended(RunStatus.DIED, collector, began, lost=True, note=note)
+            try:
+                msg = await kc.get_iopub_msg(timeout=_POLL)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status":
+                if msg["content"].get("execution_state") == "idle":
+                    break
+                continue
+            collector.feed(msg)
+        await self._drain_reply(msg_id)
+        if status == RunStatus.OK:
+            if collector.interrupted:
+                status = RunStatus.CANCELLED
+            elif any(isinstance(e, Error) for e in collector.events):
+                status = RunStatus.ERROR
+        note = _stopped_note(status, request.timeout, restarted=False)
+        return self._ended(status, collector, began, lost=False, note=note)
+
+    async def _drain_reply(self, msg_id: str) -> None:
+        """Take our shell reply off the channel (and any stale ones before it)."""
+        while True:
+            try:
+                reply = await self._kc.get_shell_msg(timeout=1.0)
+            except queue.Empty:
+                return
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return
+
+    def _ended(
+        self,
+        status: RunStatus,
+        collector: MessageCollector,
+        began: float,
+        *,
+        lost: bool,
+        note: str,
+    ) -> RunOutcome:
+        return RunOutcome(
+            status=status,
+            events=tuple(collector.events),
+            duration=asyncio.get_running_loop().time() - began,
+            truncated=collector.truncated,
+            state_lost=lost,
+            note=note,
+            span=collector.span if status != RunStatus.OK else None,
+        )
+
+    async def variables(self) -> list[Variable]:
+        async with self._queue:
+            await self.start()
+            reply = await self._kc.execute_interactive(
+                "",
+                silent=True,
+                store_history=False,
+                user_expressions={"v": "__import__('_runfix_kernel').variables()"},
+                timeout=10,
+            )
+        raw = reply["content"].get("user_expressions", {}).get("v", {})
+        if raw.get("status") != "ok":
+            return []
+        items = json.loads(ast.literal_eval(raw["data"]["text/plain"]))
+        return [
+            Variable(
+                name=i["name"],
+                type=i["type"],
+                summary=i.get("summary", ""),
+                shape=tuple(i["shape"]) if "shape" in i else None,
+                length=i.get("length"),
+                columns=i.get("columns", {}),
+            )
+            for i in items
+        ]
+
+
+def _stopped_note(status: RunStatus, timeout: float, *, restarted: bool) -> str:
+    lost = (
+        " The kernel did not stop, so it was restarted and its state was lost." if restarted else ""
+    )
+    if status == RunStatus.TIMEOUT:
+        kept = "" if restarted else " Its state is kept."
+        return f"Timed out after {timeout:g}s and was interrupted.{kept}{lost}"
+    if status == RunStatus.CANCELLED:
+        return "Cancelled: the kernel was interrupted." + lost
+    return ""
