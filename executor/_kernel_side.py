@@ -5,8 +5,8 @@ filename with cell-relative line numbers and reports errors as ANSI text. Here
 the cell is parsed with its line numbers moved to where it sits in the
 document and compiled under the document's path, so every traceback line is a
 document line, also for functions defined in earlier cells. Each top-level
-statement is announced before it runs, so output lands on the statement that
-printed it. Output is capped here, at the source, so a print flood never
+statement is announced with its first output, so output lands on the statement
+that printed it. Output is capped here, at the source, so a print flood never
 leaves the kernel.
 
 Everything the server needs to read comes as `display_data` with the MIME type
@@ -20,6 +20,9 @@ import ast
 import contextlib
 import json
 import linecache
+import mmap
+import os
+import struct
 import sys
 import textwrap
 import traceback
@@ -61,14 +64,38 @@ class _Budget:
 
 
 class _Statement:
-    """The top-level statement running now, told to the server when it first shows something."""
+    """The top-level statement running now, told to the server when it first shows something.
+
+    It is also kept in a small shared-memory file (`RUNFIX_STATEMENT_FILE`) that
+    outlives the kernel, so the server can say where a kernel that was killed
+    (out of memory, a crash) was, at the cost of a memory store per statement."""
 
     def __init__(self) -> None:
         self.span: list[int] | None = None
         self.announced = True
+        self._shared: Any = None
+        path = os.environ.get("RUNFIX_STATEMENT_FILE")
+        if path:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    os.ftruncate(fd, 16)
+                    self._shared = mmap.mmap(fd, 16)
+                    self._shared[:16] = bytes(16)  # a dead predecessor's statement is not ours
+                finally:
+                    os.close(fd)
+            except (OSError, ValueError):
+                self._shared = None
 
     def start(self, first: int, last: int) -> None:
         self.span, self.announced = [first, last], False
+        if self._shared is not None:
+            self._shared[:16] = struct.pack("<qq", first, last)
+
+    def end(self) -> None:
+        self.span = None
+        if self._shared is not None:
+            self._shared[:16] = bytes(16)
 
     def announce(self) -> None:
         if not self.announced and self.span is not None:
@@ -217,7 +244,7 @@ def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> N
         tb = exc.__traceback__.tb_next if exc.__traceback__ else None
         _report(exc, tb)
     finally:
-        _current.span = None
+        _current.end()
         if getattr(shell.display_pub, "unregister_hook", None) is not None:
             shell.display_pub.unregister_hook(_tag_display)
         if out.written or err.written:

@@ -233,6 +233,7 @@ def sandbox_environment() -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "IPYTHONDIR": "/tmp/.ipython",
         "MPLBACKEND": "Agg",
+        "RUNFIX_STATEMENT_FILE": f"{RUNTIME}/statement",
     }
 
 
@@ -334,6 +335,10 @@ class DockerKernel(JupyterKernel):
     @property
     def launched(self) -> bool:
         return self.container is not None
+
+    @property
+    def statement_file(self) -> Path | None:
+        return self._runtime / "statement" if self._runtime is not None else None
 
     @property
     def _container_id(self) -> str:

@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 import queue
+import struct
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 
 from executor import _kernel_side
 from executor.base import ExecutorState, ExecutorUnavailable
-from executor.events import Error, RunOutcome, RunRequest, RunStatus, Variable
+from executor.events import Error, RunOutcome, RunRequest, RunStatus, Span, Variable
 from executor.install import InstallResult
 from executor.messages import MessageCollector
 
@@ -101,6 +102,21 @@ class JupyterKernel:
 
     async def is_alive(self) -> bool:
         raise NotImplementedError
+
+    @property
+    def statement_file(self) -> Path | None:
+        """Where the kernel keeps the statement it is running (host path), if anywhere."""
+        return None
+
+    def _last_statement(self) -> Span | None:
+        """The statement a dead kernel was running, from the file that outlives it."""
+        if self.statement_file is None:
+            return None
+        try:
+            first, last = struct.unpack("<qq", self.statement_file.read_bytes()[:16])
+        except (OSError, struct.error):
+            return None
+        return Span(first, last) if first > 0 else None
 
     async def _death_cause(self) -> str | None:
         """Why the kernel died, when it can be told (read before it is relaunched)."""
@@ -276,8 +292,10 @@ class JupyterKernel:
                     cause = await self._death_cause()
                     note = f"{cause}: {self._replaced}" if cause else DIED_NOTE
                     log.warning("%s for %s died during a run: %s", self.where, self.folder, note)
+                    where = self._last_statement()
                     await self._restart_locked()
-                    return self._ended(RunStatus.DIED, collector, began, lost=True, note=note)
+                    outcome = self._ended(RunStatus.DIED, collector, began, lost=True, note=note)
+                    return replace(outcome, span=where or outcome.span)
             try:
                 msg = await kc.get_iopub_msg(timeout=_POLL)
             except queue.Empty:

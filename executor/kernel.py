@@ -104,10 +104,15 @@ class LocalKernel(JupyterKernel):
         )
         self._km = km
         env = kernel_environment(self.python, hidden=self.hidden_env)
+        env["RUNFIX_STATEMENT_FILE"] = str(self._runtime / "statement")
         await km.start_kernel(cwd=str(self.folder), env=env)
         await self._connect_manager()
         self.started_in = time.perf_counter() - began
         log.info("kernel for %s ready in %.2fs (%s)", self.folder, self.started_in, self.python)
+
+    @property
+    def statement_file(self) -> Path | None:
+        return self._runtime / "statement" if self._runtime is not None else None
 
     async def _connect_manager(self) -> None:
         assert self._km is not None

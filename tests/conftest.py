@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Union
 
@@ -280,3 +286,105 @@ async def hover_text(client: LanguageClient, uri: str, line: int, character: int
     contents = result.contents
     assert isinstance(contents, lsp.MarkupContent)
     return contents.value
+
+
+def make_wheel(where: Path, name: str, source: str) -> Path:
+    """A minimal real wheel of one module."""
+    dist = name.replace("_", "-")
+    info = f"{name}-1.0.dist-info"
+    files = {
+        f"{name}/__init__.py": source.encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode(),
+        f"{info}/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: runfix-tests\nRoot-Is-Purelib: true\n"
+            b"Tag: py3-none-any\n"
+        ),
+    }
+    record = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    wheel = where / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path, data in files.items():
+            z.writestr(path, data)
+    return wheel
+
+
+async def quick_fixes(client: LanguageClient, uri: str) -> list[lsp.CodeAction]:
+    [diagnostic] = errors(client, uri)
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic], only=["quickfix"]),
+        )
+    )
+    return [a for a in actions or [] if isinstance(a, lsp.CodeAction)]
+
+
+class HandDriven:
+    """A `runfix serve` driven by hand over stdio: for ends pytest-lsp cannot stage
+    (stdin closed, the server killed) and for what outlives it."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=SERVER_ENV
+        )
+        self._ids = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: Any) -> Any:
+        """Send a request; its result (notifications and server requests are skipped)."""
+        self._ids += 1
+        self.send({"id": self._ids, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            length = 0
+            while (line := self.proc.stdout.readline().strip()) != b"":
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            message = json.loads(self.proc.stdout.read(length))
+            if message.get("id") == self._ids and "method" not in message:
+                return message.get("result")
+
+    def initialize(self, folder: Path, options: dict[str, Any]) -> None:
+        params = {
+            "processId": os.getpid(),
+            "rootUri": folder.as_uri(),
+            "capabilities": {},
+            "initializationOptions": options,
+        }
+        self.request("initialize", params)
+        self.send({"method": "initialized", "params": {}})
+
+    def run(self, path: Path, text: str) -> Any:
+        """Open the document and run all of it; the command's answer."""
+        uri = path.as_uri()
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        self.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+        params = {"command": "runfix.run", "arguments": [{"uri": uri}]}
+        return self.request("workspace/executeCommand", params)
+
+    def end(self, how: str) -> None:
+        """ "shutdown and exit", "stdin closed" or "server killed"; waits for the process."""
+        assert self.proc.stdin is not None
+        if how == "shutdown and exit":
+            self.request("shutdown", None)
+            self.send({"method": "exit"})
+        elif how == "stdin closed":
+            self.proc.stdin.close()
+        else:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()

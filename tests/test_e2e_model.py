@@ -7,13 +7,10 @@ to a loopback model server (`model_server.py`) whose replies each test scripts.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import subprocess
 import sys
 import sysconfig
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +26,9 @@ from tests.conftest import (
     errors,
     hover_text,
     init_params,
+    make_wheel,
     open_doc,
+    quick_fixes,
     run,
 )
 from tests.model_server import ModelServer, Reply, code
@@ -387,18 +386,6 @@ async def test_the_key_goes_only_to_the_model_endpoint(
 # -- offline fixes ------------------------------------------------------------------------
 
 
-async def quick_fixes(client: LanguageClient, uri: str) -> list[lsp.CodeAction]:
-    [diagnostic] = errors(client, uri)
-    actions = await client.text_document_code_action_async(
-        lsp.CodeActionParams(
-            text_document=lsp.TextDocumentIdentifier(uri),
-            range=diagnostic.range,
-            context=lsp.CodeActionContext(diagnostics=[diagnostic], only=["quickfix"]),
-        )
-    )
-    return [a for a in actions or [] if isinstance(a, lsp.CodeAction)]
-
-
 async def test_add_import_inserts_it_with_the_imports_and_runs_it(
     client: LanguageClient, folder: Path
 ) -> None:
@@ -418,31 +405,6 @@ async def test_add_import_inserts_it_with_the_imports_and_runs_it(
     assert (await run(client, uri, 5, 5))["status"] == "ok"
 
 
-def _wheel(where: Path, name: str, source: str) -> Path:
-    """A minimal real wheel of one module."""
-    dist = name.replace("_", "-")
-    info = f"{name}-1.0.dist-info"
-    files = {
-        f"{name}/__init__.py": source.encode(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode(),
-        f"{info}/WHEEL": (
-            b"Wheel-Version: 1.0\nGenerator: runfix-tests\nRoot-Is-Purelib: true\n"
-            b"Tag: py3-none-any\n"
-        ),
-    }
-    record = []
-    for path, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(data)}")
-    record.append(f"{info}/RECORD,,")
-    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
-    wheel = where / f"{name}-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as z:
-        for path, data in files.items():
-            z.writestr(path, data)
-    return wheel
-
-
 def _project_venv(folder: Path) -> Path:
     """A venv for the project that sees the test environment's packages (ipykernel, pip)
     but installs into itself (from `WHEELS` only: see the server's environment)."""
@@ -454,7 +416,7 @@ def _project_venv(folder: Path) -> Path:
 
 
 async def test_install_the_missing_package_then_rerun(client: LanguageClient, folder: Path) -> None:
-    _wheel(WHEELS, "runfix_canary_pkg", "VALUE = 42\n")
+    make_wheel(WHEELS, "runfix_canary_pkg", "VALUE = 42\n")
     python = _project_venv(folder)
     await start(client, folder, {"python": str(python)})
     uri = open_doc(

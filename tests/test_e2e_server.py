@@ -6,7 +6,6 @@ import ast
 import asyncio
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
-from tests.conftest import SERVER, errors, hints, init_params, open_doc, run
+from tests.conftest import HandDriven, errors, hints, init_params, open_doc, run
 
 pytestmark = pytest.mark.e2e
 
@@ -182,60 +181,12 @@ async def test_runs_in_one_folder_queue_and_other_folders_do_not_wait(
     assert [h.label for h in await hints(client, queued)] == ["→ ['slow', 'queued']"]
 
 
-def _kernel_pid_after_run(folder: Path, proc: subprocess.Popen[bytes]) -> int:
-    """Drive a server by hand (stdio) far enough to run code; return the kernel's pid."""
-    import json
-
-    def send(message: dict[str, object]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        assert proc.stdin is not None
-        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        proc.stdin.flush()
-
-    def receive(want_id: int) -> dict[str, object]:
-        assert proc.stdout is not None
-        while True:
-            length = 0
-            while (line := proc.stdout.readline().strip()) != b"":
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            message = json.loads(proc.stdout.read(length))
-            if message.get("id") == want_id and "method" not in message:
-                return message  # type: ignore[no-any-return]
-
+def _kernel_pid_after_run(folder: Path, server: HandDriven) -> int:
+    """Run code that writes the kernel's pid to a file; that pid."""
     pid_file = folder / "pid.txt"
-    send(
-        {
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "processId": os.getpid(),
-                "rootUri": folder.as_uri(),
-                "capabilities": {},
-                "initializationOptions": {"python": sys.executable},
-            },
-        }
-    )
-    receive(1)
-    send({"method": "initialized", "params": {}})
-    uri = (folder / "doc.py").as_uri()
+    server.initialize(folder, {"python": sys.executable})
     text = f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-    send(
-        {
-            "method": "textDocument/didOpen",
-            "params": {
-                "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}
-            },
-        }
-    )
-    send(
-        {
-            "id": 2,
-            "method": "workspace/executeCommand",
-            "params": {"command": "runfix.run", "arguments": [{"uri": uri}]},
-        }
-    )
-    assert receive(2)["result"]["status"] == "ok"  # type: ignore[index]
+    assert server.run(folder / "doc.py", text)["status"] == "ok"
     return int(pid_file.read_text())
 
 
@@ -254,23 +205,11 @@ def _gone(pid: int, within: float = 10.0) -> bool:
 
 @pytest.mark.parametrize("how", ["shutdown and exit", "stdin closed", "server killed"])
 def test_no_kernel_outlives_the_server(folder: Path, how: str) -> None:
-    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    server = HandDriven()
     try:
-        kernel = _kernel_pid_after_run(folder, proc)
+        kernel = _kernel_pid_after_run(folder, server)
         assert not _gone(kernel, within=0.2)
-        assert proc.stdin is not None
-        if how == "shutdown and exit":
-            body = b'{"jsonrpc":"2.0","id":9,"method":"shutdown"}'
-            proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-            body = b'{"jsonrpc":"2.0","method":"exit"}'
-            proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-            proc.stdin.flush()
-        elif how == "stdin closed":
-            proc.stdin.close()
-        else:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=20)
+        server.end(how)
         assert _gone(kernel), f"kernel {kernel} still running after: {how}"
     finally:
-        proc.kill()
-        proc.wait()
+        server.kill()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from executor import LocalKernel, RunRequest, RunStatus, Stream, Value
+from executor import LocalKernel, RunRequest, RunStatus, Span, Stream, Value
 from executor.interpreter import find_interpreter
 
 pytestmark = pytest.mark.kernel
@@ -83,6 +83,15 @@ async def test_interrupt_grace_then_restart_when_the_kernel_ignores_sigint(
         assert [e.data["text/plain"] for e in after.events if isinstance(e, Value)] == ["False"]
     finally:
         await k.shutdown()
+
+
+async def test_a_kernel_killed_silently_is_placed_on_its_statement(kernel: LocalKernel) -> None:
+    """No output came first, yet the death lands on the statement that was running."""
+    code = "x = 1\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\ny = 2\n"
+    outcome = await kernel.execute(request(code))
+    assert outcome.status == RunStatus.DIED
+    assert outcome.span == Span(3, 3)
+    assert (await kernel.execute(request("1"))).status == RunStatus.OK
 
 
 def test_interpreter_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
