@@ -29,7 +29,7 @@ from lsp_server import __version__
 from lsp_server.cells import code_of
 from lsp_server.context import error_text
 from lsp_server.edits import apply_to_lines
-from lsp_server.executors import docker_config, kernel_config
+from lsp_server.executors import docker_config, kernel_config, sandboxed
 from lsp_server.fixing import Fixer
 from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.results import DocumentResults, Problem, StatementResult, build
@@ -192,6 +192,8 @@ class _Headless:
             return await self.model.complete(messages)
 
         async def confirm(candidate: str, findings: list[Finding]) -> bool:
+            if sandboxed(self.settings):
+                return True  # the container is the control
             print(
                 f"{self.shown}:{piece.first + 1}: warning: the model's fix {describe(findings)}; "
                 "not run headless (review it, or run it in the editor)",

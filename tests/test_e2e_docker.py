@@ -184,3 +184,27 @@ async def test_flagged_model_code_runs_in_the_sandbox_without_asking(
     await asyncio.sleep(0.2)
     warnings = [d for d in client.diagnostics[uri] if d.severity == lsp.DiagnosticSeverity.Warning]
     assert [d.range.start.line for d in warnings] == [2]  # still shown as a finding
+
+
+async def test_switching_the_executor_moves_the_folder_into_the_sandbox_and_back(
+    client: LanguageClient, sandboxed: Path
+) -> None:
+    await client.initialize_session(init_params(sandboxed, "visual_studio_code"))
+    uri = open_doc(client, sandboxed / "where.py", "import os\nos.getcwd() == '/workspace'\n")
+
+    async def in_sandbox() -> bool:
+        assert (await run(client, uri))["status"] == "ok"
+        [info] = [d for d in client.diagnostics[uri] if d.message.startswith("→")]
+        return info.message == "→ True"
+
+    assert not await in_sandbox()
+    for executor in ("docker", "kernel"):
+        client.set_configuration({"runfix": {"executor": executor}})
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+        await asyncio.sleep(0.5)
+        assert await in_sandbox() == (executor == "docker")
+    for _ in range(50):  # the container stops once the folder is back on the local kernel
+        if not containers_of(sandboxed):
+            break
+        await asyncio.sleep(0.2)
+    assert containers_of(sandboxed) == []
