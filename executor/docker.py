@@ -33,7 +33,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from executor.base import ExecutorUnavailable
 from executor.events import Error, Frame, RunOutcome, RunStatus
-from executor.install import InstallResult, valid_distribution
+from executor.install import InstallResult, take_line, until_done, valid_distribution
 from executor.jupyter import JupyterKernel
 
 log = logging.getLogger(__name__)
@@ -123,10 +123,11 @@ def engine() -> docker.DockerClient:
 
 def describe_engine() -> str:
     """The engine's version and storage, for `runfix doctor` (raises when none answers)."""
-    info = engine().version()
+    client = engine()
+    version, info = client.version(), client.info()
     return (
-        f"engine {info.get('Version', '?')} (API {info.get('ApiVersion', '?')}, "
-        f"{info.get('Os', '?')}/{info.get('Arch', '?')})"
+        f"engine {version.get('Version', '?')} (API {version.get('ApiVersion', '?')}, "
+        f"{version.get('Os', '?')}/{version.get('Arch', '?')}, storage {info.get('Driver', '?')})"
     )
 
 
@@ -433,11 +434,12 @@ class DockerKernel(JupyterKernel):
                 "`runfix sandbox build` (or `docker pull` it), or set docker.image to an image "
                 "with python3 and ipykernel."
             ) from exc
+        name = f"runfix-{_slug(self.folder)}-{secrets.token_hex(3)}"
         try:
             return client.containers.run(
                 config.image,
                 ["python3", "-m", "ipykernel_launcher", "-f", f"{RUNTIME}/kernel.json"],
-                name=f"runfix-{_slug(self.folder)}-{secrets.token_hex(3)}",
+                name=name,
                 labels={LABEL: "1", FOLDER_LABEL: str(self.folder), OWNER_LABEL: owner()},
                 detach=True,
                 init=True,
@@ -458,6 +460,8 @@ class DockerKernel(JupyterKernel):
                 mounts=mounts,
             )
         except docker.errors.APIError as exc:
+            with contextlib.suppress(docker.errors.DockerException):  # created, not started
+                client.containers.get(name).remove(force=True)
             raise ExecutorUnavailable(
                 f"Docker could not start the sandbox: {exc.explanation or _short(exc)}"
             ) from exc
@@ -728,35 +732,19 @@ class DockerKernel(JupyterKernel):
                 pending += chunk
                 *complete, pending = pending.split(b"\n")
                 for raw in complete:
-                    loop.call_soon_threadsafe(_take, raw)
+                    loop.call_soon_threadsafe(take_line, raw, lines, on_line)
             if pending:
-                loop.call_soon_threadsafe(_take, pending)
+                loop.call_soon_threadsafe(take_line, pending, lines, on_line)
 
-        def _take(raw: bytes) -> None:
-            line = raw.decode("utf-8", "replace").rstrip()
-            lines.append(line)
-            if on_line is not None and line:
-                on_line(line)
-
-        reader = asyncio.ensure_future(asyncio.to_thread(pump))
-        waits: set[asyncio.Future[Any]] = {reader}
-        stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-        if stop is not None:
-            waits.add(stop)
-        done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if stop is not None:
-            stop.cancel()
-        if reader not in done:
+        async def kill() -> None:
             pid = (await asyncio.to_thread(api.exec_inspect, exec_id)).get("Pid") or 0
             if pid > 0:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(reader, 10)
-            cancelled = cancel is not None and cancel.is_set()
-            why = "cancelled" if cancelled else f"timed out after {timeout:g}s"
-            return InstallResult(False, "\n".join([*lines, why]), command, cancelled=cancelled)
-        await reader
+
+        reader = asyncio.ensure_future(asyncio.to_thread(pump))
+        if (stopped := await until_done(reader, kill, lines, command, cancel, timeout)) is not None:
+            return stopped
         code = (await asyncio.to_thread(api.exec_inspect, exec_id)).get("ExitCode")
         return InstallResult(code == 0, "\n".join(lines), command)
 
@@ -774,8 +762,3 @@ def _slug(folder: Path) -> str:
 
 def _join(first: str, second: str) -> str:
     return f"{first} {second}" if first else second
-
-
-def runfix_containers(client: docker.DockerClient) -> Iterator[Container]:
-    """Every runfix container on the engine (any server's)."""
-    yield from client.containers.list(all=True, filters={"label": LABEL})

@@ -13,7 +13,7 @@ import contextlib
 import re
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,13 +123,35 @@ async def install(
     async def read() -> None:
         assert process.stdout is not None
         async for raw in process.stdout:
-            line = raw.decode("utf-8", "replace").rstrip()
-            lines.append(line)
-            if on_line is not None and line:
-                on_line(line)
+            take_line(raw, lines, on_line)
         await process.wait()
 
+    async def kill() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+
     reader = asyncio.ensure_future(read())
+    if (stopped := await until_done(reader, kill, lines, command, cancel, timeout)) is not None:
+        return stopped
+    return InstallResult(process.returncode == 0, "\n".join(lines), command)
+
+
+def take_line(raw: bytes, lines: list[str], on_line: Callable[[str], None] | None) -> None:
+    line = raw.decode("utf-8", "replace").rstrip()
+    lines.append(line)
+    if on_line is not None and line:
+        on_line(line)
+
+
+async def until_done(
+    reader: asyncio.Future[Any],
+    kill: Callable[[], Awaitable[None]],
+    lines: list[str],
+    command: list[str],
+    cancel: asyncio.Event | None,
+    timeout: float,
+) -> InstallResult | None:
+    """Wait for an installer's output to end; on cancel or timeout kill it and say so."""
     waits: set[asyncio.Future[Any]] = {reader}
     stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     if stop is not None:
@@ -137,12 +159,12 @@ async def install(
     done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     if stop is not None:
         stop.cancel()
-    if reader not in done:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        with contextlib.suppress(BaseException):
-            await reader
-        cancelled = cancel is not None and cancel.is_set()
-        why = "cancelled" if cancelled else f"timed out after {timeout:g}s"
-        return InstallResult(False, "\n".join([*lines, why]), command, cancelled=cancelled)
-    return InstallResult(process.returncode == 0, "\n".join(lines), command)
+    if reader in done:
+        await reader
+        return None
+    await kill()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(reader, 10)
+    cancelled = cancel is not None and cancel.is_set()
+    why = "cancelled" if cancelled else f"timed out after {timeout:g}s"
+    return InstallResult(False, "\n".join([*lines, why]), command, cancelled=cancelled)

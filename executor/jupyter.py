@@ -145,16 +145,18 @@ class JupyterKernel:
 
     async def start(self) -> None:
         async with self._starting:
-            if self.launched:
-                return
-            self._state = ExecutorState.STARTING
-            try:
-                await self._launch()
-            except BaseException:
-                self._state = ExecutorState.DEAD
-                await self._discard()
-                raise
-            self._state = ExecutorState.IDLE
+            if not self.launched:
+                await self._launch_fresh()
+
+    async def _launch_fresh(self) -> None:
+        self._state = ExecutorState.STARTING
+        try:
+            await self._launch()
+        except BaseException:
+            self._state = ExecutorState.DEAD
+            await self._discard()
+            raise
+        self._state = ExecutorState.IDLE
 
     async def _connect(self, kc: Any) -> None:
         """Take a started client: wait for the kernel, then load runfix's helper into it."""
@@ -200,14 +202,7 @@ class JupyterKernel:
 
     async def _restart(self) -> None:
         if not self.launched:
-            self._state = ExecutorState.STARTING
-            try:
-                await self._launch()
-            except BaseException:
-                self._state = ExecutorState.DEAD
-                await self._discard()
-                raise
-            self._state = ExecutorState.IDLE
+            await self._launch_fresh()
             return
         self._state = ExecutorState.STARTING
         try:

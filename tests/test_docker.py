@@ -292,3 +292,16 @@ async def test_folder_the_sandbox_user_cannot_enter_is_explained(
     with pytest.raises(ExecutorUnavailable, match="cannot enter"):
         await kernel.start()
     await kernel.shutdown()
+
+
+async def test_a_container_that_cannot_start_says_why_and_leaves_nothing(
+    folder: Path, sandbox_image: str
+) -> None:
+    missing = folder.parent / "no-such-wheels"
+    kernel = DockerKernel(folder, DockerConfig(image=sandbox_image, wheels=str(missing)))
+    open_to_sandbox(folder)
+    with pytest.raises(ExecutorUnavailable, match="could not start the sandbox"):
+        await kernel.start()
+    await kernel.shutdown()
+    label = f"{FOLDER_LABEL}={folder}"
+    assert engine().containers.list(all=True, filters={"label": label}) == []
