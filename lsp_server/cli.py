@@ -229,7 +229,8 @@ async def doctor(folder: Path) -> int:
     settings = _settings(folder)
     print(f"executor:       {settings.executor}")
     local_ok = await _doctor_local(folder, settings)
-    docker_ok = await _doctor_docker(folder, docker_config(settings))
+    needed = settings.executor == "docker"
+    docker_ok = await _doctor_docker(folder, docker_config(settings), needed)
     await _doctor_model(settings)
     ok = docker_ok if settings.executor == "docker" else local_ok
     if ok:
@@ -269,12 +270,15 @@ async def _doctor_start(label: str, kernel: JupyterKernel, folder: Path) -> bool
     return True
 
 
-async def _doctor_docker(folder: Path, config: DockerConfig) -> bool:
+async def _doctor_docker(folder: Path, config: DockerConfig, needed: bool) -> bool:
     """The engine, the sandbox image, and how long a container kernel takes to start."""
     try:
         engine = await asyncio.to_thread(describe_engine)
     except ExecutorUnavailable as exc:
-        print(f"docker:         unavailable — {exc}")
+        if needed:
+            print(f"docker:         unavailable — {exc}")
+        else:
+            print('docker:         no engine answers (only `executor: "docker"` needs one)')
         return False
     print(f"docker:         {engine}")
     image = await asyncio.to_thread(describe_image, config.image)

@@ -59,3 +59,32 @@ def test_doctor_starts_a_kernel(tmp_path: Path) -> None:
     done = runfix("doctor", str(tmp_path))
     assert done.returncode == 0, done.stdout
     assert "kernel start:" in done.stdout
+
+
+def _sandboxed_project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    project.chmod(0o777)  # the sandbox's user (nobody, when the tests run as root) enters it
+    (project / "pyproject.toml").write_text('[tool.runfix]\nexecutor = "docker"\n')
+    return project
+
+
+@pytest.mark.docker
+def test_doctor_reports_the_engine_the_image_and_a_container_start(
+    tmp_path: Path, sandbox_image: str
+) -> None:
+    done = runfix("doctor", str(_sandboxed_project(tmp_path)))
+    assert done.returncode == 0, done.stdout
+    assert "executor:       docker" in done.stdout
+    assert "docker:         engine " in done.stdout
+    assert f"sandbox image:  {sandbox_image} (" in done.stdout
+    assert "container start:" in done.stdout
+
+
+@pytest.mark.docker
+def test_run_headless_in_the_sandbox(tmp_path: Path, sandbox_image: str) -> None:
+    project = _sandboxed_project(tmp_path)
+    (project / "s.py").write_text("import os\nprint(os.getcwd(), os.getuid() != 0)\n")
+    done = runfix("run", "s.py", cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["s.py:2:1: note: /workspace True"]
