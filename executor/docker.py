@@ -311,6 +311,7 @@ class _Cgroup:
 
 class DockerKernel(JupyterKernel):
     where = "container"
+    executor = "docker"
     _replaced = "the container was replaced and the kernel's state was lost."
 
     def __init__(

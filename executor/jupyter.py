@@ -55,6 +55,8 @@ class JupyterKernel:
 
     where = "kernel"
     """How messages name this executor ("kernel", "container")."""
+    executor = "kernel"
+    """The `executor` setting that makes this kind ("kernel", "docker")."""
     _replaced = "the kernel was restarted and its state was lost."
     config: Hashable
     """What the kernel is made of: the pool replaces it when the settings change this."""
@@ -63,7 +65,9 @@ class JupyterKernel:
         self.folder = folder
         self.grace = grace
         self.startup_timeout = startup_timeout
-        self._state = ExecutorState.NEW
+        self._state_now = ExecutorState.NEW
+        self.on_state: Callable[[ExecutorState], None] | None = None
+        """Told every change of state (the server shows it in the editor's status)."""
         self._kc: Any = None
         self._queue = asyncio.Lock()  # FIFO: runs in one folder queue in order
         self._starting = asyncio.Lock()
@@ -72,7 +76,21 @@ class JupyterKernel:
 
     @property
     def state(self) -> ExecutorState:
-        return self._state
+        return self._state_now
+
+    @property
+    def _state(self) -> ExecutorState:
+        return self._state_now
+
+    @_state.setter
+    def _state(self, state: ExecutorState) -> None:
+        changed = state != self._state_now
+        self._state_now = state
+        if changed and self.on_state is not None:
+            try:
+                self.on_state(state)
+            except Exception:
+                log.exception("the state listener failed")
 
     # -- hooks -------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from lsp_server.settings import Settings, read_pyproject, resolve, section
 
 log = logging.getLogger(__name__)
 
+STATUS = "runfix/status"
 RUN_ANYWAY = "Run"
 NO_RUN = "Don't run"
 CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
@@ -206,7 +207,17 @@ class RunfixServer(LanguageServer):
     async def kernel_for(self, folder: Path) -> JupyterKernel:
         settings = await self.settings_for(folder)
         config = kernel_config(folder, settings)
-        return self.kernels.get(folder, config, grace=settings.interrupt_grace)
+        kernel = self.kernels.get(folder, config, grace=settings.interrupt_grace)
+        if kernel.on_state is None:
+            kernel.on_state = lambda _: self.notify_status(folder, kernel)
+            self.notify_status(folder, kernel)
+        return kernel
+
+    def notify_status(self, folder: Path, kernel: JupyterKernel) -> None:
+        """`runfix/status`: the folder's kernel state and executor, for status bars."""
+        if self.protocol.writer is None:
+            return
+        self.protocol.notify(STATUS, status_of(folder, kernel))
 
     def model_for(self, settings: Settings) -> ModelClient:
         """One client per model configuration (it keeps its HTTP connections)."""
@@ -297,6 +308,10 @@ class RunfixServer(LanguageServer):
         models, self._models = list(self._models.values()), {}
         await asyncio.gather(*(m.close() for m in models), return_exceptions=True)
         await self.kernels.shutdown()
+
+
+def status_of(folder: Path, kernel: JupyterKernel) -> dict[str, str]:
+    return {"folder": folder.as_uri(), "state": kernel.state.value, "executor": kernel.executor}
 
 
 def create_server() -> RunfixServer:

@@ -115,14 +115,20 @@ async def client(lsp_client: LanguageClient) -> Any:
     """A real `runfix serve`, connected but not initialized: each test says as which client.
 
     Like an editor, it applies `workspace/applyEdit` to its copy of the text and
-    sends `didChange` (unless `client.refuse_edits`), records the edits, and
-    answers `window/showMessageRequest` with `client.answer` (None: dismissed).
+    sends `didChange` (unless `client.refuse_edits`), records the edits, answers
+    `window/showMessageRequest` with `client.answer` (None: dismissed), and keeps
+    the `runfix/status` notifications in `client.statuses`.
     """
     c: Any = lsp_client
     _read_code_actions_whole(lsp_client)
     c.inlay_refreshes = 0
     c.texts, c.versions, c.edits, c.questions = {}, {}, [], []
     c.refuse_edits, c.answer = False, None
+    c.statuses = []
+
+    @lsp_client.feature("runfix/status")
+    def status(params: Any) -> None:
+        c.statuses.append({"state": params.state, "executor": params.executor})
 
     @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
     def inlay_refresh(params: None) -> None:

@@ -213,3 +213,37 @@ def test_no_kernel_outlives_the_server(folder: Path, how: str) -> None:
         assert _gone(kernel), f"kernel {kernel} still running after: {how}"
     finally:
         server.kill()
+
+
+async def test_run_cell_at_a_position_and_status_notifications(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "cells.py", "# %% one\nx = 1\n# %% two\nx + 1\n")
+
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(
+            "runfix.run", [{"uri": uri, "position": {"line": 1, "character": 0}}]
+        )
+    )
+    assert answer["status"] == "ok"
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(
+            "runfix.run", [{"uri": uri, "position": {"line": 2, "character": 3}}]
+        )
+    )  # the marker line runs its own cell
+    assert answer["status"] == "ok"
+    assert [h.label for h in await hints(client, uri)] == ["→ 2"]
+
+    states = [s["state"] for s in client.statuses]  # type: ignore[attr-defined]
+    assert states[:3] == ["new", "starting", "idle"]
+    assert states[-2:] == ["busy", "idle"]
+    assert {s["executor"] for s in client.statuses} == {"kernel"}  # type: ignore[attr-defined]
+    [status] = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams("runfix.status", [])
+    )
+    assert status == {"folder": folder.as_uri(), "state": "idle", "executor": "kernel"}
+    with pytest.raises(JsonRpcInvalidParams, match="position"):
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("runfix.run", [{"uri": uri, "position": {"line": -1}}])
+        )

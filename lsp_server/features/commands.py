@@ -17,8 +17,9 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from executor import install as installer
 from lsp_server import assist
+from lsp_server.cells import cell_at, split_cells
 from lsp_server.runs import parse_run_arguments, run_document
-from lsp_server.server import RunfixServer
+from lsp_server.server import RunfixServer, status_of
 
 RUN = "runfix.run"
 GENERATE = "runfix.generate"
@@ -29,6 +30,7 @@ INTERRUPT = "runfix.interrupt"
 RESTART = "runfix.restart"
 VARIABLES = "runfix.variables"
 CLEAR = "runfix.clear"
+STATUS = "runfix.status"
 
 
 def _uri_argument(args: tuple[Any, ...]) -> str | None:
@@ -75,15 +77,29 @@ RangeWork = Callable[
 
 
 def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
-    """A cancellable command taking `[{"uri": …, "range": <optional>}]`."""
+    """A cancellable command taking `[{"uri": …, "range": <optional>}]`, or
+    `[{"uri": …, "position": <Position>}]` for the cell holding that position."""
 
     @server.command(name)
     async def command(ls: RunfixServer, *args: Any) -> dict[str, Any]:
         try:
             uri, line_range = parse_run_arguments(args)
+            if line_range is None and args[0].get("position") is not None:
+                line_range = _cell_range(ls, uri, _line(args[0]["position"]))
         except ValueError as exc:
-            raise JsonRpcInvalidParams(f"{name}: {exc}") from None
+            why = str(exc) or '"position" must be an LSP Position'
+            raise JsonRpcInvalidParams(f"{name}: {why}") from None
         return await _cancellable(ls, lambda cancel: work(ls, uri, line_range, cancel))
+
+
+def _cell_range(ls: RunfixServer, uri: str, line: int) -> lsp.Range:
+    """The code lines of the cell holding `line` (a marker line belongs to its cell)."""
+    lines = ls.workspace.get_text_document(uri).lines
+    markers = ls.cached_settings(ls.folder_for(uri)).prompt_markers
+    cell = cell_at(split_cells(lines, markers), min(line, max(len(lines) - 1, 0)))
+    if cell is None or cell.code_first > cell.last:
+        return lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0))
+    return lsp.Range(lsp.Position(cell.code_first, 0), lsp.Position(cell.last + 1, 0))
 
 
 def register(server: RunfixServer) -> None:
@@ -169,6 +185,11 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(f'{VARIABLES}: expected [{{"uri": <document uri>}}]')
         kernel = await ls.kernel_for(ls.folder_for(uri))
         return [dataclasses.asdict(v) for v in await kernel.variables()]
+
+    @server.command(STATUS)
+    def status(ls: RunfixServer, *args: Any) -> list[dict[str, str]]:
+        """Each folder's kernel state and executor (also sent as `runfix/status`)."""
+        return [status_of(k.folder, k) for k in ls.kernels.all()]
 
     @server.command(CLEAR)
     def clear(ls: RunfixServer, *args: Any) -> None:
