@@ -1,0 +1,271 @@
+-- runfix for Neovim: starts `runfix serve` for Python buffers and adds user commands.
+-- The server does the work; this file only starts it, finds it again, and sends commands.
+-- Neovim 0.11+: vim.lsp.config/vim.lsp.enable; 0.8+: vim.lsp.start; 0.7: vim.lsp.start_client.
+
+local M = {}
+
+M.defaults = {
+  cmd = { "runfix", "serve" },
+  filetypes = { "python" },
+  root_markers = { "pyproject.toml", ".git", ".venv" },
+  -- Server settings (see `:help runfix-settings`): sent as initializationOptions and
+  -- answered for workspace/configuration (section "runfix").
+  settings = {},
+}
+
+M.config = vim.deepcopy(M.defaults)
+M.states = {} -- folder uri -> { state = ..., executor = ... }, from runfix/status
+
+local NAME = "runfix"
+
+local function notify(message, level)
+  vim.notify("runfix: " .. message, level or vim.log.levels.INFO)
+end
+
+--- The folder a file belongs to: the nearest parent with a root marker, else its directory.
+function M.root_dir(path)
+  local dir = vim.fn.fnamemodify(path, ":p:h")
+  local home = vim.loop.os_homedir()
+  local current = dir
+  while current and current ~= "" do
+    for _, marker in ipairs(M.config.root_markers) do
+      if vim.loop.fs_stat(current .. "/" .. marker) then
+        return current
+      end
+    end
+    local parent = vim.fn.fnamemodify(current, ":h")
+    if parent == current or current == home then
+      break
+    end
+    current = parent
+  end
+  return dir
+end
+
+local function handlers()
+  return {
+    ["runfix/status"] = function(_, result)
+      if type(result) == "table" and result.folder then
+        M.states[result.folder] = { state = result.state, executor = result.executor }
+      end
+    end,
+  }
+end
+
+local function on_attach(client, bufnr)
+  -- Results come as inlay hints where Neovim has them (0.10+), else as Hint diagnostics.
+  if vim.lsp.inlay_hint and client.server_capabilities.inlayHintProvider then
+    pcall(vim.lsp.inlay_hint.enable, true, { bufnr = bufnr })
+  end
+end
+
+local function client_config(root)
+  return {
+    name = NAME,
+    cmd = M.config.cmd,
+    root_dir = root,
+    workspace_folders = root and { { uri = vim.uri_from_fname(root), name = root } } or nil,
+    init_options = M.config.settings,
+    settings = { runfix = M.config.settings },
+    handlers = handlers(),
+    on_attach = on_attach,
+  }
+end
+
+--- The runfix client attached to a buffer, if any (every Neovim version).
+function M.client(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if vim.lsp.get_clients then
+    return vim.lsp.get_clients({ bufnr = bufnr, name = NAME })[1]
+  end
+  for _, client in pairs(vim.lsp.buf_get_clients(bufnr)) do
+    if client.name == NAME then
+      return client
+    end
+  end
+  return nil
+end
+
+local started = {} -- 0.7: root -> client id
+
+local function attach_07(bufnr)
+  local root = M.root_dir(vim.api.nvim_buf_get_name(bufnr))
+  local id = started[root]
+  if id == nil or vim.lsp.get_client_by_id(id) == nil then
+    id = vim.lsp.start_client(client_config(root))
+    if id == nil then
+      notify("could not start `" .. table.concat(M.config.cmd, " ") .. "`", vim.log.levels.ERROR)
+      return
+    end
+    started[root] = id
+  end
+  vim.lsp.buf_attach_client(bufnr, id)
+end
+
+local function start(bufnr)
+  if vim.fn.executable(M.config.cmd[1]) ~= 1 then
+    notify(
+      "`" .. M.config.cmd[1] .. "` not found: install runfix (pip install runfix-lsp) "
+        .. "or set `cmd` in require('runfix').setup()",
+      vim.log.levels.ERROR
+    )
+    return
+  end
+  if vim.lsp.start then
+    local root = M.root_dir(vim.api.nvim_buf_get_name(bufnr))
+    vim.lsp.start(client_config(root), { bufnr = bufnr })
+  else
+    attach_07(bufnr)
+  end
+end
+
+-- Commands ------------------------------------------------------------------------------
+
+local function request(command, argument, on_result)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = M.client(bufnr)
+  if client == nil then
+    notify("not attached to this buffer (is it a Python file in a folder?)", vim.log.levels.WARN)
+    return
+  end
+  local params = { command = command, arguments = argument and { argument } or {} }
+  client.request("workspace/executeCommand", params, function(err, result)
+    if err then
+      notify(command .. ": " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    elseif on_result then
+      on_result(result)
+    end
+  end, bufnr)
+end
+
+local function uri()
+  return vim.uri_from_bufnr(vim.api.nvim_get_current_buf())
+end
+
+local function cursor_position()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  return { line = row - 1, character = 0 }
+end
+
+local function report(result)
+  if type(result) ~= "table" then
+    return
+  end
+  local status = result.status
+  if status == "ok" or status == "fixed" then
+    return
+  end
+  local level = status == "error" and vim.log.levels.WARN or vim.log.levels.INFO
+  local text = status .. (result.message and (": " .. result.message) or "")
+  notify(text, level)
+end
+
+--- `:RunfixRun` runs the file cell by cell; with a range (`:'<,'>RunfixRun`) those lines.
+function M.run(opts)
+  local argument = { uri = uri() }
+  if opts and opts.range and opts.range > 0 then
+    argument.range = {
+      start = { line = opts.line1 - 1, character = 0 },
+      ["end"] = { line = opts.line2, character = 0 },
+    }
+  end
+  request("runfix.run", argument, report)
+end
+
+function M.run_cell()
+  request("runfix.run", { uri = uri(), position = cursor_position() }, report)
+end
+
+function M.run_and_fix(opts)
+  local argument = { uri = uri(), position = cursor_position() }
+  if opts and opts.range and opts.range > 0 then
+    argument.position = nil
+    argument.range = {
+      start = { line = opts.line1 - 1, character = 0 },
+      ["end"] = { line = opts.line2, character = 0 },
+    }
+  end
+  request("runfix.runAndFix", argument, report)
+end
+
+function M.generate(opts)
+  local run = opts ~= nil and opts.bang == true
+  request("runfix.generate", { uri = uri(), position = cursor_position(), run = run }, report)
+end
+
+function M.interrupt()
+  request("runfix.interrupt", { uri = uri() })
+end
+
+function M.restart()
+  request("runfix.restart", { uri = uri() })
+end
+
+function M.variables()
+  request("runfix.variables", { uri = uri() }, function(result)
+    local lines = {}
+    for _, v in ipairs(result or {}) do
+      local shape = v.shape and ("shape " .. table.concat(v.shape, "x")) or (v.length and ("len " .. v.length)) or ""
+      table.insert(lines, string.format("%-20s %-14s %-14s %s", v.name, v.type, shape, v.summary or ""))
+    end
+    if #lines == 0 then
+      lines = { "(no variables)" }
+    end
+    vim.api.nvim_echo({ { table.concat(lines, "\n") } }, false, {})
+  end)
+end
+
+--- The state of the current buffer's kernel, for a statusline: "idle (docker)".
+function M.status(bufnr)
+  local client = M.client(bufnr)
+  if client == nil then
+    return ""
+  end
+  local folder = client.config.root_dir and vim.uri_from_fname(client.config.root_dir)
+  local state = folder and M.states[folder]
+  if state == nil then
+    return "runfix"
+  end
+  return string.format("runfix %s (%s)", state.state, state.executor)
+end
+
+local function user_commands()
+  local add = vim.api.nvim_create_user_command
+  add("RunfixRun", M.run, { range = true, desc = "runfix: run the file (or the range)" })
+  add("RunfixRunCell", M.run_cell, { desc = "runfix: run the cell under the cursor" })
+  add("RunfixRunAndFix", M.run_and_fix, { range = true, desc = "runfix: run and fix the cell" })
+  add("RunfixGenerate", M.generate, { bang = true, desc = "runfix: generate from the prompt (! runs it)" })
+  add("RunfixInterrupt", M.interrupt, { desc = "runfix: interrupt the kernel" })
+  add("RunfixRestart", M.restart, { desc = "runfix: restart the kernel" })
+  add("RunfixVariables", M.variables, { desc = "runfix: the kernel's variables" })
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  user_commands()
+  if vim.lsp.config and vim.lsp.enable then
+    local config = client_config(nil)
+    config.root_dir = nil
+    config.root_markers = M.config.root_markers
+    config.filetypes = M.config.filetypes
+    vim.lsp.config(NAME, config)
+    vim.lsp.enable(NAME)
+    return
+  end
+  local group = vim.api.nvim_create_augroup("runfix", { clear = true })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = M.config.filetypes,
+    callback = function(args)
+      start(args.buf)
+    end,
+  })
+  -- Buffers already open when setup() runs.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(M.config.filetypes, vim.bo[bufnr].filetype) then
+      start(bufnr)
+    end
+  end
+end
+
+return M

@@ -1,0 +1,86 @@
+-- Headless Neovim test: open the example with the plugin, :RunfixRun, read the
+-- diagnostics, apply the "Add `import math`" quick fix through vim.lsp.buf.code_action,
+-- and write what happened to $RUNFIX_NVIM_REPORT as JSON (tests/test_nvim.py asserts).
+local report = { steps = {} }
+local function step(name, value)
+  report.steps[#report.steps + 1] = name
+  report[name] = value
+end
+local function finish()
+  local f = assert(io.open(os.getenv("RUNFIX_NVIM_REPORT"), "w"))
+  f:write(vim.fn.json_encode(report))
+  f:close()
+  vim.cmd("qall!")
+end
+
+local ok, err = pcall(function()
+  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
+  require("runfix").setup({
+    cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
+    settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
+  })
+  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
+  vim.cmd("filetype on")
+  vim.bo.filetype = "python"
+  step("attached", vim.wait(20000, function()
+    return require("runfix").client(0) ~= nil
+  end, 50))
+
+  local function diagnostics()
+    local out = {}
+    for _, d in ipairs(vim.diagnostic.get(0)) do
+      out[#out + 1] = { line = d.lnum, severity = d.severity, message = d.message }
+    end
+    table.sort(out, function(a, b) return a.line < b.line end)
+    return out
+  end
+  local function has_error()
+    for _, d in ipairs(vim.diagnostic.get(0)) do
+      if d.severity == vim.diagnostic.severity.ERROR then
+        return true
+      end
+    end
+    return false
+  end
+
+  vim.cmd("RunfixRun")
+  step("errored", vim.wait(60000, has_error, 50))
+  step("diagnostics", diagnostics())
+
+  -- The quick fix, as a user picks it from the code-action menu on the error's line.
+  local error_line
+  for _, d in ipairs(vim.diagnostic.get(0, { severity = vim.diagnostic.severity.ERROR })) do
+    error_line = d.lnum
+  end
+  vim.api.nvim_win_set_cursor(0, { error_line + 1, 0 })
+  local offered = {}
+  vim.ui.select = function(items, opts, on_choice)
+    for _, item in ipairs(items) do
+      local title = opts.format_item(item)
+      offered[#offered + 1] = title
+      if title:find("Add `import math`", 1, true) then
+        return on_choice(item)
+      end
+    end
+    on_choice(nil)
+  end
+  vim.lsp.buf.code_action({ only = { "quickfix" } })
+  step("fixed", vim.wait(20000, function()
+    return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "import math")
+  end, 50))
+  step("offered", offered)
+  step("text", vim.api.nvim_buf_get_lines(0, 0, -1, false))
+
+  vim.cmd("RunfixRun")
+  step("clean", vim.wait(60000, function()
+    return not has_error() and #vim.diagnostic.get(0) >= 2
+  end, 50))
+  step("after", diagnostics())
+  step("status", require("runfix").status(0))
+  vim.cmd("checkhealth runfix")
+  step("health", vim.api.nvim_buf_get_lines(0, 0, -1, false))
+end)
+if not ok then
+  report.error = tostring(err)
+end
+finish()
