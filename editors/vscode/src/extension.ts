@@ -1,0 +1,283 @@
+// runfix for VS Code: a thin client. It starts `runfix serve` over stdio for Python files,
+// forwards the runfix.* settings, adds palette commands that call the server's commands,
+// and shows the kernel's state in the status bar. The server does the work.
+import * as fs from "fs";
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  RevealOutputChannelOn,
+  type ServerOptions,
+} from "vscode-languageclient/node";
+
+import { findRunfix, type KernelState, NOT_FOUND, serverSettings, statusText } from "./find";
+
+let client: LanguageClient | undefined;
+let output: vscode.LogOutputChannel | undefined;
+let statusItem: vscode.StatusBarItem | undefined;
+const states = new Map<string, { state: KernelState; executor: string }>();
+
+const UNTRUSTED =
+  "runfix runs the code in your files: it starts only in a trusted workspace " +
+  "(Workspaces: Manage Workspace Trust).";
+
+function settings(): Record<string, unknown> {
+  const section = vscode.workspace.getConfiguration("runfix");
+  return serverSettings(JSON.parse(JSON.stringify(section)) as Record<string, unknown>);
+}
+
+function folders(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+async function start(context: vscode.ExtensionContext): Promise<void> {
+  if (client || !vscode.workspace.isTrusted) {
+    return;
+  }
+  const setting = vscode.workspace.getConfiguration("runfix").get<string>("path");
+  const found = findRunfix(setting, folders(), {
+    platform: process.platform,
+    isExecutable,
+    pathDirs: (process.env.PATH ?? "").split(process.platform === "win32" ? ";" : ":"),
+  });
+  if (!found) {
+    const choice = await vscode.window.showErrorMessage(NOT_FOUND, "Open Settings");
+    if (choice === "Open Settings") {
+      await vscode.commands.executeCommand("workbench.action.openSettings", "runfix.path");
+    }
+    return;
+  }
+  output?.appendLine(`runfix: starting ${found.command} serve (from ${found.source})`);
+  const serverOptions: ServerOptions = { command: found.command, args: ["serve"] };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: "file", language: "python" },
+      { scheme: "untitled", language: "python" },
+    ],
+    initializationOptions: settings(),
+    synchronize: { configurationSection: "runfix" },
+    outputChannel: output,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
+    middleware: {
+      workspace: {
+        // The server reads the "runfix" section; runfix.path is the extension's own.
+        configuration: async (params, token, next) => {
+          const result = await next(params, token);
+          return Array.isArray(result)
+            ? result.map((item) =>
+                item && typeof item === "object" ? serverSettings(item as Record<string, unknown>) : item,
+              )
+            : result;
+        },
+      },
+    },
+  };
+  client = new LanguageClient("runfix", "runfix", serverOptions, clientOptions);
+  context.subscriptions.push(
+    client.onNotification("runfix/status", (params: { folder: string; state: KernelState; executor: string }) => {
+      states.set(params.folder, { state: params.state, executor: params.executor });
+      updateStatus();
+    }),
+  );
+  try {
+    await client.start();
+  } catch (err) {
+    void vscode.window.showErrorMessage(`runfix: the server did not start: ${String(err)}`);
+    client = undefined;
+  }
+}
+
+function currentState(): { state: KernelState; executor: string } | undefined {
+  const editor = vscode.window.activeTextEditor;
+  const folder = editor ? vscode.workspace.getWorkspaceFolder(editor.document.uri) : undefined;
+  if (folder) {
+    const exact = states.get(folder.uri.toString());
+    if (exact) {
+      return exact;
+    }
+  }
+  return states.values().next().value;
+}
+
+function updateStatus(): void {
+  if (!statusItem) {
+    return;
+  }
+  const now = currentState();
+  statusItem.text = statusText(now?.state, now?.executor);
+  statusItem.tooltip = now ? `runfix kernel: ${now.state} (${now.executor}) — click to interrupt or restart` : "runfix";
+  statusItem.show();
+}
+
+async function call(command: string, argument?: Record<string, unknown>): Promise<unknown> {
+  if (!vscode.workspace.isTrusted) {
+    void vscode.window.showWarningMessage(UNTRUSTED);
+    return undefined;
+  }
+  if (!client) {
+    void vscode.window.showWarningMessage("runfix: the server is not running (see runfix: Show Log).");
+    return undefined;
+  }
+  try {
+    const result = await client.sendRequest(ExecuteCommandRequest.type, {
+      command,
+      arguments: argument ? [argument] : [],
+    });
+    report(result);
+    return result;
+  } catch (err) {
+    void vscode.window.showErrorMessage(`runfix: ${command} failed: ${String(err)}`);
+    return undefined;
+  }
+}
+
+function report(result: unknown): void {
+  if (!result || typeof result !== "object" || !("status" in result)) {
+    return;
+  }
+  const { status, message } = result as { status: string; message?: string };
+  if (status === "timeout" || status === "failed") {
+    void vscode.window.showWarningMessage(`runfix: ${status}${message ? `: ${message}` : ""}`);
+  }
+}
+
+function editorArgument(): { uri: string; editor: vscode.TextEditor } | undefined {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== "python") {
+    void vscode.window.showInformationMessage("runfix: open a Python file first.");
+    return undefined;
+  }
+  return { uri: editor.document.uri.toString(), editor };
+}
+
+/** The active Python document, if any (no argument: every folder's kernel). */
+function activeDocument(): { uri: string } | undefined {
+  const editor = vscode.window.activeTextEditor;
+  return editor?.document.languageId === "python" ? { uri: editor.document.uri.toString() } : undefined;
+}
+
+function position(editor: vscode.TextEditor): { line: number; character: number } {
+  return { line: editor.selection.active.line, character: editor.selection.active.character };
+}
+
+function range(editor: vscode.TextEditor): Record<string, unknown> {
+  const { start, end } = editor.selection;
+  return {
+    start: { line: start.line, character: start.character },
+    end: { line: end.line, character: end.character },
+  };
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("runfix", { log: true });
+  statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  statusItem.command = "runfix.vscode.kernelMenu";
+  context.subscriptions.push(output, statusItem);
+
+  const register = (id: string, run: () => unknown): void => {
+    context.subscriptions.push(vscode.commands.registerCommand(id, run));
+  };
+  register("runfix.vscode.runCell", () => {
+    const target = editorArgument();
+    return target && call("runfix.run", { uri: target.uri, position: position(target.editor) });
+  });
+  register("runfix.vscode.runSelection", () => {
+    const target = editorArgument();
+    if (!target) {
+      return undefined;
+    }
+    if (target.editor.selection.isEmpty) {
+      return call("runfix.run", { uri: target.uri, position: position(target.editor) });
+    }
+    return call("runfix.run", { uri: target.uri, range: range(target.editor) });
+  });
+  register("runfix.vscode.runFile", () => {
+    const target = editorArgument();
+    return target && call("runfix.run", { uri: target.uri });
+  });
+  register("runfix.vscode.runAndFix", () => {
+    const target = editorArgument();
+    if (!target) {
+      return undefined;
+    }
+    const where = target.editor.selection.isEmpty
+      ? { position: position(target.editor) }
+      : { range: range(target.editor) };
+    return call("runfix.runAndFix", { uri: target.uri, ...where });
+  });
+  register("runfix.vscode.generate", () => {
+    const target = editorArgument();
+    return target && call("runfix.generate", { uri: target.uri, position: position(target.editor), run: false });
+  });
+  register("runfix.vscode.interrupt", () => call("runfix.interrupt", activeDocument()));
+  register("runfix.vscode.restart", () => call("runfix.restart", activeDocument()));
+  register("runfix.vscode.clear", () => call("runfix.clear"));
+  register("runfix.vscode.variables", async () => {
+    const target = editorArgument();
+    if (!target) {
+      return;
+    }
+    const variables = (await call("runfix.variables", { uri: target.uri })) as
+      | { name: string; type: string; summary: string; shape?: number[]; length?: number }[]
+      | undefined;
+    if (!variables) {
+      return;
+    }
+    await vscode.window.showQuickPick(
+      variables.map((v) => ({
+        label: v.name,
+        description: v.type + (v.shape ? ` ${v.shape.join("×")}` : v.length != null ? ` len ${v.length}` : ""),
+        detail: v.summary,
+      })),
+      { title: "runfix: kernel variables", placeHolder: variables.length ? "" : "no variables" },
+    );
+  });
+  register("runfix.vscode.showLog", () => output?.show(true));
+  register("runfix.vscode.kernelMenu", async () => {
+    const choice = await vscode.window.showQuickPick(["Interrupt", "Restart Kernel", "Show Log"], {
+      title: `runfix kernel: ${currentState()?.state ?? "not started"}`,
+    });
+    if (choice === "Interrupt") {
+      await vscode.commands.executeCommand("runfix.vscode.interrupt");
+    } else if (choice === "Restart Kernel") {
+      await vscode.commands.executeCommand("runfix.vscode.restart");
+    } else if (choice === "Show Log") {
+      output?.show(true);
+    }
+  });
+
+  context.subscriptions.push(
+    vscode.window.onDidChangeActiveTextEditor(() => updateStatus()),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void start(context)),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (event.affectsConfiguration("runfix.path") && client) {
+        await client.stop();
+        client = undefined;
+        await start(context);
+      }
+    }),
+  );
+  updateStatus();
+  if (!vscode.workspace.isTrusted) {
+    output.appendLine(UNTRUSTED);
+    return;
+  }
+  await start(context);
+}
+
+export async function deactivate(): Promise<void> {
+  if (client) {
+    await client.stop();
+    client = undefined;
+  }
+}

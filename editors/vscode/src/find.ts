@@ -1,0 +1,90 @@
+// Where the `runfix` command is: the runfix.path setting, then the workspace's
+// .venv/venv, then PATH. Pure (the file checks come in), so it is unit-tested without VS Code.
+import * as path from "path";
+
+export interface Found {
+  command: string;
+  source: string;
+}
+
+export interface Lookup {
+  platform: NodeJS.Platform;
+  /** Whether a file exists and may be run. */
+  isExecutable(file: string): boolean;
+  /** The PATH entries. */
+  pathDirs: string[];
+}
+
+function binary(platform: NodeJS.Platform): { dir: string; name: string } {
+  return platform === "win32" ? { dir: "Scripts", name: "runfix.exe" } : { dir: "bin", name: "runfix" };
+}
+
+export function findRunfix(
+  setting: string | undefined,
+  folders: string[],
+  lookup: Lookup,
+): Found | undefined {
+  const { dir, name } = binary(lookup.platform);
+  const join = lookup.platform === "win32" ? path.win32.join : path.posix.join;
+  if (setting && setting.trim()) {
+    const chosen = setting.trim();
+    const inFolder = folders.length > 0 && !isAbsolute(chosen, lookup.platform) ? join(folders[0], chosen) : chosen;
+    return { command: inFolder, source: "the runfix.path setting" };
+  }
+  for (const folder of folders) {
+    for (const venv of [".venv", "venv"]) {
+      const candidate = join(folder, venv, dir, name);
+      if (lookup.isExecutable(candidate)) {
+        return { command: candidate, source: `the workspace's ${venv}` };
+      }
+    }
+  }
+  for (const entry of lookup.pathDirs) {
+    if (!entry) {
+      continue;
+    }
+    const candidate = join(entry, name);
+    if (lookup.isExecutable(candidate)) {
+      return { command: candidate, source: "PATH" };
+    }
+  }
+  return undefined;
+}
+
+function isAbsolute(p: string, platform: NodeJS.Platform): boolean {
+  return platform === "win32" ? path.win32.isAbsolute(p) : path.posix.isAbsolute(p);
+}
+
+export const NOT_FOUND =
+  "runfix: the `runfix` command was not found (looked at the runfix.path setting, the " +
+  "workspace's .venv and venv, and PATH). Install it (`pip install runfix-lsp`, or " +
+  "`scripts/setup` in a runfix checkout) or set runfix.path to the command.";
+
+/** Settings the server knows: the section minus what only the extension reads. */
+export function serverSettings(section: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(section)) {
+    if (key !== "path" && typeof value !== "function") {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+export type KernelState = "new" | "starting" | "idle" | "busy" | "dead" | "stopped";
+
+/** The status bar text for a folder's kernel. */
+export function statusText(state: KernelState | undefined, executor: string | undefined): string {
+  const icons: Record<string, string> = {
+    new: "$(circle-outline)",
+    starting: "$(loading~spin)",
+    idle: "$(circle-filled)",
+    busy: "$(sync~spin)",
+    dead: "$(error)",
+    stopped: "$(circle-slash)",
+  };
+  if (!state) {
+    return "$(circle-outline) runfix";
+  }
+  return `${icons[state] ?? ""} runfix: ${state} · ${executor ?? "kernel"}`;
+}

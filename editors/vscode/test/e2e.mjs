@@ -1,0 +1,159 @@
+// VS Code end to end: code-server with the packaged extension, driven in headless Chromium.
+// Opens the example, runs "runfix: Run Cell" from the command palette, and reports what a
+// user sees: the result's inlay hint in the editor, the error in the Problems panel, the
+// status bar. Writes report.json and a screenshot to $RUNFIX_E2E_OUT.
+// Run by tests/test_vscode.py (which asserts on the report).
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const e2e = path.join(here, "..", ".e2e");
+const require = createRequire(path.join(e2e, "package.json"));
+const { chromium } = require("playwright-core");
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const workspace = env("RUNFIX_E2E_WORKSPACE");
+const out = env("RUNFIX_E2E_OUT");
+const vsix = env("RUNFIX_E2E_VSIX");
+const codeServer = path.join(e2e, "node_modules", ".bin", "code-server");
+const report = { steps: [] };
+const step = (name, value = true) => {
+  report.steps.push(name);
+  report[name] = value;
+};
+
+/** Wait for the quick-input row that names `label`, then choose it. */
+async function pick(page, label) {
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: label }).first();
+  await row.waitFor({ timeout: 30000 });
+  await page.keyboard.press("Enter");
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const user = path.join(out, "user-data");
+const extensions = path.join(out, "extensions");
+fs.mkdirSync(path.join(user, "User"), { recursive: true });
+fs.writeFileSync(
+  path.join(user, "User", "settings.json"),
+  JSON.stringify(
+    {
+      "security.workspace.trust.enabled": false,
+      "workbench.startupEditor": "none",
+      "workbench.tips.enabled": false,
+      "telemetry.telemetryLevel": "off",
+      "extensions.ignoreRecommendations": true,
+      "editor.inlayHints.enabled": "on",
+      "runfix.path": env("RUNFIX_E2E_RUNFIX"),
+      "runfix.python": env("RUNFIX_E2E_PYTHON"),
+    },
+    null,
+    2,
+  ),
+);
+const common = ["--user-data-dir", user, "--extensions-dir", extensions];
+const installed = spawnSync(codeServer, [...common, "--install-extension", vsix], { encoding: "utf8" });
+step("installed", installed.status === 0 ? true : installed.stderr || installed.stdout);
+
+const port = await freePort();
+const serverLog = fs.openSync(path.join(out, "code-server.log"), "w");
+const server = spawn(
+  codeServer,
+  [...common, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry",
+    "--disable-update-check", "--disable-workspace-trust", workspace],
+  { stdio: ["ignore", serverLog, serverLog], env: { ...process.env } },
+);
+let browser;
+try {
+  for (let i = 0; i < 100; i++) {
+    try {
+      const answer = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (answer.ok) break;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  browser = await chromium.launch({
+    executablePath: process.env.RUNFIX_E2E_CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.waitForSelector(".monaco-workbench", { timeout: 60000 });
+  step("workbench");
+
+  // Open the example through Quick Open, as a user would.
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("example.py");
+  await pick(page, "example.py");
+  const editor = page.locator(".editor-instance .monaco-editor .view-lines").first();
+  await editor.waitFor({ timeout: 30000 });
+  await page.waitForFunction(
+    () => document.querySelector(".editor-instance .view-lines")?.textContent?.includes("prices"),
+    null,
+    { timeout: 30000 },
+  );
+  step("opened");
+  // The server starts with the first Python file; wait until the status bar says idle.
+  await page.waitForFunction(
+    () => document.querySelector("footer, .part.statusbar")?.textContent?.includes("runfix: idle"),
+    null,
+    { timeout: 60000 },
+  ).then(() => step("idle"), () => step("idle", false));
+
+  await page.locator(".editor-instance .monaco-editor").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("runfix: Run Cell");
+  await pick(page, "runfix: Run Cell");
+  step("ran");
+
+  await page.waitForFunction(
+    () =>
+      (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+        .replace(/[\s\u00a0]+/g, " ")
+        .includes("→ total 7.7"),
+    null,
+    { timeout: 60000 },
+  ).then(() => step("hint"), () => step("hint", false));
+  report.editorText = await editor.innerText();
+
+  await page.keyboard.press("Control+Shift+M");
+  const problems = page.locator(".markers-panel");
+  await problems.waitFor({ timeout: 20000 });
+  await page.waitForFunction(
+    () => document.querySelector(".markers-panel")?.textContent?.includes("KeyError"),
+    null,
+    { timeout: 30000 },
+  ).then(() => step("problem"), () => step("problem", false));
+  report.problems = await problems.innerText();
+  report.statusBar = await page.locator(".part.statusbar").innerText();
+  await page.screenshot({ path: path.join(out, "vscode.png") });
+  step("screenshot");
+} catch (err) {
+  report.error = String(err && err.stack ? err.stack : err);
+  if (browser) {
+    const pages = browser.contexts().flatMap((c) => c.pages());
+    if (pages[0]) await pages[0].screenshot({ path: path.join(out, "failure.png") }).catch(() => {});
+  }
+} finally {
+  fs.writeFileSync(path.join(out, "report.json"), JSON.stringify(report, null, 2));
+  if (browser) await browser.close();
+  server.kill();
+}

@@ -1,0 +1,42 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { findRunfix, serverSettings, statusText } from "../src/find";
+
+const posix = (executables: string[], pathDirs: string[] = []) => ({
+  platform: "linux" as NodeJS.Platform,
+  isExecutable: (file: string) => executables.includes(file),
+  pathDirs,
+});
+
+test("the setting wins, relative to the first folder", () => {
+  const found = findRunfix("tools/runfix", ["/ws"], posix(["/ws/.venv/bin/runfix"]));
+  assert.deepEqual(found, { command: "/ws/tools/runfix", source: "the runfix.path setting" });
+  assert.equal(findRunfix("/opt/runfix", ["/ws"], posix([]))?.command, "/opt/runfix");
+});
+
+test("then the workspace's .venv, then venv, then PATH", () => {
+  const lookup = posix(["/ws/venv/bin/runfix", "/usr/local/bin/runfix"], ["/usr/bin", "/usr/local/bin"]);
+  assert.equal(findRunfix("", ["/ws"], lookup)?.source, "the workspace's venv");
+  assert.equal(findRunfix(undefined, ["/other"], lookup)?.command, "/usr/local/bin/runfix");
+  assert.equal(findRunfix("  ", [], posix([], ["/nowhere"])), undefined);
+});
+
+test("windows looks in Scripts for runfix.exe", () => {
+  const lookup = {
+    platform: "win32" as NodeJS.Platform,
+    isExecutable: (f: string) => f === "C:\\ws\\.venv\\Scripts\\runfix.exe",
+    pathDirs: [],
+  };
+  assert.equal(findRunfix(undefined, ["C:\\ws"], lookup)?.command, "C:\\ws\\.venv\\Scripts\\runfix.exe");
+});
+
+test("the server gets every setting but the extension's own path", () => {
+  const out = serverSettings({ path: "/x", timeout: 5, model: { name: "m" } });
+  assert.deepEqual(out, { timeout: 5, model: { name: "m" } });
+});
+
+test("status text names the state and the executor", () => {
+  assert.equal(statusText("idle", "docker"), "$(circle-filled) runfix: idle · docker");
+  assert.equal(statusText(undefined, undefined), "$(circle-outline) runfix");
+});

@@ -1,0 +1,73 @@
+"""The VS Code extension, packaged, in a real VS Code (code-server) driven in headless
+Chromium: open an example, run the cell from the command palette, and check what a user sees
+— the result hint in the editor, the error in the Problems panel on the right line, the
+kernel state in the status bar. The screenshot lands in the test's output folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+VSCODE = ROOT / "editors" / "vscode"
+CODE_SERVER = VSCODE / ".e2e" / "node_modules" / ".bin" / "code-server"
+VSIX = VSCODE / "runfix.vsix"
+EXAMPLE = """\
+prices = {"tea": 3.5, "cake": 4.2}
+print("total", sum(prices.values()))
+prices["coffee"]
+"""
+
+pytestmark = [pytest.mark.editor, pytest.mark.kernel]
+
+
+def _missing() -> str | None:
+    if not CODE_SERVER.exists():
+        return "code-server is not set up (scripts/editors sets it up under editors/vscode/.e2e)"
+    if not VSIX.exists():
+        return "the extension is not packaged (scripts/editors builds editors/vscode/runfix.vsix)"
+    if shutil.which("chromium") is None:
+        return "chromium is not installed (apt-get install chromium, or scripts/editors)"
+    return None
+
+
+def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
+    if (why := _missing()) is not None:
+        if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "example.py").write_text(EXAMPLE)
+    out = tmp_path / "vscode"
+    out.mkdir()
+    runfix = Path(sys.executable).parent / "runfix"
+    env = {
+        **os.environ,
+        "RUNFIX_E2E_WORKSPACE": str(workspace),
+        "RUNFIX_E2E_OUT": str(out),
+        "RUNFIX_E2E_VSIX": str(VSIX),
+        "RUNFIX_E2E_RUNFIX": str(runfix),
+        "RUNFIX_E2E_PYTHON": sys.executable,
+    }
+    subprocess.run(["node", str(VSCODE / "test" / "e2e.mjs")], env=env, timeout=300, check=False)
+    report = json.loads((out / "report.json").read_text())
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    for name in ("vscode.png", "failure.png", "report.json", "code-server.log"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / name)
+    assert "error" not in report, report["error"]
+    assert report["installed"] is True, report["installed"]
+    assert report["hint"], report.get("editorText")
+    assert report["problem"], report.get("problems")
+    assert "KeyError: 'coffee'" in report["problems"]
+    assert "[Ln 3, Col 1]" in report["problems"]  # the raising line
+    assert report["idle"] and "runfix: idle · kernel" in report["statusBar"]
+    assert (out / "vscode.png").stat().st_size > 10_000
