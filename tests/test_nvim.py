@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import SERVER, SERVER_ENV
+from tests.terminal_png import screenshot
 
 ROOT = Path(__file__).parent.parent
 PLUGIN = ROOT / "editors" / "nvim"
@@ -79,3 +82,82 @@ def test_run_then_quick_fix_in_headless_neovim(nvim: str, tmp_path: Path) -> Non
     assert done["status"] == "runfix idle (kernel)"
     health = "\n".join(done["health"])
     assert "command: " in health and "version: runfix " in health
+
+
+SHOT_INIT = """\
+vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
+vim.o.termguicolors = false
+vim.o.number = true
+vim.o.signcolumn = "yes"
+require("runfix").setup({
+  cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
+  settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
+})
+-- Once attached, run the file; once the error shows, say so (0.7 has no LspAttach event).
+local ran = false
+local timer = vim.loop.new_timer()
+timer:start(200, 100, vim.schedule_wrap(function()
+  if not ran and require("runfix").client(0) then
+    ran = true
+    vim.cmd("RunfixRun")
+  end
+  if #vim.diagnostic.get(0, { severity = vim.diagnostic.severity.ERROR }) > 0 then
+    timer:stop()
+    vim.fn.writefile({ "done" }, os.getenv("RUNFIX_NVIM_REPORT"))
+  end
+end))
+"""
+
+
+def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
+    """Neovim in tmux, as a user sees it after :RunfixRun; the screen becomes a PNG."""
+    tmux = shutil.which("tmux")
+    if tmux is None or shutil.which("chromium") is None:
+        why = "tmux and chromium are needed for the screenshot (scripts/editors installs them)"
+        if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "area.py").write_text(EXAMPLE)
+    init = tmp_path / "init.lua"
+    init.write_text(SHOT_INIT)
+    done = tmp_path / "done"
+    env = {
+        **SERVER_ENV,
+        "TERM": "xterm-256color",
+        "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
+        "RUNFIX_NVIM_CMD": json.dumps(SERVER),
+        "RUNFIX_NVIM_PYTHON": sys.executable,
+        "RUNFIX_NVIM_REPORT": str(done),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    session = f"runfix-{os.getpid()}"
+    socket = ["-S", str(tmp_path / "tmux.sock")]
+    command = f"{nvim} --clean -u {init} area.py"
+    subprocess.run(
+        [tmux, *socket, "new-session", "-d", "-s", session, "-x", "100", "-y", "14", command],
+        env=env, cwd=project, check=True,
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            if done.exists():
+                break
+            time.sleep(0.1)
+        assert done.exists(), "no error diagnostic appeared in Neovim"
+        time.sleep(0.5)  # let it draw the virtual text
+        screen = subprocess.run(
+            [tmux, *socket, "capture-pane", "-p", "-e", "-t", session],
+            check=True, capture_output=True, text=True,
+        ).stdout  # fmt: skip
+    finally:
+        subprocess.run([tmux, *socket, "kill-server"], check=False, capture_output=True)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", screen)
+    assert "→ total 7.7" in plain
+    assert "NameError: name 'math' is not defined" in plain
+    out = PLUGIN / "test-output"
+    out.mkdir(exist_ok=True)
+    screenshot(screen, out / "nvim.png", (880, 330))
+    assert (out / "nvim.png").stat().st_size > 5_000

@@ -152,8 +152,8 @@ local function report(result)
     return
   end
   local status = result.status
-  if status == "ok" or status == "fixed" then
-    return
+  if status == "ok" or status == "fixed" or (status == "error" and not result.message) then
+    return -- an error the code raised is already a diagnostic on its line
   end
   local level = status == "error" and vim.log.levels.WARN or vim.log.levels.INFO
   local text = status .. (result.message and (": " .. result.message) or "")
