@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
@@ -13,7 +16,7 @@ from lsp_server.cells import split_cells
 from lsp_server.convert import diagnostics, inlay_hints, problem_range
 from lsp_server.results import Problem, ResultStore, build, line_change, summarize
 from lsp_server.runs import Piece, parse_run_arguments, pieces_for
-from lsp_server.settings import Settings, resolve, section
+from lsp_server.settings import KNOWN_KEYS, Settings, resolve, section
 
 PATH = "/ws/doc.py"
 
@@ -256,3 +259,20 @@ def test_settings_defaults_and_a_null_configuration() -> None:
     assert section({"runfix": {"timeout": 3}}) == {"timeout": 3}
     assert section(None) == {}
     assert "expected an object" in resolve(("x", [1])).problems[0]
+
+
+def test_the_vscode_settings_are_the_servers_and_their_defaults_are_valid() -> None:
+    """package.json declares every server setting, and VS Code's answer for the "runfix"
+    section (every default, unset ones null, minus the extension's own `path`) is clean."""
+    package = json.loads((Path(__file__).parent.parent / "editors/vscode/package.json").read_text())
+    properties = package["contributes"]["configuration"]["properties"]
+    declared = {key.removeprefix("runfix.") for key in properties} - {"path"}
+    assert declared == set(KNOWN_KEYS)
+    section: dict[str, Any] = {}
+    for key in declared:
+        group, _, name = key.rpartition(".")
+        target = section.setdefault(group, {}) if group else section
+        target[name or key] = properties[f"runfix.{key}"]["default"]
+    settings = resolve(("workspace/configuration", section))
+    assert settings.problems == ()
+    assert settings == replace(Settings(), problems=())
