@@ -160,31 +160,30 @@ local function report(result)
   notify(text, level)
 end
 
+--- The lines of a command's range (`:'<,'>Cmd`) as an LSP range, or nil without one.
+local function line_range(opts)
+  if not (opts and opts.range and opts.range > 0) then
+    return nil
+  end
+  return {
+    start = { line = opts.line1 - 1, character = 0 },
+    ["end"] = { line = opts.line2, character = 0 },
+  }
+end
+
 --- `:RunfixRun` runs the file cell by cell; with a range (`:'<,'>RunfixRun`) those lines.
 function M.run(opts)
-  local argument = { uri = uri() }
-  if opts and opts.range and opts.range > 0 then
-    argument.range = {
-      start = { line = opts.line1 - 1, character = 0 },
-      ["end"] = { line = opts.line2, character = 0 },
-    }
-  end
-  request("runfix.run", argument, report)
+  request("runfix.run", { uri = uri(), range = line_range(opts) }, report)
 end
 
 function M.run_cell()
   request("runfix.run", { uri = uri(), position = cursor_position() }, report)
 end
 
+--- `:RunfixRunAndFix`: the cell under the cursor, or the range.
 function M.run_and_fix(opts)
-  local argument = { uri = uri(), position = cursor_position() }
-  if opts and opts.range and opts.range > 0 then
-    argument.position = nil
-    argument.range = {
-      start = { line = opts.line1 - 1, character = 0 },
-      ["end"] = { line = opts.line2, character = 0 },
-    }
-  end
+  local range = line_range(opts)
+  local argument = { uri = uri(), range = range, position = range == nil and cursor_position() or nil }
   request("runfix.runAndFix", argument, report)
 end
 
