@@ -46,7 +46,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from executor.base import ExecutorUnavailable
 from executor.events import Error, Frame, RunOutcome, RunStatus
-from executor.install import InstallResult, take_line, until_done, valid_distribution
+from executor.install import InstallResult, refused, take_line, until_done
 from executor.jupyter import JupyterKernel
 
 log = logging.getLogger(__name__)
@@ -676,11 +676,8 @@ class DockerKernel(JupyterKernel):
         timeout: float = 600.0,
     ) -> InstallResult:
         """pip inside the container, into the folder's site directory (the root is read-only)."""
-        bad = [d for d in distributions if not valid_distribution(d)]
-        if bad or not distributions:
-            return InstallResult(
-                False, f"not a distribution name: {', '.join(bad) or '(none)'}", []
-            )
+        if (refusal := refused(distributions)) is not None:
+            return refusal
         if (why := self.install_blocked()) is not None:
             return InstallResult(False, why, [])
         await self.start()

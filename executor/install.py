@@ -96,6 +96,14 @@ class InstallResult:
     cancelled: bool = False
 
 
+def refused(distributions: list[str]) -> InstallResult | None:
+    """The answer to a request with no distributions or one that is not a plain name."""
+    bad = [d for d in distributions if not valid_distribution(d)]
+    if bad or not distributions:
+        return InstallResult(False, f"not a distribution name: {', '.join(bad) or '(none)'}", [])
+    return None
+
+
 async def install(
     python: str,
     distributions: list[str],
@@ -106,9 +114,8 @@ async def install(
     cancel: asyncio.Event | None = None,
     timeout: float = 600.0,
 ) -> InstallResult:
-    bad = [d for d in distributions if not valid_distribution(d)]
-    if bad or not distributions:
-        return InstallResult(False, f"not a distribution name: {', '.join(bad) or '(none)'}", [])
+    if (refusal := refused(distributions)) is not None:
+        return refusal
     command = install_command(python, distributions)
     process = await asyncio.create_subprocess_exec(
         *command,
