@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_lsp import bench_client, start_server, stop_server
 from lsprotocol import types as lsp
-from pygls.lsp.client import LanguageClient
 
 from executor.docker import DEFAULT_IMAGE, DockerConfig, DockerKernel, engine
 from executor.kernel import LocalKernel
@@ -55,27 +55,9 @@ async def cold_starts(folder: Path, starts: int) -> tuple[list[float], list[floa
     return docker_times, local_times, bare_times
 
 
-async def server(folder: Path, executor: str) -> tuple[LanguageClient, lsp.ExecuteCommandParams]:
-    client = LanguageClient("bench", "1")
-
-    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
-        pass  # results are not what is measured here
-
-    await client.start_io(sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING")
-    caps = lsp.ClientCapabilities(
-        text_document=lsp.TextDocumentClientCapabilities(
-            inlay_hint=lsp.InlayHintClientCapabilities()
-        )
-    )
-    await client.initialize_async(
-        lsp.InitializeParams(
-            capabilities=caps,
-            root_uri=folder.as_uri(),
-            initialization_options={"python": sys.executable, "executor": executor},
-        )
-    )
-    client.initialized(lsp.InitializedParams())
+async def server(folder: Path, executor: str) -> tuple[Any, lsp.ExecuteCommandParams]:
+    client = bench_client()
+    await start_server(client, folder, {"python": sys.executable, "executor": executor})
     uri = (folder / f"trivial_{executor}.py").as_uri()
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, "python", 1, "x = 1+1\n"))
@@ -97,9 +79,7 @@ async def trivial_runs(folder: Path, runs: int) -> dict[str, list[float]]:
             times[name].append(time.perf_counter() - began)
             assert answer["status"] == "ok", answer
     for client, _ in clients.values():
-        await client.shutdown_async(None)
-        client.exit(None)
-        await client.stop()
+        await stop_server(client)
     return times
 
 

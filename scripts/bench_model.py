@@ -24,9 +24,10 @@ from typing import Any
 
 import openai
 from lsprotocol import types as lsp
-from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_lsp import bench_client, start_server, stop_server
 
 from executor.events import RunRequest
 from executor.kernel import LocalKernel
@@ -60,7 +61,7 @@ async def timed(runs: int, call: Any) -> float:
 
 
 async def lsp_side(runs: int, folder: Path, model: ModelServer) -> tuple[float, float, int]:
-    client: Any = LanguageClient("bench", "1")
+    client = bench_client()
     client.texts, client.versions = {}, {}
 
     @client.feature(lsp.WORKSPACE_APPLY_EDIT)
@@ -72,11 +73,6 @@ async def lsp_side(runs: int, folder: Path, model: ModelServer) -> tuple[float, 
             apply_edits(client, uri, list(edits))
         return lsp.ApplyWorkspaceEditResult(applied=True)
 
-    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
-        pass
-
-    await client.start_io(sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING")
     caps = lsp.ClientCapabilities(
         workspace=lsp.WorkspaceClientCapabilities(
             apply_edit=True,
@@ -84,12 +80,7 @@ async def lsp_side(runs: int, folder: Path, model: ModelServer) -> tuple[float, 
         )
     )
     options = {"python": sys.executable, "model": {"baseUrl": model.url, "name": "bench"}}
-    await client.initialize_async(
-        lsp.InitializeParams(
-            capabilities=caps, root_uri=folder.as_uri(), initialization_options=options
-        )
-    )
-    client.initialized(lsp.InitializedParams())
+    await start_server(client, folder, options, caps)
     uri = (folder / "big.py").as_uri()
     text = SETUP + document()
     client.texts[uri], client.versions[uri] = text, 1
@@ -131,9 +122,7 @@ async def lsp_side(runs: int, folder: Path, model: ModelServer) -> tuple[float, 
         if i >= 3:
             times.append(time.perf_counter() - began)
         assert answer["status"] == "fixed", answer
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    await stop_server(client)
     return t_generate, statistics.median(times), prompt_chars
 
 

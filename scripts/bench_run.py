@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_lsp import bench_client, start_server, stop_server
 from jupyter_client.manager import AsyncKernelManager
 from lsprotocol import types as lsp
-from pygls.lsp.client import LanguageClient
 
 from executor.kernel import LocalKernel
 
@@ -67,21 +67,8 @@ async def runfix_cold_start(folder: Path) -> float:
 
 
 async def runfix_server(runs: int, folder: Path) -> tuple[float, list[float]]:
-    client = LanguageClient("bench", "1")
-    await client.start_io(sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING")
-    caps = lsp.ClientCapabilities(
-        text_document=lsp.TextDocumentClientCapabilities(
-            inlay_hint=lsp.InlayHintClientCapabilities()
-        )
-    )
-    await client.initialize_async(
-        lsp.InitializeParams(
-            capabilities=caps,
-            root_uri=folder.as_uri(),
-            initialization_options={"python": sys.executable},
-        )
-    )
-    client.initialized(lsp.InitializedParams())
+    client = bench_client()
+    await start_server(client, folder, {"python": sys.executable})
     trivial = (folder / "trivial.py").as_uri()
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(trivial, "python", 1, "x = 1+1\n"))
@@ -114,9 +101,7 @@ async def runfix_server(runs: int, folder: Path) -> tuple[float, list[float]]:
         t = time.perf_counter()
         await client.text_document_code_action_async(params)
         action_times.append(time.perf_counter() - t)
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    await stop_server(client)
     return statistics.median(times), action_times
 
 
