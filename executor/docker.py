@@ -47,7 +47,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from executor.base import ExecutorUnavailable
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, refused, take_line, until_done
-from executor.jupyter import JupyterKernel
+from executor.jupyter import STATEMENT_FILE, JupyterKernel
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def sandbox_environment() -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "IPYTHONDIR": "/tmp/.ipython",
         "MPLBACKEND": "Agg",
-        "RUNFIX_STATEMENT_FILE": f"{RUNTIME}/statement",
+        "RUNFIX_STATEMENT_FILE": f"{RUNTIME}/{STATEMENT_FILE}",
     }
 
 
@@ -326,7 +326,6 @@ class DockerKernel(JupyterKernel):
         self.config: DockerConfig = config
         self.uid, self.gid = container_user(folder, config.user)
         self.container: Container | None = None
-        self._runtime: Path | None = None
         self._site: Path | None = None
         self._init_pid: int | None = None
         """The container's init (docker-init) as a host pid, when this host can see it."""
@@ -337,10 +336,6 @@ class DockerKernel(JupyterKernel):
     @property
     def launched(self) -> bool:
         return self.container is not None
-
-    @property
-    def statement_file(self) -> Path | None:
-        return self._runtime / "statement" if self._runtime is not None else None
 
     @property
     def _container_id(self) -> str:

@@ -44,6 +44,9 @@ _HELPER = (
 
 HELPER_CODE = _HELPER.format(source=Path(_kernel_side.__file__).read_text(encoding="utf-8"))
 
+STATEMENT_FILE = "statement"
+"""In the runtime folder: the statement running now (`RUNFIX_STATEMENT_FILE` in the kernel)."""
+
 DIED_NOTE = (
     "The kernel died while running this (crash, os._exit or out of memory); "
     "it was restarted and its state was lost."
@@ -69,6 +72,8 @@ class JupyterKernel:
         self.on_state: Callable[[ExecutorState], None] | None = None
         """Told every change of state (the server shows it in the editor's status)."""
         self._kc: Any = None
+        self._runtime: Path | None = None
+        """The kernel's private folder on this host (connection file, sockets), once launched."""
         self._queue = asyncio.Lock()  # FIFO: runs in one folder queue in order
         self._starting = asyncio.Lock()
         self.started_in: float | None = None
@@ -123,8 +128,8 @@ class JupyterKernel:
 
     @property
     def statement_file(self) -> Path | None:
-        """Where the kernel keeps the statement it is running (host path), if anywhere."""
-        return None
+        """Where the kernel keeps the statement it is running (host path), while it runs."""
+        return self._runtime / STATEMENT_FILE if self._runtime is not None else None
 
     def _last_statement(self) -> Span | None:
         """The statement a dead kernel was running, from the file that outlives it."""

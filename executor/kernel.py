@@ -25,7 +25,7 @@ from jupyter_client.manager import AsyncKernelManager
 from executor import install as installer
 from executor.base import ExecutorUnavailable
 from executor.interpreter import install_hint, ipykernel_version, kernel_environment
-from executor.jupyter import JupyterKernel
+from executor.jupyter import STATEMENT_FILE, JupyterKernel
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +67,8 @@ class LocalKernel(JupyterKernel):
         startup_timeout: float = 60.0,
     ) -> None:
         super().__init__(folder, grace=grace, startup_timeout=startup_timeout)
-        self.python = python
-        self.hidden_env = tuple(sorted(set(hidden_env)))
-        self.config: LocalConfig = LocalConfig(python, self.hidden_env)
+        self.config: LocalConfig = LocalConfig(python, tuple(sorted(set(hidden_env))))
         self._km: AsyncKernelManager | None = None
-        self._runtime: Path | None = None
 
     @property
     def launched(self) -> bool:
@@ -104,15 +101,19 @@ class LocalKernel(JupyterKernel):
         )
         self._km = km
         env = kernel_environment(self.python, hidden=self.hidden_env)
-        env["RUNFIX_STATEMENT_FILE"] = str(self._runtime / "statement")
+        env["RUNFIX_STATEMENT_FILE"] = str(self._runtime / STATEMENT_FILE)
         await km.start_kernel(cwd=str(self.folder), env=env)
         await self._connect_manager()
         self.started_in = time.perf_counter() - began
         log.info("kernel for %s ready in %.2fs (%s)", self.folder, self.started_in, self.python)
 
     @property
-    def statement_file(self) -> Path | None:
-        return self._runtime / "statement" if self._runtime is not None else None
+    def python(self) -> str:
+        return self.config.python
+
+    @property
+    def hidden_env(self) -> tuple[str, ...]:
+        return self.config.hidden_env
 
     async def _connect_manager(self) -> None:
         assert self._km is not None
