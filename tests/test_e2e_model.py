@@ -24,6 +24,7 @@ from tests.conftest import (
     WHEELS,
     apply_edits,
     errors,
+    hints,
     hover_text,
     init_params,
     make_wheel,
@@ -137,6 +138,58 @@ async def test_generation_context_holds_the_kernel_variables(
     assert "sort numbers" in sent
 
 
+async def prompt_actions(client: LanguageClient, uri: str, line: int) -> list[lsp.CodeAction]:
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri=uri),
+            lsp.Range(lsp.Position(line, 3), lsp.Position(line, 3)),
+            lsp.CodeActionContext(diagnostics=[], only=["runfix.generate"]),
+        )
+    )
+    return [a for a in actions or [] if isinstance(a, lsp.CodeAction)]
+
+
+async def test_a_prompt_line_offers_generate_then_regenerate_and_they_work(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model))
+    uri = open_doc(client, folder / "actions.py", "# ai: greet\n\n# %%\nprint('next')\n")
+    assert await prompt_actions(client, uri, 3) == []  # not a prompt line
+    offered = await prompt_actions(client, uri, 0)
+    assert [a.title for a in offered] == ["Generate code", "Generate and run"]
+    generate_and_run = offered[1].command
+    assert generate_and_run is not None
+    model.script(code("greeting = 'hello'\ngreeting"))
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(generate_and_run.command, generate_and_run.arguments)
+    )
+    assert answer["status"] == "ok" and answer["run"]["status"] == "ok"
+    assert text(client, uri).startswith("# ai: greet\ngreeting = 'hello'\ngreeting\n")
+    assert [h.label for h in await hints(client, uri)] == ["→ 'hello'"]
+    assert [a.title for a in await prompt_actions(client, uri, 0)] == [
+        "Regenerate code",
+        "Generate and run",
+    ]
+
+
+async def test_auto_run_runs_what_was_generated_and_still_asks_for_flagged_code(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model, autoRun=True))
+    uri = open_doc(client, folder / "auto.py", "# ai: two things\n\n# %%\n# ai: a file\n")
+    model.script(code("answer = 6 * 7\nanswer"), code("import os\nos.remove('keep.txt')"))
+    (folder / "keep.txt").write_text("precious")
+    first = await generate(client, uri, 0)  # no "run" asked: autoRun runs it
+    assert first["run"]["status"] == "ok"
+    assert [h.label for h in await hints(client, uri)] == ["→ 42"]
+    second = await generate(client, uri, 5)  # the prompt moved down two lines
+    assert "os.remove" in text(client, uri)
+    [question] = client.questions  # type: ignore[attr-defined]
+    assert "deletes files (os.remove)" in question.message
+    assert second["run"]["status"] == "cancelled"  # dismissed: it did not run
+    assert (folder / "keep.txt").read_text() == "precious"
+
+
 async def test_prose_only_and_unparsable_replies_make_no_edit(
     client: LanguageClient, folder: Path, model: ModelServer
 ) -> None:
@@ -207,8 +260,9 @@ async def test_unreachable_or_unconfigured_model_says_what_to_do(
     assert API_KEY not in shown(client)
 
 
+@pytest.mark.parametrize("how", ["request", "progress"])
 async def test_cancel_while_streaming_stops_at_once_and_changes_nothing(
-    client: LanguageClient, folder: Path, model: ModelServer
+    client: LanguageClient, folder: Path, model: ModelServer, how: str
 ) -> None:
     await start(client, folder, options(model))
     source = "# ai: write a lot\n"
@@ -222,17 +276,29 @@ async def test_cancel_while_streaming_stops_at_once_and_changes_nothing(
     request = asyncio.ensure_future(
         client.protocol.send_request_async(lsp.WORKSPACE_EXECUTE_COMMAND, params)
     )
+
+    def streaming() -> list[Any]:
+        return [
+            token
+            for token, reports in client.progress_reports.items()
+            if any("v1" in str(getattr(r, "message", "")) for r in reports)
+        ]
+
     for _ in range(100):
         await asyncio.sleep(0.05)
-        if any("v1" in m for m in progress_messages(client)):
+        if streaming():
             break
-    assert any("v1" in m for m in progress_messages(client)), "the stream showed in progress"
+    [token] = streaming()  # the stream shows in progress as it arrives
     began = time.monotonic()
-    msg_id = max(client.protocol._request_futures)  # the request just sent
-    client.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id=msg_id))
+    if how == "request":
+        msg_id = max(client.protocol._request_futures)  # the request just sent
+        client.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id=msg_id))
+    else:
+        client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
     answer = await asyncio.wait_for(request, 5)
     assert answer["status"] == "cancelled"
     assert time.monotonic() - began < 2  # not the ~10 s the stream would still take
+    assert isinstance(client.progress_reports[token][-1], lsp.WorkDoneProgressEnd)
     assert client.edits == [] and text(client, uri) == source  # type: ignore[attr-defined]
 
 
@@ -281,6 +347,29 @@ async def test_run_and_fix_gives_up_after_max_attempts_leaving_the_document(
     assert client.edits == [] and text(client, uri) == source  # type: ignore[attr-defined]
     assert len(model.requests) == 2
     assert "not fixed" in shown(client)
+
+
+@pytest.mark.parametrize("answer", [None, "Run"])
+async def test_the_fix_loop_runs_a_flagged_candidate_only_when_confirmed(
+    client: LanguageClient, folder: Path, model: ModelServer, answer: str | None
+) -> None:
+    await start(client, folder, options(model))
+    source = "open('data.txt').read()\n"
+    uri = open_doc(client, folder / "flagfix.py", source)
+    client.answer = answer  # type: ignore[attr-defined]
+    model.script(
+        code("import subprocess\nsubprocess.run(['touch', 'data.txt'])\nopen('data.txt').read()")
+    )
+    result = await command(client, "runfix.runAndFix", {"uri": uri})
+    [question] = client.questions  # type: ignore[attr-defined]
+    assert "The model's fix starts a process (subprocess.run)" in question.message
+    if answer == "Run":
+        assert result == {"status": "fixed", "attempts": 1}
+        assert (folder / "data.txt").exists() and "subprocess.run" in text(client, uri)
+    else:
+        assert result["status"] == "failed" and "not confirmed" in result["message"]
+        assert not (folder / "data.txt").exists()  # the candidate never ran
+        assert client.edits == [] and text(client, uri) == source  # type: ignore[attr-defined]
 
 
 async def test_run_and_fix_answers_ok_when_it_runs_clean(
@@ -427,6 +516,8 @@ async def test_install_the_missing_package_then_rerun(client: LanguageClient, fo
     assert install.title == "Install runfix-canary-pkg" and install.command is not None
     answer = await command(client, install.command.command, install.command.arguments[0])
     assert answer["status"] == "ok", answer
+    assert any(m.startswith("Installing runfix-canary-pkg") for m in progress_messages(client))
+    assert "runfix: installed runfix-canary-pkg." in shown(client)
     assert answer["run"]["status"] == "ok"
     assert errors(client, uri) == []
     assert list((folder / ".venv").glob("lib/python*/site-packages/runfix_canary_pkg"))
