@@ -15,11 +15,15 @@ INLAY_HINTS = lsp.ClientCapabilities(
 
 
 def bench_client() -> Any:
-    """A client that takes diagnostics silently (results are not what is measured)."""
+    """A client that takes diagnostics and status silently (they are not what is measured)."""
     client = LanguageClient("bench", "1")
 
     @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
+        pass
+
+    @client.feature("runfix/status")
+    def status(params: Any) -> None:
         pass
 
     return client
