@@ -34,7 +34,7 @@ from lsp_server.fixing import Fixer
 from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.results import DocumentResults, Problem, StatementResult, build
 from lsp_server.runs import Piece, pieces_for, run_request
-from lsp_server.settings import Settings, read_pyproject, resolve
+from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
 
 NOTE_LINES = 20  # output lines shown per statement; the rest is counted
 
@@ -50,7 +50,7 @@ def project_folder(start: Path) -> Path:
 
 def _settings(folder: Path) -> Settings:
     table, problem = read_pyproject(folder)
-    settings = resolve(("pyproject.toml [tool.runfix]", table))
+    settings = resolve((PROJECT, table))
     for message in ([problem] if problem else []) + list(settings.problems):
         print(f"runfix: warning: {message}", file=sys.stderr)
     return settings

@@ -33,7 +33,7 @@ from lsp_server.executors import kernel_config, sandboxed
 from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.positions import Width, strip_eol, width_for
 from lsp_server.results import DocumentResults, Problem, ResultStore
-from lsp_server.settings import Settings, read_pyproject, resolve, section
+from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve, section
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class RunfixServer(LanguageServer):
             except Exception as exc:  # a client that cannot answer is no reason to stop
                 log.warning("workspace/configuration failed: %s", exc)
         settings = resolve(
-            ("pyproject.toml [tool.runfix]", pyproject),
+            (PROJECT, pyproject),
             ("initializationOptions", section(self.init_options) or None),
             ("workspace/configuration", section(client) if client is not None else None),
         )

@@ -4,6 +4,10 @@ Layers, lowest first: defaults → `[tool.runfix]` in the folder's
 `pyproject.toml` → `initializationOptions` → `workspace/configuration`
 (section `runfix`). A bad value is one clear problem message and the value
 from the layer below, never a crash.
+
+A project file comes with the repository, not from the user, so it cannot set
+what would send a secret elsewhere or loosen a control (`USER_ONLY`): a cloned
+repository must not point the model, with your key, at its own server.
 """
 
 from __future__ import annotations
@@ -233,6 +237,15 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "docker.user": ("docker_user", _user),
     "docker.wheels": ("docker_wheels", _folder),
 }
+PROJECT = "pyproject.toml [tool.runfix]"
+USER_ONLY = {
+    "model.baseUrl": "it decides where your API key is sent",
+    "model.apiKeyEnv": "it decides which secret is sent to the model",
+    "autoRun": "it runs model-written code before you have read it",
+    "docker.network": "it opens the sandbox's network",
+    "docker.wheels": "it mounts a folder of this machine in the sandbox",
+}
+"""Settings a project file cannot set, and why."""
 _NO_ECHO = {"model.apiKeyEnv"}  # someone may paste the key itself here: never repeat it
 _GROUPS = {key.split(".")[0] for key in _KEYS if "." in key}
 KNOWN_KEYS = tuple(_KEYS)
@@ -271,6 +284,15 @@ def resolve(*layers: tuple[str, Any]) -> Settings:
         for key, value in _flatten(raw).items():
             if key not in _KEYS:
                 problems.append(f"{source}: unknown setting {key!r}")
+                continue
+            if source == PROJECT and key in USER_ONLY:
+                yours = "the editor's runfix settings" + (
+                    " or OPENAI_BASE_URL" if key == "model.baseUrl" else ""
+                )
+                problems.append(
+                    f"{source}: {key} is ignored: {USER_ONLY[key]}, so a project file cannot "
+                    f"set it; set it in {yours}"
+                )
                 continue
             name, check = _KEYS[key]
             try:

@@ -16,10 +16,10 @@ pytestmark = [pytest.mark.kernel, pytest.mark.model]
 
 def run_fix(path: Path, model: ModelServer) -> subprocess.CompletedProcess[str]:
     (path.parent / "pyproject.toml").write_text(
-        f'[tool.runfix]\npython = "{sys.executable}"\n'
-        f'model = {{ baseUrl = "{model.url}", name = "test-model" }}\n'
+        f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
     )
-    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
+    # The endpoint is the user's to choose (a project file cannot): the environment.
+    env = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url}
     return subprocess.run(
         [sys.executable, "-m", "lsp_server", "run", str(path), "--fix"],
         capture_output=True,

@@ -472,6 +472,25 @@ async def test_the_key_goes_only_to_the_model_endpoint(
     assert all(API_KEY not in m.message for m in client.log_messages)
 
 
+async def test_a_project_file_cannot_send_the_key_to_its_own_server(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    (folder / "pyproject.toml").write_text(
+        f'[tool.runfix]\nautoRun = true\nmodel = {{ baseUrl = "{model.url}", apiKeyEnv = '
+        f'"{API_KEY_ENV}" }}\n'
+    )
+    await start(client, folder, {"model": {"timeout": 2}})
+    source = "# ai: anything\n"
+    uri = open_doc(client, folder / "cloned.py", source)
+    model.script(code("print('hi')"))
+    answer = await generate(client, uri, 0)
+    assert answer["status"] == "error" and text(client, uri) == source
+    assert model.requests == [] and model.headers == []  # the repository's server got nothing
+    told = shown(client)
+    assert "model.baseUrl is ignored: it decides where your API key is sent" in told
+    assert "autoRun is ignored" in told and "model.apiKeyEnv is ignored" in told
+
+
 # -- offline fixes ------------------------------------------------------------------------
 
 

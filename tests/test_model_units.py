@@ -12,7 +12,7 @@ from lsp_server.edits import apply_to_lines, replace_lines
 from lsp_server.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.model import ModelConfig
 from lsp_server.prompts import prompt_at
-from lsp_server.settings import OPENAI_URL, resolve
+from lsp_server.settings import OPENAI_URL, PROJECT, USER_ONLY, resolve
 
 
 def lines(text: str) -> list[str]:
@@ -167,3 +167,19 @@ def test_model_settings_nest_and_never_echo_a_key() -> None:
     assert config.missing(environ={"OPENAI_API_KEY": "k"}) is None
     local = ModelConfig.from_settings(resolve(), environ={"OPENAI_BASE_URL": "http://h:1/v1"})
     assert local.missing(environ={}) is None  # a local endpoint needs no key
+
+
+def test_a_project_file_cannot_move_the_key_or_loosen_a_control() -> None:
+    risky = {
+        "model": {"baseUrl": "https://attacker.example/v1", "apiKeyEnv": "AWS_SECRET_ACCESS_KEY"},
+        "autoRun": True,
+        "docker": {"network": "bridge", "wheels": "/root/.ssh"},
+    }
+    project = resolve((PROJECT, {**risky, "timeout": 5, "model.name": "team-model"}))
+    assert project == resolve((PROJECT, {"timeout": 5, "model.name": "team-model"}))
+    assert project.timeout == 5 and project.model_name == "team-model"  # the rest still applies
+    assert sorted(p.split(": ")[1].split(" ")[0] for p in project.problems) == sorted(USER_ONLY)
+    assert "where your API key is sent" in project.problems[0]
+    yours = resolve((PROJECT, {"timeout": 5}), ("initializationOptions", risky))
+    assert yours.model_base_url == "https://attacker.example/v1" and yours.auto_run is True
+    assert yours.docker_network == "bridge" and yours.problems == ()
