@@ -1,7 +1,8 @@
 """The VS Code extension, packaged, in a real VS Code (code-server) driven in headless
 Chromium: open an example, run the cell from the command palette, and check what a user sees
 — the result hint in the editor, the error in the Problems panel on the right line, the
-kernel state in the status bar. The screenshot lands in the test's output folder."""
+kernel state in the status bar, a project's pyproject.toml setting honoured. The screenshot
+lands in the test's output folder."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "example.py").write_text(EXAMPLE)
+    # A project setting reaches the server through VS Code (which must not send its defaults
+    # over it): values show in the Problems panel too.
+    (workspace / "pyproject.toml").write_text('[tool.runfix]\nresults = "both"\n')
     out = tmp_path / "vscode"
     out.mkdir()
     runfix = Path(sys.executable).parent / "runfix"
@@ -69,5 +73,6 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     assert report["problem"], report.get("problems")
     assert "KeyError: 'coffee'" in report["problems"]
     assert "[Ln 3, Col 1]" in report["problems"]  # the raising line
+    assert "total 7.7" in report["problems"]  # results = "both" from pyproject.toml
     assert report["idle"] and "runfix: idle · kernel" in report["statusBar"]
     assert (out / "vscode.png").stat().st_size > 10_000

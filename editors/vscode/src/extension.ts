@@ -22,9 +22,19 @@ const UNTRUSTED =
   "runfix runs the code in your files: it starts only in a trusted workspace " +
   "(Workspaces: Manage Workspace Trust).";
 
-function settings(): Record<string, unknown> {
-  const section = vscode.workspace.getConfiguration("runfix");
-  return serverSettings(JSON.parse(JSON.stringify(section)) as Record<string, unknown>);
+/** The runfix.* settings this extension declares, without the prefix. */
+function settingKeys(context: vscode.ExtensionContext): string[] {
+  const declared = (context.extension.packageJSON as { contributes?: { configuration?: { properties?: object } } })
+    .contributes?.configuration?.properties;
+  return Object.keys(declared ?? {})
+    .filter((key) => key.startsWith("runfix."))
+    .map((key) => key.slice("runfix.".length));
+}
+
+/** What the user set for the server, for a folder (or the workspace). */
+function settings(keys: string[], scope?: vscode.Uri): Record<string, unknown> {
+  const section = vscode.workspace.getConfiguration("runfix", scope);
+  return serverSettings(keys, (key) => section.inspect(key));
 }
 
 function folders(): string[] {
@@ -58,26 +68,30 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     return;
   }
   output?.appendLine(`runfix: starting ${found.command} serve (from ${found.source})`);
+  const keys = settingKeys(context);
   const serverOptions: ServerOptions = { command: found.command, args: ["serve"] };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
       { scheme: "file", language: "python" },
       { scheme: "untitled", language: "python" },
     ],
-    initializationOptions: settings(),
+    initializationOptions: settings(keys),
     synchronize: { configurationSection: "runfix" },
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     middleware: {
       workspace: {
-        // The server reads the "runfix" section; runfix.path is the extension's own.
+        // The server's "runfix" section: what the user set, not VS Code's defaults.
         configuration: async (params, token, next) => {
           const result = await next(params, token);
-          return Array.isArray(result)
-            ? result.map((item) =>
-                item && typeof item === "object" ? serverSettings(item as Record<string, unknown>) : item,
-              )
-            : result;
+          if (!Array.isArray(result)) {
+            return result;
+          }
+          return params.items.map((item, i) =>
+            item.section === "runfix"
+              ? settings(keys, item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined)
+              : result[i],
+          );
         },
       },
     },

@@ -60,11 +60,30 @@ export const NOT_FOUND =
   "workspace's .venv and venv, and PATH). Install it (`pip install runfix-lsp`, or " +
   "`scripts/setup` in a runfix checkout) or set runfix.path to the command.";
 
-/** Settings the server knows: the section minus what only the extension reads. */
-export function serverSettings(section: Record<string, unknown>): Record<string, unknown> {
+/** One setting as VS Code's `inspect()` sees it: its value in each scope that sets it. */
+export interface Inspected {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/**
+ * The settings the user set, each from the narrowest scope that sets it, as dotted keys
+ * ("model.name"). Never VS Code's defaults: the server has its own, and a default sent as
+ * if chosen would hide the project's pyproject.toml. Never runfix.path, the extension's own.
+ */
+export function serverSettings(
+  keys: string[],
+  inspect: (key: string) => Inspected | undefined,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(section)) {
-    if (key !== "path" && typeof value !== "function") {
+  for (const key of keys) {
+    if (key === "path") {
+      continue;
+    }
+    const seen = inspect(key);
+    const value = seen?.workspaceFolderValue ?? seen?.workspaceValue ?? seen?.globalValue;
+    if (value !== undefined) {
       out[key] = value;
     }
   }

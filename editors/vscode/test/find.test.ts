@@ -31,9 +31,17 @@ test("windows looks in Scripts for runfix.exe", () => {
   assert.equal(findRunfix(undefined, ["C:\\ws"], lookup)?.command, "C:\\ws\\.venv\\Scripts\\runfix.exe");
 });
 
-test("the server gets every setting but the extension's own path", () => {
-  const out = serverSettings({ path: "/x", timeout: 5, model: { name: "m" } });
-  assert.deepEqual(out, { timeout: 5, model: { name: "m" } });
+test("the server gets what the user set, narrowest scope first, never defaults or path", () => {
+  const scopes: Record<string, object> = {
+    path: { globalValue: "/x" },
+    timeout: { globalValue: 5, workspaceFolderValue: 30 },
+    "model.name": { workspaceValue: "m" },
+    autoRun: { globalValue: false },
+    outputLimit: {}, // only a default: the project's pyproject.toml may set it
+  };
+  const keys = ["path", "timeout", "model.name", "autoRun", "outputLimit", "executor"];
+  const out = serverSettings(keys, (key) => scopes[key]);
+  assert.deepEqual(out, { timeout: 30, "model.name": "m", autoRun: false });
 });
 
 test("status text names the state and the executor", () => {
