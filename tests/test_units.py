@@ -16,7 +16,7 @@ from lsp_server.cells import split_cells
 from lsp_server.convert import diagnostics, inlay_hints, problem_range
 from lsp_server.results import Problem, ResultStore, build, line_change, summarize
 from lsp_server.runs import Piece, parse_run_arguments, pieces_for
-from lsp_server.settings import KNOWN_KEYS, Settings, resolve, section
+from lsp_server.settings import KNOWN_KEYS, USER_ONLY, Settings, resolve, section
 
 PATH = "/ws/doc.py"
 
@@ -276,3 +276,7 @@ def test_the_vscode_settings_are_the_servers_and_their_defaults_are_valid() -> N
     settings = resolve(("workspace/configuration", section))
     assert settings.problems == ()
     assert settings == replace(Settings(), problems=())
+    # What a project file may not set, a workspace's .vscode/settings.json may not either:
+    # VS Code takes "machine" settings from the user's own settings only.
+    machine = {key for key in declared if properties[f"runfix.{key}"].get("scope") == "machine"}
+    assert machine == set(USER_ONLY)
