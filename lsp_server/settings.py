@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from executor.docker import DEFAULT_IMAGE
+from executor.docker import DockerConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,18 +63,16 @@ class Settings:
     """Characters of document and kernel state sent to the model with a request."""
     executor: str = "kernel"
     """kernel: a local Jupyter kernel; docker: a kernel in a locked-down container."""
-    docker_image: str = DEFAULT_IMAGE
-    docker_network: str = "none"
-    docker_memory: str = "1g"
-    """Memory, and memory + swap: no swap beyond it."""
-    docker_cpus: float = 1.0
-    docker_pids: int = 256
-    docker_tmpfs_size: str = "256m"
-    docker_workspace: str = "rw"
-    docker_user: str | None = None
-    """uid[:gid]; None: the host user's, or an unprivileged one when that is root."""
-    docker_wheels: str | None = None
-    """A folder of wheels mounted read-only in the sandbox, for offline installs."""
+    # The sandbox's settings, with DockerConfig's defaults (documented there).
+    docker_image: str = DockerConfig.image
+    docker_network: str = DockerConfig.network
+    docker_memory: str = DockerConfig.memory
+    docker_cpus: float = DockerConfig.cpus
+    docker_pids: int = DockerConfig.pids
+    docker_tmpfs_size: str = DockerConfig.tmpfs_size
+    docker_workspace: str = DockerConfig.workspace
+    docker_user: str | None = DockerConfig.user
+    docker_wheels: str | None = DockerConfig.wheels
     problems: tuple[str, ...] = field(default=(), compare=False)
 
 

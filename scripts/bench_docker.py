@@ -24,15 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_lsp import bench_client, start_server, stop_server
+from bench_lsp import bench_client, ms, start_server, stop_server
 from lsprotocol import types as lsp
 
 from executor.docker import DEFAULT_IMAGE, DockerConfig, DockerKernel, engine
 from executor.kernel import LocalKernel
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f} ms"
 
 
 async def cold_starts(folder: Path, starts: int) -> tuple[list[float], list[float], list[float]]:

@@ -14,6 +14,10 @@ INLAY_HINTS = lsp.ClientCapabilities(
 )
 
 
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
 def bench_client() -> Any:
     """A client that takes diagnostics and status silently (they are not what is measured)."""
     client = LanguageClient("bench", "1")

@@ -20,15 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_lsp import bench_client, start_server, stop_server
+from bench_lsp import bench_client, ms, start_server, stop_server
 from jupyter_client.manager import AsyncKernelManager
 from lsprotocol import types as lsp
 
 from executor.kernel import LocalKernel
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f} ms"
 
 
 def pct(values: list[float], q: float) -> float:
