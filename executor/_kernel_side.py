@@ -18,19 +18,29 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import inspect
 import json
 import linecache
 import mmap
 import os
+import re
 import struct
 import sys
 import textwrap
+import threading
 import traceback
 import types
 from typing import Any
 
 MIME = "application/x-runfix+json"
 _sources: dict[str, list[str]] = {}  # filename -> list of document lines seen so far, for linecache
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # Python's lines (not splitlines')
+MESSAGE_LIMIT = 2_000
+"""Characters of an exception's message kept (the diagnostic's text)."""
+TRACEBACK_LIMIT = 20_000
+"""Characters of a formatted traceback kept (the hover)."""
+FRAME_LIMIT = 100
+"""Frames kept of a deep traceback, after repeats are collapsed (first and last halves)."""
 
 
 def _shell() -> Any:
@@ -39,10 +49,35 @@ def _shell() -> Any:
     return get_ipython()
 
 
+def clean(text: str) -> str:
+    """Text that survives UTF-8 JSON: a lone surrogate would make the kernel drop the message."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _cleaned(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [_cleaned(v) for v in value]
+    if isinstance(value, dict):
+        return {clean(str(k)): _cleaned(v) for k, v in value.items()}
+    return value
+
+
 def _publish(payload: dict[str, Any], data: dict[str, Any] | None = None) -> None:
-    bundle = dict(data or {})
-    bundle[MIME] = payload
+    bundle = _cleaned(dict(data or {}))
+    bundle[MIME] = _cleaned(payload)
     _shell().display_pub.publish(bundle, {})
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
 
 
 class _Budget:
@@ -116,19 +151,27 @@ def _tag_display(msg: Any) -> Any:
 
 
 class _CappedStream:
-    """Wraps sys.stdout/stderr for one run; what passes the budget is dropped here."""
+    """Wraps sys.stdout/stderr for one run; what passes the budget is dropped here.
 
-    def __init__(self, stream: Any, budget: _Budget) -> None:
+    Output from a thread an earlier run started is not this run's: it is counted
+    and dropped (with a note), never shown on this run's statements."""
+
+    def __init__(self, stream: Any, budget: _Budget, earlier: set[int]) -> None:
         self._stream = stream
         self._budget = budget
+        self._earlier = earlier
         self.written = False
+        self.strays = 0
 
     def write(self, text: str) -> int:
+        if threading.get_ident() in self._earlier:
+            self.strays += len(text)
+            return len(text)
         kept = self._budget.take(text)
         if kept:
             _current.announce()
             self.written = True
-            self._stream.write(kept)
+            self._stream.write(clean(kept))
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -141,7 +184,7 @@ class _CappedStream:
 
 def _remember(filename: str, first_line: int, code: str) -> None:
     lines = _sources.setdefault(filename, [])
-    new = code.splitlines(True)
+    new = _LINE.findall(code)
     if new and not new[-1].endswith("\n"):
         new[-1] += "\n"
     end = first_line - 1 + len(new)
@@ -153,20 +196,50 @@ def _remember(filename: str, first_line: int, code: str) -> None:
 
 
 def _frames(tb: Any) -> list[list[Any]]:
-    return [[f.filename, f.lineno or 0, f.name] for f in traceback.extract_tb(tb)]
+    """The traceback's frames, a run of one repeated frame collapsed as Python prints it."""
+    frames: list[list[Any]] = []
+    repeats = 0
+    for f in traceback.extract_tb(tb):
+        frame = [f.filename, f.lineno or 0, f.name]
+        if frames and frames[-1][:3] == frame:
+            repeats += 1
+            continue
+        if repeats:
+            frames[-1].append(repeats)
+            repeats = 0
+        frames.append(frame)
+    if repeats:
+        frames[-1].append(repeats)
+    if len(frames) > FRAME_LIMIT:
+        half = FRAME_LIMIT // 2
+        gap = ["...", 0, f"{len(frames) - 2 * half} frames"]
+        frames = [*frames[:half], gap, *frames[-half:]]
+    return frames
 
 
-def _report(exc: BaseException, tb: Any) -> None:
+def _message(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        text = f"<{type(exc).__name__}: its message cannot be shown>"
+    return _cap(text, MESSAGE_LIMIT)
+
+
+def _report(exc: BaseException, tb: Any, interrupted: bool = False) -> None:
     sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
-    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except Exception:
+        text = f"{type(exc).__name__}: {_message(exc)}\n"
     _publish(
         {
             "error": {
                 "ename": type(exc).__name__,
-                "evalue": str(exc),
+                "evalue": _message(exc),
                 "frames": _frames(tb),
-                "text": text,
-            }
+                "text": _cap(text, TRACEBACK_LIMIT),
+            },
+            "interrupted": interrupted,
         }
     )
 
@@ -185,74 +258,171 @@ def _show(value: Any, budget: _Budget) -> None:
     _publish({"value": True}, capped)
 
 
-def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> None:
-    """Run `code`, which starts on document line `first_line` of `filename`."""
-    shell = _shell()
-    budget = _Budget(limit)
+_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+
+
+def _parse(code: str, filename: str, first_line: int) -> tuple[str, Any]:
+    """("magic", (name, line, body)) for a cell magic, ("ast", tree) for Python, or
+    ("error", None) once a SyntaxError was published on the document's own line."""
     source = textwrap.dedent(code)
-    indent = min((len(x) - len(x.lstrip()) for x in code.splitlines() if x.strip()), default=0)
+    if source.startswith("%%"):
+        head, _, body = source.partition("\n")
+        name, _, line = head[2:].partition(" ")
+        return "magic", (name.strip(), line.strip(), body)
+    indent = min((len(x) - len(x.lstrip()) for x in _LINE.findall(code) if x.strip()), default=0)
+    shell = _shell()
     try:
         transformed = shell.transform_cell(source)
         if transformed.count("\n") < source.count("\n"):
-            transformed = source  # a cell magic rewrote the lines; keep them mappable
+            transformed = source  # a transform joined lines; keep them mappable
     except Exception:
         transformed = source
-    _remember(filename, first_line, code)
     try:
         tree = ast.parse(transformed, filename)
     except SyntaxError as exc:
-        offset = first_line - 1
-        _publish(
-            {
-                "error": {
-                    "ename": type(exc).__name__,
-                    "evalue": exc.msg or "",
-                    "frames": [],
-                    "text": "".join(traceback.format_exception_only(type(exc), exc)),
-                    "line": (exc.lineno or 1) + offset,
-                    "column": (exc.offset or 1) + indent,
-                    "end_line": (getattr(exc, "end_lineno", None) or exc.lineno or 1) + offset,
-                    "end_column": (getattr(exc, "end_offset", None) or 0) + indent,
-                }
-            }
-        )
-        return
+        _publish_syntax_error(exc, code, first_line, indent)
+        return "error", None
     ast.increment_lineno(tree, first_line - 1)
-    saved = sys.stdout, sys.stderr
-    out, err = _CappedStream(saved[0], budget), _CappedStream(saved[1], budget)
-    sys.stdout, sys.stderr = out, err
-    hooks = getattr(shell.display_pub, "register_hook", None)
-    if hooks is not None:
-        hooks(_tag_display)
+    return "ast", tree
+
+
+def _publish_syntax_error(exc: SyntaxError, code: str, first_line: int, indent: int) -> None:
+    """The error on the document's line, quoting that line (never the file on disk)."""
+    lines = _LINE.findall(code)
+    relative = exc.lineno or 1
+    offset = first_line - 1
+    exc.lineno = relative + offset
+    if getattr(exc, "end_lineno", None):
+        exc.end_lineno = exc.end_lineno + offset  # type: ignore[operator]
+    if 1 <= relative <= len(lines):
+        exc.text = lines[relative - 1]
+    if exc.offset:
+        exc.offset += indent
+    if getattr(exc, "end_offset", None):
+        exc.end_offset = exc.end_offset + indent  # type: ignore[operator]
+    _publish(
+        {
+            "error": {
+                "ename": type(exc).__name__,
+                "evalue": _cap(exc.msg or "", MESSAGE_LIMIT),
+                "frames": [],
+                "text": _cap(
+                    "".join(traceback.format_exception_only(type(exc), exc)), TRACEBACK_LIMIT
+                ),
+                "line": exc.lineno,
+                "column": exc.offset if exc.offset else indent + 1,
+                "end_line": getattr(exc, "end_lineno", None) or exc.lineno,
+                "end_column": getattr(exc, "end_offset", None) or 0,
+            }
+        }
+    )
+
+
+def _steps(kind: str, parsed: Any, filename: str, first_line: int, budget: _Budget) -> Any:
+    """Run statement by statement; yields each awaitable (top-level `await`) to be awaited."""
+    shell = _shell()
     namespace = shell.user_ns
-    try:
-        for node in tree.body:
-            _current.start(node.lineno, getattr(node, "end_lineno", node.lineno))
-            if isinstance(node, ast.Expr):
-                value = eval(compile(ast.Expression(node.value), filename, "eval"), namespace)
-                if value is not None:
-                    _show(value, budget)
-            else:
-                module = ast.Module(body=[node], type_ignores=[])
-                exec(compile(module, filename, "exec"), namespace)
-    except KeyboardInterrupt:
-        _current.announce()
-        _publish({"interrupted": True})
-    except BaseException as exc:
-        _current.announce()
-        # Drop this function's own frame: the user's code starts one level down.
-        tb = exc.__traceback__.tb_next if exc.__traceback__ else None
-        _report(exc, tb)
-    finally:
+    if kind == "magic":
+        name, line, body = parsed
+        last = first_line + len(_LINE.findall(body))
+        _current.start(first_line, last)
+        value = shell.run_cell_magic(name, line, body)
+        if value is not None:
+            _show(value, budget)
+        return
+    for node in parsed.body:
+        _current.start(node.lineno, getattr(node, "end_lineno", node.lineno))
+        if isinstance(node, ast.Expr):
+            code = compile(ast.Expression(node.value), filename, "eval", flags=_AWAIT)
+        else:
+            code = compile(ast.Module(body=[node], type_ignores=[]), filename, "exec", _AWAIT)
+        value = eval(code, namespace)
+        if code.co_flags & inspect.CO_COROUTINE:
+            value = yield value
+        if isinstance(node, ast.Expr) and value is not None:
+            _show(value, budget)
+        if getattr(shell, "exit_now", False):
+            _current.announce()  # the statement that ended the kernel; nothing after it runs
+            return
+
+
+class _Run:
+    """One run's surroundings: capped streams, the display hook, and what is said at its end."""
+
+    def __init__(self, code: str, filename: str, first_line: int, limit: int) -> None:
+        self.budget = _Budget(limit)
+        if code.startswith("\ufeff"):
+            code = code[1:]  # a byte-order mark opens the file; it is not code
+        self.code, self.filename, self.first_line = code, filename, first_line
+        _remember(filename, first_line, code)
+
+    def __enter__(self) -> _Run:
+        shell = _shell()
+        self.saved = sys.stdout, sys.stderr
+        earlier = {t.ident for t in threading.enumerate() if t.ident is not None}
+        earlier.discard(threading.get_ident())
+        self.out = _CappedStream(self.saved[0], self.budget, earlier)
+        self.err = _CappedStream(self.saved[1], self.budget, earlier)
+        sys.stdout, sys.stderr = self.out, self.err
+        hooks = getattr(shell.display_pub, "register_hook", None)
+        if hooks is not None:
+            hooks(_tag_display)
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        shell = _shell()
+        if exc is not None:
+            _current.announce()
+            _report(exc, _user_frames(tb), interrupted=isinstance(exc, KeyboardInterrupt))
         _current.end()
         if getattr(shell.display_pub, "unregister_hook", None) is not None:
             shell.display_pub.unregister_hook(_tag_display)
-        if out.written or err.written:
-            out.flush()
-            err.flush()
-        sys.stdout, sys.stderr = saved
-        if budget.dropped:
-            _publish({"truncated": budget.dropped})
+        if self.out.written or self.err.written:
+            self.out.flush()
+            self.err.flush()
+        sys.stdout, sys.stderr = self.saved
+        if self.budget.dropped:
+            _publish({"truncated": self.budget.dropped})
+        strays = self.out.strays + self.err.strays
+        if strays:
+            _publish({"strays": strays})
+        if getattr(shell, "exit_now", False):
+            _publish({"exited": True})
+        return True  # whatever the code raised was reported; it ends here
+
+
+def _user_frames(tb: Any) -> Any:
+    """The traceback from the user's code on: this module's own frames dropped."""
+    while tb is not None and tb.tb_frame.f_globals is globals():
+        tb = tb.tb_next
+    return tb
+
+
+def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> None:
+    """Run `code`, which starts on document line `first_line` of `filename`."""
+    with _Run(code, filename, first_line, limit) as this:
+        kind, parsed = _parse(this.code, filename, first_line)
+        if kind == "error":
+            return
+        steps = _steps(kind, parsed, filename, first_line, this.budget)
+        for awaitable in steps:  # only code with `await` yields: the server sends it to run_async
+            awaitable.close()
+            raise RuntimeError("top-level await needs run_async")
+
+
+async def run_async(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> None:
+    """`run` for code with top-level `await`, on the kernel's event loop as IPython runs it."""
+    with _Run(code, filename, first_line, limit) as this:
+        kind, parsed = _parse(this.code, filename, first_line)
+        if kind == "error":
+            return
+        steps = _steps(kind, parsed, filename, first_line, this.budget)
+        try:
+            awaitable = next(steps)
+            while True:
+                awaitable = steps.send(await awaitable)
+        except StopIteration:
+            pass
 
 
 def _describe(name: str, value: Any) -> dict[str, Any]:

@@ -82,8 +82,10 @@ class DockerConfig:
     wheels: str | None = None
     """A host folder of wheels, mounted read-only, that installs may use offline."""
 
-    def create(self, folder: Path, *, grace: float = 3.0) -> DockerKernel:
-        return DockerKernel(folder, self, grace=grace)
+    def create(
+        self, folder: Path, *, grace: float = 3.0, startup_timeout: float = 60.0
+    ) -> DockerKernel:
+        return DockerKernel(folder, self, grace=grace, startup_timeout=startup_timeout)
 
     def install_blocked(self) -> str | None:
         """Why an install cannot work in this sandbox, and how to allow it; None if it can."""
@@ -557,7 +559,7 @@ class DockerKernel(JupyterKernel):
 
     # -- watching ----------------------------------------------------------------------
 
-    async def interrupt(self) -> None:
+    async def _interrupt(self) -> None:
         """SIGINT to the container's init, which hands it to the kernel."""
         if self.container is None:
             return

@@ -53,6 +53,8 @@ class Frame:
     filename: str
     line: int
     name: str
+    repeats: int = 0
+    """How many more times this frame repeated right after itself (deep recursion)."""
 
 
 @dataclass(frozen=True)

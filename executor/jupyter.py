@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from executor import _kernel_side
-from executor.base import ExecutorState, ExecutorUnavailable
+from executor.base import CANCELLED, ExecutorState, ExecutorUnavailable, or_cancelled
 from executor.events import Error, RunOutcome, RunRequest, RunStatus, Span, Variable
 from executor.install import InstallResult
 from executor.messages import MessageCollector
@@ -46,6 +46,8 @@ HELPER_CODE = _HELPER.format(source=Path(_kernel_side.__file__).read_text(encodi
 
 STATEMENT_FILE = "statement"
 """In the runtime folder: the statement running now (`RUNFIX_STATEMENT_FILE` in the kernel)."""
+
+RESTARTED_NOTE = "Cancelled: the kernel was restarted, and its state was lost."
 
 DIED_NOTE = (
     "The kernel died while running this (crash, os._exit or out of memory); "
@@ -76,6 +78,17 @@ class JupyterKernel:
         """The kernel's private folder on this host (connection file, sockets), once launched."""
         self._queue = asyncio.Lock()  # FIFO: runs in one folder queue in order
         self._starting = asyncio.Lock()
+        self._start_task: asyncio.Task[None] | None = None
+        """The start under way: everyone who needs the kernel meanwhile waits for this one."""
+        self._start_failed: tuple[float, BaseException] | None = None
+        """When the last start failed, and why (runs asked for before then share the failure)."""
+        self._restart_asked: asyncio.Future[None] | None = None
+        """Set by `restart()` while a run is going: the run restarts the kernel and answers."""
+        self._running = False
+        self._exited = False
+        """The last run's code asked the kernel to exit: it is replaced before anything else."""
+        self._interrupt_sent = False
+        """An interrupt was sent during this run (else a KeyboardInterrupt is the code's own)."""
         self.started_in: float | None = None
         """Seconds the last (re)start took, for `runfix doctor` and benchmarks."""
 
@@ -120,8 +133,14 @@ class JupyterKernel:
         """Ask the kernel to exit (the caller bounds the wait, then discards)."""
         raise NotImplementedError
 
-    async def interrupt(self) -> None:
+    async def _interrupt(self) -> None:
+        """Send the kernel SIGINT (or what stands for it where it lives)."""
         raise NotImplementedError
+
+    async def interrupt(self) -> None:
+        """Interrupt what runs now (`runfix.interrupt`): the run ends `cancelled`."""
+        self._interrupt_sent = True
+        await self._interrupt()
 
     async def is_alive(self) -> bool:
         raise NotImplementedError
@@ -166,10 +185,40 @@ class JupyterKernel:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def start(self) -> None:
-        async with self._starting:
-            if not self.launched:
-                await self._launch_fresh()
+    async def start(self, *, asked_at: float | None = None) -> None:
+        """Start the kernel if it is not running; every caller meanwhile shares one start.
+
+        A caller that asked (`asked_at`, loop time) before the last start failed gets that
+        failure at once instead of waiting through a second start of the same kind."""
+        if self.launched and self._start_task is None:
+            return
+        failed = self._start_failed
+        if failed is not None and asked_at is not None and asked_at < failed[0]:
+            raise failed[1]
+        if self._start_task is None:
+            self._start_task = asyncio.ensure_future(self._start_once())
+        task = self._start_task
+        await asyncio.shield(task)  # one caller giving up does not stop the start for the rest
+
+    async def _start_once(self) -> None:
+        try:
+            async with self._starting:
+                if not self.launched:
+                    await asyncio.wait_for(self._launch_fresh(), self.startup_timeout)
+        except asyncio.TimeoutError:
+            error = ExecutorUnavailable(
+                f"The {self.where} did not start within {self.startup_timeout:g}s "
+                "(the `kernelStartTimeout` setting)."
+            )
+            self._start_failed = (asyncio.get_running_loop().time(), error)
+            raise error from None
+        except BaseException as exc:
+            self._start_failed = (asyncio.get_running_loop().time(), exc)
+            raise
+        else:
+            self._start_failed = None
+        finally:
+            self._start_task = None
 
     async def _launch_fresh(self) -> None:
         self._state = ExecutorState.STARTING
@@ -192,6 +241,9 @@ class JupyterKernel:
             kc.stop_channels()
             raise ExecutorUnavailable(f"The kernel did not start: {exc}") from exc
         self._kc = kc
+        await self._load_helper(kc)
+
+    async def _load_helper(self, kc: Any) -> None:
         reply = await kc.execute_interactive(
             HELPER_CODE,
             silent=True,
@@ -220,8 +272,26 @@ class JupyterKernel:
             self._state = ExecutorState.STOPPED
 
     async def restart(self) -> None:
+        """Replace the kernel. During a run, the run does it and answers `cancelled`."""
+        if self._running:
+            if self._restart_asked is None or self._restart_asked.done():
+                self._restart_asked = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._restart_asked)
+            return
         async with self._starting:
             await self._restart()
+
+    async def _restart_for_caller(self) -> None:
+        """Do the restart `restart()` asked for during a run, and tell it how that went."""
+        asked, self._restart_asked = self._restart_asked, None
+        if asked is None or asked.done():
+            return
+        try:
+            await self._restart_locked()
+        except BaseException as exc:
+            asked.set_exception(exc)
+            raise
+        asked.set_result(None)
 
     async def _restart(self) -> None:
         if not self.launched:
@@ -242,12 +312,20 @@ class JupyterKernel:
     # -- running -------------------------------------------------------------------------
 
     async def execute(
-        self, request: RunRequest, *, cancel: asyncio.Event | None = None
+        self,
+        request: RunRequest,
+        *,
+        cancel: asyncio.Event | None = None,
+        asked_at: float | None = None,
     ) -> RunOutcome:
+        """Run the request; `asked_at` (loop time) is when the user asked, for `start()`."""
+        asked_at = asyncio.get_running_loop().time() if asked_at is None else asked_at
         async with self._queue:
             if cancel is not None and cancel.is_set():
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
-            await self.start()
+            if await or_cancelled(self.start(asked_at=asked_at), cancel) is CANCELLED:
+                note = f"Cancelled while the {self.where} was starting."
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)
             note = ""
             lost = False
             if not await self.is_alive():
@@ -259,12 +337,24 @@ class JupyterKernel:
                 else:
                     note = "The kernel had died since the last run; its state was lost."
             self._state = ExecutorState.BUSY
+            self._running, self._interrupt_sent = True, False
             try:
                 outcome = await self._run(request, cancel)
+                if outcome.status == RunStatus.ERROR and _helper_gone(outcome):
+                    log.warning("runfix's helper was gone from the kernel; loading it again")
+                    await self._load_helper(self._kc)
+                    outcome = await self._run(request, cancel)
                 outcome = await self._after_run(outcome)
             finally:
+                self._running = False
                 if self._state == ExecutorState.BUSY:
                     self._state = ExecutorState.IDLE
+            await self._restart_for_caller()  # asked for as the run ended
+            if self._exited:
+                self._exited = False
+                await self._restart_locked()
+                note = f"The code ended the kernel (exit()); {self._replaced}"
+                outcome = replace(outcome, state_lost=True, note=note)
             if lost and not outcome.state_lost:
                 outcome = replace(outcome, state_lost=True, note=outcome.note or note)
             return outcome
@@ -273,8 +363,14 @@ class JupyterKernel:
         kc = self._kc
         loop = asyncio.get_running_loop()
         began = loop.time()
+        # Code that may hold a top-level `await` runs on the kernel's loop, as IPython runs it.
+        entry = (
+            "await __import__('_runfix_kernel').run_async"
+            if _may_await(request.code)
+            else ("__import__('_runfix_kernel').run")
+        )
         code = (
-            f"__import__('_runfix_kernel').run({request.code!r}, {request.filename!r}, "
+            f"{entry}({request.code!r}, {request.filename!r}, "
             f"{request.first_line}, {request.output_limit})"
         )
         msg_id = kc.execute(code, silent=False, store_history=False, allow_stdin=False)
@@ -285,13 +381,18 @@ class JupyterKernel:
         next_alive_check = began + _ALIVE_EVERY
         while True:
             now = loop.time()
+            if self._restart_asked is not None:
+                await self._restart_for_caller()
+                return self._ended(
+                    RunStatus.CANCELLED, collector, began, lost=True, note=RESTARTED_NOTE
+                )
             if interrupted_at is None:
                 if cancel is not None and cancel.is_set():
                     status, interrupted_at = RunStatus.CANCELLED, now
-                    await self.interrupt()
+                    await self._interrupt()
                 elif now >= deadline:
                     status, interrupted_at = RunStatus.TIMEOUT, now
-                    await self.interrupt()
+                    await self._interrupt()
             elif now >= interrupted_at + self.grace:
                 log.warning(
                     "%s for %s ignored the interrupt; restarting it", self.where, self.folder
@@ -326,12 +427,30 @@ class JupyterKernel:
                 continue
             collector.feed(msg)
         await self._drain_reply(msg_id)
-        if status == RunStatus.OK:
-            if collector.interrupted:
+        if status == RunStatus.OK and collector.interrupted is not None:
+            if self._interrupt_sent:
                 status = RunStatus.CANCELLED
-            elif any(isinstance(e, Error) for e in collector.events):
-                status = RunStatus.ERROR
+            else:  # `raise KeyboardInterrupt` in the code: an error like any other
+                collector.events.append(collector.interrupted)
+        if status == RunStatus.OK and any(isinstance(e, Error) for e in collector.events):
+            status = RunStatus.ERROR
+        self._exited = collector.exited
         note = _stopped_note(status, request.timeout, restarted=False)
+        if collector.strays:
+            log.info(
+                "dropped %d characters a thread of an earlier run printed during this one",
+                collector.strays,
+            )
+            note = " ".join(
+                filter(
+                    None,
+                    [
+                        note,
+                        f"Output of a thread an earlier run started was dropped "
+                        f"({collector.strays:,} characters).",
+                    ],
+                )
+            )
         return self._ended(status, collector, began, lost=False, note=note)
 
     async def _drain_reply(self, msg_id: str) -> None:
@@ -360,7 +479,7 @@ class JupyterKernel:
             truncated=collector.truncated,
             state_lost=lost,
             note=note,
-            span=collector.span if status != RunStatus.OK else None,
+            span=collector.span if status != RunStatus.OK or collector.exited else None,
         )
 
     async def variables(self) -> list[Variable]:
@@ -388,6 +507,17 @@ class JupyterKernel:
             )
             for i in items
         ]
+
+
+def _may_await(code: str) -> bool:
+    """Whether the code could hold a top-level `await` (`async for`/`async with` too)."""
+    return "await" in code or "async" in code
+
+
+def _helper_gone(outcome: RunOutcome) -> bool:
+    """The code deleted runfix's helper module, so the call to it failed."""
+    error = outcome.error
+    return error is not None and not error.frames and "_runfix_kernel" in error.evalue
 
 
 def _stopped_note(status: RunStatus, timeout: float, *, restarted: bool) -> str:

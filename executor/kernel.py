@@ -1,21 +1,33 @@
 """A local Jupyter kernel as an `Executor`, on jupyter_client's async API.
 
 The kernel runs on the folder's interpreter with the folder as its cwd and
-talks over IPC sockets in a private 0700 directory (never TCP ports). It is
-started with `JPY_PARENT_PID`, so it exits by itself if the server is killed.
+talks over IPC sockets in a private 0700 directory; where ZeroMQ has no IPC
+(Windows), or when the `transport` setting says so, over TCP bound to
+loopback, every message signed with the connection's key.
+
+Its stdin is /dev/null and its stdout/stderr a log file runfix keeps: the
+server's own stdout is the LSP channel, and ipykernel echoes file-descriptor
+output (child processes, `os.write(1, …)`, C extensions) to its fd 1 besides
+sending it to the client. A watchdog process holds the kernel's process group:
+if the server dies, even by SIGKILL, the kernel and every child it started die
+with it (the kernel's own parent check needs the GIL, which a long C call holds).
 The run loop is `jupyter.JupyterKernel`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import logging
 import os
+import re
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +56,73 @@ class _OneSpec(KernelSpecManager):
         return {}
 
 
+TRANSPORTS = ("ipc", "tcp")
+LOG_LIMIT = 1_000_000
+"""Bytes of kernel log kept: past this at a start, the log moves to `<name>.1`."""
+
+
+def default_transport() -> str:
+    """IPC where ZeroMQ has it (not on Windows), else TCP on loopback."""
+    return "tcp" if os.name == "nt" else "ipc"
+
+
+def log_folder() -> Path:
+    """Where runfix keeps its kernels' logs (`runfix doctor` says so)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "runfix" / "logs"
+
+
+def kernel_log(folder: Path) -> Path:
+    """The log of the kernels of `folder`: what they wrote to stdout/stderr, ipykernel's logs."""
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:10]
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", folder.name)[:40] or "root"
+    return log_folder() / f"kernel-{name}-{digest}.log"
+
+
+def _open_log(path: Path) -> Any:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > LOG_LIMIT:
+            path.replace(path.with_name(path.name + ".1"))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    return os.fdopen(fd, "ab", buffering=0)  # the kernel writes to it for its life
+
+
+class _GroupWatch:
+    """A tiny process that kills a process group when the server goes away.
+
+    It reads a pipe only the server holds; at EOF (the server exited or was
+    killed) it kills the group. Stopped normally, it is killed first and the
+    group is left to jupyter_client (which kills it too)."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self._proc = subprocess.Popen(
+            ["/bin/sh", "-c", f"read _ignored; kill -s KILL -- -{int(pgid)} 2>/dev/null"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def stop(self) -> None:
+        self._proc.kill()
+        self._proc.wait()
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+
+    @classmethod
+    def start(cls, km: AsyncKernelManager) -> _GroupWatch | None:
+        pgid = getattr(km.provisioner, "pgid", None)
+        if os.name == "nt" or not isinstance(pgid, int) or pgid <= 1 or pgid == os.getpgid(0):
+            return None  # no group of its own to watch
+        try:
+            return cls(pgid)
+        except OSError as exc:
+            log.warning("no watchdog for the kernel's processes: %s", exc)
+            return None
+
+
 @dataclass(frozen=True)
 class LocalConfig:
     """What a local kernel is made of; the pool replaces the kernel when this changes."""
@@ -51,9 +130,19 @@ class LocalConfig:
     python: str
     hidden_env: tuple[str, ...] = ()
     """Variables the kernel must not see (API keys)."""
+    transport: str = field(default_factory=default_transport)
 
-    def create(self, folder: Path, *, grace: float = 3.0) -> LocalKernel:
-        return LocalKernel(folder, self.python, hidden_env=self.hidden_env, grace=grace)
+    def create(
+        self, folder: Path, *, grace: float = 3.0, startup_timeout: float = 60.0
+    ) -> LocalKernel:
+        return LocalKernel(
+            folder,
+            self.python,
+            hidden_env=self.hidden_env,
+            transport=self.transport,
+            grace=grace,
+            startup_timeout=startup_timeout,
+        )
 
 
 class LocalKernel(JupyterKernel):
@@ -63,12 +152,19 @@ class LocalKernel(JupyterKernel):
         python: str,
         *,
         hidden_env: Iterable[str] = (),
+        transport: str | None = None,
         grace: float = 3.0,
         startup_timeout: float = 60.0,
     ) -> None:
         super().__init__(folder, grace=grace, startup_timeout=startup_timeout)
-        self.config: LocalConfig = LocalConfig(python, tuple(sorted(set(hidden_env))))
+        transport = transport or default_transport()
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
+        self.config: LocalConfig = LocalConfig(python, tuple(sorted(set(hidden_env))), transport)
         self._km: AsyncKernelManager | None = None
+        self._log: Any = None
+        self._watch: _GroupWatch | None = None
+        self.log_path = kernel_log(folder)
 
     @property
     def launched(self) -> bool:
@@ -92,17 +188,28 @@ class LocalKernel(JupyterKernel):
             interrupt_mode="signal",
             env={},
         )
+        # TCP: loopback only; jupyter_client gives the connection a random key, and the
+        # kernel drops any message not signed with it.
+        where = str(self._runtime / "kernel") if self.transport == "ipc" else "127.0.0.1"
         km = AsyncKernelManager(
             kernel_spec_manager=_OneSpec(spec),
             kernel_name="runfix",
-            transport="ipc",
-            ip=str(self._runtime / "kernel"),
+            transport=self.transport,
+            ip=where,
             connection_file=str(self._runtime / "kernel.json"),
         )
         self._km = km
         env = kernel_environment(self.python, hidden=self.hidden_env)
         env["RUNFIX_STATEMENT_FILE"] = str(self._runtime / STATEMENT_FILE)
-        await km.start_kernel(cwd=str(self.folder), env=env)
+        self._log = _open_log(self.log_path)
+        await km.start_kernel(
+            cwd=str(self.folder),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+        )
+        self._watch = _GroupWatch.start(km)
         await self._connect_manager()
         self.started_in = time.perf_counter() - began
         log.info("kernel for %s ready in %.2fs (%s)", self.folder, self.started_in, self.python)
@@ -115,6 +222,10 @@ class LocalKernel(JupyterKernel):
     def hidden_env(self) -> tuple[str, ...]:
         return self.config.hidden_env
 
+    @property
+    def transport(self) -> str:
+        return self.config.transport
+
     async def _connect_manager(self) -> None:
         assert self._km is not None
         kc = self._km.client()
@@ -126,18 +237,29 @@ class LocalKernel(JupyterKernel):
         assert self._km is not None
         began = time.perf_counter()
         self._disconnect()
+        self._stop_watch()
         await self._km.restart_kernel(now=True)
+        self._watch = _GroupWatch.start(self._km)
         await self._connect_manager()
         self.started_in = time.perf_counter() - began
 
+    def _stop_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
+
     async def _discard(self) -> None:
         self._disconnect()
+        self._stop_watch()
         if self._km is not None:
             try:
                 await self._km.shutdown_kernel(now=True)
             except Exception:
                 log.exception("killing the kernel for %s failed", self.folder)
             self._km = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         if self._runtime is not None:
             shutil.rmtree(self._runtime, ignore_errors=True)
             self._runtime = None
@@ -146,7 +268,7 @@ class LocalKernel(JupyterKernel):
         assert self._km is not None
         await self._km.shutdown_kernel(now=False)
 
-    async def interrupt(self) -> None:
+    async def _interrupt(self) -> None:
         if self._km is not None and await self._km.is_alive():
             await self._km.interrupt_kernel()
 

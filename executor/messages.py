@@ -28,7 +28,12 @@ class MessageCollector:
         self.events: list[Event] = []
         self.span: Span | None = None
         self.truncated = 0
-        self.interrupted = False
+        self.interrupted: Error | None = None
+        """The KeyboardInterrupt the code ended with: an interrupt, or the code's own raise."""
+        self.strays = 0
+        """Characters a thread of an earlier run printed during this one (dropped)."""
+        self.exited = False
+        """The code asked the kernel to exit (`exit()`, `quit()`)."""
         self._left = output_limit
 
     def _take(self, text: str) -> str:
@@ -71,10 +76,10 @@ class MessageCollector:
         elif kind == "execute_result":
             self.events.append(Value(self._bundle(content.get("data", {})), self.span))
         elif kind == "error":
-            text = "\n".join(content.get("traceback", []))
-            self.events.append(
-                Error(content.get("ename", "Error"), content.get("evalue", ""), (), text, self.span)
-            )
+            text = _cap("\n".join(content.get("traceback", [])), TRACEBACK_LIMIT)
+            ename = str(content.get("ename", "Error"))
+            evalue = _cap(str(content.get("evalue", "")), MESSAGE_LIMIT)
+            self.events.append(Error(ename, evalue, (), text, self.span))
 
     def _add_stream(self, name: str, text: str) -> None:
         last = self.events[-1] if self.events else None
@@ -90,22 +95,46 @@ class MessageCollector:
         elif "value" in control:
             self.events.append(Value(self._bundle(data), self.span))
         elif "error" in control:
-            self.events.append(_error(control["error"], self.span))
+            error = _error(control["error"], self.span)
+            if control.get("interrupted"):
+                self.interrupted = error  # the run decides: cancelled, or the code's error
+            else:
+                self.events.append(error)
         elif "truncated" in control:
             self.truncated += int(control["truncated"])
-        elif control.get("interrupted"):
-            self.interrupted = True
+        elif "strays" in control:
+            self.strays += int(control["strays"])
+        elif control.get("exited"):
+            self.exited = True
+
+
+MESSAGE_LIMIT = 2_000
+TRACEBACK_LIMIT = 20_000
+FRAME_LIMIT = 200
+"""Caps behind the kernel-side ones, for kernels that send more (an older helper, a magic)."""
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def _frame(raw: Any) -> Frame:
+    filename, line, name, *rest = raw
+    repeats = int(rest[0]) if rest else 0
+    return Frame(str(filename), int(line), str(name), repeats)
 
 
 def _error(raw: Mapping[str, Any], span: Span | None) -> Error:
-    frames = tuple(Frame(str(f), int(line), str(name)) for f, line, name in raw.get("frames", []))
+    frames = tuple(_frame(f) for f in list(raw.get("frames", []))[:FRAME_LIMIT])
     if "line" in raw:  # a SyntaxError: its position is the statement
         span = Span(int(raw["line"]), int(raw.get("end_line") or raw["line"]))
     return Error(
         ename=str(raw.get("ename", "Error")),
-        evalue=str(raw.get("evalue", "")),
+        evalue=_cap(str(raw.get("evalue", "")), MESSAGE_LIMIT),
         frames=frames,
-        text=str(raw.get("text", "")),
+        text=_cap(str(raw.get("text", "")), TRACEBACK_LIMIT),
         span=span,
         column=raw.get("column"),
         end_line=raw.get("end_line"),

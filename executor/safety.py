@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from executor.text import split_lines
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -190,14 +192,15 @@ def _writes(node: ast.Call, method: str) -> bool:
 
 def _magics(code: str) -> Iterator[tuple[int, str]]:
     """IPython shell escapes (`!ls`, `%system`, `%%bash`), which the parser cannot see."""
-    for number, line in enumerate(code.splitlines(), 1):
+    for number, line in enumerate(split_lines(code), 1):
         if _MAGIC.match(line):
             yield number, line.strip()
 
 
 def without_magics(code: str) -> str:
     return "\n".join(
-        (m.group(1) + "pass") if (m := _MAGIC.match(line)) else line for line in code.splitlines()
+        (m.group(1) + "pass") if (m := _MAGIC.match(line)) else line.rstrip("\r\n")
+        for line in split_lines(code)
     )
 
 

@@ -12,6 +12,7 @@ repository must not point the model, with your key, at its own server.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -44,6 +45,10 @@ class Settings:
     """inlay | diagnostics | both; None: inlay when the client supports inlay hints."""
     interrupt_grace: float = 3.0
     """Seconds an interrupted kernel gets to stop before it is restarted."""
+    kernel_start_timeout: float = 60.0
+    """Seconds a kernel (or its container) may take to start."""
+    transport: str = "auto"
+    """How the server talks to a local kernel: ipc | tcp | auto (IPC where ZeroMQ has it)."""
     model_base_url: str | None = None
     """An OpenAI-compatible endpoint; None: `OPENAI_BASE_URL`, else OpenAI's."""
     model_name: str | None = None
@@ -78,7 +83,12 @@ class Settings:
 
 def _number(minimum: float) -> Callable[[Any], float]:
     def check(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < minimum
+        ):
             raise ValueError(f"expected a number ≥ {minimum:g}")
         return float(value)
 
@@ -214,6 +224,8 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "outputLimit": ("output_limit", _integer(100)),
     "results": ("results", _results),
     "interruptGrace": ("interrupt_grace", _number(0.1)),
+    "kernelStartTimeout": ("kernel_start_timeout", _number(1)),
+    "transport": ("transport", _choice("auto", "ipc", "tcp")),
     "model.baseUrl": ("model_base_url", _optional_text("a URL")),
     "model.name": ("model_name", _optional_text("a model name")),
     "model.apiKeyEnv": ("model_api_key_env", _env_name),
