@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.uris import to_fs_path
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.events import RunOutcome, RunRequest, RunStatus, Variable
@@ -234,7 +233,7 @@ def _fixer(
 ) -> Fixer:
     model = server.model_for(settings)
     folder = server.folder_for(uri)
-    path = to_fs_path(uri) or uri
+    path = server.path_of(uri)
 
     async def ask(messages: list[dict[str, str]], what: str) -> str:
         return await model.complete(messages, on_text=progress.stream(what), cancel=cancel)
@@ -349,7 +348,7 @@ async def keep_candidate(
     if version is None or doc is None:
         return
     last = first + code.rstrip("\n").count("\n")
-    path = to_fs_path(uri) or uri
+    path = server.path_of(uri)
     results = build(
         outcome,
         path=path,

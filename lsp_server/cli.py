@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import sys
 import time
+import tokenize
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from executor.interpreter import find_interpreter, install_hint, ipykernel_versi
 from executor.jupyter import JupyterKernel
 from executor.kernel import LocalKernel
 from executor.safety import Finding, describe
+from executor.text import split_lines
 from lsp_server import __version__
 from lsp_server.cells import code_of
 from lsp_server.context import error_text
@@ -99,11 +102,12 @@ def run_file(path: Path, cell: int | None, timeout: float | None, fix: bool = Fa
     shown = str(path)
     path = path.resolve()
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with tokenize.open(path) as f:  # the coding cookie (or BOM) decides, as for Python
+            source, encoding = f.read(), f.encoding
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         print(f"runfix: error: cannot read {shown}: {exc}", file=sys.stderr)
         return 2
-    lines = source.splitlines(True)
+    lines = split_lines(source)
     folder = project_folder(path)
     settings = _settings(folder)
     pieces: list[Piece] = pieces_for(lines, None, settings.prompt_markers)
@@ -112,7 +116,7 @@ def run_file(path: Path, cell: int | None, timeout: float | None, fix: bool = Fa
             print(f"runfix: error: {shown} has {len(pieces)} cells with code", file=sys.stderr)
             return 2
         pieces = [pieces[cell - 1]]
-    headless = _Headless(shown, path, folder, settings, lines, timeout, fix)
+    headless = _Headless(shown, path, folder, settings, lines, timeout, fix, encoding)
     return asyncio.run(headless.run(pieces))
 
 
@@ -128,11 +132,15 @@ class _Headless:
         lines: list[str],
         timeout: float | None,
         fix: bool,
+        encoding: str = "utf-8",
     ) -> None:
         self.shown, self.path, self.folder, self.settings = shown, path, folder, settings
+        self.encoding = encoding
         self.lines, self.timeout, self.fix = lines, timeout or settings.timeout, fix
         config = kernel_config(folder, settings)
-        self.kernel = config.create(folder, grace=settings.interrupt_grace)
+        self.kernel = config.create(
+            folder, grace=settings.interrupt_grace, startup_timeout=settings.kernel_start_timeout
+        )
         self.model = ModelClient(ModelConfig.from_settings(settings))
 
     def request(self, code: str, first: int) -> RunRequest:
@@ -179,7 +187,7 @@ class _Headless:
             await self.kernel.shutdown()
             await self.model.close()
         if fixed:
-            self.path.write_text("".join(self.lines), encoding="utf-8")
+            self.path.write_text("".join(self.lines), encoding=self.encoding)
             print(f"{self.shown}: note: wrote the fixes", flush=True)
         return 1 if failed else 0
 
@@ -248,7 +256,9 @@ async def _doctor_local(folder: Path, settings: Settings) -> bool:
         print("  or point the `python` setting at an interpreter that has it.")
         return False
     print(f"ipykernel:      {version}")
-    return await _doctor_start("kernel", LocalKernel(folder, python.path), folder)
+    kernel = LocalKernel(folder, python.path)
+    print(f"kernel log:     {kernel.log_path}  (its stdout, stderr and ipykernel's own log)")
+    return await _doctor_start("kernel", kernel, folder)
 
 
 async def _doctor_start(label: str, kernel: JupyterKernel, folder: Path) -> bool:
@@ -322,6 +332,16 @@ def build_sandbox(tag: str, method: str, mirror: str, if_missing: bool) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, not {text!r}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="runfix", description=__doc__)
     parser.add_argument("--version", action="version", version=f"runfix {__version__}")
@@ -332,7 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = commands.add_parser("run", help="run a file's cells headless, compiler-style output")
     run.add_argument("file", type=Path)
     run.add_argument("--cell", type=int, help="run only this cell (1-based)")
-    run.add_argument("--timeout", type=float, help="seconds per cell (default: setting, 120)")
+    run.add_argument(
+        "--timeout", type=_seconds, help="seconds per cell (default: the setting, 120)"
+    )
     run.add_argument(
         "--fix",
         action="store_true",
@@ -366,10 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             host, _, port = args.tcp.rpartition(":")
             if not host or not port.isdigit():
                 parser.error("--tcp takes HOST:PORT, e.g. 127.0.0.1:2087")
-            serve_tcp(server, host, int(port))
-        else:
-            serve_stdio(server)
-        return 0
+            return serve_tcp(server, host, int(port))
+        return serve_stdio(server)
     if args.command == "run":
         return run_file(args.file, args.cell, args.timeout, args.fix)
     if args.command == "sandbox":

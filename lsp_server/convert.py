@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,8 @@ def inlay_hints(
 
 
 def _fence(text: str) -> str:
-    longest = max((len(run) for run in text.split("\n") if set(run) == {"`"}), default=0)
+    """A code block no line of `text` can close: its fence is longer than any run of backticks."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text.rstrip()}\n{fence}"
 

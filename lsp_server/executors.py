@@ -6,7 +6,7 @@ from pathlib import Path
 
 from executor.docker import DockerConfig
 from executor.interpreter import find_interpreter
-from executor.kernel import LocalConfig
+from executor.kernel import LocalConfig, default_transport
 from lsp_server.model import secret_names
 from lsp_server.settings import Settings
 
@@ -31,7 +31,8 @@ def kernel_config(folder: Path, settings: Settings) -> LocalConfig | DockerConfi
     if settings.executor == "docker":
         return docker_config(settings)
     python = find_interpreter(folder, settings.python).path
-    return LocalConfig(python, tuple(sorted(secret_names(settings))))
+    transport = default_transport() if settings.transport == "auto" else settings.transport
+    return LocalConfig(python, tuple(sorted(secret_names(settings))), transport)
 
 
 def sandboxed(settings: Settings) -> bool:

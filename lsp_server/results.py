@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from executor.events import Display, Error, RunOutcome, RunStatus, Span, Stream, Value
+from executor.events import Display, Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
 from lsp_server.positions import strip_eol
 
 SUMMARY_WIDTH = 60
@@ -92,6 +92,25 @@ class DocumentResults:
 # -- building results from a run ------------------------------------------------------
 
 
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def terminal_text(text: str) -> str:
+    """What a terminal would show: each `\r` rewrites its line (a progress bar ends at its last
+    frame), colour and cursor codes are dropped, other control characters too."""
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
+    if "\r" in text:
+        lines = []
+        for line in text.split("\n"):
+            shown = ""
+            for part in line.split("\r"):
+                shown = part + shown[len(part) :]
+            lines.append(shown)
+        text = "\n".join(lines)
+    return _CONTROL.sub("", text)
+
+
 def summarize(text: str, width: int = SUMMARY_WIDTH) -> str:
     """One line for an inlay hint: the first line of output, shortened."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
@@ -149,7 +168,7 @@ def build(
     error: Error | None = None
     for event in outcome.events:
         if isinstance(event, Stream):
-            by_span.setdefault(event.span, []).append(Output(event.text))
+            by_span.setdefault(event.span, []).append(Output(terminal_text(event.text)))
         elif isinstance(event, (Value, Display)):
             by_span.setdefault(event.span, []).append(_render(event.data, folder))
         elif isinstance(event, Error) and error is None:
@@ -173,9 +192,8 @@ def build(
         severity = "error" if outcome.state_lost else "warning"
         results.problems.append(_note(line, outcome.note, severity, lines))
     elif outcome.state_lost and outcome.note:
-        results.problems.append(
-            _note(min(fallback_line, last_line), outcome.note, "warning", lines)
-        )
+        line = min(outcome.span.first - 1 if outcome.span else fallback_line, last_line)
+        results.problems.append(_note(line, outcome.note, "warning", lines))
     return results
 
 
@@ -183,8 +201,21 @@ def _note(line: int, note: str, severity: str, lines: Sequence[str]) -> Problem:
     return Problem(line, line, note, severity, note, source=_lines(lines, line, line))
 
 
-def _call_site(function: str) -> str:
-    return "called from here" if function == "<module>" else f"called from {function}"
+RELATED_LIMIT = 20
+"""Call sites kept in a diagnostic's related information (the first and last halves)."""
+
+
+def _call_site(frame: Frame) -> str:
+    where = "called from here" if frame.name == "<module>" else f"called from {frame.name}"
+    return f"{where} (and {frame.repeats:,} more times)" if frame.repeats else where
+
+
+def _call_sites(frames: Sequence[Frame]) -> list[Related]:
+    related = [Related(f.line - 1, _call_site(f)) for f in frames]
+    if len(related) <= RELATED_LIMIT:
+        return related
+    half = RELATED_LIMIT // 2
+    return related[:half] + related[-half:]
 
 
 def _problem_for_error(error: Error, path: str, lines: Sequence[str], fallback: int) -> Problem:
@@ -195,7 +226,9 @@ def _problem_for_error(error: Error, path: str, lines: Sequence[str], fallback: 
     if ours:
         line = ours[-1].line - 1
         end = line
-        related = [Related(f.line - 1, _call_site(f.name)) for f in ours[:-1]]
+        related = _call_sites(ours[:-1])
+        if ours[-1].repeats:  # deep recursion: the raising line called itself over and over
+            related.append(Related(line, _call_site(ours[-1])))
         below = error.frames[error.frames.index(ours[-1]) + 1 :]
         deeper = [f for f in below if Path(f.filename).is_file()]
         if deeper:
@@ -340,6 +373,11 @@ class ResultStore:
         ]
         if not results.statements and not results.problems:
             self._docs.pop(uri, None)
+
+    def clear_made_at(self, uri: str, made_at: int, first: int, last: int) -> None:
+        """Drop results on lines first..last of version `made_at`, wherever edits moved them."""
+        changes = [c for v, c in self._log.get(uri, []) if v > made_at]
+        self.clear(uri, _shift_line(first, changes), _shift_line(last, changes))
 
     def reset(self, uri: str, version: int) -> None:
         """The whole text was replaced: drop everything, and results of runs still going."""

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.uris import to_fs_path
 
 from executor.base import ExecutorUnavailable
 from executor.events import RunOutcome, RunRequest, RunStatus
 from executor.jupyter import JupyterKernel
 from lsp_server.cells import code_of, split_cells
-from lsp_server.results import DocumentResults, build
+from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.server import RunfixServer
 from lsp_server.settings import Settings
 
@@ -49,7 +48,9 @@ def pieces_for(
     if not lines:
         return []
     if line_range is not None:
-        first = max(0, min(line_range.start.line, len(lines) - 1))
+        if line_range.start.line >= len(lines):
+            return []  # the empty last line, or past the end: nothing to run
+        first = max(0, line_range.start.line)
         last = line_range.end.line
         if line_range.end.character == 0 and last > first:
             last -= 1  # a selection of whole lines ends at column 0 of the next line
@@ -198,14 +199,20 @@ async def run_document(
 ) -> dict[str, Any]:
     """Run the range's lines or every cell, in order, stopping at the first that fails.
 
-    Each piece that ran is appended to `runs` when given (the fix loop reads them)."""
+    What runs is the text as it stood when the run was asked for, each piece whole,
+    however the document changes meanwhile; results land through the edits made
+    since (or are dropped where their lines changed). Each piece that ran is
+    appended to `runs` when given (the fix loop reads them)."""
     began = time.perf_counter()
+    asked_at = asyncio.get_running_loop().time()
     doc = server.workspace.get_text_document(uri)
+    text = Snapshot(doc.version or 0, tuple(doc.lines))
     folder = server.folder_for(uri)
     settings = await server.settings_for(folder)
-    pieces = pieces_for(doc.lines, line_range, settings.prompt_markers)
+    pieces = pieces_for(text.lines, line_range, settings.prompt_markers)
     if not pieces:
         return _answer(RunStatus.OK, began)
+    flagged = {p: server.store.get(uri).safety_in(p.first, p.last) for p in pieces}
     kernel = await server.kernel_for(folder)
     lock = server.run_lock(folder)
     if not await acquire(lock, cancel):
@@ -218,7 +225,9 @@ async def run_document(
                     progress.report(
                         f"Running cell {number}/{len(pieces)}", (number - 1) * 100 // len(pieces)
                     )
-                ran = await run_piece(server, uri, piece, kernel, settings, cancel)
+                ran = await run_piece(
+                    server, uri, text, piece, kernel, settings, cancel, flagged[piece], asked_at
+                )
                 if isinstance(ran, str):
                     return _answer(RunStatus.CANCELLED, began, message=ran)
                 if runs is not None:
@@ -235,30 +244,41 @@ async def run_document(
     return _answer(status, began)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """A document's text as it stood at one version: what a run runs."""
+
+    version: int
+    lines: tuple[str, ...]
+
+
 async def run_piece(
     server: RunfixServer,
     uri: str,
+    text: Snapshot,
     piece: Piece,
     kernel: JupyterKernel,
     settings: Settings,
     cancel: asyncio.Event,
+    flagged: list[Problem],
+    asked_at: float | None = None,
 ) -> PieceRun | str:
-    """Run one piece as the document stands now, keeping its results; a str: why it did not.
+    """Run one piece of `text`, keeping its results; a str: why it did not run.
 
-    Model-written code the scan flagged runs only once the user confirms it."""
-    doc = server.workspace.get_text_document(uri)
-    version, lines = doc.version or 0, list(doc.lines)
+    Model-written code the scan flagged (`flagged`) runs only once the user confirms it."""
+    version, lines = text.version, list(text.lines)
     code = code_of(lines, piece.first, piece.last)
-    flagged = server.store.get(uri).safety_in(piece.first, piece.last)
     if flagged:
         where = f"line {flagged[0].first + 1}"
         reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
         reason = f"The model-written code at {where} {reasons}."
         if not await server.confirm_run(code, reason, settings):
             return "not run: model-written code was flagged and the run was not confirmed"
-    server.store.clear(uri, piece.first, piece.last)
-    path = to_fs_path(uri) or uri
-    outcome = await kernel.execute(run_request(settings, path, code, piece.first), cancel=cancel)
+    server.store.clear_made_at(uri, version, piece.first, piece.last)
+    path = server.path_of(uri)
+    outcome = await kernel.execute(
+        run_request(settings, path, code, piece.first), cancel=cancel, asked_at=asked_at
+    )
     results = build(
         outcome,
         path=path,

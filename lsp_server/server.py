@@ -8,18 +8,22 @@ the plain modules (`cells`, `results`, `convert`, `runs`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -34,6 +38,7 @@ from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.positions import Width, strip_eol, width_for
 from lsp_server.results import DocumentResults, Problem, ResultStore
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve, section
+from lsp_server.transport import MAX_BODY, LineReader, run_frames, send_error, stdin_reader
 
 log = logging.getLogger(__name__)
 
@@ -44,23 +49,65 @@ CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
 
 
 class RunfixProtocol(LanguageServerProtocol):
-    """Lets `$/cancelRequest` reach a running command.
+    """pygls's protocol, with what LSP asks of a server that pygls leaves out.
 
-    pygls runs `workspace/executeCommand` handlers behind a wrapper future, and
-    cancelling the request only cancels that wrapper: the command would go on
-    and the kernel would keep running. Runs register an event here instead;
-    the run interrupts the kernel and answers `cancelled` itself.
+    - `$/cancelRequest` reaches a running command. pygls runs
+      `workspace/executeCommand` handlers behind a wrapper future, and cancelling
+      the request only cancels that wrapper: the command would go on and the
+      kernel would keep running. Runs register an event here instead; the run
+      interrupts the kernel and answers `cancelled` itself.
+    - A request before `initialize` is answered -32002, one after `shutdown`
+      -32600 (pygls answers neither, so the client waits for ever).
+    - The inner futures of pygls's generator handlers (`executeCommand`) are
+      forgotten once done (pygls keeps one per request for the server's life).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.run_cancels: dict[int | str, asyncio.Event] = {}
+        self.initialize_seen = False
 
     def _handle_cancel_notification(self, msg_id: int | str) -> None:
         if (event := self.run_cancels.get(msg_id)) is not None:
             event.set()
             return
         super()._handle_cancel_notification(msg_id)
+
+    def refusal(self, method: str, request: bool) -> JsonRpcException | None:
+        """Why a message must not be handled now (None: handle it); for a notification
+        the message is dropped, for a request this is the error it is answered with."""
+        if method == lsp.EXIT:
+            return None
+        if not self.initialize_seen and method != lsp.INITIALIZE:
+            return JsonRpcServerNotInitialized(f"{method}: the server is not initialized yet")
+        if self._shutdown:
+            return JsonRpcInvalidRequest(f"{method}: the server is shut down")
+        return None
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None)
+        if isinstance(method, str):
+            refused = self.refusal(method, msg_id is not None)
+            if refused is not None:
+                if msg_id is not None:
+                    send_error(self, msg_id, refused)
+                return
+            if method == lsp.INITIALIZE:
+                self.initialize_seen = True
+        super().handle_message(message)
+
+    def _execute_handler(
+        self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None
+    ) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
 
 
 class RunfixServer(LanguageServer):
@@ -154,13 +201,23 @@ class RunfixServer(LanguageServer):
 
     # -- folders and settings ---------------------------------------------------------
 
+    def path_of(self, uri: str) -> str:
+        """What tracebacks call the document: its path, or its URI when it has no file."""
+        return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
+
     def folder_for(self, uri: str) -> Path:
-        """The workspace folder holding the document (the innermost), else its directory."""
-        path = Path(to_fs_path(uri) or unquote(urlparse(uri).path))
-        best: Path | None = None
+        """The workspace folder holding the document (the innermost), else its directory.
+
+        A document with no file (`untitled:`) belongs to the first workspace folder,
+        else to the home folder: that is where its code runs."""
         roots = [f.uri for f in self.workspace.folders.values()]
         if self.workspace.root_uri:
             roots.append(self.workspace.root_uri)
+        if not uri.startswith("file:"):
+            first = next((to_fs_path(r) for r in roots if r.startswith("file:")), None)
+            return Path(first) if first else Path.home()
+        path = Path(to_fs_path(uri) or unquote(urlparse(uri).path))
+        best: Path | None = None
         for root in roots:
             folder = Path(to_fs_path(root) or "")
             inside = folder != Path() and path.is_relative_to(folder)
@@ -207,7 +264,12 @@ class RunfixServer(LanguageServer):
     async def kernel_for(self, folder: Path) -> JupyterKernel:
         settings = await self.settings_for(folder)
         config = kernel_config(folder, settings)
-        kernel = self.kernels.get(folder, config, grace=settings.interrupt_grace)
+        kernel = self.kernels.get(
+            folder,
+            config,
+            grace=settings.interrupt_grace,
+            startup_timeout=settings.kernel_start_timeout,
+        )
         if kernel.on_state is None:
             kernel.on_state = lambda _: self.notify_status(folder, kernel)
             self.notify_status(folder, kernel)
@@ -363,29 +425,33 @@ def setup_logging(server: RunfixServer, level: int) -> None:
         logging.getLogger(name).addHandler(handler)
 
 
-async def _serve(server: RunfixServer, reader: Any, writer: Any) -> None:
+async def _serve(server: RunfixServer, reader: LineReader | None, writer: Any) -> None:
+    """Handle the client's messages until `exit` or the end of input; then stop every kernel."""
     server.protocol.set_writer(writer)
     try:
-        await run_async(
-            stop_event=threading.Event(),
-            reader=reader,
-            protocol=server.protocol,
-            logger=log,
-            error_handler=server.report_server_error,
-        )
+        await run_frames(reader or await stdin_reader(), server.protocol)
     finally:
         await server.close()
 
 
-def serve_stdio(server: RunfixServer) -> None:
+def _exit_code(run: Callable[[], None]) -> int:
+    """0 after `shutdown` then `exit` (or the end of input), 1 for `exit` without `shutdown`."""
+    try:
+        run()
+    except SystemExit as exc:  # pygls's exit handler: its code is LSP's
+        return exc.code if isinstance(exc.code, int) else 1
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+    return 0
+
+
+def serve_stdio(server: RunfixServer) -> int:
     """LSP over stdin/stdout; kernels stop when the client says exit or stdin closes."""
-    reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
     writer = StdoutWriter(sys.stdout.buffer)
-    with contextlib.suppress(KeyboardInterrupt, SystemExit, BrokenPipeError):
-        asyncio.run(_serve(server, reader, writer))
+    return _exit_code(lambda: asyncio.run(_serve(server, None, writer)))
 
 
-def serve_tcp(server: RunfixServer, host: str, port: int) -> None:
+def serve_tcp(server: RunfixServer, host: str, port: int) -> int:
     """LSP over one TCP connection; the server ends when that client disconnects."""
 
     async def main() -> None:
@@ -397,10 +463,9 @@ def serve_tcp(server: RunfixServer, host: str, port: int) -> None:
             finally:
                 done.set()
 
-        listener = await asyncio.start_server(connection, host, port)
+        listener = await asyncio.start_server(connection, host, port, limit=MAX_BODY)
         log.info("listening on %s:%s", host, port)
         async with listener:
             await done.wait()
 
-    with contextlib.suppress(KeyboardInterrupt, SystemExit):
-        asyncio.run(main())
+    return _exit_code(lambda: asyncio.run(main()))

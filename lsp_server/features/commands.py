@@ -56,10 +56,17 @@ async def _cancellable(
             ls.protocol.run_cancels.pop(msg_id, None)
 
 
-def _object(command: str, args: tuple[Any, ...], shape: str) -> dict[str, Any]:
+def _object(ls: RunfixServer, command: str, args: tuple[Any, ...], shape: str) -> dict[str, Any]:
     if len(args) != 1 or not isinstance(args[0], dict) or not isinstance(args[0].get("uri"), str):
         raise JsonRpcInvalidParams(f"{command}: expected one argument: {shape}")
+    _must_be_open(ls, command, args[0]["uri"])
     return args[0]
+
+
+def _must_be_open(ls: RunfixServer, command: str, uri: str) -> None:
+    """Commands act on the editor's text, never on a file the editor has not opened."""
+    if uri not in ls.workspace.text_documents:
+        raise JsonRpcInvalidParams(f"{command}: {uri} is not open in the editor")
 
 
 def _line(value: Any) -> int:
@@ -84,11 +91,18 @@ def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
     async def command(ls: RunfixServer, *args: Any) -> dict[str, Any]:
         try:
             uri, line_range = parse_run_arguments(args)
+            _must_be_open(ls, name, uri)
             if line_range is None and args[0].get("position") is not None:
                 line_range = _cell_range(ls, uri, _line(args[0]["position"]))
         except ValueError as exc:
             why = str(exc) or '"position" must be an LSP Position'
             raise JsonRpcInvalidParams(f"{name}: {why}") from None
+        size = len(ls.workspace.text_documents[uri].lines)
+        if line_range is not None and line_range.start.line > size:
+            raise JsonRpcInvalidParams(
+                f"{name}: the range starts at line {line_range.start.line}, past the end of "
+                f"the document ({size} lines)"
+            )
         return await _cancellable(ls, lambda cancel: work(ls, uri, line_range, cancel))
 
 
@@ -109,7 +123,7 @@ def register(server: RunfixServer) -> None:
     @server.command(GENERATE)
     async def generate(ls: RunfixServer, *args: Any) -> dict[str, Any]:
         shape = '{"uri": <document uri>, "position": <Position on the prompt line>, "run": <bool>}'
-        arg = _object(GENERATE, args, shape)
+        arg = _object(ls, GENERATE, args, shape)
         try:
             line = _line(arg.get("position"))
         except ValueError:
@@ -123,7 +137,7 @@ def register(server: RunfixServer) -> None:
     @server.command(FIX_WITH_MODEL)
     async def fix_with_model(ls: RunfixServer, *args: Any) -> dict[str, Any]:
         shape = '{"uri": <document uri>, "piece": [first line, last line], "message": <error>}'
-        arg = _object(FIX_WITH_MODEL, args, shape)
+        arg = _object(ls, FIX_WITH_MODEL, args, shape)
         piece, message = arg.get("piece"), arg.get("message")
         if not (_is_piece(piece) and isinstance(message, str)):
             raise JsonRpcInvalidParams(f"{FIX_WITH_MODEL}: expected {shape}")
@@ -144,7 +158,7 @@ def register(server: RunfixServer) -> None:
     @server.command(INSTALL)
     async def install(ls: RunfixServer, *args: Any) -> dict[str, Any]:
         shape = '{"uri": <document uri>, "packages": [<distribution>], "range": <to re-run>}'
-        arg = _object(INSTALL, args, shape)
+        arg = _object(ls, INSTALL, args, shape)
         packages = arg.get("packages")
         if (
             not isinstance(packages, list)

@@ -12,6 +12,7 @@ import logging
 from lsprotocol import types as lsp
 
 from lsp_server.server import RunfixServer
+from lsp_server.text import DocumentWorkspace
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +21,8 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: RunfixServer, params: lsp.InitializeParams) -> None:
         ls.init_options = params.initialization_options
+        # pygls made its workspace just before this handler; ours splits lines as LSP does.
+        ls.protocol._workspace = DocumentWorkspace.like(ls.workspace)
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: RunfixServer, params: None) -> None:
