@@ -19,7 +19,7 @@ import json
 import logging
 import queue
 import struct
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -317,8 +317,13 @@ class JupyterKernel:
         *,
         cancel: asyncio.Event | None = None,
         asked_at: float | None = None,
+        ask_input: AskInput | None = None,
     ) -> RunOutcome:
-        """Run the request; `asked_at` (loop time) is when the user asked, for `start()`."""
+        """Run the request; `asked_at` (loop time) is when the user asked, for `start()`.
+
+        With `ask_input`, the code's `input()`/`getpass()` ask the user through it (None:
+        they declined, and the run is cancelled); without, they raise as in a notebook
+        that cannot ask."""
         asked_at = asyncio.get_running_loop().time() if asked_at is None else asked_at
         async with self._queue:
             if cancel is not None and cancel.is_set():
@@ -339,11 +344,11 @@ class JupyterKernel:
             self._state = ExecutorState.BUSY
             self._running, self._interrupt_sent = True, False
             try:
-                outcome = await self._run(request, cancel)
+                outcome = await self._run(request, cancel, ask_input)
                 if outcome.status == RunStatus.ERROR and _helper_gone(outcome):
                     log.warning("runfix's helper was gone from the kernel; loading it again")
                     await self._load_helper(self._kc)
-                    outcome = await self._run(request, cancel)
+                    outcome = await self._run(request, cancel, ask_input)
                 outcome = await self._after_run(outcome)
             finally:
                 self._running = False
@@ -359,7 +364,9 @@ class JupyterKernel:
                 outcome = replace(outcome, state_lost=True, note=outcome.note or note)
             return outcome
 
-    async def _run(self, request: RunRequest, cancel: asyncio.Event | None) -> RunOutcome:
+    async def _run(
+        self, request: RunRequest, cancel: asyncio.Event | None, ask_input: AskInput | None
+    ) -> RunOutcome:
         kc = self._kc
         loop = asyncio.get_running_loop()
         began = loop.time()
@@ -367,13 +374,33 @@ class JupyterKernel:
         entry = (
             "await __import__('_runfix_kernel').run_async"
             if _may_await(request.code)
-            else ("__import__('_runfix_kernel').run")
+            else "__import__('_runfix_kernel').run"
         )
         code = (
             f"{entry}({request.code!r}, {request.filename!r}, "
             f"{request.first_line}, {request.output_limit})"
         )
-        msg_id = kc.execute(code, silent=False, store_history=False, allow_stdin=False)
+        msg_id = kc.execute(
+            code, silent=False, store_history=False, allow_stdin=ask_input is not None
+        )
+        relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
+        try:
+            return await self._follow(request, cancel, kc, msg_id, began, relay)
+        finally:
+            if relay is not None:
+                relay.close()
+
+    async def _follow(
+        self,
+        request: RunRequest,
+        cancel: asyncio.Event | None,
+        kc: Any,
+        msg_id: str,
+        began: float,
+        relay: _InputRelay | None,
+    ) -> RunOutcome:
+        """Read the run's messages until the kernel is idle again, watching everything else."""
+        loop = asyncio.get_running_loop()
         collector = MessageCollector(request.output_limit)
         deadline = began + request.timeout
         interrupted_at: float | None = None
@@ -386,11 +413,12 @@ class JupyterKernel:
                 return self._ended(
                     RunStatus.CANCELLED, collector, began, lost=True, note=RESTARTED_NOTE
                 )
+            declined = relay is not None and not await relay.poll(now)
             if interrupted_at is None:
-                if cancel is not None and cancel.is_set():
+                if (cancel is not None and cancel.is_set()) or declined:
                     status, interrupted_at = RunStatus.CANCELLED, now
                     await self._interrupt()
-                elif now >= deadline:
+                elif now >= deadline + (relay.waited(now) if relay is not None else 0.0):
                     status, interrupted_at = RunStatus.TIMEOUT, now
                     await self._interrupt()
             elif now >= interrupted_at + self.grace:
@@ -437,20 +465,9 @@ class JupyterKernel:
         self._exited = collector.exited
         note = _stopped_note(status, request.timeout, restarted=False)
         if collector.strays:
-            log.info(
-                "dropped %d characters a thread of an earlier run printed during this one",
-                collector.strays,
-            )
-            note = " ".join(
-                filter(
-                    None,
-                    [
-                        note,
-                        f"Output of a thread an earlier run started was dropped "
-                        f"({collector.strays:,} characters).",
-                    ],
-                )
-            )
+            dropped = f"{collector.strays:,} characters a thread of an earlier run printed"
+            log.info("dropped %s during this run", dropped)
+            note = f"{note} Dropped: {dropped}.".strip()
         return self._ended(status, collector, began, lost=False, note=note)
 
     async def _drain_reply(self, msg_id: str) -> None:
@@ -507,6 +524,57 @@ class JupyterKernel:
             )
             for i in items
         ]
+
+
+AskInput = Callable[[str, bool], Awaitable["str | None"]]
+"""Ask the user for a line of input: (prompt, password) → the line, or None if declined."""
+
+
+class _InputRelay:
+    """The kernel's input requests during one run, each answered by asking the user.
+
+    The time spent waiting for the user does not count against the run's timeout."""
+
+    def __init__(self, kc: Any, msg_id: str, ask: AskInput) -> None:
+        self.kc, self.msg_id, self.ask = kc, msg_id, ask
+        self._asking: asyncio.Future[str | None] | None = None
+        self._since = 0.0
+        self._waited = 0.0
+
+    def waited(self, now: float) -> float:
+        return self._waited + (now - self._since if self._asking is not None else 0.0)
+
+    async def poll(self, now: float) -> bool:
+        """Take a new request or hand over an answer; False once the user declined."""
+        if self._asking is None:
+            try:
+                msg = await self.kc.get_stdin_msg(timeout=0)
+            except queue.Empty:
+                return True
+            ours = msg["parent_header"].get("msg_id") == self.msg_id
+            if ours and msg["msg_type"] == "input_request":
+                content = msg["content"]
+                prompt, password = str(content.get("prompt", "")), bool(content.get("password"))
+                self._asking = asyncio.ensure_future(self.ask(prompt, password))
+                self._since = now
+            return True
+        if not self._asking.done():
+            return True
+        asking, self._asking = self._asking, None
+        self._waited += now - self._since
+        try:
+            value = asking.result()
+        except Exception as exc:  # the client could not ask: as if declined
+            log.warning("asking for input failed: %s", exc)
+            value = None
+        if value is None:
+            return False
+        self.kc.input(value)
+        return True
+
+    def close(self) -> None:
+        if self._asking is not None:
+            self._asking.cancel()
 
 
 def _may_await(code: str) -> bool:

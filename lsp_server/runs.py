@@ -277,7 +277,10 @@ async def run_piece(
     server.store.clear_made_at(uri, version, piece.first, piece.last)
     path = server.path_of(uri)
     outcome = await kernel.execute(
-        run_request(settings, path, code, piece.first), cancel=cancel, asked_at=asked_at
+        run_request(settings, path, code, piece.first),
+        cancel=cancel,
+        asked_at=asked_at,
+        ask_input=server.ask_input if server.supports_input else None,
     )
     results = build(
         outcome,

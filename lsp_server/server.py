@@ -43,6 +43,7 @@ from lsp_server.transport import MAX_BODY, LineReader, run_frames, send_error, s
 log = logging.getLogger(__name__)
 
 STATUS = "runfix/status"
+INPUT = "runfix/input"
 RUN_ANYWAY = "Run"
 NO_RUN = "Don't run"
 CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
@@ -198,6 +199,21 @@ class RunfixServer(LanguageServer):
     @property
     def supports_progress(self) -> bool:
         return bool(self._capability("window", "work_done_progress"))
+
+    @property
+    def supports_input(self) -> bool:
+        """The client answers `runfix/input` (it says so in `experimental.runfixInput`)."""
+        experimental = self._capability("experimental")
+        return isinstance(experimental, dict) and experimental.get("runfixInput") is True
+
+    async def ask_input(self, prompt: str, password: bool) -> str | None:
+        """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`)."""
+        answer = await self.protocol.send_request_async(
+            INPUT, {"prompt": prompt, "password": password}
+        )
+        # pygls hands an untyped result over as an object with attributes, or a dict.
+        value = answer.get("value") if isinstance(answer, dict) else getattr(answer, "value", None)
+        return value if isinstance(value, str) else None
 
     # -- folders and settings ---------------------------------------------------------
 

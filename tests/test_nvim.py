@@ -84,6 +84,41 @@ def test_run_then_quick_fix_in_headless_neovim(nvim: str, tmp_path: Path) -> Non
     assert "command: " in health and "version: runfix " in health
 
 
+def test_input_is_asked_through_vim_ui_input(nvim: str, tmp_path: Path) -> None:
+    """A cell calls input(): the plugin tells the server it can ask, asks with vim.ui.input
+    (answered here a moment later, as an asynchronous input UI would), and the code gets it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    ask = project / "ask.py"
+    ask.write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
+    report = tmp_path / "report.json"
+    env = {
+        **SERVER_ENV,
+        "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
+        "RUNFIX_NVIM_CMD": json.dumps(SERVER),
+        "RUNFIX_NVIM_PYTHON": sys.executable,
+        "RUNFIX_NVIM_FILE": str(ask),
+        "RUNFIX_NVIM_REPORT": str(report),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    script = Path(__file__).parent / "nvim" / "input.lua"
+    subprocess.run(
+        [nvim, "--headless", "--clean", "-c", f"luafile {script}"],
+        env=env,
+        cwd=project,
+        timeout=180,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    done = json.loads(report.read_text())
+    assert "error" not in done, done.get("error")
+    assert done["attached"], done
+    assert done["prompts"] == ["Your name? "]
+    assert done["answered"], done["diagnostics"]
+
+
 SHOT_INIT = """\
 vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
 vim.o.termguicolors = false

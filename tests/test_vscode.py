@@ -1,8 +1,8 @@
 """The VS Code extension, packaged, in a real VS Code (code-server) driven in headless
 Chromium: open an example, run the cell from the command palette, and check what a user sees
 — the result hint in the editor, the error in the Problems panel on the right line, the
-kernel state in the status bar, a project's pyproject.toml setting honoured. The screenshot
-lands in the test's output folder."""
+kernel state in the status bar, a project's pyproject.toml setting honoured; and `input()`
+answered in VS Code's input box. The screenshots land in the test's output folder."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "example.py").write_text(EXAMPLE)
+    (workspace / "ask.py").write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
     # A project setting reaches the server through VS Code (which must not send its defaults
     # over it): values show in the Problems panel too.
     (workspace / "pyproject.toml").write_text('[tool.runfix]\nresults = "both"\n')
@@ -64,7 +65,7 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     report = json.loads((out / "report.json").read_text())
     saved = VSCODE / "test-output"
     saved.mkdir(exist_ok=True)
-    for name in ("vscode.png", "failure.png", "report.json", "code-server.log"):
+    for name in ("vscode.png", "vscode-input.png", "failure.png", "report.json", "code-server.log"):
         if (out / name).exists():
             shutil.copy(out / name, saved / name)
     assert "error" not in report, report["error"]
@@ -76,3 +77,5 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     assert "total 7.7" in report["problems"]  # results = "both" from pyproject.toml
     assert report["idle"] and "runfix: idle · kernel" in report["statusBar"]
     assert (out / "vscode.png").stat().st_size > 10_000
+    assert report["asked"], "no input box for input()"
+    assert report["answered"], "the answer did not reach the code"

@@ -4,11 +4,14 @@
 import * as fs from "fs";
 import * as vscode from "vscode";
 import {
+  type ClientCapabilities,
   ExecuteCommandRequest,
+  type FeatureState,
   LanguageClient,
   type LanguageClientOptions,
   RevealOutputChannelOn,
   type ServerOptions,
+  type StaticFeature,
 } from "vscode-languageclient/node";
 
 import { findRunfix, type KernelState, NOT_FOUND, serverSettings, statusText } from "./find";
@@ -97,7 +100,9 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     },
   };
   client = new LanguageClient("runfix", "runfix", serverOptions, clientOptions);
+  client.registerFeature(inputFeature);
   context.subscriptions.push(
+    client.onRequest("runfix/input", askInput),
     client.onNotification("runfix/status", (params: { folder: string; state: KernelState; executor: string }) => {
       states.set(params.folder, { state: params.state, executor: params.executor });
       updateStatus();
@@ -109,6 +114,29 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     void vscode.window.showErrorMessage(`runfix: the server did not start: ${String(err)}`);
     client = undefined;
   }
+}
+
+/** Tells the server this client answers `runfix/input` (the code's `input()`, `getpass()`). */
+const inputFeature: StaticFeature = {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = { ...(capabilities.experimental as object | undefined), runfixInput: true };
+  },
+  initialize(): void {},
+  getState(): FeatureState {
+    return { kind: "static" };
+  },
+  clear(): void {},
+};
+
+/** `runfix/input`: an input box (a password box for `getpass`); Escape declines (the run is cancelled). */
+async function askInput(params: { prompt?: string; password?: boolean }): Promise<{ value: string } | null> {
+  const value = await vscode.window.showInputBox({
+    title: "runfix: the running code asks",
+    prompt: params.prompt || "input()",
+    password: params.password === true,
+    ignoreFocusOut: true,
+  });
+  return value === undefined ? null : { value };
 }
 
 function currentState(): { state: KernelState; executor: string } | undefined {

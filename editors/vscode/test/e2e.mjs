@@ -1,7 +1,7 @@
 // VS Code end to end: code-server with the packaged extension, driven in headless Chromium.
 // Opens the example, runs "runfix: Run Cell" from the command palette, and reports what a
 // user sees: the result's inlay hint in the editor, the error in the Problems panel, the
-// status bar. Writes report.json and a screenshot to $RUNFIX_E2E_OUT.
+// status bar; then runs a cell that calls input() and answers it in VS Code's input box. Writes report.json and a screenshot to $RUNFIX_E2E_OUT.
 // Run by tests/test_vscode.py (which asserts on the report).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -146,6 +146,37 @@ try {
   report.statusBar = await page.locator(".part.statusbar").innerText();
   await page.screenshot({ path: path.join(out, "vscode.png") });
   step("screenshot");
+
+  // input(): the running code asks, VS Code shows an input box, the answer reaches the code.
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("ask.py");
+  await pick(page, "ask.py");
+  await page.waitForFunction(
+    () => document.querySelector(".editor-instance .view-lines")?.textContent?.includes("input("),
+    null,
+    { timeout: 30000 },
+  );
+  await page.locator(".editor-instance .monaco-editor").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("runfix: Run Cell");
+  await pick(page, "runfix: Run Cell");
+  const box = page.locator(".quick-input-widget", { hasText: "Your name?" });
+  await box.waitFor({ state: "visible", timeout: 30000 }).then(
+    () => step("asked"),
+    () => step("asked", false),
+  );
+  await page.keyboard.type("Ada");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    () =>
+      (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+        .replace(/[\s\u00a0]+/g, " ")
+        .includes("→ 'Hello, Ada'"),
+    null,
+    { timeout: 30000 },
+  ).then(() => step("answered"), () => step("answered", false));
+  await page.screenshot({ path: path.join(out, "vscode-input.png") });
 } catch (err) {
   report.error = String(err && err.stack ? err.stack : err);
   if (browser) {

@@ -42,6 +42,31 @@ function M.root_dir(path)
   return dir
 end
 
+--- `runfix/input`: the running code called input() (or getpass()): ask with vim.ui.input
+--- (inputsecret for a password). Waits for UIs that answer later; no answer cancels the run.
+function M.ask_input(_, params)
+  params = params or {}
+  local done, value = false, nil
+  local function answer(text)
+    done, value = true, text
+  end
+  if params.password then
+    local ok, text = pcall(vim.fn.inputsecret, params.prompt or "")
+    answer(ok and text or nil)
+  else
+    vim.ui.input({ prompt = params.prompt or "" }, answer)
+  end
+  if not done then
+    vim.wait(24 * 3600 * 1000, function()
+      return done
+    end, 50)
+  end
+  if value == nil then
+    return vim.NIL
+  end
+  return { value = value }
+end
+
 local function handlers()
   return {
     ["runfix/status"] = function(_, result)
@@ -49,7 +74,15 @@ local function handlers()
         M.states[result.folder] = { state = result.state, executor = result.executor }
       end
     end,
+    ["runfix/input"] = M.ask_input,
   }
+end
+
+--- Neovim's capabilities, plus: this client answers `runfix/input`.
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  caps.experimental = vim.tbl_extend("force", caps.experimental or {}, { runfixInput = true })
+  return caps
 end
 
 local function on_attach(client, bufnr)
@@ -67,6 +100,7 @@ local function client_config(root)
     workspace_folders = root and { { uri = vim.uri_from_fname(root), name = root } } or nil,
     init_options = M.config.settings,
     settings = { runfix = M.config.settings },
+    capabilities = capabilities(),
     handlers = handlers(),
     on_attach = on_attach,
   }

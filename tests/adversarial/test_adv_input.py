@@ -1,0 +1,79 @@
+"""`input()` and `getpass()` in a run: asked through the client when it can ask
+(`experimental.runfixInput`), a clear error when it cannot."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from tests.conftest import errors, hints, init_params, open_doc, run
+
+pytestmark = pytest.mark.e2e
+
+ASKS = """\
+name = input('Your name? ')
+from getpass import getpass
+secret = getpass('Key: ')
+(name, len(secret))
+"""
+
+
+def _asking(client: LanguageClient, answers: list[str | None]) -> list[Any]:
+    """Answer `runfix/input` from `answers`, in order; the requests seen."""
+    asked: list[Any] = []
+
+    @client.feature("runfix/input")
+    async def answer(params: Any) -> Any:
+        asked.append(params)
+        await asyncio.sleep(0.2)  # a person takes a moment
+        value = answers.pop(0)
+        return None if value is None else {"value": value}
+
+    return asked
+
+
+def _can_ask(folder: Path, options: dict[str, Any] | None = None) -> lsp.InitializeParams:
+    params = init_params(folder, options=options)
+    params.capabilities = attrs.evolve(params.capabilities, experimental={"runfixInput": True})
+    return params
+
+
+async def test_input_and_getpass_are_asked_through_the_client(
+    client: LanguageClient, folder: Path, executor: str
+) -> None:
+    asked = _asking(client, ["Ada", "s3cret"])
+    await client.initialize_session(_can_ask(folder, {"executor": executor, "timeout": 1}))
+    uri = open_doc(client, folder / "ask.py", ASKS)
+
+    answer = await run(client, uri)
+
+    assert answer["status"] == "ok", client.diagnostics.get(uri)
+    assert [(a.prompt, a.password) for a in asked] == [("Your name? ", False), ("Key: ", True)]
+    # The time spent answering does not count against the 1 s timeout.
+    assert [h.label for h in await hints(client, uri)] == ["→ ('Ada', 6)"]
+
+
+async def test_a_declined_input_cancels_the_run(client: LanguageClient, folder: Path) -> None:
+    _asking(client, [None])
+    await client.initialize_session(_can_ask(folder))
+    uri = open_doc(client, folder / "ask.py", "x = input('Continue? ')\n")
+    answer = await run(client, uri)
+    assert answer["status"] == "cancelled"
+    assert errors(client, uri) == []
+
+
+async def test_a_client_that_cannot_ask_gets_a_clear_error(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "ask.py", "x = input('Name? ')\n")
+    answer = await run(client, uri)
+    assert answer["status"] == "error"
+    [error] = errors(client, uri)
+    assert error.message.startswith("StdinNotImplementedError")
