@@ -101,8 +101,11 @@ API_KEY = "sk-runfix-canary-0123456789"
 WHEELS = Path(
     os.environ.setdefault("RUNFIX_TEST_WHEELS", tempfile.mkdtemp(prefix="runfix-test-wheels-"))
 )
+# Kernel logs of the test servers go to a folder of the run's own, not the user's state folder.
+STATE = os.environ.setdefault("RUNFIX_TEST_STATE", tempfile.mkdtemp(prefix="runfix-test-state-"))
 SERVER_ENV = {
     **os.environ,
+    "XDG_STATE_HOME": STATE,
     API_KEY_ENV: API_KEY,
     "OPENAI_API_KEY": API_KEY,
     "PIP_FIND_LINKS": str(WHEELS),

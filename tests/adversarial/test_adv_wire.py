@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from executor.kernel import kernel_log
 from tests.adversarial.conftest import Wire
+from tests.conftest import STATE
 
 pytestmark = pytest.mark.e2e
 
@@ -54,6 +56,9 @@ def test_fd_level_output_never_reaches_the_channel(wire: Wire, folder: Path) -> 
         assert text in shown
     assert labels.get(4) == "→ printed"
     assert wire.run(uri)["result"]["status"] == "ok"  # and the session goes on
+    # ipykernel's echo of fd output lands in the kernel log runfix keeps.
+    log = Path(STATE, "runfix", "logs", kernel_log(folder).name).read_text()
+    assert "from a child" in log and "written to fd 1" in log
 
 
 def test_a_short_content_length_is_skipped_and_the_server_answers_again(
