@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,32 +44,38 @@ def nvim() -> str:
     return path
 
 
-def test_run_then_quick_fix_in_headless_neovim(nvim: str, tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    example = project / "area.py"
-    example.write_text(EXAMPLE)
+def _headless(nvim: str, tmp_path: Path, file: Path, script: Path) -> dict[str, Any]:
+    """Run a test script in headless Neovim on `file`; the JSON report it wrote."""
     report = tmp_path / "report.json"
     env = {
         **SERVER_ENV,
         "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
         "RUNFIX_NVIM_CMD": json.dumps(SERVER),
         "RUNFIX_NVIM_PYTHON": sys.executable,
-        "RUNFIX_NVIM_FILE": str(example),
+        "RUNFIX_NVIM_FILE": str(file),
         "RUNFIX_NVIM_REPORT": str(report),
         "XDG_STATE_HOME": str(tmp_path / "state"),  # Neovim's LSP log goes here, not $HOME
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
     subprocess.run(
-        [nvim, "--headless", "--clean", "-c", f"luafile {SCRIPT}"],
+        [nvim, "--headless", "--clean", "-c", f"luafile {script}"],
         env=env,
-        cwd=project,
+        cwd=file.parent,
         timeout=180,
         check=False,
         stdin=subprocess.DEVNULL,
     )
-    done = json.loads(report.read_text())
+    done: dict[str, Any] = json.loads(report.read_text())
+    return done
+
+
+def test_run_then_quick_fix_in_headless_neovim(nvim: str, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    example = project / "area.py"
+    example.write_text(EXAMPLE)
+    done = _headless(nvim, tmp_path, example, SCRIPT)
     assert "error" not in done, done.get("error")
     assert done["attached"] and done["errored"], done
     lines = {d["line"]: (d["severity"], d["message"]) for d in done["diagnostics"]}
@@ -92,27 +99,7 @@ def test_input_is_asked_through_vim_ui_input(nvim: str, tmp_path: Path) -> None:
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     ask = project / "ask.py"
     ask.write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
-    report = tmp_path / "report.json"
-    env = {
-        **SERVER_ENV,
-        "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
-        "RUNFIX_NVIM_CMD": json.dumps(SERVER),
-        "RUNFIX_NVIM_PYTHON": sys.executable,
-        "RUNFIX_NVIM_FILE": str(ask),
-        "RUNFIX_NVIM_REPORT": str(report),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
-    script = Path(__file__).parent / "nvim" / "input.lua"
-    subprocess.run(
-        [nvim, "--headless", "--clean", "-c", f"luafile {script}"],
-        env=env,
-        cwd=project,
-        timeout=180,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    done = json.loads(report.read_text())
+    done = _headless(nvim, tmp_path, ask, Path(__file__).parent / "nvim" / "input.lua")
     assert "error" not in done, done.get("error")
     assert done["attached"], done
     assert done["prompts"] == ["Your name? "]
