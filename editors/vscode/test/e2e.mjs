@@ -37,6 +37,9 @@ async function pick(page, label) {
   await page.keyboard.press("Enter");
 }
 
+/** Thrown to end a scenario early, without an error. */
+class Done extends Error {}
+
 function freePort() {
   return new Promise((resolve) => {
     const server = net.createServer();
@@ -47,26 +50,27 @@ function freePort() {
   });
 }
 
+// "main": everything set up front. "path-later": runfix.path is set only after the
+// extension said it could not find runfix, as a user does after "Open Settings".
+const scenario = process.env.RUNFIX_E2E_SCENARIO || "main";
 const user = path.join(out, "user-data");
 const extensions = path.join(out, "extensions");
 fs.mkdirSync(path.join(user, "User"), { recursive: true });
-fs.writeFileSync(
-  path.join(user, "User", "settings.json"),
-  JSON.stringify(
-    {
-      "security.workspace.trust.enabled": false,
-      "workbench.startupEditor": "none",
-      "workbench.tips.enabled": false,
-      "telemetry.telemetryLevel": "off",
-      "extensions.ignoreRecommendations": true,
-      "editor.inlayHints.enabled": "on",
-      "runfix.path": env("RUNFIX_E2E_RUNFIX"),
-      "runfix.python": env("RUNFIX_E2E_PYTHON"),
-    },
-    null,
-    2,
-  ),
-);
+const userSettings = {
+  "security.workspace.trust.enabled": false,
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "extensions.ignoreRecommendations": true,
+  "editor.inlayHints.enabled": "on",
+  "runfix.python": env("RUNFIX_E2E_PYTHON"),
+};
+const writeSettings = (extra) =>
+  fs.writeFileSync(
+    path.join(user, "User", "settings.json"),
+    JSON.stringify({ ...userSettings, ...extra }, null, 2),
+  );
+writeSettings(scenario === "path-later" ? {} : { "runfix.path": env("RUNFIX_E2E_RUNFIX") });
 const common = ["--user-data-dir", user, "--extensions-dir", extensions];
 const installed = spawnSync(codeServer, [...common, "--install-extension", vsix], { encoding: "utf8" });
 step("installed", installed.status === 0 ? true : installed.stderr || installed.stdout);
@@ -110,6 +114,25 @@ try {
     { timeout: 30000 },
   );
   step("opened");
+  if (scenario === "path-later") {
+    await page.waitForFunction(
+      () => document.querySelector(".notifications-toasts")?.textContent?.includes("was not found"),
+      null,
+      { timeout: 60000 },
+    ).then(() => step("notFound"), () => step("notFound", false));
+    // "Open Settings" on the notification, then type the path into the runfix.path field.
+    await page.locator(".notifications-toasts .monaco-button", { hasText: "Open Settings" }).click();
+    // In a remote window (code-server is one) machine settings live on the Remote tab.
+    const remote = page.locator(".settings-tabs-widget .action-label", { hasText: "Remote" }).first();
+    await remote.waitFor({ timeout: 30000 });
+    await remote.click();
+    const field = page.locator(".settings-editor .setting-item-contents input").first();
+    await field.waitFor({ timeout: 30000 });
+    await field.fill(env("RUNFIX_E2E_RUNFIX"));
+    await page.keyboard.press("Tab");
+    step("pathSet");
+    await page.locator(".tabs-container .tab", { hasText: "example.py" }).first().click();
+  }
   // The server starts with the first Python file; wait until the status bar says idle.
   await page.waitForFunction(
     () => document.querySelector("footer, .part.statusbar")?.textContent?.includes("runfix: idle"),
@@ -133,6 +156,10 @@ try {
     { timeout: 60000 },
   ).then(() => step("hint"), () => step("hint", false));
   report.editorText = await editor.innerText();
+  if (scenario === "path-later") {
+    await page.screenshot({ path: path.join(out, "vscode.png") });
+    throw new Done();
+  }
 
   await page.keyboard.press("Control+Shift+M");
   const problems = page.locator(".markers-panel");
@@ -178,7 +205,7 @@ try {
   ).then(() => step("answered"), () => step("answered", false));
   await page.screenshot({ path: path.join(out, "vscode-input.png") });
 } catch (err) {
-  report.error = String(err && err.stack ? err.stack : err);
+  if (!(err instanceof Done)) report.error = String(err && err.stack ? err.stack : err);
   if (browser) {
     const pages = browser.contexts().flatMap((c) => c.pages());
     if (pages[0]) await pages[0].screenshot({ path: path.join(out, "failure.png") }).catch(() => {});

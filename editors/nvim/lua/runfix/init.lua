@@ -273,15 +273,22 @@ local function user_commands()
   add("RunfixVariables", M.variables, { desc = "runfix: the kernel's variables" })
 end
 
+--- The configuration for `vim.lsp.config` (Neovim 0.11+): what `lsp/runfix.lua` returns,
+--- and what setup() registers. The folder comes from `root_markers`.
+function M.lsp_config()
+  local config = client_config(nil)
+  config.root_dir = nil
+  config.workspace_folders = nil
+  config.root_markers = M.config.root_markers
+  config.filetypes = M.config.filetypes
+  return config
+end
+
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
   user_commands()
   if vim.lsp.config and vim.lsp.enable then
-    local config = client_config(nil)
-    config.root_dir = nil
-    config.root_markers = M.config.root_markers
-    config.filetypes = M.config.filetypes
-    vim.lsp.config(NAME, config)
+    vim.lsp.config(NAME, M.lsp_config())
     vim.lsp.enable(NAME)
     return
   end
