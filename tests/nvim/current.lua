@@ -1,15 +1,9 @@
 -- Headless current Neovim (0.11+): the server configured only through `lsp/runfix.lua`
 -- (`vim.lsp.config` + `vim.lsp.enable`, no setup()), a run, and the result as an inlay hint.
 -- Writes $RUNFIX_NVIM_REPORT as JSON (tests/test_nvim.py asserts).
-local report = {}
-local function finish()
-  local f = assert(io.open(os.getenv("RUNFIX_NVIM_REPORT"), "w"))
-  f:write(vim.fn.json_encode(report))
-  f:close()
-  vim.cmd("qall!")
-end
+local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
-local ok, err = pcall(function()
+harness.run(function(report)
   vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
   report.version = tostring(vim.version())
   local python = os.getenv("RUNFIX_NVIM_PYTHON")
@@ -45,7 +39,3 @@ local ok, err = pcall(function()
   end, 50)
   report.enabled = vim.lsp.inlay_hint.is_enabled({ bufnr = 0 })
 end)
-if not ok then
-  report.error = tostring(err)
-end
-finish()

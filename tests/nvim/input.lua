@@ -1,14 +1,8 @@
 -- Headless Neovim test: a cell calls input(); the plugin asks through vim.ui.input (answered
 -- here as a user would type it) and the answer reaches the code. Writes $RUNFIX_NVIM_REPORT.
-local report = {}
-local function finish()
-  local f = assert(io.open(os.getenv("RUNFIX_NVIM_REPORT"), "w"))
-  f:write(vim.fn.json_encode(report))
-  f:close()
-  vim.cmd("qall!")
-end
+local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
-local ok, err = pcall(function()
+harness.run(function(report)
   vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
   report.prompts = {}
   vim.ui.input = function(opts, on_confirm)
@@ -40,7 +34,3 @@ local ok, err = pcall(function()
     table.insert(report.diagnostics, d.message)
   end
 end)
-if not ok then
-  report.error = tostring(err)
-end
-finish()

@@ -1,19 +1,14 @@
 -- Headless Neovim test: open the example with the plugin, :RunfixRun, read the
 -- diagnostics, apply the "Add `import math`" quick fix through vim.lsp.buf.code_action,
 -- and write what happened to $RUNFIX_NVIM_REPORT as JSON (tests/test_nvim.py asserts).
-local report = { steps = {} }
-local function step(name, value)
-  report.steps[#report.steps + 1] = name
-  report[name] = value
-end
-local function finish()
-  local f = assert(io.open(os.getenv("RUNFIX_NVIM_REPORT"), "w"))
-  f:write(vim.fn.json_encode(report))
-  f:close()
-  vim.cmd("qall!")
-end
+local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
-local ok, err = pcall(function()
+harness.run(function(report)
+  report.steps = {}
+  local function step(name, value)
+    report.steps[#report.steps + 1] = name
+    report[name] = value
+  end
   vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
   require("runfix").setup({
     cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
@@ -80,7 +75,3 @@ local ok, err = pcall(function()
   vim.cmd("checkhealth runfix")
   step("health", vim.api.nvim_buf_get_lines(0, 0, -1, false))
 end)
-if not ok then
-  report.error = tostring(err)
-end
-finish()
