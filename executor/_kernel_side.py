@@ -74,7 +74,8 @@ def _publish(payload: dict[str, Any], data: dict[str, Any] | None = None) -> Non
     _shell().display_pub.publish(bundle, {})
 
 
-def _cap(text: str, limit: int) -> str:
+def cap(text: str, limit: int) -> str:
+    """`text` cut at `limit` characters, saying how many more there were."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
@@ -222,7 +223,7 @@ def _message(exc: BaseException) -> str:
         text = str(exc)
     except Exception:
         text = f"<{type(exc).__name__}: its message cannot be shown>"
-    return _cap(text, MESSAGE_LIMIT)
+    return cap(text, MESSAGE_LIMIT)
 
 
 def _report(exc: BaseException, tb: Any, interrupted: bool = False) -> None:
@@ -237,7 +238,7 @@ def _report(exc: BaseException, tb: Any, interrupted: bool = False) -> None:
                 "ename": type(exc).__name__,
                 "evalue": _message(exc),
                 "frames": _frames(tb),
-                "text": _cap(text, TRACEBACK_LIMIT),
+                "text": cap(text, TRACEBACK_LIMIT),
             },
             "interrupted": interrupted,
         }
@@ -304,9 +305,9 @@ def _publish_syntax_error(exc: SyntaxError, code: str, first_line: int, indent: 
         {
             "error": {
                 "ename": type(exc).__name__,
-                "evalue": _cap(exc.msg or "", MESSAGE_LIMIT),
+                "evalue": cap(exc.msg or "", MESSAGE_LIMIT),
                 "frames": [],
-                "text": _cap(
+                "text": cap(
                     "".join(traceback.format_exception_only(type(exc), exc)), TRACEBACK_LIMIT
                 ),
                 "line": exc.lineno,

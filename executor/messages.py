@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from executor._kernel_side import MIME
+from executor._kernel_side import FRAME_LIMIT as KERNEL_FRAME_LIMIT
+from executor._kernel_side import MESSAGE_LIMIT, MIME, TRACEBACK_LIMIT, cap
 from executor.events import Display, Error, Event, Frame, Span, Stream, Value
 
 # Images are kept whole (they are saved to files, not shown as text), but not without end.
@@ -76,9 +77,9 @@ class MessageCollector:
         elif kind == "execute_result":
             self.events.append(Value(self._bundle(content.get("data", {})), self.span))
         elif kind == "error":
-            text = _cap("\n".join(content.get("traceback", [])), TRACEBACK_LIMIT)
+            text = cap("\n".join(content.get("traceback", [])), TRACEBACK_LIMIT)
             ename = str(content.get("ename", "Error"))
-            evalue = _cap(str(content.get("evalue", "")), MESSAGE_LIMIT)
+            evalue = cap(str(content.get("evalue", "")), MESSAGE_LIMIT)
             self.events.append(Error(ename, evalue, (), text, self.span))
 
     def _add_stream(self, name: str, text: str) -> None:
@@ -108,16 +109,8 @@ class MessageCollector:
             self.exited = True
 
 
-MESSAGE_LIMIT = 2_000
-TRACEBACK_LIMIT = 20_000
-FRAME_LIMIT = 200
-"""Caps behind the kernel-side ones, for kernels that send more (an older helper, a magic)."""
-
-
-def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+FRAME_LIMIT = 2 * KERNEL_FRAME_LIMIT
+"""The kernel side's caps again, for what bypasses them (an older helper, a magic's error)."""
 
 
 def _frame(raw: Any) -> Frame:
@@ -132,9 +125,9 @@ def _error(raw: Mapping[str, Any], span: Span | None) -> Error:
         span = Span(int(raw["line"]), int(raw.get("end_line") or raw["line"]))
     return Error(
         ename=str(raw.get("ename", "Error")),
-        evalue=_cap(str(raw.get("evalue", "")), MESSAGE_LIMIT),
+        evalue=cap(str(raw.get("evalue", "")), MESSAGE_LIMIT),
         frames=frames,
-        text=_cap(str(raw.get("text", "")), TRACEBACK_LIMIT),
+        text=cap(str(raw.get("text", "")), TRACEBACK_LIMIT),
         span=span,
         column=raw.get("column"),
         end_line=raw.get("end_line"),
