@@ -376,8 +376,11 @@ class ResultStore:
 
     def clear_made_at(self, uri: str, made_at: int, first: int, last: int) -> None:
         """Drop results on lines first..last of version `made_at`, wherever edits moved them."""
-        changes = [c for v, c in self._log.get(uri, []) if v > made_at]
+        changes = self._changes_since(uri, made_at)
         self.clear(uri, _shift_line(first, changes), _shift_line(last, changes))
+
+    def _changes_since(self, uri: str, version: int) -> list[LineChange]:
+        return [c for v, c in self._log.get(uri, []) if v > version]
 
     def reset(self, uri: str, version: int) -> None:
         """The whole text was replaced: drop everything, and results of runs still going."""
@@ -415,7 +418,7 @@ class ResultStore:
         """Add results made from document version `made_at`, moved through later edits."""
         if made_at < self._forgotten.get(uri, -1):
             return  # edits since then were forgotten: nothing can be placed safely
-        changes = [c for v, c in self._log.get(uri, []) if v > made_at]
+        changes = self._changes_since(uri, made_at)
         results = self._docs.setdefault(uri, DocumentResults())
         for s in new.statements:
             if moved := _move_statement(s, changes, lines):

@@ -74,7 +74,7 @@ class RunfixProtocol(LanguageServerProtocol):
             return
         super()._handle_cancel_notification(msg_id)
 
-    def refusal(self, method: str, request: bool) -> JsonRpcException | None:
+    def refusal(self, method: str) -> JsonRpcException | None:
         """Why a message must not be handled now (None: handle it); for a notification
         the message is dropped, for a request this is the error it is answered with."""
         if method == lsp.EXIT:
@@ -89,7 +89,7 @@ class RunfixProtocol(LanguageServerProtocol):
         method = getattr(message, "method", None)
         msg_id = getattr(message, "id", None)
         if isinstance(method, str):
-            refused = self.refusal(method, msg_id is not None)
+            refused = self.refusal(method)
             if refused is not None:
                 if msg_id is not None:
                     send_error(self, msg_id, refused)

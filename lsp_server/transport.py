@@ -98,7 +98,7 @@ def _answer_undecodable(protocol: JsonRPCProtocol, body: bytes, exc: JsonRpcExce
     why = _cause(exc)
     refusal = getattr(protocol, "refusal", None)
     if isinstance(method, str) and refusal is not None:
-        refused = refusal(method, msg_id is not None)
+        refused = refusal(method)
         if refused is not None:  # not initialized, or shut down: that comes first
             if msg_id is not None:
                 send_error(protocol, msg_id, refused)
