@@ -13,7 +13,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, NoReturn, Union
 
 import pytest
 import pytest_lsp
@@ -33,6 +33,17 @@ def folder(tmp_path: Path) -> Path:
     ws = tmp_path / "project"
     ws.mkdir()
     return ws
+
+
+# -- Editors ------------------------------------------------------------------------------
+
+
+def editor_missing(why: str) -> NoReturn:
+    """An editor a test drives is not here: fail once scripts/test set the editors up (it sets
+    RUNFIX_REQUIRE_EDITORS), else skip, saying why."""
+    if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 # -- Docker -------------------------------------------------------------------------------

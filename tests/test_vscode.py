@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import editor_missing
+
 ROOT = Path(__file__).parent.parent
 VSCODE = ROOT / "editors" / "vscode"
 CODE_SERVER = VSCODE / ".e2e" / "node_modules" / ".bin" / "code-server"
@@ -42,9 +44,7 @@ def _missing() -> str | None:
 def _code_server(tmp_path: Path, scenario: str) -> tuple[dict[str, Any], Path]:
     """Run editors/vscode/test/e2e.mjs in one scenario; its report and output folder."""
     if (why := _missing()) is not None:
-        if os.environ.get("RUNFIX_REQUIRE_EDITORS") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        editor_missing(why)
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "example.py").write_text(EXAMPLE)

@@ -126,7 +126,8 @@ try {
     const remote = page.locator(".settings-tabs-widget .action-label", { hasText: "Remote" }).first();
     await remote.waitFor({ timeout: 30000 });
     await remote.click();
-    const field = page.locator(".settings-editor .setting-item-contents input").first();
+    // The search filters the list a moment later: wait for runfix.path's own field.
+    const field = page.locator('.settings-editor input[aria-label="runfix.path"]').first();
     await field.waitFor({ timeout: 30000 });
     await field.fill(env("RUNFIX_E2E_RUNFIX"));
     await page.keyboard.press("Tab");
