@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Awaitable
-from typing import Final, Protocol, TypeVar
+from typing import Protocol
 
 from executor.events import RunOutcome, RunRequest, Variable
-
-T = TypeVar("T")
 
 
 class ExecutorState(enum.Enum):
@@ -27,39 +24,6 @@ class ExecutorState(enum.Enum):
 
 class ExecutorUnavailable(Exception):
     """The executor cannot start; the message says why and how to fix it."""
-
-
-class _Cancelled(enum.Enum):
-    CANCELLED = "cancelled"
-
-
-CANCELLED: Final = _Cancelled.CANCELLED
-"""What `or_cancelled` gives when the event came first."""
-
-
-async def or_cancelled(work: Awaitable[T], cancel: asyncio.Event | None) -> T | _Cancelled:
-    """Await `work`, or stop it and give `CANCELLED` as soon as `cancel` is set.
-
-    The one way runfix waits for something a user may cancel. Cancellation of the
-    caller itself is never swallowed: it cancels `work` and propagates."""
-    if cancel is None:
-        return await work
-    if cancel.is_set():
-        if asyncio.iscoroutine(work):
-            work.close()
-        return CANCELLED
-    task = asyncio.ensure_future(work)
-    stop = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-    if task.cancelled() and cancel.is_set():
-        return CANCELLED
-    return task.result()
 
 
 class Executor(Protocol):

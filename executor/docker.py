@@ -45,6 +45,7 @@ from docker.types import LogConfig, Mount
 from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from executor.base import ExecutorUnavailable
+from executor.cancel import stop
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, refused, take_line, until_done
 from executor.jupyter import STATEMENT_FILE, JupyterKernel
@@ -482,9 +483,7 @@ class DockerKernel(JupyterKernel):
             while not connecting.done():
                 await asyncio.wait({connecting}, timeout=0.2)
                 if not connecting.done() and not await self.is_alive():
-                    connecting.cancel()
-                    with contextlib.suppress(BaseException):
-                        await connecting
+                    await stop(connecting)
                     kc.stop_channels()
                     raise ExecutorUnavailable(await self._exit_story())
             await connecting

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executor.cancel import or_cancelled, stop
 from executor.interpreter import kernel_environment
 
 # Import names whose distribution is called something else.
@@ -159,19 +160,16 @@ async def until_done(
     timeout: float,
 ) -> InstallResult | None:
     """Wait for an installer's output to end; on cancel or timeout kill it and say so."""
-    waits: set[asyncio.Future[Any]] = {reader}
-    stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-    if stop is not None:
-        waits.add(stop)
-    done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    if stop is not None:
-        stop.cancel()
-    if reader in done:
-        await reader
-        return None
+    try:
+        # shielded: the reader goes on draining what the killed installer still writes
+        if await or_cancelled(asyncio.wait_for(asyncio.shield(reader), timeout), cancel) is None:
+            return None
+    except asyncio.TimeoutError:
+        pass
     await kill()
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(reader, 10)
+    await asyncio.wait({reader}, timeout=10)
+    if not reader.done():
+        await stop(reader)
     cancelled = cancel is not None and cancel.is_set()
     why = "cancelled" if cancelled else f"timed out after {timeout:g}s"
     return InstallResult(False, "\n".join([*lines, why]), command, cancelled=cancelled)

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from executor import _kernel_side
-from executor.base import CANCELLED, ExecutorState, ExecutorUnavailable, or_cancelled
+from executor.base import ExecutorState, ExecutorUnavailable
+from executor.cancel import CANCELLED, or_cancelled
 from executor.events import Error, RunOutcome, RunRequest, RunStatus, Span, Variable
 from executor.install import InstallResult
 from executor.messages import MessageCollector

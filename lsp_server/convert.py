@@ -9,10 +9,10 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
+from lsp_server.contract import SOURCE, ProblemData, to_json
 from lsp_server.positions import Width, content_span, strip_eol, utf16_len
 from lsp_server.results import DocumentResults, Problem, StatementResult
 
-SOURCE = "runfix"
 HOVER_LIMIT = 100_000
 
 
@@ -79,12 +79,9 @@ def problem_code(problem: Problem) -> str | None:
     return name if name.isidentifier() else None
 
 
-def problem_data(problem: Problem) -> dict[str, Any]:
+def problem_data(problem: Problem) -> Any:
     """What code actions need to rebuild a fix from the diagnostic alone."""
-    data: dict[str, Any] = {"kind": problem.kind, "message": problem.message}
-    if problem.piece is not None:
-        data["piece"] = list(problem.piece)
-    return data
+    return to_json(ProblemData(problem.kind, problem.message, problem.piece))
 
 
 def _result_diagnostic(

@@ -1,4 +1,6 @@
-"""Text edits that replace whole lines, correct at the end of a file without a newline."""
+"""LSP text edits that replace whole lines, correct at the end of a file without a newline.
+
+`editor.apply_to_lines` is the same edit on a list of lines (no LSP)."""
 
 from __future__ import annotations
 
@@ -31,12 +33,3 @@ def replace_lines(
         return lsp.TextEdit(lsp.Range(at, at), "\n" + text[:-1])
     at = lsp.Position(len(lines), 0)
     return lsp.TextEdit(lsp.Range(at, at), text)
-
-
-def apply_to_lines(lines: Sequence[str], first: int, last: int, code: str) -> list[str]:
-    """The document's lines after `replace_lines` (for results made before the edit lands)."""
-    new = [line + "\n" for line in code.rstrip("\n").split("\n")] if code.strip() else []
-    out = list(lines[:first]) + new + list(lines[last + 1 :] if last >= first else lines[first:])
-    if out and lines and not lines[-1].endswith("\n") and out[-1].endswith("\n"):
-        out[-1] = out[-1][:-1]
-    return out

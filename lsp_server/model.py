@@ -13,7 +13,6 @@ reaches a kernel (see `secret_names`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -23,6 +22,7 @@ from typing import Any, cast
 
 import openai
 
+from executor.cancel import CANCELLED, or_cancelled
 from lsp_server.settings import DEFAULT_MODEL, OPENAI_URL, Settings
 
 log = logging.getLogger(__name__)
@@ -121,30 +121,17 @@ class ModelClient:
         """The reply's text; ModelError or ModelCancelled otherwise, within the timeout."""
         if (why := self.config.missing()) is not None:
             raise ModelError(why)
-        work = asyncio.ensure_future(self._with_retries(messages, on_text))
-        waits: set[asyncio.Future[Any]] = {work}
-        stop = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-        if stop is not None:
-            waits.add(stop)
+        work = asyncio.wait_for(self._with_retries(messages, on_text), self.config.timeout)
         try:
-            done, _ = await asyncio.wait(
-                waits, timeout=self.config.timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            if stop is not None:
-                stop.cancel()
-            if not work.done():
-                work.cancel()  # closes the HTTP stream
-                with contextlib.suppress(BaseException):
-                    await work
-        if work in done:
-            return work.result()
-        if cancel is not None and cancel.is_set():
+            reply = await or_cancelled(work, cancel)  # a cancel closes the HTTP stream
+        except asyncio.TimeoutError:
+            raise ModelError(
+                f"The model at {self.config.base_url} did not answer within "
+                f"{self.config.timeout:g}s (setting model.timeout)."
+            ) from None
+        if reply is CANCELLED:
             raise ModelCancelled()
-        raise ModelError(
-            f"The model at {self.config.base_url} did not answer within "
-            f"{self.config.timeout:g}s (setting model.timeout)."
-        )
+        return reply
 
     async def _with_retries(
         self, messages: Sequence[Mapping[str, str]], on_text: Callable[[str], None] | None

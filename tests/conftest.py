@@ -167,6 +167,14 @@ async def client(lsp_client: LanguageClient) -> Any:
     await asyncio.wait_for(lsp_client.shutdown_session(), 30)
 
 
+@pytest.fixture(params=["visual_studio_code", "neovim@v0.11.0"])
+async def initialized(client: LanguageClient, folder: Path, request: pytest.FixtureRequest) -> Any:
+    """`client`, initialized on `folder` as each real client in turn (their capabilities,
+    default settings): for e2e tests whose assertions hold for every client."""
+    await client.initialize_session(init_params(folder, request.param))
+    return client
+
+
 def _read_code_actions_whole(client: LanguageClient) -> None:
     """lsprotocol reads any code action with a `command` as a bare Command (dropping its
     `edit` and `kind`); a Command's `command` is a string, a CodeAction's an object."""

@@ -110,18 +110,18 @@ async def test_code_lens_over_each_cell_marker(client: LanguageClient, folder: P
     assert [h.label for h in await hints(client, plain)] == ["→ no markers"]
 
 
-@pytest.mark.parametrize(
-    "arguments",
-    [[], ["file:///x.py"], [{"uri": 3}], [{"uri": "file:///x.py", "range": {"start": 1}}]],
-)
+MALFORMED = [[], ["file:///x.py"], [{"uri": 3}], [{"uri": "file:///x.py", "range": {"start": 1}}]]
+
+
 async def test_malformed_run_arguments_get_a_clear_error(
-    client: LanguageClient, folder: Path, arguments: list[object]
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    with pytest.raises(JsonRpcInvalidParams, match=r"runfix\.run"):
-        await client.workspace_execute_command_async(
-            lsp.ExecuteCommandParams(command="runfix.run", arguments=arguments)
-        )
+    client = initialized
+    for arguments in MALFORMED:
+        with pytest.raises(JsonRpcInvalidParams, match=r"runfix\.run: \S"):
+            await client.workspace_execute_command_async(
+                lsp.ExecuteCommandParams(command="runfix.run", arguments=arguments)
+            )
     uri = open_doc(client, folder / "doc.py", "1 + 1\n")
     assert (await run(client, uri))["status"] == "ok"  # the server is still there
     assert client.messages == []  # and it did not pop anything up

@@ -8,7 +8,8 @@ from executor.events import Variable
 from executor.install import distribution_for, valid_distribution
 from executor.safety import scan
 from lsp_server.context import Attempt, ReplyError, excerpt, extract_code, fix_messages
-from lsp_server.edits import apply_to_lines, replace_lines
+from lsp_server.editor import apply_to_lines
+from lsp_server.edits import replace_lines
 from lsp_server.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.model import ModelConfig
 from lsp_server.prompts import prompt_at

@@ -13,9 +13,10 @@ from lsprotocol import types as lsp
 from executor.events import Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
 from executor.messages import MessageCollector
 from lsp_server.cells import split_cells
+from lsp_server.contract import BadArguments, Position, Range, RunArgs, one_argument
 from lsp_server.convert import diagnostics, inlay_hints, problem_range
 from lsp_server.results import Problem, ResultStore, build, line_change, summarize
-from lsp_server.runs import Piece, parse_run_arguments, pieces_for
+from lsp_server.runs import Piece, pieces_for
 from lsp_server.settings import KNOWN_KEYS, USER_ONLY, Settings, resolve, section
 
 PATH = "/ws/doc.py"
@@ -46,9 +47,9 @@ def test_a_file_without_markers_is_one_cell() -> None:
 def test_pieces_skip_cells_without_code_and_ranges_cover_whole_lines() -> None:
     lines = lines_of("# just a comment\n# %%\n\n# %%\nx = 1\n")
     assert pieces_for(lines, None) == [Piece(4, 4)]
-    selection = lsp.Range(lsp.Position(1, 3), lsp.Position(4, 0))
+    selection = Range(Position(1, 3), Position(4, 0))
     assert pieces_for(lines, selection) == [Piece(1, 3)]
-    assert pieces_for(lines, lsp.Range(lsp.Position(4, 2), lsp.Position(4, 2))) == [Piece(4, 4)]
+    assert pieces_for(lines, Range(Position(4, 2), Position(4, 2))) == [Piece(4, 4)]
 
 
 @pytest.mark.parametrize(
@@ -56,14 +57,14 @@ def test_pieces_skip_cells_without_code_and_ranges_cover_whole_lines() -> None:
     [[], [1], [{"uri": ""}], [{"uri": "file:///a", "range": {"start": {"line": 2}}}]],
 )
 def test_malformed_run_arguments(args: list[object]) -> None:
-    with pytest.raises(ValueError):
-        parse_run_arguments(args)
+    with pytest.raises(BadArguments):
+        one_argument(args, RunArgs)
 
 
 def test_run_arguments_reject_a_backwards_range() -> None:
     backwards = {"start": {"line": 3, "character": 0}, "end": {"line": 1, "character": 0}}
-    with pytest.raises(ValueError, match="end before"):
-        parse_run_arguments([{"uri": "file:///a", "range": backwards}])
+    with pytest.raises(BadArguments, match=r"end before it starts @ \$\.range"):
+        one_argument([{"uri": "file:///a", "range": backwards}], RunArgs)
 
 
 # -- attribution and traceback mapping --------------------------------------------------

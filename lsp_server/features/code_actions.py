@@ -10,22 +10,39 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from lsprotocol import types as lsp
 
+from executor.cancel import graceful
 from executor.install import distribution_for
-from lsp_server import assist
+from lsp_server.capabilities import ClientFeatures
 from lsp_server.cells import cell_at, split_cells
-from lsp_server.convert import SOURCE
+from lsp_server.contract import (
+    FIX_WITH_MODEL,
+    GENERATE,
+    INSTALL,
+    RUN,
+    RUN_AND_FIX,
+    SOURCE,
+    BadArguments,
+    FixArgs,
+    GenerateArgs,
+    InstallArgs,
+    Position,
+    ProblemData,
+    Range,
+    RunArgs,
+    Status,
+    structure,
+    to_json,
+)
 from lsp_server.edits import replace_lines
 from lsp_server.executors import install_blocked
-from lsp_server.features.commands import FIX_WITH_MODEL, GENERATE, INSTALL, RUN, RUN_AND_FIX
 from lsp_server.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.prompts import prompt_at
 from lsp_server.server import RunfixServer
+from lsp_server.settings import Settings
 
 KIND = "runfix.run"  # a kind of our own: not a quick fix, not a refactoring
 FIX_KIND = "runfix.run.fix"
@@ -42,27 +59,19 @@ def _wanted(only: Sequence[str | lsp.CodeActionKind] | None, kind: str) -> bool:
     return not only or any(k == kind or kind.startswith(f"{k}.") for k in map(_kind, only))
 
 
-def lines_argument(first: int, last: int) -> dict[str, Any]:
-    """An LSP range over whole lines first..last, as `runfix.run` reads it."""
-    return {
-        "start": {"line": first, "character": 0},
-        "end": {"line": last + 1, "character": 0},
-    }
+def run_command(title: str, uri: str, rng: Range | None = None, command: str = RUN) -> lsp.Command:
+    return lsp.Command(title=title, command=command, arguments=[to_json(RunArgs(uri, rng))])
 
 
-def run_command(
-    title: str, uri: str, rng: dict[str, Any] | None = None, command: str = RUN
-) -> lsp.Command:
-    arg: dict[str, Any] = {"uri": uri}
-    if rng is not None:
-        arg["range"] = rng
-    return lsp.Command(title=title, command=command, arguments=[arg])
+def _range(rng: lsp.Range) -> Range:
+    start, end = rng.start, rng.end
+    return Range(Position(start.line, start.character), Position(end.line, end.character))
 
 
 def actions_for(
     uri: str, lines: Sequence[str], rng: lsp.Range, markers: Sequence[str] = ()
 ) -> list[lsp.CodeAction]:
-    def action(title: str, arg: dict[str, Any] | None, command: str = RUN) -> lsp.CodeAction:
+    def action(title: str, arg: Range | None, command: str = RUN) -> lsp.CodeAction:
         kind = FIX_KIND if command == RUN_AND_FIX else KIND
         return lsp.CodeAction(title=title, kind=kind, command=run_command(title, uri, arg, command))
 
@@ -70,14 +79,11 @@ def actions_for(
     cell = cell_at(split_cells(lines, markers), rng.start.line)
     cell_lines = None
     if cell is not None and cell.code_first <= cell.last:
-        cell_lines = lines_argument(cell.code_first, cell.last)
+        cell_lines = Range.lines(cell.code_first, cell.last)
         out.append(action("Run cell", cell_lines))
     selection = None
     if rng.start != rng.end:
-        selection = {
-            "start": {"line": rng.start.line, "character": rng.start.character},
-            "end": {"line": rng.end.line, "character": rng.end.character},
-        }
+        selection = _range(rng)
         out.append(action("Run selection", selection))
     out.append(action("Run file", None))
     if selection is not None:
@@ -98,24 +104,21 @@ def prompt_actions(
         ("Regenerate code" if prompt.has_body else "Generate code", False),
         ("Generate and run", True),
     ):
-        arg = {"uri": uri, "position": {"line": line, "character": 0}, "run": run}
-        out.append(
-            lsp.CodeAction(
-                title=title,
-                kind=GENERATE_KIND,
-                command=lsp.Command(title=title, command=GENERATE, arguments=[arg]),
-            )
-        )
+        arg = to_json(GenerateArgs(uri, Position(line, 0), run))
+        command = lsp.Command(title=title, command=GENERATE, arguments=[arg])
+        out.append(lsp.CodeAction(title=title, kind=GENERATE_KIND, command=command))
     return out
 
 
-def _ours(diagnostic: lsp.Diagnostic) -> dict[str, Any] | None:
-    data = diagnostic.data
-    if diagnostic.source != SOURCE or not isinstance(data, dict) or data.get("kind") != "run":
+def _ours(diagnostic: lsp.Diagnostic) -> ProblemData | None:
+    """What a runfix error diagnostic carries (None: not ours, or not a run's error)."""
+    if diagnostic.source != SOURCE:
         return None
-    piece = data.get("piece")
-    valid = isinstance(piece, list) and len(piece) == 2 and all(isinstance(p, int) for p in piece)
-    return data if valid and isinstance(data.get("message"), str) else None
+    try:
+        data = structure(diagnostic.data, ProblemData)
+    except BadArguments:
+        return None
+    return data if data.kind == "run" and data.piece is not None else None
 
 
 def _quickfix(title: str, diagnostic: lsp.Diagnostic, preferred: bool = True) -> lsp.CodeAction:
@@ -125,36 +128,42 @@ def _quickfix(title: str, diagnostic: lsp.Diagnostic, preferred: bool = True) ->
 
 
 def quick_fixes(
-    ls: RunfixServer, uri: str, lines: Sequence[str], diagnostics: Sequence[lsp.Diagnostic]
+    uri: str,
+    lines: Sequence[str],
+    diagnostics: Sequence[lsp.Diagnostic],
+    features: ClientFeatures,
+    settings: Settings,
 ) -> list[lsp.CodeAction]:
+    """The fixes for runfix's error diagnostics, rebuilt from their `data` alone."""
     out: list[lsp.CodeAction] = []
     for diagnostic in diagnostics:
         data = _ours(diagnostic)
         if data is None:
             continue
-        message, piece = data["message"], data["piece"]
-        rerun = lines_argument(piece[0], piece[1])
+        message, piece = data.message, data.piece
+        assert piece is not None
+        rerun = Range.lines(*piece)
         if (module := missing_module(message)) and (dist := distribution_for(module)):
             install = _quickfix(f"Install {dist}", diagnostic)
-            blocked = install_blocked(ls.cached_settings(ls.folder_for(uri)))
-            if blocked and ls.supports_disabled_code_actions:
+            blocked = install_blocked(settings)
+            if blocked and features.disabled_code_actions:
                 install.disabled = lsp.CodeActionDisabled(reason=blocked)
             else:  # the command says why it cannot install, if it cannot
-                arg = {"uri": uri, "packages": [dist], "range": rerun}
+                arg = to_json(InstallArgs(uri, [dist], rerun))
                 install.command = lsp.Command(install.title, INSTALL, arguments=[arg])
             out.append(install)
         if (name := missing_name(message)) and (statement := import_for(name)):
             at = import_line(lines)
             add = _quickfix(f"Add `{statement}`", diagnostic)
             add.edit = lsp.WorkspaceEdit(
-                changes={uri: [replace_lines(lines, at, at - 1, statement, ls.width)]}
+                changes={uri: [replace_lines(lines, at, at - 1, statement, features.width)]}
             )
             # The import runs too, so that re-running the cell works.
-            add.command = run_command(add.title, uri, lines_argument(at, at))
+            add.command = run_command(add.title, uri, Range.lines(at, at))
             out.append(add)
-        fix_arg = {"uri": uri, "piece": piece, "message": message}
+        fix_arg = to_json(FixArgs(uri, piece, message))
         fix = _quickfix(FIX_WITH_MODEL_TITLE, diagnostic, preferred=False)
-        if ls.supports_code_action_resolve:
+        if features.code_action_resolve:
             fix.data = fix_arg  # the edit comes in codeAction/resolve
         else:
             fix.command = lsp.Command(FIX_WITH_MODEL_TITLE, FIX_WITH_MODEL, arguments=[fix_arg])
@@ -163,30 +172,34 @@ def quick_fixes(
 
 
 async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeAction:
-    """Ask the model, run its candidate, and add the edit only if the candidate ran clean."""
-    data = action.data
-    if not (isinstance(data, dict) and isinstance(data.get("uri"), str)):
-        return action
-    uri, piece, message = data["uri"], data.get("piece"), data.get("message")
-    doc = ls.workspace.text_documents.get(uri)
-    if doc is None or not isinstance(piece, list) or not isinstance(message, str):
-        return action
-    error = ls.error_text_for(uri, tuple(piece), message)
-    cancel = asyncio.Event()
-    work = asyncio.ensure_future(
-        assist.fix_piece(ls, uri, list(doc.lines), piece[0], piece[1], error, cancel, apply=False)
-    )
+    """Ask the model, run its candidate, and add the edit only if the candidate ran clean.
+
+    A client that cancels the resolve stops the model and the kernel (`graceful`)."""
     try:
-        answer = await asyncio.shield(work)
-    except asyncio.CancelledError:
-        cancel.set()  # the client cancelled the resolve: stop the model and the kernel, then go
-        await asyncio.wait({work}, timeout=10)
-        raise
-    if answer.get("status") == "fixed" and isinstance(answer.get("edit"), lsp.TextEdit):
-        action.edit = assist.workspace_edit(ls, uri, doc.version, [answer["edit"]])
-        action.title = f"{FIX_WITH_MODEL_TITLE} (ran clean on attempt {answer['attempts']})"
+        fix = structure(action.data, FixArgs)
+    except BadArguments:
+        return action
+    now = ls.editor.text(fix.uri)
+    if now is None:
+        return action
+    error = ls.flow.error_text_for(fix.uri, fix.piece, fix.message)
+    first, last = fix.piece
+    report = await graceful(
+        lambda cancel: ls.flow.fix_piece(
+            fix.uri, now.lines, first, last, error, cancel, apply=False
+        )
+    )
+    answer = report.answer
+    edit = ls.editor.workspace_edit(fix.uri, now.version, report.edit) if report.edit else None
+    if answer.status == Status.FIXED and edit is not None:
+        action.edit = edit
+        action.title = f"{FIX_WITH_MODEL_TITLE} (ran clean on attempt {answer.attempts})"
     else:
-        reason = answer.get("message") or answer.get("status", "not fixed")
+        reason = answer.message or (
+            "the document changed meanwhile"
+            if answer.status == Status.FIXED
+            else answer.status.value
+        )
         action.disabled = lsp.CodeActionDisabled(reason=f"not fixed: {reason}")
     return action
 
@@ -201,10 +214,12 @@ def register(server: RunfixServer) -> None:
         uri = params.text_document.uri
         only = params.context.only
         doc = ls.workspace.get_text_document(uri)
-        markers = ls.cached_settings(ls.folder_for(uri)).prompt_markers
+        settings = ls.session.cached_settings(ls.editor.folder_for(uri))
+        markers = settings.prompt_markers
         out: list[lsp.CodeAction] = []
         if _wanted(only, QUICKFIX):
-            out.extend(quick_fixes(ls, uri, doc.lines, params.context.diagnostics))
+            diagnostics = params.context.diagnostics
+            out.extend(quick_fixes(uri, doc.lines, diagnostics, ls.editor.features, settings))
         if _wanted(only, GENERATE_KIND):
             out.extend(prompt_actions(uri, doc.lines, params.range.start.line, markers))
         if _wanted(only, KIND) or _wanted(only, FIX_KIND):

@@ -2,46 +2,43 @@
 
 from __future__ import annotations
 
-import logging
-
 from lsprotocol import types as lsp
 
 from executor.base import ExecutorUnavailable
 from lsp_server.results import line_change
 from lsp_server.server import RunfixServer
 
-log = logging.getLogger(__name__)
-
 
 async def _start_kernel(ls: RunfixServer, uri: str) -> None:
-    kernel = await ls.kernel_for(ls.folder_for(uri))
+    kernel = await ls.session.kernel_for(ls.editor.folder_for(uri))
     try:
         await kernel.start()
     except ExecutorUnavailable as exc:
-        ls.explain_unavailable(uri, str(exc))
+        ls.flow.explain_unavailable(uri, str(exc))
 
 
 def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
+        ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RunfixServer, params: lsp.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
+        store = ls.session.store
         changes = []
         for change in params.content_changes:
             if not isinstance(change, lsp.TextDocumentContentChangePartial):
-                ls.store.reset(uri, doc.version or 0)  # a whole new text: nothing can stay
-                ls.publish(uri)
+                store.reset(uri, doc.version or 0)  # a whole new text: nothing can stay
+                ls.editor.publish(uri)
                 return
             changes.append(line_change(change.range.start.line, change.range.end.line, change.text))
-        if ls.store.edit(uri, doc.version or 0, changes, doc.lines):
-            ls.publish(uri)
+        if store.edit(uri, doc.version or 0, changes, doc.lines):
+            ls.editor.publish(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RunfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        ls.store.close(uri)
+        ls.session.store.close(uri)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

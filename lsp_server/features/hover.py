@@ -12,7 +12,8 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def on_hover(ls: RunfixServer, params: lsp.HoverParams) -> lsp.Hover | None:
         uri = params.text_document.uri
-        if not ls.store.has(uri):
+        store = ls.session.store
+        if not store.has(uri):
             return None
         doc = ls.workspace.get_text_document(uri)
-        return hover(doc.lines, ls.store.get(uri), params.position.line, ls.width)
+        return hover(doc.lines, store.get(uri), params.position.line, ls.editor.features.width)

@@ -12,8 +12,9 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=False))
     def inlay_hint(ls: RunfixServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
         uri = params.text_document.uri
-        settings = ls.cached_settings(ls.folder_for(uri))
-        if ls.results_mode(settings) == "diagnostics" or not ls.store.has(uri):
+        store, features = ls.session.store, ls.editor.features
+        setting = ls.session.cached_settings(ls.editor.folder_for(uri)).results
+        if features.results_mode(setting) == "diagnostics" or not store.has(uri):
             return []
         doc = ls.workspace.get_text_document(uri)
-        return inlay_hints(doc.lines, ls.store.get(uri), params.range, ls.width)
+        return inlay_hints(doc.lines, store.get(uri), params.range, features.width)

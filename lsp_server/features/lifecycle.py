@@ -1,5 +1,6 @@
 """initialize / shutdown / configuration changes.
 
+The client's capabilities are read once, at `initialize`, into `ClientFeatures`.
 Settings are read per folder on first use and again after
 `workspace/didChangeConfiguration`; a changed interpreter replaces the
 folder's kernel at its next use.
@@ -7,14 +8,11 @@ folder's kernel at its next use.
 
 from __future__ import annotations
 
-import logging
-
 from lsprotocol import types as lsp
 
+from lsp_server.capabilities import ClientFeatures
 from lsp_server.server import RunfixServer
 from lsp_server.text import DocumentWorkspace
-
-log = logging.getLogger(__name__)
 
 
 def register(server: RunfixServer) -> None:
@@ -23,6 +21,10 @@ def register(server: RunfixServer) -> None:
         ls.init_options = params.initialization_options
         # pygls made its workspace just before this handler; ours splits lines as LSP does.
         ls.protocol._workspace = DocumentWorkspace.like(ls.workspace)
+        encoding = ls.workspace.position_encoding
+        ls.editor.features = ClientFeatures.from_client(
+            params.capabilities, str(encoding) if encoding else None
+        )
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: RunfixServer, params: None) -> None:
@@ -32,9 +34,9 @@ def register(server: RunfixServer) -> None:
     async def did_change_configuration(
         ls: RunfixServer, params: lsp.DidChangeConfigurationParams
     ) -> None:
-        ls.forget_settings()
+        ls.session.forget_settings()
         for uri in list(ls.workspace.text_documents):
-            folder = ls.folder_for(uri)
-            if ls.kernels.find(folder) is not None:
-                await ls.kernel_for(folder)  # replaces it if the interpreter changed
-            ls.publish(uri)
+            folder = ls.editor.folder_for(uri)
+            if ls.session.kernels.find(folder) is not None:
+                await ls.session.kernel_for(folder)  # replaces it if the interpreter changed
+            ls.editor.publish(uri)

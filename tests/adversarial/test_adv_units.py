@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from lsprotocol import types as lsp
 
-from executor.base import CANCELLED, or_cancelled
+from executor.cancel import CANCELLED, or_cancelled
 from executor.text import split_lines
+from lsp_server.app import create_server
 from lsp_server.results import terminal_text
-from lsp_server.server import create_server
 from lsp_server.transport import read_frame
 
 

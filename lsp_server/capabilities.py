@@ -1,0 +1,67 @@
+"""What the client can do, read once at `initialize` into a frozen record.
+
+Services ask this record, never the raw `ClientCapabilities` tree; a headless
+front end (`runfix run`) has the record's defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lsp_server.contract import INPUT_CAPABILITY
+from lsp_server.positions import Width, width_for
+
+
+@dataclass(frozen=True)
+class ClientFeatures:
+    inlay_hints: bool = False
+    inlay_refresh: bool = False
+    configuration: bool = False
+    """It answers `workspace/configuration`."""
+    document_changes: bool = False
+    """It takes versioned `documentChanges` in a `WorkspaceEdit`."""
+    code_action_resolve: bool = False
+    """It resolves a code action's `edit` lazily (`codeAction/resolve`)."""
+    disabled_code_actions: bool = False
+    progress: bool = False
+    input: bool = False
+    """It answers `runfix/input` (`experimental.runfixInput`)."""
+    position_encoding: str = "utf-16"
+
+    @property
+    def width(self) -> Width:
+        """How a line's length counts in this client's positions."""
+        return width_for(self.position_encoding)
+
+    @classmethod
+    def from_client(cls, capabilities: Any, position_encoding: str | None) -> ClientFeatures:
+        """From `InitializeParams.capabilities` (any missing part is a no)."""
+
+        def get(*path: str) -> Any:
+            value = capabilities
+            for name in path:
+                value = getattr(value, name, None)
+                if value is None:
+                    return None
+            return value
+
+        resolve = get("text_document", "code_action", "resolve_support")
+        experimental = get("experimental")
+        return cls(
+            inlay_hints=get("text_document", "inlay_hint") is not None,
+            inlay_refresh=bool(get("workspace", "inlay_hint", "refresh_support")),
+            configuration=bool(get("workspace", "configuration")),
+            document_changes=bool(get("workspace", "workspace_edit", "document_changes")),
+            code_action_resolve=resolve is not None and "edit" in (resolve.properties or []),
+            disabled_code_actions=bool(get("text_document", "code_action", "disabled_support")),
+            progress=bool(get("window", "work_done_progress")),
+            input=isinstance(experimental, dict) and experimental.get(INPUT_CAPABILITY) is True,
+            position_encoding=str(position_encoding or "utf-16"),
+        )
+
+    def results_mode(self, setting: str | None) -> str:
+        """Where results go: the setting, else inlay hints where the client shows them."""
+        if setting:
+            return setting
+        return "inlay" if self.inlay_hints else "diagnostics"

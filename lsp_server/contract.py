@@ -1,0 +1,347 @@
+"""The contract the editors read: command names, their arguments and answers, and the
+shape of `Diagnostic.data`.
+
+`editors/vscode` and `editors/nvim` call these commands by name and read these
+answers; a change here is a change to them. Arguments are checked strictly (a
+number where a URI belongs is an error, not `"3"`), and a malformed one is
+reported with the path of the field that is wrong (`$.range.start.line`).
+Answers go out in camelCase with unset fields left out.
+
+Nothing here imports LSP: `runfix run` builds the same answers.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Any, TypeVar, get_origin
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+RUN = "runfix.run"
+RUN_AND_FIX = "runfix.runAndFix"
+GENERATE = "runfix.generate"
+FIX_WITH_MODEL = "runfix.fixWithModel"
+INSTALL = "runfix.install"
+INTERRUPT = "runfix.interrupt"
+RESTART = "runfix.restart"
+VARIABLES = "runfix.variables"
+CLEAR = "runfix.clear"
+STATUS = "runfix.status"
+
+STATUS_NOTIFICATION = "runfix/status"
+"""Server → client: a folder's kernel state changed (`KernelStatus`)."""
+INPUT_REQUEST = "runfix/input"
+"""Server → client: `{"prompt", "password"}` → `{"value": str | null}` (`input()`)."""
+INPUT_CAPABILITY = "runfixInput"
+"""`capabilities.experimental.runfixInput: true`: the client answers `runfix/input`."""
+
+SOURCE = "runfix"
+"""`Diagnostic.source` of everything runfix publishes."""
+
+
+class Status(enum.Enum):
+    """How a command ended."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    FIXED = "fixed"
+    """Run and fix: a failing piece was fixed (the passing version applied)."""
+    FAILED = "failed"
+    """Run and fix: it failed, and no fix ran clean."""
+
+
+def _document(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    if not value:
+        raise ValueError(f"{attribute.name} must be a document URI")
+
+
+def _not_negative(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 0:
+        raise ValueError(f"{attribute.name} must not be negative")
+
+
+# -- arguments ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Position:
+    line: int = attrs.field(validator=_not_negative)
+    character: int = attrs.field(default=0, validator=_not_negative)
+
+
+@attrs.frozen
+class Range:
+    start: Position
+    end: Position
+
+    def __attrs_post_init__(self) -> None:
+        if (self.end.line, self.end.character) < (self.start.line, self.start.character):
+            raise ValueError("the range must not end before it starts")
+
+    @classmethod
+    def lines(cls, first: int, last: int) -> Range:
+        """Whole lines first..last: from column 0 of `first` to column 0 after `last`."""
+        return cls(Position(first, 0), Position(last + 1, 0))
+
+
+@attrs.frozen
+class DocumentArgs:
+    """`{"uri"}`: the document (interrupt, restart, variables, clear take it or nothing)."""
+
+    uri: str = attrs.field(validator=_document)
+
+
+@attrs.frozen
+class RunArgs:
+    """`runfix.run`, `runfix.runAndFix`: the range's lines, the cell holding `position`,
+    or (neither) every cell of the document."""
+
+    uri: str = attrs.field(validator=_document)
+    range: Range | None = None
+    position: Position | None = None
+
+
+@attrs.frozen
+class GenerateArgs:
+    """`runfix.generate`: write (or rewrite) the body of the prompt at `position`."""
+
+    uri: str = attrs.field(validator=_document)
+    position: Position
+    run: bool = False
+
+
+def _piece(_: Any, attribute: attrs.Attribute[Any], value: tuple[int, int]) -> None:
+    first, last = value
+    if first < 0 or last < first:
+        raise ValueError(f"{attribute.name} must be [first line, last line], first <= last")
+
+
+@attrs.frozen
+class FixArgs:
+    """`runfix.fixWithModel`, and the `data` of a "Fix with model" code action: lines
+    `piece` raised `message`."""
+
+    uri: str = attrs.field(validator=_document)
+    piece: tuple[int, int] = attrs.field(validator=_piece)
+    message: str
+
+
+@attrs.frozen
+class InstallArgs:
+    """`runfix.install`: install distributions into the folder's kernel, then re-run `range`."""
+
+    uri: str = attrs.field(validator=_document)
+    packages: list[str]
+    range: Range | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.packages:
+            raise ValueError("packages must name at least one distribution")
+
+
+@attrs.frozen
+class ProblemData:
+    """`Diagnostic.data` of runfix's diagnostics: what a code action needs to rebuild a fix."""
+
+    kind: str
+    """`run` (an error a run raised) or `safety` (a scan finding on model-written code)."""
+    message: str
+    piece: tuple[int, int] | None = None
+    """The lines that ran (for a `run` error)."""
+
+
+# -- answers --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RunAnswer:
+    status: Status
+    duration_ms: float = 0.0
+    message: str | None = None
+
+
+@attrs.frozen
+class FixAnswer:
+    status: Status
+    attempts: int = 0
+    message: str | None = None
+
+
+@attrs.frozen
+class GenerateAnswer:
+    status: Status
+    range: Range | None = None
+    """Where the generated code stands."""
+    run: RunAnswer | None = None
+    message: str | None = None
+
+
+@attrs.frozen
+class InstallAnswer:
+    status: Status
+    message: str | None = None
+    output: str | None = None
+    run: RunAnswer | None = None
+
+
+@attrs.frozen
+class KernelStatus:
+    """A folder's kernel (`runfix.status`, `runfix/status`)."""
+
+    folder: str
+    state: str
+    executor: str
+
+
+@attrs.frozen
+class Interrupted:
+    interrupted: int
+
+
+@attrs.frozen
+class Restarted:
+    restarted: int
+
+
+WIRE_TYPES: tuple[type, ...] = (
+    DocumentArgs,
+    RunArgs,
+    GenerateArgs,
+    FixArgs,
+    InstallArgs,
+    RunAnswer,
+    FixAnswer,
+    GenerateAnswer,
+    InstallAnswer,
+    KernelStatus,
+    Interrupted,
+    Restarted,
+    Range,
+    Position,
+    ProblemData,
+)
+
+
+# -- conversion -----------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class BadArguments(ValueError):
+    """Arguments that do not fit their type; the message names each field that is wrong."""
+
+
+def _strict(kind: type) -> Any:
+    def structure(value: Any, _: Any) -> Any:
+        fits = type(value) is kind or (kind is float and type(value) is int)
+        if not fits:
+            raise TypeError(f"expected {_json_name(kind)}, not {_json_name(type(value))}")
+        return value
+
+    return structure
+
+
+def _json_name(kind: type) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+    names.update({dict: "an object", list: "an array", type(None): "null"})
+    return names.get(kind, kind.__name__)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _make_converter() -> cattrs.Converter:
+    """cattrs (what lsprotocol converts with), strict about JSON's types.
+
+    lsprotocol's own converter turns `3` into `"3"` and `true` into `1`: right for a
+    client's quirks in LSP's types, wrong for commands that act on what they are told."""
+    converter = cattrs.Converter()
+    for kind in (str, int, float, bool):
+        converter.register_structure_hook(kind, _strict(kind))
+
+    plain = converter.copy()  # cattrs's own sequences, with the strict types inside
+
+    def is_sequence(kind: Any) -> bool:
+        return get_origin(kind) in (list, tuple)
+
+    def sequence(kind: Any) -> Any:
+        inner = plain.get_structure_hook(kind)
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, (list, tuple)):  # not a string: not its characters
+                raise TypeError(f"expected an array, not {_json_name(type(value))}")
+            return inner(value, kind)
+
+        return structure
+
+    def record(kind: type) -> Any:
+        inner: Any = make_dict_structure_fn(kind, converter)
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, dict):
+                raise TypeError(f"expected an object, not {_json_name(type(value))}")
+            return inner(value, kind)
+
+        return structure
+
+    converter.register_structure_hook_factory(is_sequence, sequence)
+    converter.register_structure_hook_factory(attrs.has, record)
+
+    def answer(kind: type) -> Any:
+        camel = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(kind)}
+        plain: Any = make_dict_unstructure_fn(kind, converter, **camel)  # type: ignore[arg-type]
+
+        def unstructure(value: Any) -> dict[str, Any]:
+            return {k: v for k, v in plain(value).items() if v is not None}
+
+        return unstructure
+
+    converter.register_unstructure_hook_factory(lambda kind: kind in WIRE_TYPES, answer)
+    return converter
+
+
+CONVERTER = _make_converter()
+
+
+def _reason(exc: BaseException, _: Any = None) -> str:
+    if isinstance(exc, KeyError):
+        return "required"
+    return str(exc)
+
+
+def structure(value: Any, kind: type[T]) -> T:
+    """`value` (JSON) as `kind`; BadArguments naming each field that is wrong."""
+    if not isinstance(value, dict):
+        raise BadArguments(f"expected an object, not {_json_name(type(value))}")
+    try:
+        return CONVERTER.structure(value, kind)
+    except cattrs.BaseValidationError as exc:
+        reasons = cattrs.transform_error(exc, path="$", format_exception=_reason)
+        raise BadArguments("; ".join(reasons)) from None
+    except (TypeError, ValueError) as exc:
+        raise BadArguments(str(exc)) from None
+
+
+def one_argument(arguments: Sequence[Any] | None, kind: type[T]) -> T:
+    """A command's single argument as `kind` (commands take one object)."""
+    if not arguments or len(arguments) != 1:
+        count = len(arguments or ())
+        raise BadArguments(f"expected one argument (an object), got {count}")
+    return structure(arguments[0], kind)
+
+
+def optional_argument(arguments: Sequence[Any] | None, kind: type[T]) -> T | None:
+    """Nothing, or one argument as `kind`."""
+    return one_argument(arguments, kind) if arguments else None
+
+
+def to_json(answer: Any) -> Any:
+    """An answer as it goes over the wire."""
+    return CONVERTER.unstructure(answer)

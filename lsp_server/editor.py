@@ -1,0 +1,120 @@
+"""The editor as the services see it: a narrow interface with two implementations.
+
+`lsp_editor.LspEditor` speaks LSP to a client; `headless.HeadlessEditor` is
+`runfix run` in a terminal. The run-and-fix flow (`flow.Flow`) calls only
+what is here: read a document, publish results, tell the user, ask to
+confirm, apply an edit, report progress, ask for a line of input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from executor.jupyter import JupyterKernel
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.results import DocumentResults
+
+
+class Level(enum.IntEnum):
+    ERROR = 1
+    WARNING = 2
+    INFO = 3
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A document's text as it stood at one version: what a run runs."""
+
+    version: int
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Replace lines first..last (0-based, inclusive) with `code`; last < first inserts
+    before `first`."""
+
+    first: int
+    last: int
+    code: str
+
+
+@dataclass(frozen=True)
+class Place:
+    """A line of a document a remark is about."""
+
+    uri: str
+    line: int | None = None
+
+
+class Progress(Protocol):
+    def report(self, message: str, percentage: int | None = None) -> None: ...
+
+
+class Editor(Protocol):
+    features: ClientFeatures
+
+    def text(self, uri: str) -> Snapshot | None:
+        """The document as it is now; None once it is closed."""
+
+    def path_of(self, uri: str) -> str:
+        """What tracebacks call the document: its path, or its URI when it has no file."""
+
+    def folder_for(self, uri: str) -> Path:
+        """The workspace folder the document's code runs in."""
+
+    def published(self, uri: str, added: DocumentResults) -> None:
+        """The document's stored results changed (`added` are the new ones)."""
+
+    def runs_done(self) -> None:
+        """A run ended: a client that draws results lazily may redraw them."""
+
+    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
+        """Show the user a message; with a place, it is about that line."""
+
+    def tell_once(self, message: str, level: Level) -> None:
+        """Like `tell`, but a message already shown in this session only goes to the log."""
+
+    def remark(self, place: Place, message: str) -> None:
+        """A note about a place that is worth a line in a terminal, not a popup."""
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        """Whether flagged model-written code may run in the local kernel (no answer = no)."""
+
+    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
+        """Apply one edit to the document as it was at `version` (one undo step)."""
+
+    def progress(self, cancel: asyncio.Event) -> AbstractAsyncContextManager[Progress]:
+        """Progress for a long piece of work; cancelling it (where the editor can) sets
+        `cancel`."""
+
+    async def ask_input(self, prompt: str, password: bool) -> str | None:
+        """A line the user types for the code's `input()` (None: they declined)."""
+
+    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+        """The folder's kernel changed state (for status bars)."""
+
+    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        """Run in the background, keeping a reference and logging a failure."""
+
+
+def lines_match(a: Sequence[str], b: Sequence[str]) -> bool:
+    """The same lines, whatever their line endings."""
+    return len(a) == len(b) and all(
+        x.rstrip("\r\n") == y.rstrip("\r\n") for x, y in zip(a, b, strict=True)
+    )
+
+
+def apply_to_lines(lines: Sequence[str], first: int, last: int, code: str) -> list[str]:
+    """The lines after replacing lines first..last with `code` (as `edits.replace_lines` does)."""
+    new = [line + "\n" for line in code.rstrip("\n").split("\n")] if code.strip() else []
+    out = list(lines[:first]) + new + list(lines[last + 1 :] if last >= first else lines[first:])
+    if out and lines and not lines[-1].endswith("\n") and out[-1].endswith("\n"):
+        out[-1] = out[-1][:-1]
+    return out

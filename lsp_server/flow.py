@@ -1,0 +1,561 @@
+"""The run-and-fix flow, one for the editor and for `runfix run [--fix]`.
+
+Running: the pieces (cells, or the lines of a range) of the text as it stood
+when the run was asked for, one folder's runs at a time, stopping at the first
+that fails; results are stored and published after each piece.
+
+Fixing: the model writes a candidate, it runs where the failing piece stands,
+and only a candidate that ran clean is applied — as one edit, and only if the
+code did not change meanwhile. Generating writes a prompt's body the same way.
+Model-written code the scan flags needs the user's "Run" before it runs in the
+local kernel; in the sandbox the container is the control.
+
+The flow talks to the editor only through `editor.Editor`, and to everything
+else through the `session.Session`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+
+from executor.base import ExecutorState, ExecutorUnavailable
+from executor.cancel import CANCELLED, or_cancelled
+from executor.events import RunOutcome, RunRequest, RunStatus, Variable
+from executor.jupyter import JupyterKernel
+from executor.safety import Finding, describe, scan
+from lsp_server.cells import code_of
+from lsp_server.context import ReplyError, error_text, extract_code, generate_messages
+from lsp_server.contract import (
+    FixAnswer,
+    GenerateAnswer,
+    InstallAnswer,
+    Range,
+    RunAnswer,
+    Status,
+)
+from lsp_server.editor import Editor, Level, LineEdit, Place, Progress, Snapshot, lines_match
+from lsp_server.executors import sandboxed
+from lsp_server.fixing import Fixer, FixResult
+from lsp_server.model import ModelCancelled, ModelError
+from lsp_server.positions import strip_eol
+from lsp_server.prompts import Prompt, prompt_at, prompt_lines
+from lsp_server.results import DocumentResults, Problem, build
+from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
+from lsp_server.session import Session
+from lsp_server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SHOWN_TEXT = 80  # characters of streamed text shown in progress
+EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
+STREAM_REPORTS = 0.1  # seconds between progress reports of streamed text
+
+
+@dataclass(frozen=True)
+class FixReport:
+    """How fixing a piece went, and the edit that fixes it (when it was not applied)."""
+
+    answer: FixAnswer
+    edit: LineEdit | None = None
+
+
+def _run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
+    if isinstance(status, RunStatus):
+        status = Status.ERROR if status == RunStatus.DIED else Status(status.value)
+    return RunAnswer(status, round((time.perf_counter() - began) * 1000, 3), message)
+
+
+def streamed(progress: Progress, prefix: str) -> Callable[[str], None]:
+    """Show the model's text as it streams in: the tail of its last line, now and then."""
+    last = 0.0
+
+    def on_text(text: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < STREAM_REPORTS:
+            return
+        last = now
+        tail = text.rstrip().rsplit("\n", 1)[-1][-SHOWN_TEXT:]
+        progress.report(f"{prefix}: {tail}" if tail else prefix)
+
+    return on_text
+
+
+def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[Problem]:
+    out = []
+    for f in findings:
+        first, last = f.line - 1, f.end_line - 1
+        message = f"runfix safety: model-written code {f.message}"
+        source = tuple(strip_eol(line) for line in lines[first : last + 1])
+        out.append(Problem(first, last, message, "warning", message, kind="safety", source=source))
+    return out
+
+
+def _outcome_error(outcome: RunOutcome) -> str:
+    error = outcome.error
+    return error_text(error.message, error.text) if error else outcome.note or "it failed"
+
+
+def _find_again(
+    lines: Sequence[str], was: Prompt, text: str, markers: Sequence[str]
+) -> Prompt | None:
+    """The prompt in the document as it is now (it may have moved while the model wrote)."""
+    if was.line < len(lines) and strip_eol(lines[was.line]) == text:
+        return prompt_at(lines, was.line, markers)
+    same = [i for i in prompt_lines(lines, markers) if strip_eol(lines[i]) == text]
+    if not same:
+        return None
+    return prompt_at(lines, min(same, key=lambda i: abs(i - was.line)), markers)
+
+
+class Flow:
+    def __init__(self, session: Session, editor: Editor) -> None:
+        self.session = session
+        self.editor = editor
+
+    # -- reading ------------------------------------------------------------------------
+
+    def text(self, uri: str) -> Snapshot:
+        """The document now; a closed one reads as empty."""
+        return self.editor.text(uri) or Snapshot(0, ())
+
+    async def settings_for(self, uri: str) -> Settings:
+        return await self.session.settings(self.editor.folder_for(uri))
+
+    async def variables(self, uri: str) -> list[Variable]:
+        """The kernel's variables if it is up; none rather than waiting on a start or a run."""
+        kernel = self.session.kernels.find(self.editor.folder_for(uri))
+        if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
+            return []
+        try:
+            return await asyncio.wait_for(kernel.variables(), 10)
+        except Exception as exc:
+            log.warning("could not read the kernel's variables: %s", exc)
+            return []
+
+    def error_text_for(self, uri: str, piece: tuple[int, ...], message: str) -> str:
+        """The traceback of the error a fix is for (from the stored results), else its message."""
+        for problem in self.session.store.get(uri).problems:
+            if problem.kind == "run" and problem.piece == piece and problem.message == message:
+                return error_text(problem.message, problem.text)
+        return message
+
+    # -- results ------------------------------------------------------------------------
+
+    def keep(self, uri: str, version: int, results: DocumentResults) -> None:
+        """Store results made from `version` (moved through later edits), and publish."""
+        now = self.editor.text(uri)
+        if now is None:
+            return  # closed while it ran: its results went with it
+        self.session.store.add(uri, version, results, now.lines)
+        self.editor.published(uri, results)
+
+    def mark_findings(self, uri: str, version: int, findings: list[Finding]) -> None:
+        now = self.editor.text(uri)
+        if now is None or not findings:
+            return
+        self.keep(uri, version, DocumentResults(problems=_safety_problems(findings, now.lines)))
+
+    def explain_unavailable(self, uri: str, message: str) -> None:
+        """A message, and an Error diagnostic on the document's first line, saying what to fix."""
+        self.editor.tell_once(message, Level.ERROR)
+        now = self.editor.text(uri)
+        if now is None:
+            return
+        first = strip_eol(now.lines[0]) if now.lines else ""
+        problem = Problem(0, 0, message, "error", message, source=(first,))
+        self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
+        self.editor.published(uri, DocumentResults(problems=[problem]))
+
+    # -- confirming -----------------------------------------------------------------------
+
+    async def confirm_run(self, code: str, reason: str, settings: Settings, place: Place) -> bool:
+        """Whether flagged model-written code may run.
+
+        In the sandbox (`executor: docker`) the container is the control, so nothing is
+        asked. Else the editor asks; a "Run" holds for this exact code for the session."""
+        if sandboxed(settings):
+            log.info("flagged model-written code runs in the sandbox: %s", reason)
+            return True
+        digest = hashlib.sha256(code.encode()).hexdigest()
+        if digest in self.session.confirmed:
+            return True
+        if await self.editor.confirm(reason, place):
+            self.session.confirmed.add(digest)
+            return True
+        log.info("flagged model-written code was not run: %s", reason)
+        return False
+
+    # -- running --------------------------------------------------------------------------
+
+    async def _locked(self, folder_uri: str, cancel: asyncio.Event) -> asyncio.Lock | None:
+        """The folder's run lock, held; None if cancelled while waiting for it."""
+        lock = self.session.run_lock(self.editor.folder_for(folder_uri))
+        if await or_cancelled(lock.acquire(), cancel) is CANCELLED:
+            return None
+        return lock
+
+    async def run(
+        self,
+        uri: str,
+        line_range: Range | None,
+        cancel: asyncio.Event,
+        *,
+        runs: list[PieceRun] | None = None,
+        after: int = -1,
+        say_stop: bool = True,
+    ) -> RunAnswer:
+        """Run the range's lines, or every cell (below line `after`), stopping at the first
+        that fails.
+
+        What runs is the text as it stood when the run was asked for, each piece whole,
+        however the document changes meanwhile; results land through the edits made
+        since (or are dropped where their lines changed). Each piece that ran is
+        appended to `runs` when given (the fix loop reads them)."""
+        began = time.perf_counter()
+        asked_at = asyncio.get_running_loop().time()
+        text = self.text(uri)
+        folder = self.editor.folder_for(uri)
+        settings = await self.session.settings(folder)
+        pieces = [
+            p
+            for p in pieces_for(text.lines, line_range, settings.prompt_markers)
+            if p.first > after
+        ]
+        if not pieces:
+            return _run_answer(Status.OK, began)
+        flagged = {p: self.session.store.get(uri).safety_in(p.first, p.last) for p in pieces}
+        kernel = await self.session.kernel_for(folder)
+        lock = await self._locked(uri, cancel)
+        if lock is None:
+            return _run_answer(Status.CANCELLED, began)
+        status = RunStatus.OK
+        try:
+            async with self.editor.progress(cancel) as progress:
+                for number, piece in enumerate(pieces, 1):
+                    if len(pieces) > 1:
+                        share = (number - 1) * 100 // len(pieces)
+                        progress.report(f"Running cell {number}/{len(pieces)}", share)
+                    ran = await self.run_piece(
+                        uri, text, piece, kernel, settings, cancel, flagged[piece], asked_at
+                    )
+                    if isinstance(ran, str):
+                        return _run_answer(Status.CANCELLED, began, ran)
+                    if runs is not None:
+                        runs.append(ran)
+                    status = ran.outcome.status
+                    if status != RunStatus.OK:
+                        if say_stop and number < len(pieces):
+                            left = len(pieces) - number
+                            self.editor.remark(Place(uri), f"stopped; {left} later cell(s) not run")
+                        break
+        except ExecutorUnavailable as exc:
+            self.explain_unavailable(uri, str(exc))
+            return _run_answer(Status.ERROR, began, str(exc))
+        finally:
+            lock.release()
+        self.editor.runs_done()
+        return _run_answer(status, began)
+
+    async def run_piece(
+        self,
+        uri: str,
+        text: Snapshot,
+        piece: Piece,
+        kernel: JupyterKernel,
+        settings: Settings,
+        cancel: asyncio.Event,
+        flagged: list[Problem],
+        asked_at: float | None = None,
+    ) -> PieceRun | str:
+        """Run one piece of `text`, keeping its results; a str: why it did not run.
+
+        Model-written code the scan flagged (`flagged`) runs only once the user confirms."""
+        code = code_of(text.lines, piece.first, piece.last)
+        if flagged:
+            reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
+            reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
+            if not await self.confirm_run(code, reason, settings, Place(uri, flagged[0].first)):
+                return "not run: model-written code was flagged and the run was not confirmed"
+        self.session.store.clear_made_at(uri, text.version, piece.first, piece.last)
+        path = self.editor.path_of(uri)
+        outcome = await kernel.execute(
+            run_request(settings, path, code, piece.first),
+            cancel=cancel,
+            asked_at=asked_at,
+            ask_input=self.editor.ask_input if self.editor.features.input else None,
+        )
+        results = build(
+            outcome,
+            path=path,
+            lines=text.lines,
+            fallback_line=piece.first,
+            folder=self.editor.folder_for(uri),
+            piece=(piece.first, piece.last),
+        )
+        self.keep(uri, text.version, results)
+        return PieceRun(piece, outcome, list(text.lines), text.version)
+
+    # -- run and fix ----------------------------------------------------------------------
+
+    async def run_and_fix(
+        self, uri: str, line_range: Range | None, cancel: asyncio.Event
+    ) -> FixAnswer:
+        """Run; fix the piece that fails and apply the fix; with no range, go on with the
+        cells below it, fixing each that fails, until one cannot be fixed."""
+        attempts = 0
+        after = -1
+        fixed = False
+        while True:
+            runs: list[PieceRun] = []
+            ran = await self.run(uri, line_range, cancel, runs=runs, after=after, say_stop=False)
+            if ran.status in (Status.OK, Status.CANCELLED):
+                status = Status.FIXED if fixed and ran.status == Status.OK else ran.status
+                return FixAnswer(status, attempts)
+            if not runs or runs[-1].outcome.status != RunStatus.ERROR:
+                message = ran.message or (runs[-1].outcome.note if runs else "it did not run")
+                return FixAnswer(Status.FAILED, attempts, message)
+            failed = runs[-1]
+            first, last = failed.piece.first, failed.piece.last
+            report = await self.fix_piece(
+                uri, failed.lines, first, last, _outcome_error(failed.outcome), cancel, apply=True
+            )
+            attempts += report.answer.attempts
+            if report.answer.status != Status.FIXED:
+                return FixAnswer(report.answer.status, attempts, report.answer.message)
+            fixed = True
+            if line_range is not None:
+                return FixAnswer(Status.FIXED, attempts)
+            code = report.edit.code if report.edit else code_of(failed.lines, first, last)
+            after = first + code.rstrip("\n").count("\n")
+
+    def _fixer(
+        self, uri: str, first: int, settings: Settings, progress: Progress, cancel: asyncio.Event
+    ) -> Fixer:
+        model = self.session.model_for(settings)
+        folder = self.editor.folder_for(uri)
+        path = self.editor.path_of(uri)
+
+        async def ask(messages: list[dict[str, str]], what: str) -> str:
+            return await model.complete(messages, on_text=streamed(progress, what), cancel=cancel)
+
+        async def confirm(code: str, findings: list[Finding]) -> bool:
+            reason = f"The model's fix {describe(findings)}."
+            return await self.confirm_run(code, reason, settings, Place(uri, first))
+
+        async def run(code: str) -> RunOutcome:
+            """A candidate runs where the failing piece stands; its results are not kept."""
+            kernel = await self.session.kernel_for(folder)
+            lock = await self._locked(uri, cancel)
+            if lock is None:
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
+            try:
+                return await kernel.execute(run_request(settings, path, code, first), cancel=cancel)
+            finally:
+                lock.release()
+
+        def report(message: str) -> None:
+            progress.report(message)
+            self.editor.remark(Place(uri, first), f"fixing, {message}")
+
+        return Fixer(
+            ask=ask,
+            run=run,
+            variables=lambda: self.variables(uri),
+            confirm=confirm,
+            report=report,
+            max_attempts=settings.fix_max_attempts,
+            budget=settings.context_budget,
+        )
+
+    async def fix_piece(
+        self,
+        uri: str,
+        lines: Sequence[str],
+        first: int,
+        last: int,
+        error: str,
+        cancel: asyncio.Event,
+        *,
+        apply: bool,
+    ) -> FixReport:
+        """Fix lines first..last (as `lines` had them) that raised `error`.
+
+        With `apply`, the passing version is applied; else the report carries the edit
+        (for `codeAction/resolve`: the user applies it or not)."""
+        settings = await self.settings_for(uri)
+        code = code_of(lines, first, last)
+        async with self.editor.progress(cancel) as progress:
+            fixer = self._fixer(uri, first, settings, progress, cancel)
+            result = await fixer.fix(lines, first, last, code, error)
+        return await self._settle(uri, lines, first, last, result, apply)
+
+    async def _settle(
+        self, uri: str, lines: Sequence[str], first: int, last: int, result: FixResult, apply: bool
+    ) -> FixReport:
+        """What a fix attempt comes to: an applied (or offered) edit, or why not."""
+        place = Place(uri, first)
+        if result.status == "cancelled":
+            return FixReport(FixAnswer(Status.CANCELLED, result.attempts))
+        if result.status != "fixed" or result.code is None or result.outcome is None:
+            self.editor.tell(f"runfix: not fixed: {result.message}", Level.WARNING, place)
+            return FixReport(FixAnswer(Status.FAILED, result.attempts, result.message))
+        now = self.text(uri)
+        if not lines_match(now.lines[first : last + 1], lines[first : last + 1]):
+            message = "runfix: the code changed while it was being fixed; the fix was not applied."
+            self.editor.tell(message, Level.ERROR, place)
+            return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
+        edit = LineEdit(first, last, result.code)
+        if not apply:
+            self.editor.spawn(self.keep_candidate(uri, edit, result.outcome), "results")
+            return FixReport(FixAnswer(Status.FIXED, result.attempts), edit)
+        if not await self.editor.apply(uri, now.version, edit, "runfix: fix"):
+            message = "runfix: the editor did not apply the fix."
+            self.editor.tell(message, Level.ERROR, place)
+            return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
+        self.editor.remark(place, f"fixed on attempt {result.attempts}")
+        await self.keep_candidate(uri, edit, result.outcome)
+        return FixReport(FixAnswer(Status.FIXED, result.attempts), edit)
+
+    async def shown(self, uri: str, first: int, code: str) -> int | None:
+        """Wait until the document holds `code` at line `first`; its version then, else None."""
+        want = code.rstrip("\n").split("\n")
+        deadline = time.monotonic() + EDIT_ARRIVAL
+        while time.monotonic() < deadline:
+            now = self.editor.text(uri)
+            if now is None:
+                return None
+            if lines_match(now.lines[first : first + len(want)], want):
+                return now.version
+            await asyncio.sleep(0.01)
+        return None
+
+    async def keep_candidate(self, uri: str, edit: LineEdit, outcome: RunOutcome) -> None:
+        """Once the fix shows in the document, show what its run printed on its lines."""
+        first, code = edit.first, edit.code
+        version = await self.shown(uri, first, code)
+        now = self.editor.text(uri)
+        if version is None or now is None:
+            return
+        last = first + code.rstrip("\n").count("\n")
+        results = build(
+            outcome,
+            path=self.editor.path_of(uri),
+            lines=now.lines,
+            fallback_line=first,
+            folder=self.editor.folder_for(uri),
+            piece=(first, last),
+        )
+        self.session.store.clear(uri, first, last)
+        self.keep(uri, version, results)
+        self.mark_findings(uri, version, scan(code, first + 1))
+        self.editor.runs_done()
+
+    # -- generate -------------------------------------------------------------------------
+
+    async def generate(
+        self, uri: str, line: int, run: bool, cancel: asyncio.Event
+    ) -> GenerateAnswer:
+        """Write (or rewrite) the body of the prompt on `line`; with `run`, run it too."""
+        text = self.text(uri)
+        settings = await self.settings_for(uri)
+        prompt = prompt_at(text.lines, line, settings.prompt_markers)
+        if prompt is None:
+            return self._failed(f"runfix: line {line + 1} is not a prompt (`# ai: …`).")
+        prompt_line = strip_eol(text.lines[prompt.line])
+        variables = await self.variables(uri)
+        messages = generate_messages(
+            prompt.text,
+            text.lines,
+            prompt.line,
+            (prompt.body_first, prompt.body_last),
+            variables,
+            settings.context_budget,
+        )
+        model = self.session.model_for(settings)
+        async with self.editor.progress(cancel) as progress:
+            progress.report(f"Generating: {prompt.text[:60]}")
+            try:
+                reply = await model.complete(
+                    messages, on_text=streamed(progress, "Generating"), cancel=cancel
+                )
+            except ModelCancelled:
+                return GenerateAnswer(Status.CANCELLED)
+            except ModelError as exc:
+                return self._failed(f"runfix: {exc}")
+        try:
+            code = extract_code(reply, prompt_line=prompt_line)
+        except ReplyError as exc:
+            return self._failed(f"runfix: nothing was inserted: {exc}.")
+        text = self.text(uri)
+        now = _find_again(text.lines, prompt, prompt_line, settings.prompt_markers)
+        if now is None:
+            return self._failed(
+                "runfix: the prompt changed while the model wrote; nothing was inserted."
+            )
+        edit = LineEdit(now.body_first, now.body_last, code)
+        label = "runfix: regenerate" if now.has_body else "runfix: generate"
+        if not await self.editor.apply(uri, text.version, edit, label):
+            return self._failed("runfix: the editor did not apply the generated code.")
+        first, last = now.body_first, now.body_first + code.rstrip("\n").count("\n")
+        answer = GenerateAnswer(Status.OK, Range.lines(first, last))
+        version = await self.shown(uri, first, code)
+        if version is None:
+            log.warning("the generated code did not show up in %s; it will not be run", uri)
+            return answer
+        self.mark_findings(uri, version, scan(code, first + 1))
+        if run or settings.auto_run:
+            ran = await self.run(uri, Range.lines(first, last), cancel)
+            answer = GenerateAnswer(Status.OK, answer.range, ran)
+        return answer
+
+    def _failed(self, message: str) -> GenerateAnswer:
+        self.editor.tell(message, Level.ERROR)
+        return GenerateAnswer(Status.ERROR, message=message)
+
+    # -- install --------------------------------------------------------------------------
+
+    async def install(
+        self, uri: str, packages: list[str], rerun: Range | None, cancel: asyncio.Event
+    ) -> InstallAnswer:
+        """Install distributions into the folder's kernel; then re-run what failed."""
+        kernel = await self.session.kernel_for(self.editor.folder_for(uri))
+        shown = " ".join(packages)
+
+        def failed(message: str, output: str | None = None) -> InstallAnswer:
+            self.editor.tell(message, Level.ERROR)
+            return InstallAnswer(Status.ERROR, message, output)
+
+        if (why := kernel.install_blocked()) is not None:
+            return failed(f"runfix: cannot install {shown}. {why}")
+        try:
+            async with self.editor.progress(cancel) as progress:
+                progress.report(f"Installing {shown}")
+                result = await kernel.install(
+                    packages,
+                    on_line=lambda line: progress.report(
+                        f"Installing {shown}: {line[-SHOWN_TEXT:]}"
+                    ),
+                    cancel=cancel,
+                )
+        except ExecutorUnavailable as exc:
+            return failed(f"runfix: cannot install {shown}: {exc}")
+        if result.cancelled:
+            return InstallAnswer(Status.CANCELLED)
+        if not result.ok:
+            tail = "\n".join(result.output.strip().splitlines()[-5:])
+            return failed(f"runfix: installing {shown} failed:\n{tail}", result.output)
+        self.editor.tell(f"runfix: installed {shown}.", Level.INFO)
+        if rerun is None:
+            return InstallAnswer(Status.OK)
+        with suppress(Exception):
+            await kernel.execute(
+                RunRequest("import importlib\nimportlib.invalidate_caches()\n", "<runfix>", 1, 30)
+            )
+        return InstallAnswer(Status.OK, run=await self.run(uri, rerun, cancel))

@@ -1,0 +1,233 @@
+"""`runfix run FILE [--fix]`: the run-and-fix flow in a terminal.
+
+`HeadlessEditor` is the editor interface for a file on disk: results print
+compiler-style (`path:line:col: error|warning|note: message`), fixes are
+applied to the text in memory and written back at the end, and flagged
+model-written code is never run unasked (there is no one to ask; in the
+sandbox the flow needs no question). Nothing here imports LSP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tokenize
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from executor.base import ExecutorUnavailable
+from executor.jupyter import JupyterKernel
+from executor.text import split_lines
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.contract import Range, Status
+from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, apply_to_lines
+from lsp_server.flow import Flow
+from lsp_server.results import DocumentResults, Problem, StatementResult
+from lsp_server.runs import pieces_for
+from lsp_server.session import Session
+from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
+
+NOTE_LINES = 20  # output lines shown per statement; the rest is counted
+_LEVELS = {Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "note"}
+
+
+def project_folder(start: Path) -> Path:
+    """The nearest folder above `start` that looks like a project root, else its own folder."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / m).exists() for m in ("pyproject.toml", ".git", ".venv", "venv")):
+            return candidate
+    return folder
+
+
+def project_settings(folder: Path) -> Settings:
+    """The project file's settings (the only layer there is without an editor)."""
+    table, problem = read_pyproject(folder)
+    settings = resolve((PROJECT, table))
+    for message in ([problem] if problem else []) + list(settings.problems):
+        print(f"runfix: warning: {message}", file=sys.stderr)
+    return settings
+
+
+def _column(line: str) -> int:
+    return len(line) - len(line.lstrip()) + 1
+
+
+def format_results(shown: str, lines: Sequence[str], results: DocumentResults) -> list[str]:
+    """Compiler-style lines: `path:line:col: error|warning|note: message`."""
+
+    def at(line: int, col: int | None = None) -> str:
+        text = lines[line] if 0 <= line < len(lines) else ""
+        return f"{shown}:{line + 1}:{col if col is not None else _column(text)}"
+
+    items: list[tuple[int, int, list[str]]] = []
+    for s in results.statements:
+        items.append((s.last, 0, _notes(at(s.last), s)))
+    for p in results.problems:
+        col = p.column + 1 if p.column is not None else None
+        items.append((p.first, 1, _problem(at(p.first, col), p, at)))
+    return [line for _, _, out in sorted(items, key=lambda i: (i[0], i[1])) for line in out]
+
+
+def _notes(where: str, result: StatementResult) -> list[str]:
+    text = result.text.rstrip("\n").splitlines() or [""]
+    out = [f"{where}: note: {line}" for line in text[:NOTE_LINES]]
+    if len(text) > NOTE_LINES:
+        out.append(f"{where}: note: … {len(text) - NOTE_LINES} more lines")
+    if result.truncated:
+        out.append(f"{where}: note: … output truncated ({result.truncated:,} characters dropped)")
+    return out
+
+
+def _problem(where: str, p: Problem, at: Any) -> list[str]:
+    out = [f"{where}: {p.severity}: {p.message}"]
+    for r in p.related:
+        place = f"{r.path}:{r.line + 1}:1" if r.path else at(r.line)
+        out.append(f"{place}: note: {r.name}")
+    return out
+
+
+class _Quiet:
+    def report(self, message: str, percentage: int | None = None) -> None:
+        pass
+
+
+class HeadlessEditor:
+    """One file, in a terminal."""
+
+    features = ClientFeatures()
+
+    def __init__(
+        self, shown: str, path: Path, folder: Path, lines: list[str], out: TextIO | None = None
+    ) -> None:
+        self.shown, self.path, self.folder, self.out = shown, path, folder, out
+        self.uri = path.as_uri()
+        self.lines = lines
+        self.version = 1
+        self.changed = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.out or sys.stdout, flush=True)
+
+    def _where(self, place: Place) -> str:
+        return self.shown if place.line is None else f"{self.shown}:{place.line + 1}:1"
+
+    def text(self, uri: str) -> Snapshot | None:
+        return Snapshot(self.version, tuple(self.lines)) if uri == self.uri else None
+
+    def path_of(self, uri: str) -> str:
+        return str(self.path)
+
+    def folder_for(self, uri: str) -> Path:
+        return self.folder
+
+    def published(self, uri: str, added: DocumentResults) -> None:
+        for line in format_results(self.shown, self.lines, added):
+            self._say(line)
+
+    def runs_done(self) -> None:
+        pass
+
+    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
+        if place is None:
+            print(message, file=sys.stderr, flush=True)
+            return
+        self._say(f"{self._where(place)}: {_LEVELS[level]}: {message.removeprefix('runfix: ')}")
+
+    def tell_once(self, message: str, level: Level) -> None:
+        self.tell(message, level)
+
+    def remark(self, place: Place, message: str) -> None:
+        self._say(f"{self._where(place)}: note: {message}")
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        self._say(
+            f"{self._where(place)}: warning: {reason.rstrip('.')}; not run headless "
+            "(review it, or run it in the editor)"
+        )
+        return False
+
+    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
+        if uri != self.uri or version != self.version:
+            return False
+        self.lines = apply_to_lines(self.lines, edit.first, edit.last, edit.code)
+        self.version += 1
+        self.changed = True
+        return True
+
+    @asynccontextmanager
+    async def _progress(self) -> AsyncIterator[Progress]:
+        yield _Quiet()
+
+    def progress(self, cancel: asyncio.Event) -> Any:
+        return self._progress()
+
+    async def ask_input(self, prompt: str, password: bool) -> str | None:
+        return None  # `features.input` is off: the code's input() raises as in a notebook
+
+    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+        pass
+
+    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def run_file(path: Path, cell: int | None, timeout: float | None, fix: bool = False) -> int:
+    """Run the file's cells (or one), printing results; 0 clean, 1 failed, 2 could not run."""
+    shown = str(path)
+    path = path.resolve()
+    try:
+        with tokenize.open(path) as f:  # the coding cookie (or BOM) decides, as for Python
+            source, encoding = f.read(), f.encoding
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+        print(f"runfix: error: cannot read {shown}: {exc}", file=sys.stderr)
+        return 2
+    lines = split_lines(source)
+    folder = project_folder(path)
+    settings = project_settings(folder)
+    if timeout is not None:
+        settings = replace(settings, timeout=timeout)
+    line_range = None
+    if cell is not None:
+        pieces = pieces_for(lines, None, settings.prompt_markers)
+        if not 1 <= cell <= len(pieces):
+            print(f"runfix: error: {shown} has {len(pieces)} cells with code", file=sys.stderr)
+            return 2
+        line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
+    editor = HeadlessEditor(shown, path, folder, lines)
+    code = asyncio.run(_run(editor, settings, line_range, fix))
+    if editor.changed:
+        path.write_text("".join(editor.lines), encoding=encoding)
+        print(f"{shown}: note: wrote the fixes", flush=True)
+    return code
+
+
+async def _run(
+    editor: HeadlessEditor, settings: Settings, line_range: Range | None, fix: bool
+) -> int:
+    async def read_settings(folder: Path) -> Settings:
+        return settings
+
+    session = Session(read_settings, editor.kernel_state)
+    flow = Flow(session, editor)
+    try:
+        kernel = await session.kernel_for(editor.folder)
+        try:
+            await kernel.start()
+        except ExecutorUnavailable as exc:
+            print(f"{editor.shown}:1:1: error: {exc}", flush=True)
+            return 2
+        cancel = asyncio.Event()
+        if fix:
+            fixed = await flow.run_and_fix(editor.uri, line_range, cancel)
+            return 0 if fixed.status in (Status.OK, Status.FIXED) else 1
+        ran = await flow.run(editor.uri, line_range, cancel)
+        return 0 if ran.status == Status.OK else 1
+    finally:
+        await session.close()

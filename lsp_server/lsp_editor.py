@@ -1,0 +1,257 @@
+"""The editor interface over LSP: what the flow asks, as requests and notifications to
+the client (`publishDiagnostics`, `showMessage`, `showMessageRequest`,
+`applyEdit`, work-done progress, `runfix/input`, `runfix/status`)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from executor.cancel import stop
+from executor.jupyter import JupyterKernel
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.contract import INPUT_REQUEST, STATUS_NOTIFICATION, KernelStatus, to_json
+from lsp_server.convert import diagnostics
+from lsp_server.editor import Level, LineEdit, Place, Snapshot
+from lsp_server.edits import replace_lines
+from lsp_server.results import DocumentResults
+from lsp_server.session import Session
+
+log = logging.getLogger(__name__)
+
+RUN_ANYWAY = "Run"
+NO_RUN = "Don't run"
+CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
+PROGRESS_DELAY = 0.3  # seconds: quicker work shows no progress at all
+_MESSAGE_TYPES = {
+    Level.ERROR: lsp.MessageType.Error,
+    Level.WARNING: lsp.MessageType.Warning,
+    Level.INFO: lsp.MessageType.Info,
+}
+_tokens = itertools.count(1)
+
+
+def kernel_status(folder: Path, kernel: JupyterKernel) -> KernelStatus:
+    return KernelStatus(folder.as_uri(), kernel.state.value, kernel.executor)
+
+
+class LspProgress:
+    """Work-done progress that appears only if the work lasts; cancelling it sets `cancel`."""
+
+    def __init__(self, server: LanguageServer, enabled: bool, cancel: asyncio.Event) -> None:
+        self.server = server
+        self.enabled = enabled
+        self.cancel = cancel
+        self.token: str | None = None
+        self.message = "Running"
+        self._starter: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LspProgress:
+        if self.enabled:
+            self._starter = asyncio.ensure_future(self._begin())
+        return self
+
+    async def _begin(self) -> None:
+        await asyncio.sleep(PROGRESS_DELAY)
+        token = f"runfix-run-{next(_tokens)}"
+        progress = self.server.work_done_progress
+        await progress.create_async(token)
+        future = progress.tokens.get(token)
+        if future is not None:
+            future.add_done_callback(lambda f: self.cancel.set() if f.cancelled() else None)
+        progress.begin(
+            token,
+            lsp.WorkDoneProgressBegin(title="runfix", message=self.message, cancellable=True),
+        )
+        self.token = token
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        self.message = message
+        if self.token is not None:
+            self.server.work_done_progress.report(
+                self.token, lsp.WorkDoneProgressReport(message=message, percentage=percentage)
+            )
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._starter is not None and not self._starter.done():
+            await stop(self._starter)
+        if self.token is not None:
+            self.server.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd())
+            self.server.work_done_progress.tokens.pop(self.token, None)
+
+
+class LspEditor:
+    def __init__(self, server: LanguageServer, session: Session) -> None:
+        self.server = server
+        self.session = session
+        self.features = ClientFeatures()
+        self._told: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- documents and folders ----------------------------------------------------------
+
+    def text(self, uri: str) -> Snapshot | None:
+        doc = self.server.workspace.text_documents.get(uri)
+        return None if doc is None else Snapshot(doc.version or 0, tuple(doc.lines))
+
+    def path_of(self, uri: str) -> str:
+        return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
+
+    def folder_for(self, uri: str) -> Path:
+        """The workspace folder holding the document (the innermost), else its directory.
+
+        A document with no file (`untitled:`) belongs to the first workspace folder,
+        else to the home folder: that is where its code runs."""
+        workspace = self.server.workspace
+        roots = [f.uri for f in workspace.folders.values()]
+        if workspace.root_uri:
+            roots.append(workspace.root_uri)
+        if not uri.startswith("file:"):
+            first = next((to_fs_path(r) for r in roots if r.startswith("file:")), None)
+            return Path(first) if first else Path.home()
+        path = Path(to_fs_path(uri) or unquote(urlparse(uri).path))
+        best: Path | None = None
+        for root in roots:
+            folder = Path(to_fs_path(root) or "")
+            inside = folder != Path() and path.is_relative_to(folder)
+            if inside and (best is None or len(folder.parts) > len(best.parts)):
+                best = folder
+        return best or path.parent
+
+    # -- results ------------------------------------------------------------------------
+
+    def publish(self, uri: str) -> None:
+        doc = self.server.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        setting = self.session.cached_settings(self.folder_for(uri)).results
+        with_results = self.features.results_mode(setting) in ("diagnostics", "both")
+        items = diagnostics(
+            uri,
+            doc.lines,
+            self.session.store.get(uri),
+            with_results=with_results,
+            width=self.features.width,
+        )
+        self.server.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
+        )
+
+    def published(self, uri: str, added: DocumentResults) -> None:
+        self.publish(uri)
+
+    def runs_done(self) -> None:
+        if self.features.inlay_refresh:
+            self.spawn(self._refresh_inlay_hints(), "inlay hint refresh")
+
+    async def _refresh_inlay_hints(self) -> None:
+        try:
+            await self.server.workspace_inlay_hint_refresh_async(None)
+        except Exception as exc:  # the client said it could; it is only a hint to redraw
+            log.warning("the client did not take workspace/inlayHint/refresh: %s", exc)
+
+    # -- telling and asking -------------------------------------------------------------
+
+    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
+        log.log(logging.INFO if level == Level.INFO else logging.WARNING, "%s", message)
+        params = lsp.ShowMessageParams(type=_MESSAGE_TYPES[level], message=message)
+        self.server.window_show_message(params)
+
+    def tell_once(self, message: str, level: Level) -> None:
+        """Shown once per server life (repeats go to the log only)."""
+        if message in self._told:
+            log.log(logging.INFO if level == Level.INFO else logging.WARNING, "%s", message)
+            return
+        self._told.add(message)
+        self.tell(message, level)
+
+    def remark(self, place: Place, message: str) -> None:
+        line = f":{place.line + 1}" if place.line is not None else ""
+        log.info("%s%s: %s", place.uri, line, message)
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        params = lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning,
+            message=f"runfix: {reason} Run it in the local kernel?",
+            actions=[lsp.MessageActionItem(title=RUN_ANYWAY), lsp.MessageActionItem(title=NO_RUN)],
+        )
+        try:
+            answer = await asyncio.wait_for(
+                self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
+            )
+        except Exception as exc:  # no answer is a no
+            log.warning("no answer to the run confirmation (%s): not running", exc or "timeout")
+            return False
+        return answer is not None and answer.title == RUN_ANYWAY
+
+    async def ask_input(self, prompt: str, password: bool) -> str | None:
+        """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`)."""
+        answer = await self.server.protocol.send_request_async(
+            INPUT_REQUEST, {"prompt": prompt, "password": password}
+        )
+        # pygls hands an untyped result over as an object with attributes, or a dict.
+        value = answer.get("value") if isinstance(answer, dict) else getattr(answer, "value", None)
+        return value if isinstance(value, str) else None
+
+    # -- edits --------------------------------------------------------------------------
+
+    def workspace_edit(self, uri: str, version: int, edit: LineEdit) -> lsp.WorkspaceEdit | None:
+        """The edit of the document as it is at `version`, versioned where the client can
+        check it; None if the document is no longer at that version."""
+        doc = self.server.workspace.text_documents.get(uri)
+        if doc is None or (doc.version or 0) != version:
+            return None
+        change = replace_lines(doc.lines, edit.first, edit.last, edit.code, self.features.width)
+        if self.features.document_changes:
+            identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version)
+            return lsp.WorkspaceEdit(
+                document_changes=[lsp.TextDocumentEdit(text_document=identifier, edits=[change])]
+            )
+        return lsp.WorkspaceEdit(changes={uri: [change]})
+
+    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
+        """One `workspace/applyEdit` (one undo step)."""
+        change = self.workspace_edit(uri, version, edit)
+        if change is None:
+            log.warning("%s changed before the edit could be sent; not applied", uri)
+            return False
+        try:
+            result = await self.server.workspace_apply_edit_async(
+                lsp.ApplyWorkspaceEditParams(edit=change, label=label)
+            )
+        except Exception as exc:
+            log.warning("workspace/applyEdit failed: %s", exc)
+            return False
+        if not result.applied:
+            log.warning("the editor did not apply the edit: %s", result.failure_reason)
+        return bool(result.applied)
+
+    def progress(self, cancel: asyncio.Event) -> LspProgress:
+        return LspProgress(self.server, self.features.progress, cancel)
+
+    # -- kernels and background work ----------------------------------------------------
+
+    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+        """`runfix/status`: the folder's kernel state and executor, for status bars."""
+        if self.server.protocol.writer is not None:
+            self.server.protocol.notify(STATUS_NOTIFICATION, to_json(kernel_status(folder, kernel)))
+
+    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and (exc := t.exception()) is not None:
+                log.error("%s failed: %s", what, exc, exc_info=exc)
+
+        task.add_done_callback(done)
