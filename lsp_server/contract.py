@@ -31,6 +31,9 @@ VARIABLES = "runfix.variables"
 CLEAR = "runfix.clear"
 STATUS = "runfix.status"
 
+COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
+COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS)
+
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
 INPUT_REQUEST = "runfix/input"

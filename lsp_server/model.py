@@ -13,17 +13,20 @@ reaches a kernel (see `secret_names`).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
-
-import openai
+from typing import TYPE_CHECKING, Any, cast
 
 from executor.cancel import CANCELLED, or_cancelled
 from lsp_server.settings import DEFAULT_MODEL, OPENAI_URL, Settings
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,13 @@ class ModelConfig:
         return None
 
 
+async def load_sdk() -> None:
+    """Import `openai` (about a second) in a thread, the first time a model is asked: the
+    server starts without it, and its loop keeps answering while it loads."""
+    if "openai" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "openai")
+
+
 class ModelClient:
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
@@ -89,6 +99,8 @@ class ModelClient:
 
     def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
+            import openai  # on first use: importing it is most of a server's start-up time
+
             self._client = openai.AsyncOpenAI(
                 base_url=self.config.base_url,
                 # A local endpoint needs no key; the client insists on some string.
@@ -105,6 +117,9 @@ class ModelClient:
 
     async def unanswered(self, timeout: float = 5.0) -> str | None:
         """Why the endpoint does not answer a model listing within `timeout`, else None."""
+        await load_sdk()
+        import openai
+
         try:
             await self._openai().models.list(timeout=timeout)
         except openai.OpenAIError as exc:
@@ -121,6 +136,7 @@ class ModelClient:
         """The reply's text; ModelError or ModelCancelled otherwise, within the timeout."""
         if (why := self.config.missing()) is not None:
             raise ModelError(why)
+        await load_sdk()  # not on the request's clock
         work = asyncio.wait_for(self._with_retries(messages, on_text), self.config.timeout)
         try:
             reply = await or_cancelled(work, cancel)  # a cancel closes the HTTP stream
@@ -136,6 +152,8 @@ class ModelClient:
     async def _with_retries(
         self, messages: Sequence[Mapping[str, str]], on_text: Callable[[str], None] | None
     ) -> str:
+        import openai
+
         deadline = time.monotonic() + self.config.timeout
         attempt = 0
         while True:

@@ -334,6 +334,24 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     assert errors(client, uri) == []
 
 
+async def test_run_and_fix_of_a_file_goes_on_with_the_cells_below_a_fixed_one(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """The same flow as `runfix run --fix`: each failing cell is fixed in turn."""
+    await start(client, folder, options(model))
+    source = "items = [1, 2]\n# %%\nprint(sum(itms))\n# %%\nprint(len(itemz))\n"
+    uri = open_doc(client, folder / "two.py", source)
+    model.script(code("print(sum(items))"), code("print(len(items))"))
+    answer = await command(client, "runfix.runAndFix", {"uri": uri})
+    assert answer == {"status": "fixed", "attempts": 2}
+    assert text(client, uri) == "items = [1, 2]\n# %%\nprint(sum(items))\n# %%\nprint(len(items))\n"
+    assert len(client.edits) == 2  # type: ignore[attr-defined]
+    assert "itemz" in model.user_text(1)  # the second request is about the second cell
+    await asyncio.sleep(0.3)
+    assert errors(client, uri) == []
+    assert [h.label for h in await hints(client, uri)] == ["→ 3", "→ 2"]
+
+
 async def test_run_and_fix_gives_up_after_max_attempts_leaving_the_document(
     client: LanguageClient, folder: Path, model: ModelServer
 ) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from lsp_server import contract
 
 ROOT = Path(__file__).parent.parent
 PACKAGES = ("lsp_server", "executor")
@@ -139,3 +142,17 @@ def test_runfix_run_imports_neither_pygls_nor_the_server(tmp_path: Path) -> None
     lsp_machinery |= {"lsp_server.lsp_editor", "lsp_server.features", "lsp_server.convert"}
     assert not loaded & lsp_machinery, sorted(loaded & lsp_machinery)
     assert {"lsp_server.flow", "lsp_server.headless"} <= loaded  # the same flow as the editor's
+    assert "openai" not in loaded  # imported when a model is first asked, not before
+
+
+def test_the_editors_speak_only_what_the_contract_names() -> None:
+    """The contract is what the editors read: every command and message they use is in it."""
+    sources = [*(ROOT / "editors/vscode/src").glob("*.ts")]
+    sources += [*(ROOT / "editors/nvim").rglob("*.lua")]
+    text = "\n".join(p.read_text() for p in sources)
+    called = set(re.findall(r'(?:call|request)\("(runfix\.[A-Za-z]+)"', text))
+    assert {contract.RUN, contract.RUN_AND_FIX, contract.GENERATE} <= called
+    assert called <= set(contract.COMMANDS)
+    messages = set(re.findall(r'"(runfix/[A-Za-z]+)"', text))
+    assert messages == {contract.STATUS_NOTIFICATION, contract.INPUT_REQUEST}
+    assert contract.INPUT_CAPABILITY in text
