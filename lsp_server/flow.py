@@ -63,6 +63,8 @@ class FixReport:
 
     answer: FixAnswer
     edit: LineEdit | None = None
+    version: int = 0
+    """The document version the edit is for."""
 
 
 def _run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
@@ -414,14 +416,14 @@ class Flow:
         edit = LineEdit(first, last, result.code)
         if not apply:
             self.editor.spawn(self.keep_candidate(uri, edit, result.outcome), "results")
-            return FixReport(FixAnswer(Status.FIXED, result.attempts), edit)
+            return FixReport(FixAnswer(Status.FIXED, result.attempts), edit, now.version)
         if not await self.editor.apply(uri, now.version, edit, "runfix: fix"):
             message = "runfix: the editor did not apply the fix."
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
         self.editor.remark(place, f"fixed on attempt {result.attempts}")
         await self.keep_candidate(uri, edit, result.outcome)
-        return FixReport(FixAnswer(Status.FIXED, result.attempts), edit)
+        return FixReport(FixAnswer(Status.FIXED, result.attempts), edit, now.version)
 
     async def shown(self, uri: str, first: int, code: str) -> int | None:
         """Wait until the document holds `code` at line `first`; its version then, else None."""

@@ -29,13 +29,15 @@ from lsp_server.contract import (
     structure,
     to_json,
 )
+from lsp_server.convert import hover, inlay_hints
 from lsp_server.editor import Level, LineEdit, Place, Snapshot, apply_to_lines
 from lsp_server.features.code_actions import quick_fixes
 from lsp_server.fixing import Fixer, FixResult
 from lsp_server.flow import Flow
 from lsp_server.headless import HeadlessEditor
 from lsp_server.model import ModelCancelled
-from lsp_server.results import DocumentResults
+from lsp_server.positions import utf16_len
+from lsp_server.results import DocumentResults, build
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
 from tests.conftest import CLIENTS
@@ -300,6 +302,7 @@ async def test_a_fix_offered_for_resolve_is_not_applied() -> None:
     report = await flow._settle(URI, tuple(editor.lines), 0, 0, fixed, apply=False)
     assert report.answer.status == Status.FIXED
     assert report.edit == LineEdit(0, 0, "x = 1\nprint(x)\n")
+    assert report.version == editor.version  # the text the edit was checked against
     assert editor.applied == []
 
 
@@ -362,3 +365,31 @@ async def test_the_headless_editor_never_runs_flagged_code_unasked(
 
 async def _settings() -> Settings:
     return Settings()
+
+
+# -- results as the client sees them: inlay hints and hovers ---------------------------
+
+
+def test_an_inlay_hint_sits_at_the_end_of_its_statement_with_the_full_output() -> None:
+    lines = ["names = ['é𝄞']\n", "for n in names:\n", "    print(n * 3)\n", "names[9]\n"]
+    outcome = RunOutcome(
+        RunStatus.ERROR,
+        (
+            Stream("stdout", "é𝄞é𝄞é𝄞\n" * 30, Span(2, 3)),
+            Error("IndexError", "list index out of range", (), "Traceback …\nIndexError"),
+        ),
+        0.01,
+    )
+    results = build(outcome, path="/ws/doc.py", lines=lines, fallback_line=3, folder=None)
+    visible = lsp.Range(lsp.Position(0, 0), lsp.Position(4, 0))
+    [hint] = inlay_hints(lines, results, visible, utf16_len)
+    assert hint.position == lsp.Position(2, len("    print(n * 3)"))
+    assert isinstance(hint.label, str) and hint.label.startswith("→ é𝄞é𝄞é𝄞")
+    assert isinstance(hint.tooltip, lsp.MarkupContent) and hint.tooltip.value.count("é𝄞") == 90
+    assert inlay_hints(lines, results, lsp.Range(lsp.Position(3, 0), lsp.Position(4, 0))) == []
+
+    on_error = hover(lines, results, 3)
+    assert on_error is not None and isinstance(on_error.contents, lsp.MarkupContent)
+    assert on_error.contents.value.startswith("**IndexError: list index out of range**")
+    assert "Traceback" in on_error.contents.value
+    assert hover(lines, results, 0) is None  # nothing came from line 1

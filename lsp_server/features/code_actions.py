@@ -190,7 +190,7 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
         )
     )
     answer = report.answer
-    edit = ls.editor.workspace_edit(fix.uri, now.version, report.edit) if report.edit else None
+    edit = ls.editor.workspace_edit(fix.uri, report.version, report.edit) if report.edit else None
     if answer.status == Status.FIXED and edit is not None:
         action.edit = edit
         action.title = f"{FIX_WITH_MODEL_TITLE} (ran clean on attempt {answer.attempts})"
