@@ -201,6 +201,11 @@ class KernelStatus:
     executor: str
 
 
+VARIABLE_FIELDS = ("name", "type", "summary", "shape", "length", "columns")
+"""`runfix.variables` answers a list of objects with these fields (the kernel's
+`executor.events.Variable`s: shape, length and columns where they apply)."""
+
+
 @attrs.frozen
 class Interrupted:
     interrupted: int

@@ -7,6 +7,7 @@ own: the LSP and headless implementations are tested end to end elsewhere).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,13 +17,14 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
-from executor.events import Error, RunOutcome, RunStatus, Span, Stream
+from executor.events import Error, RunOutcome, RunStatus, Span, Stream, Variable
 from executor.safety import scan
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.contract import (
     FIX_WITH_MODEL,
     INSTALL,
     SOURCE,
+    VARIABLE_FIELDS,
     FixArgs,
     ProblemData,
     Status,
@@ -393,3 +395,8 @@ def test_an_inlay_hint_sits_at_the_end_of_its_statement_with_the_full_output() -
     assert on_error.contents.value.startswith("**IndexError: list index out of range**")
     assert "Traceback" in on_error.contents.value
     assert hover(lines, results, 0) is None  # nothing came from line 1
+
+
+def test_the_variables_answer_has_the_fields_the_contract_names() -> None:
+    variable = Variable("df", "DataFrame", "2 rows", (2, 1), 2, {"a": "int64"})
+    assert tuple(dataclasses.asdict(variable)) == VARIABLE_FIELDS
