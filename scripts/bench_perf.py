@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""The performance table of issue 12, each row against its baseline measured in the same run.
+
+A thin JSON-RPC client (asyncio pipes, `json`, no pygls: its own parsing would add
+0.3–1.3 ms to every figure) drives `runfix serve`. Where a row has a baseline, the
+two are interleaved run by run and reported per block as min / median / max of the
+per-block ratios.
+
+Rows: trivial run (vs raw jupyter_client, sync and async), spawn → initialize,
+spawn → first result (vs a fresh process doing start_new_kernel + execute), RSS at
+idle, a keystroke with 1,000 / 10,000 results (inlay and diagnostics mode), a
+whole-file run of many cells (vs raw, cell by cell), code lens / inlay hints over a
+20,000-line file, and the longest pause seen over many small requests.
+
+Usage: python scripts/bench_perf.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager, KernelManager
+
+SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING"]
+INLAY = {"textDocument": {"inlayHint": {}}, "workspace": {"inlayHint": {"refreshSupport": True}}}
+
+
+class Wire:
+    """`runfix serve` over its stdio, speaking JSON-RPC by hand."""
+
+    def __init__(self) -> None:
+        self.ids = itertools.count(1)
+        self.waiting: dict[int, asyncio.Future[Any]] = {}
+        self.diagnostics: dict[str, int] = {}
+        self.proc: asyncio.subprocess.Process | None = None
+        self.reader: asyncio.Task[None] | None = None
+
+    async def start(self, folder: Path, options: dict[str, Any], caps: dict[str, Any]) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            *SERVER,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            limit=2**26,
+        )
+        self.reader = asyncio.ensure_future(self._read())
+        params = {
+            "processId": os.getpid(),
+            "rootUri": folder.as_uri(),
+            "capabilities": caps,
+            "initializationOptions": {"python": sys.executable, **options},
+        }
+        await self.request("initialize", params)
+        self.notify("initialized", {})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    async def request(self, method: str, params: Any) -> Any:
+        number = next(self.ids)
+        future = asyncio.get_running_loop().create_future()
+        self.waiting[number] = future
+        self._send({"id": number, "method": method, "params": params})
+        return await future
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"method": method, "params": params})
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        out = self.proc.stdout
+        while True:
+            length = 0
+            while (line := await out.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if not line:
+                return
+            message = json.loads(await out.readexactly(length))
+            if "method" in message and "id" in message:  # the server asks: a plain yes
+                answer = [None] if message["method"] == "workspace/configuration" else None
+                self._send({"id": message["id"], "result": answer})
+            elif "method" in message:
+                if message["method"] == "textDocument/publishDiagnostics":
+                    uri = message["params"]["uri"]
+                    self.diagnostics[uri] = self.diagnostics.get(uri, 0) + 1
+            elif (future := self.waiting.pop(message["id"], None)) is not None:
+                if "error" in message:
+                    future.set_exception(RuntimeError(message["error"]))
+                else:
+                    future.set_result(message.get("result"))
+
+    def open(self, path: Path, text: str) -> str:
+        uri = path.as_uri()
+        item = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        self.notify("textDocument/didOpen", {"textDocument": item})
+        return uri
+
+    async def run(self, uri: str, **extra: Any) -> Any:
+        answer = await self.request(
+            "workspace/executeCommand",
+            {"command": "runfix.run", "arguments": [{"uri": uri, **extra}]},
+        )
+        return answer
+
+    def rss_mb(self) -> float:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.request("shutdown", None), 30)
+            self.notify("exit", None)
+        finally:
+            assert self.proc is not None
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+            if self.reader is not None:
+                self.reader.cancel()
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def spread(values: list[float]) -> str:
+    return f"min {min(values):.2f}  median {statistics.median(values):.2f}  max {max(values):.2f}"
+
+
+def pct(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+# -- rows -------------------------------------------------------------------------------
+
+
+async def trivial_run(folder: Path, blocks: int, size: int) -> list[str]:
+    """runfix.run of `x = 1 + 1\\nx` vs raw execute_interactive, sync and async, interleaved."""
+    code = "x = 1 + 1\nx"
+    km = KernelManager(transport="ipc", ip=str(folder / "raw-sync"))
+    km.start_kernel(cwd=str(folder))
+    sync_kc = km.client()
+    sync_kc.start_channels()
+    sync_kc.wait_for_ready(timeout=60)
+    async_km = AsyncKernelManager(transport="ipc", ip=str(folder / "raw-kernel"))
+    await async_km.start_kernel(cwd=str(folder))
+    akc = async_km.client()
+    akc.start_channels()
+    await akc.wait_for_ready(timeout=60)
+    wire = Wire()
+    await wire.start(folder, {}, INLAY)
+    uri = wire.open(folder / "trivial.py", code + "\n")
+    for _ in range(5):
+        await wire.run(uri)
+        sync_kc.execute_interactive(code, store_history=False, output_hook=lambda m: None)
+        await akc.execute_interactive(code, store_history=False, output_hook=lambda m: None)
+    ours: list[float] = []
+    sync_ratios: list[float] = []
+    async_ratios: list[float] = []
+    try:
+        for _ in range(blocks):
+            a, b, c = [], [], []
+            for _ in range(size):
+                t = time.perf_counter()
+                sync_kc.execute_interactive(code, store_history=False, output_hook=lambda m: None)
+                a.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                await akc.execute_interactive(code, store_history=False, output_hook=lambda m: None)
+                b.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                answer = await wire.run(uri)
+                c.append(time.perf_counter() - t)
+                assert answer["status"] == "ok", answer
+            ours += c
+            sync_ratios.append(statistics.median(c) / statistics.median(a))
+            async_ratios.append(statistics.median(c) / statistics.median(b))
+    finally:
+        await wire.stop()
+        sync_kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        akc.stop_channels()
+        await async_km.shutdown_kernel(now=True)
+    return [
+        f"trivial run: runfix {ms(statistics.median(ours))} median over {blocks}×{size}",
+        f"  vs raw sync   ratio per block: {spread(sync_ratios)}",
+        f"  vs raw async  ratio per block: {spread(async_ratios)}",
+    ]
+
+
+RAW_FIRST = (  # a fresh process: import jupyter_client, start an IPC kernel, run one line
+    "import sys, tempfile\n"
+    "from jupyter_client.manager import KernelManager\n"
+    "km = KernelManager(transport='ipc', ip=tempfile.mkdtemp() + '/k')\n"
+    "km.start_kernel()\n"
+    "kc = km.client(); kc.start_channels(); kc.wait_for_ready(timeout=60)\n"
+    "kc.execute_interactive('x = 1 + 1', output_hook=lambda m: None)\n"
+    "kc.stop_channels(); km.shutdown_kernel(now=True)\n"
+)
+
+
+async def start_up(folder: Path, runs: int) -> list[str]:
+    """spawn → initialize answered; spawn → first result vs a fresh process's first result;
+    RSS at idle."""
+    init, first, raw, rss = [], [], [], []
+    for n in range(runs):
+        t = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", RAW_FIRST, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        assert await proc.wait() == 0
+        raw.append(time.perf_counter() - t)
+        sub = folder / f"s{n}"
+        sub.mkdir()
+        wire = Wire()
+        t = time.perf_counter()
+        await wire.start(sub, {}, INLAY)
+        init.append(time.perf_counter() - t)
+        uri = wire.open(sub / "one.py", "x = 1 + 1\n")
+        answer = await wire.run(uri)
+        first.append(time.perf_counter() - t)
+        assert answer["status"] == "ok", answer
+        await asyncio.sleep(1.0)
+        rss.append(wire.rss_mb())
+        await wire.stop()
+    ratios = [f / r for f, r in zip(first, raw, strict=True)]
+    return [
+        f"spawn → initialize: median {statistics.median(init):.2f} s  (min {min(init):.2f})",
+        f"spawn → first result: median {statistics.median(first):.2f} s; raw fresh process "
+        f"{statistics.median(raw):.2f} s; ratio {spread(ratios)}",
+        f"server RSS at idle (after one run): median {statistics.median(rss):.0f} MB",
+    ]
+
+
+async def keystrokes(folder: Path, counts: tuple[int, ...], presses: int) -> list[str]:
+    """A keystroke above N results: didChange, then a request whose answer comes after it."""
+    out = []
+    for mode in ("inlay", "diagnostics"):
+        for count in counts:
+            wire = Wire()
+            sub = folder / f"keys-{mode}-{count}"
+            sub.mkdir()
+            await wire.start(sub, {"results": mode, "timeout": 600}, INLAY)
+            text = "".join(f"print({i})\n" for i in range(count))
+            uri = wire.open(sub / "many.py", text)
+            answer = await wire.run(uri)
+            assert answer["status"] == "ok", answer
+            hover = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+            idle = []
+            for _ in range(presses):
+                t = time.perf_counter()
+                await wire.request("textDocument/hover", hover)
+                idle.append(time.perf_counter() - t)
+            typed = []
+            for version in range(2, presses + 2):
+                start = {"line": 0, "character": 0}
+                change = {"range": {"start": start, "end": start}, "text": "#"}
+                t = time.perf_counter()
+                wire.notify(
+                    "textDocument/didChange",
+                    {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+                )
+                await wire.request("textDocument/hover", hover)
+                typed.append(time.perf_counter() - t)
+            cost = statistics.median(typed) - statistics.median(idle)
+            out.append(
+                f"keystroke above {count:,} results ({mode}): +{ms(cost)} median, "
+                f"p95 {ms(pct(typed, 0.95))} with the request"
+            )
+            await wire.stop()
+    return out
+
+
+def _cells(count: int, lines_per_cell: int, printing: bool) -> str:
+    body = []
+    for i in range(count):
+        body.append(f"# %% cell {i}\n")
+        body.append(f"print({i})\n" if printing else f"v{i} = {i}\n")
+        body.extend("\n" for _ in range(lines_per_cell - 2))
+    return "".join(body)
+
+
+async def whole_file(
+    folder: Path, cells: int, lines_per_cell: int, mode: str, printing: bool
+) -> str:
+    """A whole-file run of `cells` cells vs raw async, the same cells one by one."""
+    sub = folder / f"whole-{cells}-{mode}-{printing}"
+    sub.mkdir()
+    km = AsyncKernelManager(transport="ipc", ip=str(sub / "raw"))
+    await km.start_kernel(cwd=str(sub))
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    t = time.perf_counter()
+    for i in range(cells):
+        code = f"print({i})" if printing else f"v{i} = {i}"
+        await kc.execute_interactive(code, store_history=False, output_hook=lambda m: None)
+    raw = time.perf_counter() - t
+    kc.stop_channels()
+    await km.shutdown_kernel(now=True)
+    wire = Wire()
+    await wire.start(sub, {"results": mode}, INLAY)
+    uri = wire.open(sub / "cells.py", _cells(cells, lines_per_cell, printing))
+    await wire.run(
+        uri, range={"start": {"line": 1, "character": 0}, "end": {"line": 2, "character": 0}}
+    )
+    t = time.perf_counter()
+    answer = await wire.run(uri)
+    ours = time.perf_counter() - t
+    assert answer["status"] == "ok", answer
+    await wire.stop()
+    what = "printing cells" if printing else "cells"
+    return (
+        f"whole-file run, {cells:,} {what} in {cells * lines_per_cell:,} lines ({mode}): "
+        f"{ours:.1f} s vs raw {raw:.1f} s = {ours / raw:.2f}x"
+    )
+
+
+async def big_file(folder: Path, lines: int, requests: int) -> list[str]:
+    """Code lens and inlay hints (whole file) over a big document with results."""
+    sub = folder / "big"
+    sub.mkdir()
+    wire = Wire()
+    await wire.start(sub, {}, INLAY)
+    uri = wire.open(sub / "big.py", _cells(lines // 10, 10, True))
+    answer = await wire.run(uri)
+    assert answer["status"] == "ok", answer
+    doc = {"textDocument": {"uri": uri}}
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": lines, "character": 0}}
+    out = []
+    for method, params in (
+        ("textDocument/codeLens", doc),
+        ("textDocument/inlayHint", {**doc, "range": whole}),
+    ):
+        times = []
+        for _ in range(requests):
+            t = time.perf_counter()
+            await wire.request(method, params)
+            times.append(time.perf_counter() - t)
+        out.append(
+            f"{method} at {lines:,} lines: p50 {ms(pct(times, 0.5))}  p95 {ms(pct(times, 0.95))}"
+        )
+    hover = {**doc, "position": {"line": 1, "character": 0}}
+    pauses = []
+    for _ in range(requests * 30):
+        t = time.perf_counter()
+        await wire.request("textDocument/hover", hover)
+        pauses.append(time.perf_counter() - t)
+    out.append(f"longest of {len(pauses):,} hovers: {ms(max(pauses))} (p50 {ms(pct(pauses, 0.5))})")
+    await wire.stop()
+    return out
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer and smaller runs")
+    args = parser.parse_args()
+    quick = args.quick
+    rows: list[Callable[[Path], Any]] = [
+        lambda f: trivial_run(f, 2 if quick else 6, 50),
+        lambda f: start_up(f, 2 if quick else 5),
+        lambda f: keystrokes(f, (1_000,) if quick else (1_000, 10_000), 20 if quick else 50),
+        lambda f: whole_file(f, 200 if quick else 2_000, 10, "inlay", False),
+        lambda f: whole_file(f, 100 if quick else 1_000, 3, "diagnostics", True),
+        lambda f: big_file(f, 2_000 if quick else 20_000, 20 if quick else 100),
+    ]
+    with tempfile.TemporaryDirectory(prefix="runfix-perf-") as tmp:
+        for number, row in enumerate(rows):
+            folder = Path(tmp) / f"row{number}"
+            folder.mkdir()
+            result = await row(folder)
+            for line in [result] if isinstance(result, str) else result:
+                print(line, flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
