@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ RUN_ANYWAY = "Run"
 NO_RUN = "Don't run"
 CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
 PROGRESS_DELAY = 0.3  # seconds: quicker work shows no progress at all
+PUBLISH_EVERY = 0.1  # seconds between a document's diagnostics while work is under way
 _MESSAGE_TYPES = {
     Level.ERROR: lsp.MessageType.Error,
     Level.WARNING: lsp.MessageType.Warning,
@@ -47,7 +49,10 @@ def kernel_status(folder: Path, kernel: JupyterKernel) -> KernelStatus:
 class LspProgress:
     """Work-done progress that appears only if the work lasts; cancelling it sets `cancel`."""
 
-    def __init__(self, server: LanguageServer, enabled: bool, cancel: asyncio.Event) -> None:
+    def __init__(
+        self, editor: LspEditor, server: LanguageServer, enabled: bool, cancel: asyncio.Event
+    ) -> None:
+        self.editor = editor
         self.server = server
         self.enabled = enabled
         self.cancel = cancel
@@ -56,6 +61,7 @@ class LspProgress:
         self._starter: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LspProgress:
+        self.editor.working += 1
         if self.enabled:
             self._starter = asyncio.ensure_future(self._begin())
         return self
@@ -82,6 +88,9 @@ class LspProgress:
             )
 
     async def __aexit__(self, *exc: object) -> None:
+        self.editor.working -= 1
+        if not self.editor.working:
+            self.editor.flush()
         if self._starter is not None and not self._starter.done():
             await stop(self._starter)
         if self.token is not None:
@@ -96,6 +105,12 @@ class LspEditor:
         self.features = ClientFeatures()
         self._told: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.working = 0
+        """Pieces of work under way (runs, fixes): their results are published at most
+        every PUBLISH_EVERY per document, and all of them when the last one ends."""
+        self._published_at: dict[str, float] = {}
+        self._pending: set[str] = set()
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- documents and folders ----------------------------------------------------------
 
@@ -130,6 +145,7 @@ class LspEditor:
     # -- results ------------------------------------------------------------------------
 
     def publish(self, uri: str) -> None:
+        self._pending.discard(uri)
         doc = self.server.workspace.text_documents.get(uri)
         if doc is None:
             return
@@ -145,9 +161,28 @@ class LspEditor:
         self.server.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
         )
+        self._published_at[uri] = time.monotonic()
 
     def published(self, uri: str, added: DocumentResults) -> None:
-        self.publish(uri)
+        """Publish now, unless this document's were published a moment ago while work is
+        under way: then once the moment is over (a whole-file run of a thousand cells
+        sends tens of publications, not a thousand)."""
+        since = time.monotonic() - self._published_at.get(uri, 0.0)
+        if not self.working or since >= PUBLISH_EVERY:
+            self.publish(uri)
+            return
+        self._pending.add(uri)
+        if self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(PUBLISH_EVERY - since, self.flush)
+
+    def flush(self) -> None:
+        """Publish what is waiting."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for uri in list(self._pending):
+            self.publish(uri)
 
     def runs_done(self) -> None:
         if self.features.inlay_refresh:
@@ -236,7 +271,7 @@ class LspEditor:
         return bool(result.applied)
 
     def progress(self, cancel: asyncio.Event) -> LspProgress:
-        return LspProgress(self.server, self.features.progress, cancel)
+        return LspProgress(self, self.server, self.features.progress, cancel)
 
     # -- kernels and background work ----------------------------------------------------
 

@@ -9,12 +9,15 @@ moved with its statement or dropped, never shown on the wrong line.
 from __future__ import annotations
 
 import base64
+import bisect
 import hashlib
+import itertools
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from executor.events import Display, Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
 from lsp_server.positions import strip_eol
@@ -337,6 +340,89 @@ def _move_problem(
     )
 
 
+_Placed = TypeVar("_Placed", StatementResult, Problem)
+
+
+def _untouched_shift(first: int, last: int, changes: Sequence[LineChange]) -> int | None:
+    """How far lines first..last moved through changes that all left them alone (their
+    text is then what it was); None when a change touched them."""
+    shift = 0
+    for change in changes:
+        if last + shift < change.first:
+            continue
+        if first + shift > change.last:
+            shift += change.delta
+            continue
+        return None
+    return shift
+
+
+def _edit_items(
+    items: list[_Placed],
+    changes: Sequence[LineChange],
+    lines: Sequence[str],
+    move: Callable[[_Placed, Sequence[LineChange], Sequence[str]], _Placed | None],
+) -> tuple[list[_Placed], bool]:
+    """Items through `changes`: untouched ones kept or shifted by arithmetic, only touched
+    ones checked against the text; whether any moved or was dropped."""
+    out: list[_Placed] = []
+    changed = False
+    for item in items:
+        shift = _untouched_shift(item.first, item.last, changes)
+        if shift == 0:
+            out.append(item)
+            continue
+        if shift is not None:
+            out.append(replace(item, first=item.first + shift, last=item.last + shift))
+            changed = True
+        elif (moved := move(item, changes, lines)) is None:
+            changed = True
+        else:
+            out.append(moved)
+            changed = changed or moved != item
+    out.sort(key=lambda i: i.first)
+    return out, changed
+
+
+def _edit_statements(
+    statements: list[StatementResult], changes: Sequence[LineChange], lines: Sequence[str]
+) -> tuple[list[StatementResult], bool]:
+    """Statements through `changes`. Typing within lines (one change, no line added or
+    removed) checks only the statements it touched: they are sorted and never overlap."""
+    if len(changes) != 1 or changes[0].delta != 0:
+        return _edit_items(statements, changes, lines, _move_statement)
+    change = changes[0]
+    lo = bisect.bisect_left(statements, change.first, key=lambda s: s.last)
+    hi = bisect.bisect_right(statements, change.last, key=lambda s: s.first)
+    if lo >= hi:
+        return statements, False
+    touched = statements[lo:hi]
+    kept = [m for m in (_move_statement(s, changes, lines) for s in touched) if m is not None]
+    return [*statements[:lo], *kept, *statements[hi:]], kept != touched
+
+
+def _replace_overlapped(
+    old: list[StatementResult], new: list[StatementResult]
+) -> list[StatementResult]:
+    """`old` without the statements `new` overlaps, plus `new`, sorted (both are sorted and
+    free of overlaps: one pass over each, not one pass over `old` per new statement)."""
+    new = sorted(new, key=lambda s: s.first)
+    if any(a.last >= b.first for a, b in itertools.pairwise(new)):  # not from one run: one by one
+        out = list(old)
+        for s in new:
+            out = [x for x in out if x.last < s.first or x.first > s.last]
+            out.append(s)
+        return sorted(out, key=lambda s: s.first)
+    kept: list[StatementResult] = []
+    j = 0
+    for x in old:
+        while j < len(new) and new[j].last < x.first:
+            j += 1
+        if j == len(new) or new[j].first > x.last:
+            kept.append(x)
+    return sorted([*kept, *new], key=lambda s: s.first)
+
+
 class ResultStore:
     """Results per document URI, kept on their lines across edits."""
 
@@ -405,14 +491,10 @@ class ResultStore:
         results = self._docs.get(uri)
         if results is None:
             return False
-        before = (list(results.statements), list(results.problems))
-        results.statements = [
-            s for s in (_move_statement(s, changes, lines) for s in results.statements) if s
-        ]
-        results.problems = [
-            p for p in (_move_problem(p, changes, lines) for p in results.problems) if p
-        ]
-        return before != (results.statements, results.problems)
+        statements, moved = _edit_statements(results.statements, changes, lines)
+        problems, moved_problems = _edit_items(results.problems, changes, lines, _move_problem)
+        results.statements, results.problems = statements, problems
+        return moved or moved_problems
 
     def add(self, uri: str, made_at: int, new: DocumentResults, lines: Sequence[str]) -> None:
         """Add results made from document version `made_at`, moved through later edits."""
@@ -420,12 +502,8 @@ class ResultStore:
             return  # edits since then were forgotten: nothing can be placed safely
         changes = self._changes_since(uri, made_at)
         results = self._docs.setdefault(uri, DocumentResults())
-        for s in new.statements:
-            if moved := _move_statement(s, changes, lines):
-                results.statements = [
-                    x for x in results.statements if x.last < moved.first or x.first > moved.last
-                ]
-                results.statements.append(moved)
+        placed = [m for m in (_move_statement(s, changes, lines) for s in new.statements) if m]
+        results.statements = _replace_overlapped(results.statements, placed)
         for p in new.problems:
             moved_p = _move_problem(p, changes, lines)
             if moved_p is not None and moved_p not in results.problems:

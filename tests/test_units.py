@@ -15,7 +15,16 @@ from executor.messages import MessageCollector
 from lsp_server.cells import split_cells
 from lsp_server.contract import BadArguments, Position, Range, RunArgs, one_argument
 from lsp_server.convert import diagnostics, inlay_hints, problem_range
-from lsp_server.results import Problem, ResultStore, build, line_change, summarize
+from lsp_server.results import (
+    DocumentResults,
+    Output,
+    Problem,
+    ResultStore,
+    StatementResult,
+    build,
+    line_change,
+    summarize,
+)
 from lsp_server.runs import Piece, pieces_for
 from lsp_server.settings import KNOWN_KEYS, USER_ONLY, Settings, resolve, section
 
@@ -281,3 +290,25 @@ def test_the_vscode_settings_are_the_servers_and_their_defaults_are_valid() -> N
     # VS Code takes "machine" settings from the user's own settings only.
     machine = {key for key in declared if properties[f"runfix.{key}"].get("scope") == "machine"}
     assert machine == set(USER_ONLY)
+
+
+def test_typing_above_many_results_checks_only_what_it_touched() -> None:
+    count = 10_000
+    lines = lines_of("".join(f"print({i})\n" for i in range(count)))
+    store = ResultStore()
+    statements = [
+        StatementResult(i, i, (Output(f"{i}\n"),), (f"print({i})",)) for i in range(count)
+    ]
+    store.add("u", 1, DocumentResults(statements=list(statements)), lines)
+    kept = store.get("u").statements
+
+    typed = ["#" + lines[0], *lines[1:]]  # typing on line 0 changes only line 0
+    assert store.edit("u", 2, [line_change(0, 0, "#")], typed)
+    assert [s.first for s in store.get("u").statements[:2]] == [1, 2]  # line 0's result went
+    assert all(a is b for a, b in zip(store.get("u").statements, kept[1:], strict=True))
+
+    entered = ["\n", *typed]  # Enter at the top: everything below moves down by one
+    assert store.edit("u", 3, [line_change(0, 0, "\n")], entered)
+    moved = store.get("u").statements
+    assert [(s.first, s.source) for s in moved[:2]] == [(2, ("print(1)",)), (3, ("print(2)",))]
+    assert moved[-1].first == count and len(moved) == count - 1
