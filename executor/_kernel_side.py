@@ -5,8 +5,9 @@ filename with cell-relative line numbers and reports errors as ANSI text. Here
 the cell is parsed with its line numbers moved to where it sits in the
 document and compiled under the document's path, so every traceback line is a
 document line, also for functions defined in earlier cells. Each top-level
-statement is announced with its first output, so output lands on the statement
-that printed it. Output is capped here, at the source, so a print flood never
+statement is announced with its first output (in the same message when that
+output is its value or its error), so output lands on the statement that
+printed it. Output is capped here, at the source, so a print flood never
 leaves the kernel.
 
 Everything the server needs to read comes as `display_data` with the MIME type
@@ -138,6 +139,14 @@ class _Statement:
             self.announced = True
             _publish({"stmt": self.span})
 
+    def tag(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """`payload` saying which statement it is from, if that was not said yet: one
+        message instead of two for a statement whose first output is its value."""
+        if not self.announced and self.span is not None:
+            self.announced = True
+            return {"stmt": self.span, **payload}
+        return payload
+
 
 _current = _Statement()
 
@@ -233,15 +242,17 @@ def _report(exc: BaseException, tb: Any, interrupted: bool = False) -> None:
     except Exception:
         text = f"{type(exc).__name__}: {_message(exc)}\n"
     _publish(
-        {
-            "error": {
-                "ename": type(exc).__name__,
-                "evalue": _message(exc),
-                "frames": _frames(tb),
-                "text": cap(text, TRACEBACK_LIMIT),
-            },
-            "interrupted": interrupted,
-        }
+        _current.tag(
+            {
+                "error": {
+                    "ename": type(exc).__name__,
+                    "evalue": _message(exc),
+                    "frames": _frames(tb),
+                    "text": cap(text, TRACEBACK_LIMIT),
+                },
+                "interrupted": interrupted,
+            }
+        )
     )
 
 
@@ -255,8 +266,7 @@ def _show(value: Any, budget: _Budget) -> None:
         if isinstance(content, str) and (mime.startswith("text/") or mime.endswith("json")):
             content = budget.take(content)
         capped[mime] = content
-    _current.announce()
-    _publish({"value": True}, capped)
+    _publish(_current.tag({"value": True}), capped)
 
 
 _AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
@@ -373,7 +383,6 @@ class _Run:
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
         shell = _shell()
         if exc is not None:
-            _current.announce()
             _report(exc, _user_frames(tb), interrupted=isinstance(exc, KeyboardInterrupt))
         _current.end()
         if getattr(shell.display_pub, "unregister_hook", None) is not None:

@@ -90,10 +90,10 @@ class MessageCollector:
             self.events.append(Stream(name, text, self.span))
 
     def _control(self, control: Mapping[str, Any], data: Mapping[str, Any]) -> None:
-        if "stmt" in control:
+        if "stmt" in control:  # alone, or with the statement's value or error
             first, last = control["stmt"]
             self.span = Span(int(first), int(last))
-        elif "value" in control:
+        if "value" in control:
             self.events.append(Value(self._bundle(data), self.span))
         elif "error" in control:
             error = _error(control["error"], self.span)

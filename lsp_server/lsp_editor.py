@@ -111,6 +111,10 @@ class LspEditor:
         self._published_at: dict[str, float] = {}
         self._pending: set[str] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._sent: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}
+        """What each document's last publication said (the same is not said twice)."""
+        self._folders: dict[str, tuple[list[str], Path]] = {}
+        """Each document's folder, and the workspace folders it was found among."""
 
     # -- documents and folders ----------------------------------------------------------
 
@@ -130,6 +134,14 @@ class LspEditor:
         roots = [f.uri for f in workspace.folders.values()]
         if workspace.root_uri:
             roots.append(workspace.root_uri)
+        known = self._folders.get(uri)
+        if known is not None and known[0] == roots:
+            return known[1]
+        folder = self._folder_among(uri, roots)
+        self._folders[uri] = (roots, folder)
+        return folder
+
+    def _folder_among(self, uri: str, roots: list[str]) -> Path:
         if not uri.startswith("file:"):
             first = next((to_fs_path(r) for r in roots if r.startswith("file:")), None)
             return Path(first) if first else Path.home()
@@ -158,10 +170,22 @@ class LspEditor:
             with_results=with_results,
             width=self.features.width,
         )
+        if self._sent.get(uri) == (doc.version, items):
+            return  # the client has exactly these
+        self._sent[uri] = (doc.version, items)
         self.server.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
         )
         self._published_at[uri] = time.monotonic()
+
+    def closed(self, uri: str) -> None:
+        """The document closed: its diagnostics go, and what was known of it."""
+        self._sent.pop(uri, None)
+        self._folders.pop(uri, None)
+        self._pending.discard(uri)
+        self.server.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
 
     def published(self, uri: str, added: DocumentResults) -> None:
         """Publish now, unless this document's were published a moment ago while work is

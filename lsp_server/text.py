@@ -3,7 +3,8 @@
 pygls splits a document with `str.splitlines`, which also breaks at form feed,
 U+2028 and the like: every position after one would be off by a line, and
 incremental edits would land on the wrong text. It also splits the whole text
-again on every access to `lines`; here that happens once per change.
+again on every access to `lines`, and applies an incremental change by walking
+every line; here a change re-splits only the lines it touched.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lsprotocol.types import TextDocumentContentChangePartial
 from pygls.workspace import TextDocument, Workspace
 
 from executor.text import split_lines
@@ -27,6 +29,27 @@ class Document(TextDocument):
             self._lines = tuple(split_lines(source))
             self._lines_of = source
         return self._lines
+
+    def _apply_incremental_change(self, change: TextDocumentContentChangePartial) -> None:
+        """Replace the range's text, re-splitting only the lines it touched: from the start
+        of the first to the end of the last, line ending included."""
+        lines = self.lines
+        where = self._position_codec.range_from_client_units(lines, change.range)
+        first = min(where.start.line, len(lines))
+        last = min(where.end.line, len(lines) - 1)
+        head = lines[first][: where.start.character] if first < len(lines) else ""
+        tail = lines[last][where.end.character :] if where.end.line < len(lines) else ""
+        piece = head + change.text + tail
+        new = (*lines[:first], *split_lines(piece), *lines[last + 1 :])
+        above = lines[first - 1] if 0 < first <= len(lines) else ""
+        below = lines[last + 1] if last + 1 < len(lines) else ""
+        if (above.endswith("\r") and piece.startswith("\n")) or (
+            piece.endswith("\r") and below.startswith("\n")
+        ):
+            new = tuple(split_lines("".join(new)))  # a lone CR and an LF meet: one line break
+        source = "".join(new)
+        self._source = source
+        self._lines, self._lines_of = new, source
 
 
 class DocumentWorkspace(Workspace):

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
+from pygls.workspace import PositionCodec
 
 from executor.events import Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
 from executor.messages import MessageCollector
+from executor.text import split_lines
 from lsp_server.cells import split_cells
 from lsp_server.contract import BadArguments, Position, Range, RunArgs, one_argument
 from lsp_server.convert import diagnostics, inlay_hints, problem_range
+from lsp_server.positions import strip_eol, utf16_len
 from lsp_server.results import (
     DocumentResults,
     Output,
@@ -27,6 +31,7 @@ from lsp_server.results import (
 )
 from lsp_server.runs import Piece, pieces_for
 from lsp_server.settings import KNOWN_KEYS, USER_ONLY, Settings, resolve, section
+from lsp_server.text import Document
 
 PATH = "/ws/doc.py"
 
@@ -312,3 +317,43 @@ def test_typing_above_many_results_checks_only_what_it_touched() -> None:
     moved = store.get("u").statements
     assert [(s.first, s.source) for s in moved[:2]] == [(2, ("print(1)",)), (3, ("print(2)",))]
     assert moved[-1].first == count and len(moved) == count - 1
+
+
+def _client(lines: list[str], p: tuple[int, int, int]) -> lsp.Position:
+    """A (line, code-point column) position as an LSP client sends it (UTF-16)."""
+    content = strip_eol(lines[p[0]]) if p[0] < len(lines) else ""
+    return lsp.Position(p[0], utf16_len(content[: p[1]]))
+
+
+def test_incremental_changes_give_the_lines_a_whole_split_gives() -> None:
+    """Random edits over text with every kind of line break and wide characters."""
+    pieces = ["a", "é", "𝄞", "\n", "\r", "\r\n", "\x0c", "\u2028", " "]
+    rng = random.Random(7)
+
+    def text_of(n: int) -> str:
+        return "".join(rng.choice(pieces) for _ in range(n))
+
+    def position(lines: list[str]) -> tuple[int, int, int]:
+        """A random valid position: (line, code-point column, offset in the text)."""
+        if not lines:
+            return 0, 0, 0
+        line = rng.randrange(len(lines) + (1 if lines[-1].endswith(("\n", "\r")) else 0))
+        content = strip_eol(lines[line]) if line < len(lines) else ""
+        col = rng.randrange(len(content) + 1)
+        return line, col, sum(len(x) for x in lines[:line]) + col
+
+    for _ in range(400):
+        text = text_of(rng.randrange(0, 40))
+        doc = Document("file:///t.py", source=text, position_codec=PositionCodec())
+        for _ in range(5):
+            lines = split_lines(text)
+            a, b = sorted([position(lines), position(lines)], key=lambda p: p[2])
+            insert = text_of(rng.randrange(0, 6))
+
+            change = lsp.TextDocumentContentChangePartial(
+                range=lsp.Range(_client(lines, a), _client(lines, b)), text=insert
+            )
+            doc.apply_change(change)
+            text = text[: a[2]] + insert + text[b[2] :]
+            assert doc.source == text
+            assert list(doc.lines) == split_lines(text)

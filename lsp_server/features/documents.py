@@ -41,4 +41,4 @@ def register(server: RunfixServer) -> None:
     def did_close(ls: RunfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.session.store.close(uri)
-        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.editor.closed(uri)
