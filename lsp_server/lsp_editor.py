@@ -33,6 +33,8 @@ RUN_ANYWAY = "Run"
 NO_RUN = "Don't run"
 CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
 PROGRESS_DELAY = 0.3  # seconds: quicker work shows no progress at all
+STATE_SETTLE = 0.05  # seconds "busy" must last to be worth a status bar's update
+TRANSIENT = ("new", "busy")
 PUBLISH_EVERY = 0.1  # seconds between a document's diagnostics while work is under way
 _MESSAGE_TYPES = {
     Level.ERROR: lsp.MessageType.Error,
@@ -114,6 +116,9 @@ class LspEditor:
         self._sent: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}
         """What each document's last publication said (the same is not said twice)."""
         self._folders: dict[str, tuple[list[str], Path]] = {}
+        self._kernels: dict[Path, JupyterKernel] = {}
+        self._state_timers: dict[Path, asyncio.TimerHandle] = {}
+        self._states_sent: dict[Path, KernelStatus] = {}
         """Each document's folder, and the workspace folders it was found among."""
 
     # -- documents and folders ----------------------------------------------------------
@@ -300,9 +305,27 @@ class LspEditor:
     # -- kernels and background work ----------------------------------------------------
 
     def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
-        """`runfix/status`: the folder's kernel state and executor, for status bars."""
-        if self.server.protocol.writer is not None:
-            self.server.protocol.notify(STATUS_NOTIFICATION, to_json(kernel_status(folder, kernel)))
+        """`runfix/status`: the folder's kernel state and executor, for status bars.
+
+        "busy" is told once it has lasted STATE_SETTLE, every other state at once: a run
+        of a few milliseconds tells nothing (it told "busy" and "idle", a third of the
+        server's work for a trivial run), a long one is "busy" until it ends."""
+        self._kernels[folder] = kernel
+        if kernel.state.value in TRANSIENT:
+            if folder not in self._state_timers:
+                loop = asyncio.get_running_loop()
+                self._state_timers[folder] = loop.call_later(STATE_SETTLE, self._tell_state, folder)
+            return
+        self._tell_state(folder)
+
+    def _tell_state(self, folder: Path) -> None:
+        if (timer := self._state_timers.pop(folder, None)) is not None:
+            timer.cancel()
+        status = kernel_status(folder, self._kernels[folder])
+        if self.server.protocol.writer is None or self._states_sent.get(folder) == status:
+            return
+        self._states_sent[folder] = status
+        self.server.protocol.notify(STATUS_NOTIFICATION, to_json(status))
 
     def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
         task = asyncio.ensure_future(work)
