@@ -24,7 +24,7 @@ from lsp_server.contract import INPUT_REQUEST, STATUS_NOTIFICATION, KernelStatus
 from lsp_server.convert import diagnostics
 from lsp_server.editor import Level, LineEdit, Place, Snapshot
 from lsp_server.edits import replace_lines
-from lsp_server.results import DocumentResults
+from lsp_server.results import DocumentResults, StatementResult
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
@@ -117,6 +117,9 @@ class LspEditor:
         """What each document's last publication said (the same is not said twice)."""
         self._folders: dict[str, tuple[list[str], Path]] = {}
         self._kernels: dict[Path, JupyterKernel] = {}
+        self._touched: set[str] = set()
+        self._hinted: dict[str, tuple[StatementResult, ...]] = {}
+        """Each document's results when the client was last asked to redraw its hints."""
         self._state_timers: dict[Path, asyncio.TimerHandle] = {}
         self._states_sent: dict[Path, KernelStatus] = {}
         """Each document's folder, and the workspace folders it was found among."""
@@ -163,6 +166,7 @@ class LspEditor:
 
     def publish(self, uri: str) -> None:
         self._pending.discard(uri)
+        self._touched.add(uri)
         doc = self.server.workspace.text_documents.get(uri)
         if doc is None:
             return
@@ -187,6 +191,7 @@ class LspEditor:
         """The document closed: its diagnostics go, and what was known of it."""
         self._sent.pop(uri, None)
         self._folders.pop(uri, None)
+        self._hinted.pop(uri, None)
         self._pending.discard(uri)
         self.server.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[])
@@ -214,7 +219,15 @@ class LspEditor:
             self.publish(uri)
 
     def runs_done(self) -> None:
-        if self.features.inlay_refresh:
+        """Ask the client to redraw its inlay hints, if a document's hints changed."""
+        touched, self._touched = self._touched, set()
+        changed = False
+        for uri in touched:
+            now = tuple(self.session.store.get(uri).statements)
+            if self._hinted.get(uri) != now:
+                self._hinted[uri] = now
+                changed = True
+        if changed and self.features.inlay_refresh:
             self.spawn(self._refresh_inlay_hints(), "inlay hint refresh")
 
     async def _refresh_inlay_hints(self) -> None:
