@@ -44,6 +44,16 @@ def find_interpreter(folder: Path, setting: str | None = None) -> Interpreter:
 
 
 _checked: dict[str, str | None] = {}
+# The installed distribution's version, read from its metadata: importing ipykernel to
+# ask it would take a second. Pythons without importlib.metadata (< 3.8) import it.
+_VERSION_OF_IPYKERNEL = (
+    "try:\n"
+    "    from importlib.metadata import version\n"
+    "    print(version('ipykernel'))\n"
+    "except ImportError:\n"
+    "    import ipykernel\n"
+    "    print(ipykernel.__version__)\n"
+)
 
 
 async def ipykernel_version(python: str) -> str | None:
@@ -54,7 +64,7 @@ async def ipykernel_version(python: str) -> str | None:
         proc = await asyncio.create_subprocess_exec(
             python,
             "-c",
-            "import ipykernel; print(ipykernel.__version__)",
+            _VERSION_OF_IPYKERNEL,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,

@@ -171,14 +171,22 @@ class LocalKernel(JupyterKernel):
         return self._km is not None
 
     async def _launch(self) -> None:
+        """Launch, and only when that fails, find out whether ipykernel is what is missing
+        (checking first cost a second of every start: a Python importing ipykernel)."""
+        if not await asyncio.to_thread(os.path.exists, self.python):
+            raise ExecutorUnavailable(f"The interpreter {self.python} does not exist.")
+        try:
+            await self._launch_kernel()
+        except ExecutorUnavailable:
+            if not await ipykernel_version(self.python):
+                raise ExecutorUnavailable(
+                    f"{self.python} has no ipykernel, which runfix needs to run code. "
+                    f"Install it: {install_hint(self.python)}"
+                ) from None
+            raise
+
+    async def _launch_kernel(self) -> None:
         began = time.perf_counter()
-        if not await ipykernel_version(self.python):
-            if not await asyncio.to_thread(os.path.exists, self.python):
-                raise ExecutorUnavailable(f"The interpreter {self.python} does not exist.")
-            raise ExecutorUnavailable(
-                f"{self.python} has no ipykernel, which runfix needs to run code. "
-                f"Install it: {install_hint(self.python)}"
-            )
         self._runtime = Path(tempfile.mkdtemp(prefix="runfix-"))
         os.chmod(self._runtime, 0o700)
         spec = KernelSpec(

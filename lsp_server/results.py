@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
@@ -39,11 +40,12 @@ class StatementResult:
     source: tuple[str, ...]
     truncated: int = 0
 
-    @property
+    # Computed once per result: every publication of a document's diagnostics reads them.
+    @cached_property
     def text(self) -> str:
         return "".join(o.text for o in self.outputs)
 
-    @property
+    @cached_property
     def summary(self) -> str:
         return summarize(self.text) + (" … (truncated)" if self.truncated else "")
 
