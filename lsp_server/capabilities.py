@@ -17,6 +17,8 @@ from lsp_server.positions import Width, width_for
 class ClientFeatures:
     inlay_hints: bool = False
     inlay_refresh: bool = False
+    inlay_resolve_tooltip: bool = False
+    """It fills an inlay hint's tooltip lazily (`inlayHint/resolve`)."""
     configuration: bool = False
     """It answers `workspace/configuration`."""
     document_changes: bool = False
@@ -47,10 +49,13 @@ class ClientFeatures:
             return value
 
         resolve = get("text_document", "code_action", "resolve_support")
+        inlay_resolve = get("text_document", "inlay_hint", "resolve_support")
         experimental = get("experimental")
         return cls(
             inlay_hints=get("text_document", "inlay_hint") is not None,
             inlay_refresh=bool(get("workspace", "inlay_hint", "refresh_support")),
+            inlay_resolve_tooltip=inlay_resolve is not None
+            and "tooltip" in (inlay_resolve.properties or []),
             configuration=bool(get("workspace", "configuration")),
             document_changes=bool(get("workspace", "workspace_edit", "document_changes")),
             code_action_resolve=resolve is not None and "edit" in (resolve.properties or []),

@@ -303,13 +303,12 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook_factory(attrs.has, record)
 
     def answer(kind: type) -> Any:
-        camel = {a.name: override(rename=_camel(a.name)) for a in attrs.fields(kind)}
-        plain: Any = make_dict_unstructure_fn(kind, converter, **camel)  # type: ignore[arg-type]
-
-        def unstructure(value: Any) -> dict[str, Any]:
-            return {k: v for k, v in plain(value).items() if v is not None}
-
-        return unstructure
+        """camelCase names; a field left unset (None by default) is left out."""
+        fields = {
+            a.name: override(rename=_camel(a.name), omit_if_default=a.default is None)
+            for a in attrs.fields(kind)
+        }
+        return make_dict_unstructure_fn(kind, converter, **fields)  # type: ignore[arg-type]
 
     converter.register_unstructure_hook_factory(lambda kind: kind in WIRE_TYPES, answer)
     return converter

@@ -110,21 +110,43 @@ def diagnostics(
 
 
 def inlay_hints(
-    lines: Sequence[str], results: DocumentResults, visible: lsp.Range, width: Width = utf16_len
-) -> list[lsp.InlayHint]:
+    lines: Sequence[str],
+    results: DocumentResults,
+    width: Width = utf16_len,
+    *,
+    resolve_uri: str | None = None,
+) -> list[tuple[int, dict[str, Any]]]:
+    """The inlay hints of a document as JSON, with their lines: one at the end of each
+    statement that produced something. With `resolve_uri`, the tooltip (the whole
+    output, which can be long) is left for `inlayHint/resolve`: `data` says where."""
     hints = []
     for result in results.statements:
-        if not (visible.start.line <= result.last <= visible.end.line) or not result.summary:
+        if not result.summary:
             continue
-        hints.append(
-            lsp.InlayHint(
-                position=lsp.Position(result.last, width(_line(lines, result.last))),
-                label=f"→ {result.summary}",
-                padding_left=True,
-                tooltip=lsp.MarkupContent(lsp.MarkupKind.Markdown, _output_markdown(result)),
-            )
-        )
+        hint: dict[str, Any] = {
+            "position": {"line": result.last, "character": width(_line(lines, result.last))},
+            "label": f"→ {result.summary}",
+            "paddingLeft": True,
+        }
+        if resolve_uri is None:
+            hint["tooltip"] = inlay_tooltip(result)
+        else:
+            hint["data"] = {"uri": resolve_uri, "line": result.last}
+        hints.append((result.last, hint))
     return hints
+
+
+def inlay_tooltip(result: StatementResult) -> dict[str, str]:
+    """The whole output of a statement, as the markdown an inlay hint's tooltip holds."""
+    return {"kind": "markdown", "value": _output_markdown(result)}
+
+
+def tooltip_at(results: DocumentResults, line: int) -> dict[str, str] | None:
+    """The tooltip of the hint at the end of `line`, if a statement with output ends there."""
+    result = results.statement_at(line)
+    if result is None or result.last != line or not result.summary:
+        return None
+    return inlay_tooltip(result)
 
 
 def _fence(text: str) -> str:

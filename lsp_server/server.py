@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
 from pygls.exceptions import (
@@ -26,11 +28,14 @@ from lsp_server import __version__
 from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp_editor import LspEditor
+from lsp_server.prepared import Prepared
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve, section
-from lsp_server.transport import send_error
+from lsp_server.transport import send_error, send_prepared
 
 log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 CONFIGURATION_TIMEOUT = 5.0  # seconds to wait for the client's workspace/configuration
 
@@ -47,6 +52,7 @@ class RunfixProtocol(LanguageServerProtocol):
       -32600 (pygls answers neither, so the client waits for ever).
     - The inner futures of pygls's generator handlers (`executeCommand`) are
       forgotten once done (pygls keeps one per request for the server's life).
+    - A `Prepared` result (JSON text, see `prepared`) is written as it is.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -84,6 +90,13 @@ class RunfixProtocol(LanguageServerProtocol):
                 self.initialize_seen = True
         super().handle_message(message)
 
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if error is None and isinstance(result, Prepared):
+            self._result_types.pop(msg_id, None)
+            send_prepared(self, msg_id, result.text)
+            return
+        super()._send_response(msg_id, result, error)
+
     def _execute_handler(
         self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None
     ) -> None:
@@ -111,6 +124,17 @@ class RunfixServer(LanguageServer):
         self.session = Session(self._read_settings, lambda f, k: self.editor.kernel_state(f, k))
         self.editor = LspEditor(self, self.session)
         self.flow = Flow(self.session, self.editor)
+
+    def command(self, command_name: str) -> Callable[[F], F]:
+        """pygls's `command`, with the handler's annotations evaluated once: pygls reads
+        them with `typing.get_type_hints` on every call, evaluating each string again."""
+        register = super().command(command_name)
+
+        def decorate(handler: F) -> F:
+            handler.__annotations__ = typing.get_type_hints(handler)
+            return register(handler)
+
+        return decorate
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Log, never pop up: one broken request must not become a storm of popups."""

@@ -133,6 +133,17 @@ def send_error(protocol: JsonRPCProtocol, msg_id: Any, error: JsonRpcException) 
     protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": body})
 
 
+def send_prepared(protocol: JsonRPCProtocol, msg_id: Any, result: str) -> None:
+    """A response whose result is JSON text already (`prepared.Prepared`), framed as is."""
+    body = f'{{"jsonrpc":"2.0","id":{json.dumps(msg_id)},"result":{result}}}'.encode()
+    writer: Any = protocol.writer
+    if writer is None:
+        log.error("no transport to answer request %s on", msg_id)
+        return
+    header = b"Content-Length: %d\r\n\r\n" % len(body) if protocol._include_headers else b""
+    writer.write(header + body)  # runfix's writers (stdout, a TCP stream) write at once
+
+
 async def run_frames(reader: LineReader, protocol: JsonRPCProtocol) -> None:
     """Read and handle frames until the input ends."""
     while (body := await read_frame(reader)) is not None:

@@ -16,7 +16,16 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
-from tests.conftest import HandDriven, errors, hints, init_params, open_doc, run
+from tests.conftest import (
+    HandDriven,
+    change,
+    errors,
+    hints,
+    init_params,
+    open_doc,
+    run,
+    run_args,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -108,6 +117,38 @@ async def test_code_lens_over_each_cell_marker(client: LanguageClient, folder: P
     )
     assert answer["status"] == "ok"
     assert [h.label for h in await hints(client, plain)] == ["→ no markers"]
+
+    # asked again after an edit: the lenses of the new text, not those kept for the old one
+    change(client, marked, 2, (4, 0), (4, 0), "# %% three\nx + 2\n")
+    again = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=marked))
+    )
+    assert [lens.range.start.line for lens in again or []] == [0, 2, 4]
+    last = (again or [])[-1].command
+    assert last is not None and list(last.arguments or []) == run_args(marked, 5, 5)
+
+
+async def test_inlay_hints_answer_the_lines_asked_for(client: LanguageClient, folder: Path) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "many.py", "".join(f"{i}\n" for i in range(30)))
+    assert (await run(client, uri))["status"] == "ok"
+
+    asked = await client.text_document_inlay_hint_async(
+        lsp.InlayHintParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=lsp.Range(lsp.Position(10, 0), lsp.Position(12, 0)),
+        )
+    )
+    assert [h.label for h in asked or []] == ["→ 10", "→ 11", "→ 12"]
+    assert len(await hints(client, uri)) == 30
+    change(client, uri, 2, (0, 0), (0, 0), "# a comment\n")
+    moved = await client.text_document_inlay_hint_async(
+        lsp.InlayHintParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=lsp.Range(lsp.Position(10, 0), lsp.Position(12, 0)),
+        )
+    )
+    assert [h.label for h in moved or []] == ["→ 9", "→ 10", "→ 11"]
 
 
 MALFORMED = [[], ["file:///x.py"], [{"uri": 3}], [{"uri": "file:///x.py", "range": {"start": 1}}]]

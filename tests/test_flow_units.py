@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,7 +32,7 @@ from lsp_server.contract import (
     structure,
     to_json,
 )
-from lsp_server.convert import hover, inlay_hints
+from lsp_server.convert import hover, inlay_hints, tooltip_at
 from lsp_server.editor import Level, LineEdit, Place, Snapshot, apply_to_lines
 from lsp_server.features.code_actions import quick_fixes
 from lsp_server.fixing import Fixer, FixResult
@@ -39,6 +40,7 @@ from lsp_server.flow import Flow
 from lsp_server.headless import HeadlessEditor
 from lsp_server.model import ModelCancelled
 from lsp_server.positions import utf16_len
+from lsp_server.prepared import ByLine, Memo, Prepared
 from lsp_server.results import DocumentResults, build
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
@@ -383,12 +385,18 @@ def test_an_inlay_hint_sits_at_the_end_of_its_statement_with_the_full_output() -
         0.01,
     )
     results = build(outcome, path="/ws/doc.py", lines=lines, fallback_line=3, folder=None)
-    visible = lsp.Range(lsp.Position(0, 0), lsp.Position(4, 0))
-    [hint] = inlay_hints(lines, results, visible, utf16_len)
-    assert hint.position == lsp.Position(2, len("    print(n * 3)"))
-    assert isinstance(hint.label, str) and hint.label.startswith("→ é𝄞é𝄞é𝄞")
-    assert isinstance(hint.tooltip, lsp.MarkupContent) and hint.tooltip.value.count("é𝄞") == 90
-    assert inlay_hints(lines, results, lsp.Range(lsp.Position(3, 0), lsp.Position(4, 0))) == []
+    [(line, hint)] = inlay_hints(lines, results, utf16_len)
+    assert line == 2 and hint["position"] == {"line": 2, "character": len("    print(n * 3)")}
+    assert hint["label"].startswith("→ é𝄞é𝄞é𝄞")
+    assert hint["tooltip"]["kind"] == "markdown" and hint["tooltip"]["value"].count("é𝄞") == 90
+    by_line = ByLine.of(inlay_hints(lines, results, utf16_len))
+    assert json.loads(by_line.between(3, 4).text) == []
+    assert json.loads(by_line.between(0, 4).text) == [hint]
+
+    [(_, lazy)] = inlay_hints(lines, results, utf16_len, resolve_uri="file:///ws/doc.py")
+    assert "tooltip" not in lazy and lazy["data"] == {"uri": "file:///ws/doc.py", "line": 2}
+    assert tooltip_at(results, 2) == hint["tooltip"]
+    assert tooltip_at(results, 1) is None  # no statement's output ends on line 1
 
     on_error = hover(lines, results, 3)
     assert on_error is not None and isinstance(on_error.contents, lsp.MarkupContent)
@@ -400,3 +408,25 @@ def test_an_inlay_hint_sits_at_the_end_of_its_statement_with_the_full_output() -
 def test_the_variables_answer_has_the_fields_the_contract_names() -> None:
     variable = Variable("df", "DataFrame", "2 rows", (2, 1), 2, {"a": "int64"})
     assert tuple(dataclasses.asdict(variable)) == VARIABLE_FIELDS
+
+
+def test_a_memo_makes_again_only_when_an_input_is_another_object_with_other_content() -> None:
+    made: list[int] = []
+    memo: Memo[int] = Memo(size=2)
+
+    def make() -> int:
+        made.append(1)
+        return len(made)
+
+    lines = ("a\n", "b\n")
+    assert memo.get("u", (lines, ("ai:",)), make) == 1
+    assert memo.get("u", (lines, ("ai:",)), make) == 1  # the same lines, equal markers
+    assert memo.get("u", (("a\n", "b\n"), ("ai:",)), make) == 1  # equal lines
+    assert memo.get("u", (("a\n", "c\n"), ("ai:",)), make) == 2
+    memo.get("v", (), make)
+    memo.get("w", (), make)  # beyond its size: the oldest document goes
+    assert memo.get("u", (("a\n", "c\n"), ("ai:",)), make) == 5
+
+
+def test_a_prepared_answer_is_compact_json() -> None:
+    assert Prepared.of([{"a": 1, "b": "→"}]).text == '[{"a":1,"b":"\\u2192"}]'

@@ -99,8 +99,8 @@ def test_outputs_are_attributed_to_their_statements() -> None:
         (0, 1, "0\n1\n"),
         (3, 3, "6\n"),
     ]
-    hints = inlay_hints(lines, results, lsp.Range(lsp.Position(0, 0), lsp.Position(9, 0)))
-    assert [(h.position.line, h.position.character, h.label) for h in hints] == [
+    hints = [hint for _, hint in inlay_hints(lines, results)]
+    assert [(h["position"]["line"], h["position"]["character"], h["label"]) for h in hints] == [
         (1, 12, "→ 0 …"),
         (3, 5, "→ 6"),
     ]
