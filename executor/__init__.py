@@ -1,4 +1,8 @@
-"""The execution side of runfix: where code runs. Knows nothing of LSP."""
+"""The execution side of runfix: where code runs. Knows nothing of LSP.
+
+The kernels live in `executor.kernel` (local) and `executor.docker` (the sandbox),
+imported where they are used: importing this package loads neither jupyter_client
+nor docker-py."""
 
 from executor.base import Executor, ExecutorState, ExecutorUnavailable
 from executor.events import (
@@ -14,7 +18,6 @@ from executor.events import (
     Value,
     Variable,
 )
-from executor.kernel import LocalKernel
 
 __all__ = [
     "Display",
@@ -24,7 +27,6 @@ __all__ = [
     "ExecutorState",
     "ExecutorUnavailable",
     "Frame",
-    "LocalKernel",
     "RunOutcome",
     "RunRequest",
     "RunStatus",

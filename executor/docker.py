@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +46,13 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from executor.base import ExecutorUnavailable
 from executor.cancel import stop
+from executor.configs import DockerConfig
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, refused, take_line, until_done
 from executor.jupyter import STATEMENT_FILE, JupyterKernel
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IMAGE = "runfix-sandbox:latest"
 LABEL = "io.runfix"
 FOLDER_LABEL = "io.runfix.folder"
 OWNER_LABEL = "io.runfix.owner"
@@ -65,39 +65,6 @@ WHEELS = "/runfix/wheels"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PROCESS_ALARM = 0.9
 """Share of the pids limit at which processes a run left behind are stopped."""
-
-
-@dataclass(frozen=True)
-class DockerConfig:
-    image: str = DEFAULT_IMAGE
-    network: str = "none"
-    memory: str = "1g"
-    """Memory and memory + swap (no swap beyond it)."""
-    cpus: float = 1.0
-    pids: int = 256
-    tmpfs_size: str = "256m"
-    workspace: str = "rw"
-    """"rw" or "ro": how the folder is mounted at /workspace."""
-    user: str | None = None
-    """"uid[:gid]"; None: the host user's, or an unprivileged one when that is root."""
-    wheels: str | None = None
-    """A host folder of wheels, mounted read-only, that installs may use offline."""
-
-    def create(
-        self, folder: Path, *, grace: float = 3.0, startup_timeout: float = 60.0
-    ) -> DockerKernel:
-        return DockerKernel(folder, self, grace=grace, startup_timeout=startup_timeout)
-
-    def install_blocked(self) -> str | None:
-        """Why an install cannot work in this sandbox, and how to allow it; None if it can."""
-        if self.network != "none" or self.wheels:
-            return None
-        return (
-            'The sandbox has no network (docker.network is "none"), so it cannot download '
-            "packages. To allow installs, set runfix's docker.network to a Docker network that "
-            'reaches your package index (for example "bridge"), or put the wheels in a folder '
-            "and set docker.wheels to it (mounted read-only; pip installs from it offline)."
-        )
 
 
 # -- the engine -------------------------------------------------------------------------

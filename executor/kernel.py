@@ -27,7 +27,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from jupyter_client.manager import AsyncKernelManager
 
 from executor import install as installer
 from executor.base import ExecutorUnavailable
+from executor.configs import LocalConfig, default_transport
 from executor.interpreter import install_hint, ipykernel_version, kernel_environment
 from executor.jupyter import STATEMENT_FILE, JupyterKernel
 
@@ -59,11 +59,6 @@ class _OneSpec(KernelSpecManager):
 TRANSPORTS = ("ipc", "tcp")
 LOG_LIMIT = 1_000_000
 """Bytes of kernel log kept: past this at a start, the log moves to `<name>.1`."""
-
-
-def default_transport() -> str:
-    """IPC where ZeroMQ has it (not on Windows), else TCP on loopback."""
-    return "tcp" if os.name == "nt" else "ipc"
 
 
 def log_folder() -> Path:
@@ -121,28 +116,6 @@ class _GroupWatch:
         except OSError as exc:
             log.warning("no watchdog for the kernel's processes: %s", exc)
             return None
-
-
-@dataclass(frozen=True)
-class LocalConfig:
-    """What a local kernel is made of; the pool replaces the kernel when this changes."""
-
-    python: str
-    hidden_env: tuple[str, ...] = ()
-    """Variables the kernel must not see (API keys)."""
-    transport: str = field(default_factory=default_transport)
-
-    def create(
-        self, folder: Path, *, grace: float = 3.0, startup_timeout: float = 60.0
-    ) -> LocalKernel:
-        return LocalKernel(
-            folder,
-            self.python,
-            hidden_env=self.hidden_env,
-            transport=self.transport,
-            grace=grace,
-            startup_timeout=startup_timeout,
-        )
 
 
 class LocalKernel(JupyterKernel):

@@ -4,21 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Hashable
 from pathlib import Path
-from typing import Protocol
 
+from executor.configs import DockerConfig, KernelConfig
 from executor.jupyter import JupyterKernel
 
 log = logging.getLogger(__name__)
 
 
-class KernelConfig(Hashable, Protocol):
-    """A frozen description of a kernel (`LocalConfig`, `DockerConfig`) that can make one."""
+def create(
+    folder: Path, config: KernelConfig, *, grace: float = 3.0, startup_timeout: float = 60.0
+) -> JupyterKernel:
+    """A kernel for `folder` as `config` says. Its module is imported here, on first use:
+    jupyter_client and docker-py take ~0.3 s to import, and a server has answered
+    `initialize` before it needs either."""
+    if isinstance(config, DockerConfig):
+        from executor.docker import DockerKernel
 
-    def create(
-        self, folder: Path, *, grace: float = 3.0, startup_timeout: float = 60.0
-    ) -> JupyterKernel: ...
+        return DockerKernel(folder, config, grace=grace, startup_timeout=startup_timeout)
+    from executor.kernel import LocalKernel
+
+    return LocalKernel(
+        folder,
+        config.python,
+        hidden_env=config.hidden_env,
+        transport=config.transport,
+        grace=grace,
+        startup_timeout=startup_timeout,
+    )
 
 
 class KernelPool:
@@ -44,7 +57,7 @@ class KernelPool:
             task = asyncio.ensure_future(kernel.shutdown())
             self._retired.add(task)
             task.add_done_callback(self._retired.discard)
-        kernel = config.create(folder, grace=grace, startup_timeout=startup_timeout)
+        kernel = create(folder, config, grace=grace, startup_timeout=startup_timeout)
         self._kernels[folder] = kernel
         return kernel
 

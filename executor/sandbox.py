@@ -32,7 +32,8 @@ import docker
 import docker.errors
 from docker.utils import parse_repository_tag
 
-from executor.docker import DEFAULT_IMAGE, engine
+from executor.configs import DEFAULT_IMAGE
+from executor.docker import engine
 
 BASE_IMAGE = "python:3.11-slim-bookworm"
 SUITE = "bookworm"

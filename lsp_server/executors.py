@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from executor.docker import DockerConfig
+from executor.configs import DockerConfig, LocalConfig, default_transport
 from executor.interpreter import find_interpreter
-from executor.kernel import LocalConfig, default_transport
 from lsp_server.model import secret_names
 from lsp_server.settings import Settings
 

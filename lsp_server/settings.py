@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from executor.docker import DockerConfig
+from executor.configs import DockerConfig
 
 if sys.version_info >= (3, 11):
     import tomllib

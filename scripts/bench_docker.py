@@ -27,7 +27,8 @@ from typing import Any
 from bench_lsp import bench_client, ms, start_server, stop_server
 from lsprotocol import types as lsp
 
-from executor.docker import DEFAULT_IMAGE, DockerConfig, DockerKernel, engine
+from executor.configs import DEFAULT_IMAGE, DockerConfig
+from executor.docker import DockerKernel, engine
 from executor.kernel import LocalKernel
 
 

@@ -22,7 +22,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from executor import sandbox
 from executor.base import ExecutorUnavailable
-from executor.docker import DEFAULT_IMAGE, describe_engine, describe_image
+from executor.configs import DEFAULT_IMAGE
+from executor.docker import describe_engine, describe_image
 
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
 CLIENTS = ["visual_studio_code", "neovim@v0.7.0", "neovim@v0.11.0"]

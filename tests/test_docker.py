@@ -18,14 +18,8 @@ import pytest
 
 from executor import RunRequest, RunStatus, Stream, Value
 from executor.base import ExecutorUnavailable
-from executor.docker import (
-    FOLDER_LABEL,
-    LABEL,
-    DockerConfig,
-    DockerKernel,
-    engine,
-    sandbox_environment,
-)
+from executor.configs import DockerConfig
+from executor.docker import FOLDER_LABEL, LABEL, DockerKernel, engine, sandbox_environment
 from tests.conftest import open_to_sandbox
 
 pytestmark = [pytest.mark.docker, pytest.mark.kernel]

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from executor import LocalKernel, RunRequest, RunStatus, Span, Stream, Value
+from executor import RunRequest, RunStatus, Span, Stream, Value
 from executor.interpreter import find_interpreter
+from executor.kernel import LocalKernel
 
 pytestmark = pytest.mark.kernel
 

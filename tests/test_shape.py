@@ -145,6 +145,28 @@ def test_runfix_run_imports_neither_pygls_nor_the_server(tmp_path: Path) -> None
     assert "openai" not in loaded  # imported when a model is first asked, not before
 
 
+def test_the_server_answers_initialize_before_it_loads_kernel_or_model_libraries() -> None:
+    """jupyter_client, docker-py and openai take ~0.5 s to import: a server answers
+    `initialize` without them, and loads each when a kernel or a model is first needed."""
+    init = {"processId": None, "rootUri": None, "capabilities": {}}
+    probe = (
+        "import json, sys\n"
+        "from lsp_server.app import create_server\n"
+        "from lsp_server.transport import handle_frame\n"
+        "server = create_server()\n"
+        "sent = []\n"
+        "server.protocol.set_writer(type('W', (), {'write': lambda self, b: sent.append(b)})())\n"
+        f"message = {{'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {init!r}}}\n"
+        "handle_frame(server.protocol, json.dumps(message).encode())\n"
+        "print(json.dumps({'answered': len(sent), 'modules': sorted(sys.modules)}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["answered"] == 1, done.stdout + done.stderr
+    heavy = {"jupyter_client", "docker", "openai", "zmq", "executor.kernel", "executor.docker"}
+    assert not set(report["modules"]) & heavy, sorted(set(report["modules"]) & heavy)
+
+
 def test_the_editors_speak_only_what_the_contract_names() -> None:
     """The contract is what the editors read: every command and message they use is in it."""
     sources = [*(ROOT / "editors/vscode/src").glob("*.ts")]

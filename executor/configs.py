@@ -1,0 +1,62 @@
+"""What a folder's kernel is made of: plain frozen data, cheap to import.
+
+The kernels themselves (`executor.kernel`, `executor.docker`) import
+jupyter_client and docker-py, ~0.3 s together; the language server reads its
+settings into these configs long before it starts a kernel, and `runfix serve`
+answers `initialize` without importing either (`pool.create` does, on first use).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+DEFAULT_IMAGE = "runfix-sandbox:latest"
+
+
+def default_transport() -> str:
+    """IPC where ZeroMQ has it (not on Windows), else TCP on loopback."""
+    return "tcp" if os.name == "nt" else "ipc"
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    """A kernel run by a local interpreter; the pool replaces the kernel when this changes."""
+
+    python: str
+    hidden_env: tuple[str, ...] = ()
+    """Variables the kernel must not see (API keys)."""
+    transport: str = field(default_factory=default_transport)
+
+
+@dataclass(frozen=True)
+class DockerConfig:
+    """A kernel in a locked-down container (`executor.docker`)."""
+
+    image: str = DEFAULT_IMAGE
+    network: str = "none"
+    memory: str = "1g"
+    """Memory and memory + swap (no swap beyond it)."""
+    cpus: float = 1.0
+    pids: int = 256
+    tmpfs_size: str = "256m"
+    workspace: str = "rw"
+    """"rw" or "ro": how the folder is mounted at /workspace."""
+    user: str | None = None
+    """"uid[:gid]"; None: the host user's, or an unprivileged one when that is root."""
+    wheels: str | None = None
+    """A host folder of wheels, mounted read-only, that installs may use offline."""
+
+    def install_blocked(self) -> str | None:
+        """Why an install cannot work in this sandbox, and how to allow it; None if it can."""
+        if self.network != "none" or self.wheels:
+            return None
+        return (
+            'The sandbox has no network (docker.network is "none"), so it cannot download '
+            "packages. To allow installs, set runfix's docker.network to a Docker network that "
+            'reaches your package index (for example "bridge"), or put the wheels in a folder '
+            "and set docker.wheels to it (mounted read-only; pip installs from it offline)."
+        )
+
+
+KernelConfig = LocalConfig | DockerConfig
