@@ -170,7 +170,6 @@ class _CappedStream:
         self._stream = stream
         self._budget = budget
         self._earlier = earlier
-        self.written = False
         self.strays = 0
 
     def write(self, text: str) -> int:
@@ -180,7 +179,6 @@ class _CappedStream:
         kept = self._budget.take(text)
         if kept:
             _current.announce()
-            self.written = True
             self._stream.write(clean(kept))
         return len(text)
 
@@ -201,8 +199,9 @@ def _remember(filename: str, first_line: int, code: str) -> None:
     if len(lines) < end:
         lines.extend(["\n"] * (end - len(lines)))
     lines[first_line - 1 : end] = new
-    # mtime None: linecache.checkcache() leaves the entry alone.
-    linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+    # mtime None: linecache.checkcache() leaves the entry alone, and never reads its size
+    # (summing every line's length here cost O(document) per run: 0.5 ms at 20,000 lines).
+    linecache.cache[filename] = (0, None, lines, filename)
 
 
 def _frames(tb: Any) -> list[list[Any]]:
@@ -387,9 +386,10 @@ class _Run:
         _current.end()
         if getattr(shell.display_pub, "unregister_hook", None) is not None:
             shell.display_pub.unregister_hook(_tag_display)
-        if self.out.written or self.err.written:
-            self.out.flush()
-            self.err.flush()
+        # No flush here: ipykernel's display publisher flushes the streams before each
+        # display (so a statement's text is sent before the next one is announced), and the
+        # kernel flushes them once more when the request ends (a flush waits for its I/O
+        # thread: 0.5 ms a run for stdout and stderr).
         sys.stdout, sys.stderr = self.saved
         if self.budget.dropped:
             _publish({"truncated": self.budget.dropped})
