@@ -302,7 +302,7 @@ class Flow:
             piece=(piece.first, piece.last),
         )
         self.keep(uri, text.version, results)
-        return PieceRun(piece, outcome, list(text.lines), text.version)
+        return PieceRun(piece, outcome, text.lines, text.version)
 
     # -- run and fix ----------------------------------------------------------------------
 

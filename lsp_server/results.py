@@ -453,7 +453,11 @@ class ResultStore:
             return
         if first is None or last is None:
             first, last = 0, sys.maxsize
-        results.statements = [s for s in results.statements if s.last < first or s.first > last]
+        statements = results.statements  # sorted, never overlapping: the touched ones are a slice
+        lo = bisect.bisect_left(statements, first, key=lambda s: s.last)
+        hi = bisect.bisect_right(statements, last, key=lambda s: s.first)
+        if lo < hi:
+            results.statements = [*statements[:lo], *statements[hi:]]
         results.problems = [
             p
             for p in results.problems

@@ -65,5 +65,5 @@ class PieceRun:
 
     piece: Piece
     outcome: RunOutcome
-    lines: list[str]
+    lines: tuple[str, ...]
     version: int

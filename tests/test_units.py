@@ -357,3 +357,22 @@ def test_incremental_changes_give_the_lines_a_whole_split_gives() -> None:
             text = text[: a[2]] + insert + text[b[2] :]
             assert doc.source == text
             assert list(doc.lines) == split_lines(text)
+
+
+def test_clearing_lines_drops_exactly_the_results_that_touch_them() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        statements, line = [], 0
+        for _ in range(rng.randrange(0, 12)):
+            line += rng.randrange(0, 4)
+            end = line + rng.randrange(0, 3)
+            source = ("x",) * (end - line + 1)
+            statements.append(StatementResult(line, end, (Output(f"{line}\n"),), source))
+            line = end + 1
+        first = rng.randrange(0, line + 2)
+        last = first + rng.randrange(-1, 5)
+        store = ResultStore()
+        store.add("u", 0, DocumentResults(list(statements)), ["x\n"] * (line + 5))
+        store.clear("u", first, last)
+        kept = [s for s in statements if s.last < first or s.first > last]
+        assert store.get("u").statements == kept, (statements, first, last)
