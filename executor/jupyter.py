@@ -118,6 +118,11 @@ class JupyterKernel:
         """Whether a kernel process (or container) exists, alive or not."""
         raise NotImplementedError
 
+    @property
+    def booting(self) -> bool:
+        """Whether its process runs, answering or not yet (a start got that far)."""
+        return self.launched
+
     async def _launch(self) -> None:
         """Start the kernel and connect (`_connect`); raise `ExecutorUnavailable` if it cannot."""
         raise NotImplementedError

@@ -143,6 +143,10 @@ class LocalKernel(JupyterKernel):
     def launched(self) -> bool:
         return self._km is not None
 
+    @property
+    def booting(self) -> bool:
+        return self._km is not None and self._km.has_kernel
+
     async def _launch(self) -> None:
         """Launch, and only when that fails, find out whether ipykernel is what is missing
         (checking first cost a second of every start: a Python importing ipykernel)."""

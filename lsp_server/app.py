@@ -1,4 +1,5 @@
-"""`runfix serve`: the server built with its features, its logging, and how it is served.
+"""`runfix serve`: the server built with its features, its logging, and its message loop
+(`launch` starts it on stdio or TCP).
 
 Kept apart from `server.py` so that building the server needs no import back
 into it from the features (`features/*` import `server`; this imports both).
@@ -6,25 +7,24 @@ into it from the features (`features/*` import `server`; this imports both).
 
 from __future__ import annotations
 
-import asyncio
+import gc
 import logging
-import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.io_ import StdoutWriter
 
+from executor.pool import KernelPool
 from lsp_server.features import register_all
+from lsp_server.frames import LineReader
 from lsp_server.server import RunfixServer
-from lsp_server.transport import MAX_BODY, LineReader, run_frames, stdin_reader
+from lsp_server.transport import handle_frame, run_frames
 
 log = logging.getLogger(__name__)
 
 
-def create_server() -> RunfixServer:
-    server = RunfixServer()
+def create_server(kernels: KernelPool | None = None) -> RunfixServer:
+    server = RunfixServer(kernels)
     register_all(server)
     return server
 
@@ -58,59 +58,26 @@ class _ClientLogHandler(logging.Handler):
             self._inside.busy = False
 
 
-def setup_logging(server: RunfixServer, level: int) -> None:
-    logging.basicConfig(
-        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    for noisy in ("pygls", "httpx", "httpcore", "openai"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+def log_to_client(server: RunfixServer) -> None:
+    """runfix's own logs also go to the client (`window/logMessage`), from INFO up."""
     handler = _ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     for name in ("lsp_server", "executor"):
         logging.getLogger(name).addHandler(handler)
 
 
-async def _serve(server: RunfixServer, reader: LineReader | None, writer: Any) -> None:
-    """Handle the client's messages until `exit` or the end of input; then stop every kernel."""
+async def serve_frames(
+    server: RunfixServer, reader: LineReader, writer: Any, first: bytes | None = None
+) -> None:
+    """Handle the client's messages (`first` read already) until `exit` or the end of
+    input; then stop every kernel."""
     server.protocol.set_writer(writer)
+    # What start-up made (lsprotocol's ~600 classes, pygls, the handlers) lives as long as
+    # the server: kept out of the collector's generations, a full collection skips it.
+    gc.freeze()
     try:
-        await run_frames(reader or await stdin_reader(), server.protocol)
+        if first is not None:
+            handle_frame(server.protocol, first)
+        await run_frames(reader, server.protocol)
     finally:
         await server.close()
-
-
-def _exit_code(run: Callable[[], None]) -> int:
-    """0 after `shutdown` then `exit` (or the end of input), 1 for `exit` without `shutdown`."""
-    try:
-        run()
-    except SystemExit as exc:  # pygls's exit handler: its code is LSP's
-        return exc.code if isinstance(exc.code, int) else 1
-    except (KeyboardInterrupt, BrokenPipeError):
-        pass
-    return 0
-
-
-def serve_stdio(server: RunfixServer) -> int:
-    """LSP over stdin/stdout; kernels stop when the client says exit or stdin closes."""
-    writer = StdoutWriter(sys.stdout.buffer)
-    return _exit_code(lambda: asyncio.run(_serve(server, None, writer)))
-
-
-def serve_tcp(server: RunfixServer, host: str, port: int) -> int:
-    """LSP over one TCP connection; the server ends when that client disconnects."""
-
-    async def main() -> None:
-        done = asyncio.Event()
-
-        async def connection(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            try:
-                await _serve(server, r, w)
-            finally:
-                done.set()
-
-        listener = await asyncio.start_server(connection, host, port, limit=MAX_BODY)
-        log.info("listening on %s:%s", host, port)
-        async with listener:
-            await done.wait()
-
-    return _exit_code(lambda: asyncio.run(main()))

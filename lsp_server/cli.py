@@ -67,16 +67,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "serve":
         # Only `serve` needs pygls and the LSP server: `runfix run` never imports them.
-        from lsp_server.app import create_server, serve_stdio, serve_tcp, setup_logging
+        from lsp_server.launch import serve_stdio, serve_tcp
 
-        server = create_server()
-        setup_logging(server, getattr(logging, args.log_level))
+        level = getattr(logging, args.log_level)
         if args.tcp:
             host, _, port = args.tcp.rpartition(":")
             if not host or not port.isdigit():
                 parser.error("--tcp takes HOST:PORT, e.g. 127.0.0.1:2087")
-            return serve_tcp(server, host, int(port))
-        return serve_stdio(server)
+            return serve_tcp(level, host, int(port))
+        return serve_stdio(level)
     if args.command == "run":
         from lsp_server.headless import run_file
 

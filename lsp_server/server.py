@@ -24,13 +24,14 @@ from pygls.exceptions import (
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
+from executor.pool import KernelPool
 from lsp_server import __version__
 from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp_editor import LspEditor
 from lsp_server.prepared import Prepared
 from lsp_server.session import Session
-from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve, section
+from lsp_server.settings import Settings, folder_settings
 from lsp_server.transport import send_error, send_prepared
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ class RunfixProtocol(LanguageServerProtocol):
 class RunfixServer(LanguageServer):
     protocol: RunfixProtocol
 
-    def __init__(self) -> None:
+    def __init__(self, kernels: KernelPool | None = None) -> None:
         super().__init__(
             "runfix",
             __version__,
@@ -121,7 +122,9 @@ class RunfixServer(LanguageServer):
             protocol_cls=RunfixProtocol,
         )
         self.init_options: Any = None
-        self.session = Session(self._read_settings, lambda f, k: self.editor.kernel_state(f, k))
+        self.session = Session(
+            self._read_settings, lambda f, k: self.editor.kernel_state(f, k), kernels
+        )
         self.editor = LspEditor(self, self.session)
         self.flow = Flow(self.session, self.editor)
 
@@ -142,7 +145,6 @@ class RunfixServer(LanguageServer):
 
     async def _read_settings(self, folder: Path) -> Settings:
         """The project file, then `initializationOptions`, then `workspace/configuration`."""
-        pyproject, problem = read_pyproject(folder)
         client = None
         if self.editor.features.configuration:
             item = lsp.ConfigurationItem(scope_uri=folder.as_uri(), section="runfix")
@@ -154,11 +156,7 @@ class RunfixServer(LanguageServer):
                 client = answer[0] if answer else None
             except Exception as exc:  # a client that cannot answer is no reason to stop
                 log.warning("workspace/configuration failed: %s", exc)
-        settings = resolve(
-            (PROJECT, pyproject),
-            ("initializationOptions", section(self.init_options) or None),
-            ("workspace/configuration", section(client) if client is not None else None),
-        )
+        settings, problem = folder_settings(folder, self.init_options, client)
         for message in ([problem] if problem else []) + list(settings.problems):
             self.editor.tell_once(f"runfix settings: {message}", Level.WARNING)
         return settings

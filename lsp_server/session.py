@@ -23,9 +23,15 @@ KernelWatcher = Callable[[Path, JupyterKernel], None]
 
 
 class Session:
-    def __init__(self, read_settings: SettingsReader, on_kernel_state: KernelWatcher) -> None:
+    def __init__(
+        self,
+        read_settings: SettingsReader,
+        on_kernel_state: KernelWatcher,
+        kernels: KernelPool | None = None,
+    ) -> None:
         self.store = ResultStore()
-        self.kernels = KernelPool()
+        self.kernels = kernels or KernelPool()
+        """The folders' kernels (one may have been started before the server was built)."""
         self.confirmed: set[str] = set()
         """Digests of flagged model-written code the user said to run."""
         self._read_settings = read_settings

@@ -326,3 +326,17 @@ def read_pyproject(folder: Path) -> tuple[Mapping[str, Any] | None, str | None]:
         return None, f"{path}: {exc}"
     table = data.get("tool", {}).get("runfix")
     return (table if isinstance(table, Mapping) else None), None
+
+
+def folder_settings(
+    folder: Path, init_options: Any, client: Any = None
+) -> tuple[Settings, str | None]:
+    """The project file, then `initializationOptions`, then what the client answered to
+    `workspace/configuration` (None: not asked); and a problem reading the project file."""
+    pyproject, problem = read_pyproject(folder)
+    settings = resolve(
+        (PROJECT, pyproject),
+        ("initializationOptions", section(init_options) or None),
+        ("workspace/configuration", section(client) if client is not None else None),
+    )
+    return settings, problem

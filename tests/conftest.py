@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -363,6 +364,8 @@ class HandDriven:
             SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=SERVER_ENV
         )
         self._ids = 0
+        self.configuration: Any = None
+        """What it answers to `workspace/configuration` (when its capabilities say it does)."""
 
     def send(self, message: dict[str, Any]) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode()
@@ -381,14 +384,18 @@ class HandDriven:
                 if line.lower().startswith(b"content-length:"):
                     length = int(line.split(b":")[1])
             message = json.loads(self.proc.stdout.read(length))
-            if message.get("id") == self._ids and "method" not in message:
+            if message.get("method") == "workspace/configuration" and "id" in message:
+                self.send({"id": message["id"], "result": [self.configuration]})
+            elif message.get("id") == self._ids and "method" not in message:
                 return message.get("result")
 
-    def initialize(self, folder: Path, options: dict[str, Any]) -> None:
+    def initialize(
+        self, folder: Path, options: dict[str, Any], capabilities: dict[str, Any] | None = None
+    ) -> None:
         params = {
             "processId": os.getpid(),
             "rootUri": folder.as_uri(),
-            "capabilities": {},
+            "capabilities": capabilities or {},
             "initializationOptions": options,
         }
         self.request("initialize", params)
@@ -413,6 +420,16 @@ class HandDriven:
         else:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=30)
+
+    def kernels(self) -> set[int]:
+        """The pids of the kernels this server runs now (its ipykernel child processes)."""
+        found = set()
+        for children in Path(f"/proc/{self.proc.pid}/task").glob("*/children"):
+            for pid in children.read_text().split():
+                with contextlib.suppress(OSError):
+                    if b"ipykernel_launcher" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.add(int(pid))
+        return found
 
     def kill(self) -> None:
         self.proc.kill()

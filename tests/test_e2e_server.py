@@ -256,6 +256,49 @@ def test_no_kernel_outlives_the_server(folder: Path, how: str) -> None:
         server.kill()
 
 
+def _one_kernel_soon(server: HandDriven, within: float = 15.0) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if kernels := server.kernels():
+            [kernel] = kernels
+            return kernel
+        time.sleep(0.05)
+    raise AssertionError("no kernel was started")
+
+
+def test_the_root_folders_kernel_starts_with_initialize_and_runs_the_first_code(
+    folder: Path,
+) -> None:
+    """Launched from `initialize` (before a document opens) and used by the first run:
+    no second kernel."""
+    server = HandDriven()
+    try:
+        server.initialize(folder, {"python": sys.executable})
+        early = _one_kernel_soon(server)
+        assert _kernel_pid_after_run(folder, server) == early
+        assert server.kernels() == {early}
+    finally:
+        server.kill()
+
+
+def test_an_early_kernel_the_clients_settings_change_is_replaced(folder: Path) -> None:
+    """The client's `workspace/configuration` differs from `initializationOptions`: the
+    kernel started from the latter stops, and code runs in one made as the client says."""
+    server = HandDriven()
+    server.configuration = {"transport": "tcp"}
+    try:
+        capabilities = {"workspace": {"configuration": True}}
+        server.initialize(folder, {"python": sys.executable, "transport": "ipc"}, capabilities)
+        early = _one_kernel_soon(server)
+        text = "import os\nos.getpid()\n"
+        assert server.run(folder / "doc.py", text)["status"] == "ok"
+        assert _gone(early), "the kernel made before the client's settings still runs"
+        [kernel] = server.kernels()
+        assert kernel != early
+    finally:
+        server.kill()
+
+
 async def test_run_cell_at_a_position_and_status_notifications(
     client: LanguageClient, folder: Path
 ) -> None:

@@ -38,6 +38,7 @@ from lsp_server.features.code_actions import quick_fixes
 from lsp_server.fixing import Fixer, FixResult
 from lsp_server.flow import Flow
 from lsp_server.headless import HeadlessEditor
+from lsp_server.launch import root_folder
 from lsp_server.model import ModelCancelled
 from lsp_server.positions import utf16_len
 from lsp_server.prepared import ByLine, Memo, Prepared
@@ -430,3 +431,18 @@ def test_a_memo_makes_again_only_when_an_input_is_another_object_with_other_cont
 
 def test_a_prepared_answer_is_compact_json() -> None:
     assert Prepared.of([{"a": 1, "b": "→"}]).text == '[{"a":1,"b":"\\u2192"}]'
+
+
+def test_the_early_kernels_folder_is_the_first_workspace_folder_else_the_root(
+    tmp_path: Path,
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    folders = [{"uri": b.as_uri(), "name": "b"}, {"uri": a.as_uri(), "name": "a"}]
+    assert root_folder({"rootUri": a.as_uri(), "workspaceFolders": folders}) == b
+    assert root_folder({"rootUri": a.as_uri(), "workspaceFolders": None}) == a
+    assert root_folder({"rootUri": (tmp_path / "gone").as_uri()}) is None  # no such folder
+    assert root_folder({"rootUri": "untitled:x"}) is None
+    assert root_folder({"rootUri": None}) is None
+    assert root_folder([]) is None

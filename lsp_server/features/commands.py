@@ -44,6 +44,7 @@ from lsp_server.contract import (
     to_json,
 )
 from lsp_server.editor import Level
+from lsp_server.flow import Flow
 from lsp_server.lsp_editor import kernel_status
 from lsp_server.server import RunfixServer
 
@@ -121,20 +122,23 @@ def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[JupyterKe
     return [kernel] if kernel is not None else []
 
 
-def register(server: RunfixServer) -> None:
-    @server.command(RUN)
-    async def run(ls: RunfixServer, *args: Any) -> Any:
-        arg = _argument(ls, RUN, args, RunArgs)
-        line_range = _run_range(ls, RUN, arg)
-        answer = await _cancellable(ls, lambda c: ls.flow.run(arg.uri, line_range, c))
+RangeWork = Callable[[Flow, str, Range | None, asyncio.Event], Awaitable[Any]]
+
+
+def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
+    """A command over a document's range (`RunArgs`), cancellable, answered as JSON."""
+
+    @server.command(name)
+    async def handler(ls: RunfixServer, *args: Any) -> Any:
+        arg = _argument(ls, name, args, RunArgs)
+        line_range = _run_range(ls, name, arg)
+        answer = await _cancellable(ls, lambda c: work(ls.flow, arg.uri, line_range, c))
         return to_json(answer)
 
-    @server.command(RUN_AND_FIX)
-    async def run_and_fix(ls: RunfixServer, *args: Any) -> Any:
-        arg = _argument(ls, RUN_AND_FIX, args, RunArgs)
-        line_range = _run_range(ls, RUN_AND_FIX, arg)
-        answer = await _cancellable(ls, lambda c: ls.flow.run_and_fix(arg.uri, line_range, c))
-        return to_json(answer)
+
+def register(server: RunfixServer) -> None:
+    _range_command(server, RUN, Flow.run)
+    _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
 
     @server.command(GENERATE)
     async def generate(ls: RunfixServer, *args: Any) -> Any:
