@@ -356,6 +356,38 @@ def _steps(kind: str, parsed: Any, filename: str, first_line: int, budget: _Budg
             return
 
 
+def _cell_info(code: str) -> Any:
+    """What IPython tells `pre_run_cell` about a cell; None if this IPython cannot say.
+
+    The server sends its call to this module silently (no `execute_input` echo of the
+    call, no execution count: ~0.5 ms a run), and IPython fires `pre_execute` and
+    `post_execute` for silent requests too, but not `pre_run_cell` / `post_run_cell`.
+    Extensions wait for those (autoreload, matplotlib's inline backend setting itself
+    up), so they are fired here, for the user's code."""
+    try:
+        from IPython.core import interactiveshell
+    except ImportError:
+        return None
+    make: Any = interactiveshell.ExecutionInfo
+    # IPython 8+ takes a cell id; IPython 7 does not.
+    for args in ((code, False, False, True, None), (code, False, False, True)):
+        try:
+            return make(*args)
+        except TypeError:
+            continue
+    return None
+
+
+def _cell_done(info: Any, error: BaseException | None) -> None:
+    from IPython.core import interactiveshell
+
+    shell = _shell()
+    result: Any = interactiveshell.ExecutionResult(info)  # type: ignore[no-untyped-call]
+    result.execution_count = shell.execution_count
+    result.error_in_exec = error
+    shell.events.trigger("post_run_cell", result)
+
+
 class _Run:
     """One run's surroundings: capped streams, the display hook, and what is said at its end."""
 
@@ -368,6 +400,9 @@ class _Run:
 
     def __enter__(self) -> _Run:
         shell = _shell()
+        self.info = _cell_info(self.code)
+        if self.info is not None:
+            shell.events.trigger("pre_run_cell", self.info)
         self.saved = sys.stdout, sys.stderr
         earlier = {t.ident for t in threading.enumerate() if t.ident is not None}
         earlier.discard(threading.get_ident())
@@ -391,6 +426,8 @@ class _Run:
         # kernel flushes them once more when the request ends (a flush waits for its I/O
         # thread: 0.5 ms a run for stdout and stderr).
         sys.stdout, sys.stderr = self.saved
+        if self.info is not None:
+            _cell_done(self.info, exc)
         if self.budget.dropped:
             _publish({"truncated": self.budget.dropped})
         strays = self.out.strays + self.err.strays

@@ -334,7 +334,11 @@ class JupyterKernel:
         async with self._queue:
             if cancel is not None and cancel.is_set():
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
-            if await or_cancelled(self.start(asked_at=asked_at), cancel) is CANCELLED:
+            started = self.launched and self._start_task is None  # nothing to wait for
+            if (
+                not started
+                and await or_cancelled(self.start(asked_at=asked_at), cancel) is CANCELLED
+            ):
                 note = f"Cancelled while the {self.where} was starting."
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)
             note = ""
@@ -386,8 +390,10 @@ class JupyterKernel:
             f"{entry}({request.code!r}, {request.filename!r}, "
             f"{request.first_line}, {request.output_limit})"
         )
+        # Silent: IPython echoes nothing and counts nothing; the helper fires the events
+        # IPython would have fired for an interactive cell (`_kernel_side._cell_info`).
         msg_id = kc.execute(
-            code, silent=False, store_history=False, allow_stdin=ask_input is not None
+            code, silent=True, store_history=False, allow_stdin=ask_input is not None
         )
         relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
         try:

@@ -199,7 +199,9 @@ class Flow:
     async def _locked(self, folder_uri: str, cancel: asyncio.Event) -> asyncio.Lock | None:
         """The folder's run lock, held; None if cancelled while waiting for it."""
         lock = self.session.run_lock(self.editor.folder_for(folder_uri))
-        if await or_cancelled(lock.acquire(), cancel) is CANCELLED:
+        if not lock.locked():  # free: taken at once, without a task to watch `cancel`
+            await lock.acquire()
+        elif await or_cancelled(lock.acquire(), cancel) is CANCELLED:
             return None
         return lock
 

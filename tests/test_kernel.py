@@ -108,3 +108,32 @@ def test_interpreter_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert find_interpreter(tmp_path).path == str(tmp_path / ".venv" / "bin" / "python")
     chosen = find_interpreter(tmp_path, "env")
     assert chosen.path == str(venv / "bin" / "python") and chosen.source == "the `python` setting"
+
+
+async def test_autoreload_and_cell_events_work_as_in_a_notebook(
+    kernel: LocalKernel, tmp_path: Path
+) -> None:
+    """runfix sends its runs silently; extensions that wait for IPython's cell events
+    (autoreload here, matplotlib's inline backend) still see each run as a cell."""
+    module = tmp_path / "helper_mod.py"
+    module.write_text("def answer():\n    return 1\n")
+    setup = (
+        "%load_ext autoreload\n"
+        "%autoreload 2\n"
+        "import helper_mod\n"
+        "seen = []\n"
+        "get_ipython().events.register('pre_run_cell', lambda info: seen.append(info.raw_cell))\n"
+    )
+    assert (await kernel.execute(request(setup))).status == RunStatus.OK
+    assert (await kernel.execute(request("helper_mod.answer()"))).events[0].data == {
+        "text/plain": "1"
+    }
+    module.write_text("def answer():\n    return 2\n")
+    os.utime(module, (module.stat().st_atime + 5, module.stat().st_mtime + 5))
+    outcome = await kernel.execute(request("helper_mod.answer()"))
+    [value] = outcome.events
+    assert isinstance(value, Value) and value.data["text/plain"] == "2"  # reloaded
+    outcome = await kernel.execute(request("seen"))
+    [value] = outcome.events
+    assert isinstance(value, Value)
+    assert value.data["text/plain"] == "['helper_mod.answer()', 'helper_mod.answer()', 'seen']"
