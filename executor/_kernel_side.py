@@ -265,7 +265,37 @@ def _show(value: Any, budget: _Budget) -> None:
         if isinstance(content, str) and (mime.startswith("text/") or mime.endswith("json")):
             content = budget.take(content)
         capped[mime] = content
-    _publish(_current.tag({"value": True}), capped)
+    _publish(_current.tag({"value": True, "about": _about(value)}), capped)
+
+
+HEAD_ROWS = 5
+HEAD_COLUMNS = 12
+CELL_LIMIT = 40
+
+
+def _cell(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= CELL_LIMIT else text[: CELL_LIMIT - 1] + "…"
+
+
+def _about(value: Any) -> dict[str, Any]:
+    """What the server tells of a value besides its MIME bundle: its type and shape, and for a
+    table (a pandas DataFrame) its columns, their types and its first rows, as text."""
+    about: dict[str, Any] = {"type": type(value).__name__}
+    try:
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+            about["shape"] = list(shape)
+        iloc, dtypes = getattr(value, "iloc", None), getattr(value, "dtypes", None)
+        if iloc is not None and dtypes is not None and len(about.get("shape", ())) == 2:
+            top = iloc[:HEAD_ROWS, :HEAD_COLUMNS]
+            about["columns"] = [_cell(c) for c in top.columns]
+            about["dtypes"] = [str(t) for t in list(dtypes)[:HEAD_COLUMNS]]
+            about["index"] = [_cell(i) for i in top.index]
+            about["rows"] = [[_cell(v) for v in row] for row in top.itertuples(index=False)]
+    except Exception:  # a value that cannot be described is still shown
+        pass
+    return about
 
 
 _AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Value:
 
     data: Mapping[str, str]
     span: Span | None
+    about: Mapping[str, Any] | None = None
+    """Its type and shape (and a table's columns and first rows), from the kernel side."""
 
 
 @dataclass(frozen=True)

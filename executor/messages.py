@@ -94,7 +94,9 @@ class MessageCollector:
             first, last = control["stmt"]
             self.span = Span(int(first), int(last))
         if "value" in control:
-            self.events.append(Value(self._bundle(data), self.span))
+            about = control.get("about")
+            about = about if isinstance(about, dict) else None
+            self.events.append(Value(self._bundle(data), self.span, about))
         elif "error" in control:
             error = _error(control["error"], self.span)
             if control.get("interrupted"):

@@ -157,13 +157,39 @@ def _fence(text: str) -> str:
 
 
 def _output_markdown(result: StatementResult) -> str:
-    parts = []
-    text = "".join(o.text for o in result.outputs if o.image is None)
-    if len(text) > HOVER_LIMIT:
-        text = text[:HOVER_LIMIT] + "\n…"
-    if text.strip():
-        parts.append(_fence(text))
-    parts.extend(f"![output]({o.image.as_uri()})" for o in result.outputs if o.image)
+    """The statement's outputs in order: text in code blocks, images shown, a DataFrame as a
+    table of its first rows, displayed markdown as itself, other rich forms by their file."""
+    parts: list[str] = []
+    text: list[str] = []
+    budget = HOVER_LIMIT
+
+    def flush_text() -> None:
+        nonlocal budget
+        joined = "".join(text)
+        text.clear()
+        if len(joined) > budget:
+            joined = joined[:budget] + "\n…"
+        budget = max(0, budget - len(joined))
+        if joined.strip():
+            parts.append(_fence(joined))
+
+    for output in result.outputs:
+        if output.kind == "text":
+            text.append(output.text)
+            continue
+        flush_text()
+        if output.table is not None:
+            parts.append(output.table)
+        elif output.image is not None:
+            parts.append(f"![{output.text.strip()}]({output.image.as_uri()})")
+        elif output.markdown is not None:
+            parts.append(output.markdown)
+        else:
+            where = (
+                f" ([{output.file.suffix[1:]} file]({output.file.as_uri()}))" if output.file else ""
+            )
+            parts.append(f"`{output.text.strip()}`{where}")
+    flush_text()
     if result.truncated:
         parts.append(f"*Output truncated: {result.truncated:,} characters dropped.*")
     return "\n\n".join(parts)

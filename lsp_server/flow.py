@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
@@ -43,6 +44,7 @@ from lsp_server.editor import Editor, Level, LineEdit, Place, Progress, Snapshot
 from lsp_server.executors import sandboxed
 from lsp_server.fixing import Fixer, FixResult
 from lsp_server.model import ModelCancelled, ModelError
+from lsp_server.outputs import MB, OutputFiles
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
 from lsp_server.results import DocumentResults, Problem, build
@@ -295,13 +297,15 @@ class Flow:
             asked_at=asked_at,
             ask_input=self.editor.ask_input if self.editor.features.input else None,
         )
+        folder = self.editor.folder_for(uri)
         results = build(
             outcome,
             path=path,
             lines=text.lines,
             fallback_line=piece.first,
-            folder=self.editor.folder_for(uri),
+            folder=folder,
             piece=(piece.first, piece.last),
+            files=output_files(folder, settings),
         )
         self.keep(uri, text.version, results)
         return PieceRun(piece, outcome, text.lines, text.version)
@@ -448,13 +452,15 @@ class Flow:
         if version is None or now is None:
             return
         last = first + code.rstrip("\n").count("\n")
+        folder = self.editor.folder_for(uri)
         results = build(
             outcome,
             path=self.editor.path_of(uri),
             lines=now.lines,
             fallback_line=first,
-            folder=self.editor.folder_for(uri),
+            folder=folder,
             piece=(first, last),
+            files=output_files(folder, self.session.cached_settings(folder)),
         )
         self.session.store.clear(uri, first, last)
         self.keep(uri, version, results)
@@ -563,3 +569,10 @@ class Flow:
                 RunRequest("import importlib\nimportlib.invalidate_caches()\n", "<runfix>", 1, 30)
             )
         return InstallAnswer(Status.OK, run=await self.run(uri, rerun, cancel))
+
+
+def output_files(folder: Path, settings: Settings) -> OutputFiles:
+    """Where a run's rich outputs go, within the settings' limits."""
+    return OutputFiles(
+        folder, int(settings.outputs_run_mb * MB), int(settings.outputs_folder_mb * MB)
+    )

@@ -8,28 +8,21 @@ moved with its statement or dropped, never shown on the wrong line.
 
 from __future__ import annotations
 
-import base64
 import bisect
-import hashlib
 import itertools
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
 from executor.events import Display, Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
+from lsp_server.outputs import Output, OutputFiles, render
 from lsp_server.positions import strip_eol
 
 SUMMARY_WIDTH = 60
-
-
-@dataclass(frozen=True)
-class Output:
-    text: str
-    image: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -47,7 +40,11 @@ class StatementResult:
 
     @cached_property
     def summary(self) -> str:
-        return summarize(self.text) + (" … (truncated)" if self.truncated else "")
+        """The first line of its output, or of its first rich output (a plot, a table):
+        `plt.plot(…)` is summarised by its figure, not by the list of lines it returned."""
+        rich = next((o for o in self.outputs if o.kind != "text"), None)
+        line = summarize(rich.text if rich is not None else self.text)
+        return line + (" … (truncated)" if self.truncated else "")
 
 
 @dataclass(frozen=True)
@@ -130,31 +127,6 @@ def summarize(text: str, width: int = SUMMARY_WIDTH) -> str:
     return first + (" …" if more else "")
 
 
-def _image_size(png: bytes) -> str:
-    if png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) >= 24:
-        return f"{int.from_bytes(png[16:20], 'big')}×{int.from_bytes(png[20:24], 'big')}"
-    return "?"
-
-
-def save_png(folder: Path, data: str) -> tuple[Path, str]:
-    """Write a base64 PNG under `.runfix/outputs/`; the name is its hash, so reruns reuse it."""
-    raw = base64.b64decode(data)
-    out = folder / ".runfix" / "outputs"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{hashlib.sha256(raw).hexdigest()[:16]}.png"
-    if not path.exists():
-        path.write_bytes(raw)
-    return path, _image_size(raw)
-
-
-def _render(data: Mapping[str, str], folder: Path | None) -> Output:
-    if "image/png" in data and folder is not None:
-        path, size = save_png(folder, data["image/png"])
-        return Output(f"<image {size}>\n", path)
-    text = data.get("text/plain") or next((v for k, v in data.items() if k.startswith("text/")), "")
-    return Output(text if text.endswith("\n") else text + "\n")
-
-
 def _lines(source: Sequence[str], first: int, last: int) -> tuple[str, ...]:
     return tuple(strip_eol(line) for line in source[first : last + 1])
 
@@ -167,15 +139,20 @@ def build(
     fallback_line: int,
     folder: Path | None,
     piece: tuple[int, int] | None = None,
+    files: OutputFiles | None = None,
 ) -> DocumentResults:
-    """Attribute a run's events to statements and problems of the document `path`."""
+    """Attribute a run's events to statements and problems of the document `path`; rich
+    outputs are stored in `files` (by default the folder's, with the default limits)."""
+    if files is None and folder is not None:
+        files = OutputFiles(folder)
     by_span: dict[Span | None, list[Output]] = {}
     error: Error | None = None
     for event in outcome.events:
         if isinstance(event, Stream):
             by_span.setdefault(event.span, []).append(Output(terminal_text(event.text)))
         elif isinstance(event, (Value, Display)):
-            by_span.setdefault(event.span, []).append(_render(event.data, folder))
+            about = event.about if isinstance(event, Value) else None
+            by_span.setdefault(event.span, []).append(render(event.data, about, files))
         elif isinstance(event, Error) and error is None:
             error = event
     results = DocumentResults()

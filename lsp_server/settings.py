@@ -41,6 +41,10 @@ class Settings:
     """Seconds a run may take before it is interrupted."""
     output_limit: int = 100_000
     """Characters of output kept per run."""
+    outputs_run_mb: float = 20.0
+    """Megabytes of rich outputs (images, HTML, …) stored per run; past it (or at 0), text only."""
+    outputs_folder_mb: float = 200.0
+    """Megabytes of rich outputs kept in a folder's `.runfix/outputs` (oldest go first)."""
     results: str | None = None
     """inlay | diagnostics | both; None: inlay when the client supports inlay hints."""
     interrupt_grace: float = 3.0
@@ -222,6 +226,8 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "python": ("python", _python),
     "timeout": ("timeout", _number(0.1)),
     "outputLimit": ("output_limit", _integer(100)),
+    "outputs.maxRunMB": ("outputs_run_mb", _number(0)),
+    "outputs.maxFolderMB": ("outputs_folder_mb", _number(0)),
     "results": ("results", _results),
     "interruptGrace": ("interrupt_grace", _number(0.1)),
     "kernelStartTimeout": ("kernel_start_timeout", _number(1)),

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Rich outputs (issue 13): what a DataFrame and a plot cost against text-only output.
+
+- run → answer (results published) and → hover answered, for a cell that shows a
+  1,000×20 DataFrame and a plot, against the same run showing text only
+  (`print(len(df))`), interleaved run by run in one server: medians and ratio;
+- the same rich cell through raw jupyter_client (`execute_interactive`), interleaved:
+  what runfix adds to what the kernel itself takes to render a table and a plot;
+- hover p95 on a document with 200 stored figures.
+
+Usage: python scripts/bench_outputs.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_perf import INLAY, Wire, ms, pct
+
+SETUP = (
+    "import pandas as pd, numpy as np, matplotlib.pyplot as plt\n"
+    "df = pd.DataFrame(np.random.rand(1000, 20), columns=[f'c{i}' for i in range(20)])\n"
+)
+RICH = "df\nplt.plot(df['c0'][:50])\n"
+TEXT = "print(len(df))\nprint(df['c0'][:50].sum())\n"
+
+
+VERSIONS = itertools.count(2)
+
+
+async def run_and_hover(wire: Wire, uri: str, code: str) -> tuple[float, float]:
+    wire.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": next(VERSIONS)},
+            "contentChanges": [{"text": code}],
+        },
+    )
+    t = time.perf_counter()
+    answer = await wire.run(uri)
+    ran = time.perf_counter() - t
+    assert answer["status"] == "ok", answer
+    if code is RICH:  # what is measured is what a user would see
+        hints = await wire.request(
+            "textDocument/inlayHint",
+            {
+                "textDocument": {"uri": uri},
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}},
+            },
+        )
+        labels = sorted(h["label"] for h in hints)
+        assert labels == ["→ <figure 640×480>", "→ DataFrame 1,000×20"], labels
+    position = {"line": 0, "character": 0}
+    await wire.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": position})
+    return ran, time.perf_counter() - t
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="runfix-outputs-") as tmp:
+        folder = Path(tmp)
+        wire = Wire()
+        await wire.start(folder, {}, INLAY)
+        uri = wire.open(folder / "bench.py", SETUP)
+        assert (await wire.run(uri))["status"] == "ok"
+        km = AsyncKernelManager(transport="ipc", ip=str(folder / "raw"))
+        await km.start_kernel(cwd=str(folder))
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=60)
+        await kc.execute_interactive(SETUP, output_hook=lambda m: None)
+        rich, text, raw = [], [], []
+        for _ in range(args.runs):
+            rich.append(await run_and_hover(wire, uri, RICH))
+            text.append(await run_and_hover(wire, uri, TEXT))
+            t = time.perf_counter()
+            await kc.execute_interactive(RICH, store_history=False, output_hook=lambda m: None)
+            raw.append(time.perf_counter() - t)
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+        for i, name in ((0, "run → results"), (1, "run → hover answered")):
+            r = statistics.median(x[i] for x in rich)
+            t = statistics.median(x[i] for x in text)
+            print(f"{name}: DataFrame + plot {ms(r)} vs text {ms(t)} = {r / t:.2f}x")
+        r, b = statistics.median(x[0] for x in rich), statistics.median(raw)
+        print(f"the rich cell vs raw jupyter_client: {ms(r)} vs {ms(b)} = {r / b:.2f}x")
+        figures = "".join(
+            f"plt.figure(); plt.plot([{i}, {i + 1}]); plt.show()\n" for i in range(200)
+        )
+        many = wire.open(folder / "figures.py", "import matplotlib.pyplot as plt\n" + figures)
+        assert (await wire.run(many))["status"] == "ok"
+        stored = len(list((folder / ".runfix" / "outputs").glob("*.png")))
+        times = []
+        for line in range(1, 201):
+            t = time.perf_counter()
+            position = {"line": line, "character": 0}
+            await wire.request(
+                "textDocument/hover", {"textDocument": {"uri": many}, "position": position}
+            )
+            times.append(time.perf_counter() - t)
+        print(
+            f"hover with {stored} stored figures: p50 {ms(pct(times, 0.5))}  "
+            f"p95 {ms(pct(times, 0.95))}"
+        )
+        await wire.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,79 @@
+"""End to end, on a real kernel with pandas and matplotlib: what a cell shows comes back as a
+short hint, a hover a client can render, and files runfix names and bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pytest_lsp import LanguageClient
+
+from tests.conftest import hints, hover_text, init_params, open_doc, run
+
+pytestmark = pytest.mark.e2e
+
+CELLS = """\
+# %% a plot
+import matplotlib.pyplot as plt
+plt.plot([1, 3, 2])
+# %% a DataFrame
+import pandas as pd
+df = pd.DataFrame({"n": range(1000), "name|x": [f"row {i}" for i in range(1000)]})
+df
+# %% HTML and SVG
+from IPython.display import HTML, SVG, display
+display(HTML("<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>"))
+SVG('<svg xmlns="http://www.w3.org/2000/svg" width="80" height="20"><rect width="8"/></svg>')
+# %% a progress bar
+for i in range(5):
+    print(f"\\rloading {i * 25}%", end="")
+print()
+"""
+
+
+async def test_plots_tables_html_svg_and_progress_bars(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "analysis.py", CELLS)
+    answer = await run(client, uri)
+    assert answer["status"] == "ok", answer
+
+    labels = {h.position.line: h.label for h in await hints(client, uri)}
+    assert labels[2] == "→ <figure 640×480>"
+    assert labels[6] == "→ DataFrame 1,000×2"
+    assert labels[9] == "→ <html table 1×2>"
+    assert labels[10] == "→ <svg 80×20>"
+    assert labels[13] == "→ loading 100%"  # the bar's last frame, at the end of its loop
+
+    plot = await hover_text(client, uri, 2)
+    stored = folder / ".runfix" / "outputs"
+    [png] = stored.glob("*.png")
+    assert f"![<figure 640×480>]({png.as_uri()})" in plot
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    table = await hover_text(client, uri, 6)
+    assert table.startswith("*DataFrame 1,000×2 (first 5 of 1,000 rows)*")
+    assert "|  | n | name\\|x |" in table
+    assert "| *type* | *int64* |" in table
+    assert "| **4** | 4 | row 4 |" in table
+    [html] = [p for p in stored.glob("*.html") if "dataframe" in p.read_text()]
+    assert "row 999" in html.read_text()  # the whole table is kept, the hover shows its head
+
+    svg = await hover_text(client, uri, 10)
+    [svg_file] = stored.glob("*.svg")
+    assert f"({svg_file.as_uri()})" in svg
+
+
+async def test_rich_outputs_past_the_run_limit_are_said_but_not_stored(
+    client: LanguageClient, folder: Path
+) -> None:
+    params = init_params(folder, options={"outputs": {"maxRunMB": 0}})
+    await client.initialize_session(params)
+    text = "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+    uri = open_doc(client, folder / "plot.py", text)
+    assert (await run(client, uri))["status"] == "ok"
+
+    assert [h.label for h in await hints(client, uri)] == ["→ <figure 640×480>"]
+    assert not list((folder / ".runfix" / "outputs").glob("*.png"))
+    assert "![" not in await hover_text(client, uri, 1)
