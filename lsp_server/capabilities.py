@@ -27,6 +27,8 @@ class ClientFeatures:
     """It resolves a code action's `edit` lazily (`codeAction/resolve`)."""
     disabled_code_actions: bool = False
     progress: bool = False
+    show_document: bool = False
+    """It opens a URI it is sent (`window/showDocument`), in a browser when `external`."""
     input: bool = False
     """It answers `runfix/input` (`experimental.runfixInput`)."""
     position_encoding: str = "utf-16"
@@ -61,6 +63,7 @@ class ClientFeatures:
             code_action_resolve=resolve is not None and "edit" in (resolve.properties or []),
             disabled_code_actions=bool(get("text_document", "code_action", "disabled_support")),
             progress=bool(get("window", "work_done_progress")),
+            show_document=bool(get("window", "show_document", "support")),
             input=isinstance(experimental, dict) and experimental.get(INPUT_CAPABILITY) is True,
             position_encoding=str(position_encoding or "utf-16"),
         )

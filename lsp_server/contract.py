@@ -30,9 +30,10 @@ RESTART = "runfix.restart"
 VARIABLES = "runfix.variables"
 CLEAR = "runfix.clear"
 STATUS = "runfix.status"
+SHOW_OUTPUT = "runfix.showOutput"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
-COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS)
+COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -207,6 +208,16 @@ VARIABLE_FIELDS = ("name", "type", "summary", "shape", "length", "columns")
 
 
 @attrs.frozen
+class ShowOutputAnswer:
+    """`runfix.showOutput` (`RunArgs`: the statement at `position`, or at the range's start):
+    the output page's address, and whether the client was asked to open it
+    (`window/showDocument`, external) and said it did."""
+
+    url: str
+    shown: bool
+
+
+@attrs.frozen
 class Interrupted:
     interrupted: int
 
@@ -227,6 +238,7 @@ WIRE_TYPES: tuple[type, ...] = (
     GenerateAnswer,
     InstallAnswer,
     KernelStatus,
+    ShowOutputAnswer,
     Interrupted,
     Restarted,
     Range,

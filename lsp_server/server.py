@@ -29,6 +29,7 @@ from lsp_server import __version__
 from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp_editor import LspEditor
+from lsp_server.page import OutputPage
 from lsp_server.prepared import Prepared
 from lsp_server.session import Session
 from lsp_server.settings import Settings, folder_settings
@@ -122,6 +123,8 @@ class RunfixServer(LanguageServer):
             protocol_cls=RunfixProtocol,
         )
         self.init_options: Any = None
+        self.page: OutputPage | None = None
+        """The local output page (`features/output_page.py`), once asked for."""
         self.session = Session(
             self._read_settings, lambda f, k: self.editor.kernel_state(f, k), kernels
         )
@@ -162,5 +165,8 @@ class RunfixServer(LanguageServer):
         return settings
 
     async def close(self) -> None:
-        """Stop every kernel; called on shutdown, exit and when the client goes away."""
+        """Stop every kernel and the output page; called on shutdown, exit and when the
+        client goes away."""
+        if self.page is not None:
+            await asyncio.to_thread(self.page.close)
         await self.session.close()

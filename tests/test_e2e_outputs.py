@@ -3,11 +3,16 @@ short hint, a hover a client can render, and files runfix names and bounds."""
 
 from __future__ import annotations
 
+import asyncio
+import re
+import urllib.request
 from pathlib import Path
 
 import pytest
+from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
+from lsp_server.contract import SHOW_OUTPUT
 from tests.conftest import hints, hover_text, init_params, open_doc, run
 
 pytestmark = pytest.mark.e2e
@@ -77,3 +82,36 @@ async def test_rich_outputs_past_the_run_limit_are_said_but_not_stored(
     assert [h.label for h in await hints(client, uri)] == ["→ <figure 640×480>"]
     assert not list((folder / ".runfix" / "outputs").glob("*.png"))
     assert "![" not in await hover_text(client, uri, 1)
+
+
+async def test_show_output_opens_a_local_page_with_the_plot(
+    client: LanguageClient, folder: Path
+) -> None:
+    """What an eglot, Helix or Zed user gets: the client is asked to open a loopback page
+    that shows the statement's figure, served by the server."""
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(
+        client, folder / "plot.py", "import matplotlib.pyplot as plt\nplt.plot([3, 1])\n"
+    )
+    assert (await run(client, uri))["status"] == "ok"
+
+    position = {"line": 1, "character": 0}
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(SHOW_OUTPUT, [{"uri": uri, "position": position}])
+    )
+    [shown] = client.shown_documents  # type: ignore[attr-defined]  # the test client says yes
+    assert answer["shown"] is True and shown.uri == answer["url"] and shown.external
+    assert answer["url"].startswith("http://127.0.0.1:")
+
+    def fetch(url: str) -> tuple[int, bytes]:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read()
+
+    status, page = await asyncio.to_thread(fetch, answer["url"])
+    assert status == 200 and b"plot.py, line 2" in page
+    [png] = (folder / ".runfix" / "outputs").glob("*.png")
+    image = re.search(rb"<img src='([^']+)' alt='&lt;figure 640\xc3\x97480&gt;'>", page)
+    assert image is not None
+    base = answer["url"].split("/view")[0].rsplit("/", 1)[0]
+    status, served = await asyncio.to_thread(fetch, base + image.group(1).decode())
+    assert status == 200 and served == png.read_bytes()

@@ -10,10 +10,20 @@ from lsp_server.features import (
     hover,
     inlay_hints,
     lifecycle,
+    output_page,
 )
 from lsp_server.server import RunfixServer
 
-_FEATURES = (lifecycle, documents, commands, code_actions, code_lens, inlay_hints, hover)
+_FEATURES = (
+    lifecycle,
+    documents,
+    commands,
+    code_actions,
+    code_lens,
+    inlay_hints,
+    hover,
+    output_page,
+)
 
 
 def register_all(server: RunfixServer) -> None:

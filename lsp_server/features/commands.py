@@ -51,7 +51,7 @@ from lsp_server.server import RunfixServer
 T = TypeVar("T")
 
 
-def _argument(ls: RunfixServer, command: str, arguments: Sequence[Any], kind: type[T]) -> T:
+def argument(ls: RunfixServer, command: str, arguments: Sequence[Any], kind: type[T]) -> T:
     """The command's one argument as `kind`; its document must be open in the editor
     (commands act on the editor's text, never on a file the editor has not opened)."""
     try:
@@ -130,7 +130,7 @@ def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
 
     @server.command(name)
     async def handler(ls: RunfixServer, *args: Any) -> Any:
-        arg = _argument(ls, name, args, RunArgs)
+        arg = argument(ls, name, args, RunArgs)
         line_range = _run_range(ls, name, arg)
         answer = await _cancellable(ls, lambda c: work(ls.flow, arg.uri, line_range, c))
         return to_json(answer)
@@ -142,14 +142,14 @@ def register(server: RunfixServer) -> None:
 
     @server.command(GENERATE)
     async def generate(ls: RunfixServer, *args: Any) -> Any:
-        arg = _argument(ls, GENERATE, args, GenerateArgs)
+        arg = argument(ls, GENERATE, args, GenerateArgs)
         line = arg.position.line
         answer = await _cancellable(ls, lambda c: ls.flow.generate(arg.uri, line, arg.run, c))
         return to_json(answer)
 
     @server.command(FIX_WITH_MODEL)
     async def fix_with_model(ls: RunfixServer, *args: Any) -> Any:
-        arg = _argument(ls, FIX_WITH_MODEL, args, FixArgs)
+        arg = argument(ls, FIX_WITH_MODEL, args, FixArgs)
         now = ls.editor.text(arg.uri)
         assert now is not None
         first, last = arg.piece
@@ -162,7 +162,7 @@ def register(server: RunfixServer) -> None:
 
     @server.command(INSTALL)
     async def install(ls: RunfixServer, *args: Any) -> Any:
-        arg = _argument(ls, INSTALL, args, InstallArgs)
+        arg = argument(ls, INSTALL, args, InstallArgs)
         if not all(installer.valid_distribution(p) for p in arg.packages):
             raise JsonRpcInvalidParams(f"{INSTALL}: packages must be plain distribution names")
         _within(ls, INSTALL, arg.uri, arg.range)
