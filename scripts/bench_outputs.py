@@ -31,7 +31,9 @@ SETUP = (
     "import pandas as pd, numpy as np, matplotlib.pyplot as plt\n"
     "df = pd.DataFrame(np.random.rand(1000, 20), columns=[f'c{i}' for i in range(20)])\n"
 )
-RICH = "df\nplt.plot(df['c0'][:50])\n"
+# The DataFrame last: IPython shows only a cell's last expression, runfix every statement's,
+# so this way raw jupyter_client renders the same table and the same plot.
+RICH = "plt.plot(df['c0'][:50])\ndf\n"
 TEXT = "print(len(df))\nprint(df['c0'][:50].sum())\n"
 
 
@@ -58,8 +60,10 @@ async def run_and_hover(wire: Wire, uri: str, code: str) -> tuple[float, float]:
                 "range": {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}},
             },
         )
-        labels = sorted(h["label"] for h in hints)
-        assert labels == ["→ <figure 640×480>", "→ DataFrame 1,000×20"], labels
+        labels = [h["label"] for h in hints]
+        assert "→ DataFrame 1,000×20" in labels, labels
+        # The inline backend shows a figure when the cell ends: it lands on the last statement.
+        assert list(Path(uri.removeprefix("file://")).parent.glob(".runfix/outputs/*.png"))
     position = {"line": 0, "character": 0}
     await wire.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": position})
     return ran, time.perf_counter() - t
