@@ -115,7 +115,7 @@ def render(
             if image is not None:
                 return image
     if "text/html" in data:
-        return _html(data["text/html"], plain, files)
+        return _html(data["text/html"], files)
     if "text/markdown" in data:
         markdown = data["text/markdown"]
         stored = _store(files, markdown.encode(), ".md")
@@ -225,7 +225,7 @@ class _Tables(HTMLParser):
             self.rows += self._data > 0
 
 
-def _html(html: str, plain: str, files: OutputFiles | None) -> Output:
+def _html(html: str, files: OutputFiles | None) -> Output:
     stored = _store(files, html.encode(), ".html")
     tables = _Tables()
     try:
