@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_server.contract import INPUT_CAPABILITY
+from lsp_server.contract import INPUT_CAPABILITY, OUTPUTS_CAPABILITY
 from lsp_server.positions import Width, width_for
 
 
@@ -31,6 +31,8 @@ class ClientFeatures:
     """It opens a URI it is sent (`window/showDocument`), in a browser when `external`."""
     input: bool = False
     """It answers `runfix/input` (`experimental.runfixInput`)."""
+    outputs: bool = False
+    """It takes `runfix/outputs` (`experimental.runfixOutputs`): an output view."""
     position_encoding: str = "utf-16"
 
     @property
@@ -65,6 +67,7 @@ class ClientFeatures:
             progress=bool(get("window", "work_done_progress")),
             show_document=bool(get("window", "show_document", "support")),
             input=isinstance(experimental, dict) and experimental.get(INPUT_CAPABILITY) is True,
+            outputs=isinstance(experimental, dict) and experimental.get(OUTPUTS_CAPABILITY) is True,
             position_encoding=str(position_encoding or "utf-16"),
         )
 

@@ -31,9 +31,10 @@ VARIABLES = "runfix.variables"
 CLEAR = "runfix.clear"
 STATUS = "runfix.status"
 SHOW_OUTPUT = "runfix.showOutput"
+OUTPUTS = "runfix.outputs"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
-COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT)
+COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -41,6 +42,10 @@ INPUT_REQUEST = "runfix/input"
 """Server → client: `{"prompt", "password"}` → `{"value": str | null}` (`input()`)."""
 INPUT_CAPABILITY = "runfixInput"
 """`capabilities.experimental.runfixInput: true`: the client answers `runfix/input`."""
+OUTPUTS_NOTIFICATION = "runfix/outputs"
+"""Server → client, to a client that declares `experimental.runfixOutputs: true`: runs
+gave a document new outputs (`OutputsChanged`); an output view refreshes or opens."""
+OUTPUTS_CAPABILITY = "runfixOutputs"
 
 SOURCE = "runfix"
 """`Diagnostic.source` of everything runfix publishes."""
@@ -218,6 +223,52 @@ class ShowOutputAnswer:
 
 
 @attrs.frozen
+class OutputItem:
+    """One thing a statement showed. `kind`: text, image, figure, svg, table (a DataFrame),
+    html, markdown, latex or json."""
+
+    kind: str
+    text: str
+    """The plain text (a rich output's one-line summary)."""
+    image: str | None = None
+    """A stored image's path (PNG, JPEG, SVG)."""
+    file: str | None = None
+    """The richest form's path (under the folder's `.runfix/outputs/`): for HTML, the
+    kernel's HTML, to be shown only sandboxed."""
+    table: str | None = None
+    """A DataFrame's first rows as a markdown table."""
+    markdown: str | None = None
+    colored: str | None = None
+    """Text with terminal colours, as HTML (escaped text in `<span class="ansi-…">`)."""
+
+
+@attrs.frozen
+class OutputsAnswer:
+    """`runfix.outputs` (`RunArgs`: `position`'s line): the outputs of the statement there,
+    else of every statement of the cell holding it; and the folder's latest images, newest
+    first, to flip through and compare."""
+
+    uri: str
+    folder: str
+    first: int | None
+    """The lines shown (0-based, inclusive); None: nothing ran there."""
+    last: int | None
+    outputs: list[OutputItem]
+    images: list[str]
+    outputs_dir: str
+    """Where the stored outputs are (what a view may read, nothing else)."""
+
+
+@attrs.frozen
+class OutputsChanged:
+    """`runfix/outputs`: a document got new results; `rich`, the first lines of those
+    statements that showed more than text (a plot, a table…)."""
+
+    uri: str
+    rich: list[int]
+
+
+@attrs.frozen
 class Interrupted:
     interrupted: int
 
@@ -239,6 +290,9 @@ WIRE_TYPES: tuple[type, ...] = (
     InstallAnswer,
     KernelStatus,
     ShowOutputAnswer,
+    OutputItem,
+    OutputsAnswer,
+    OutputsChanged,
     Interrupted,
     Restarted,
     Range,

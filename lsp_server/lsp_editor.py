@@ -20,7 +20,14 @@ from pygls.uris import to_fs_path
 from executor.cancel import stop
 from executor.jupyter import JupyterKernel
 from lsp_server.capabilities import ClientFeatures
-from lsp_server.contract import INPUT_REQUEST, STATUS_NOTIFICATION, KernelStatus, to_json
+from lsp_server.contract import (
+    INPUT_REQUEST,
+    OUTPUTS_NOTIFICATION,
+    STATUS_NOTIFICATION,
+    KernelStatus,
+    OutputsChanged,
+    to_json,
+)
 from lsp_server.convert import diagnostics
 from lsp_server.editor import Level, LineEdit, Place, Snapshot
 from lsp_server.edits import replace_lines
@@ -224,11 +231,26 @@ class LspEditor:
         changed = False
         for uri in touched:
             now = tuple(self.session.store.get(uri).statements)
-            if self._hinted.get(uri) != now:
+            before = self._hinted.get(uri, ())
+            if before != now:
                 self._hinted[uri] = now
                 changed = True
+                if self.features.outputs:
+                    self._tell_outputs(uri, before, now)
         if changed and self.features.inlay_refresh:
             self.spawn(self._refresh_inlay_hints(), "inlay hint refresh")
+
+    def _tell_outputs(
+        self, uri: str, before: tuple[StatementResult, ...], now: tuple[StatementResult, ...]
+    ) -> None:
+        """`runfix/outputs`: the document has results it did not have (an output view
+        refreshes; a plot or table may open one)."""
+        known = {id(s) for s in before}
+        new = [s for s in now if id(s) not in known]
+        if not new or self.server.protocol.writer is None:
+            return
+        rich = [s.first for s in new if any(o.kind != "text" for o in s.outputs)]
+        self.server.protocol.notify(OUTPUTS_NOTIFICATION, to_json(OutputsChanged(uri, rich)))
 
     async def _refresh_inlay_hints(self) -> None:
         try:

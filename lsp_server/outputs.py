@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ class Output:
     """A DataFrame's first rows as a markdown table, with its shape and column types."""
     markdown: str | None = None
     """Markdown the code displayed (a hover renders it)."""
+    colored: str | None = None
+    """Text that came with terminal colours, as HTML for a rich view (`colored_html`)."""
 
 
 class OutputFiles:
@@ -268,3 +271,170 @@ def _markdown_table(about: Mapping[str, Any]) -> str | None:
     shown = f"first {len(rows)} of {shape[0]:,} rows" if shape[0] > len(rows) else "all rows"
     more = f", first {len(columns)} of {shape[1]:,} columns" if shape[1] > len(columns) else ""
     return f"*DataFrame {shape[0]:,}×{shape[1]:,} ({shown}{more})*\n\n" + "\n".join(lines)
+
+
+def latest_images(folder: Path, count: int) -> list[Path]:
+    """The folder's stored images, the most recently made (or shown again) first."""
+    outputs = folder / FOLDER
+    found: list[tuple[float, str]] = []
+    try:
+        entries = list(os.scandir(outputs))
+    except OSError:
+        return []
+    for entry in entries:
+        if STORED_NAME.fullmatch(entry.name) and entry.name.endswith((".png", ".jpg", ".svg")):
+            try:
+                found.append((entry.stat().st_mtime, entry.path))
+            except OSError:
+                continue
+    found.sort(reverse=True)
+    return [Path(path) for _, path in found[:count]]
+
+
+STORED_NAME = re.compile(r"[0-9a-f]{16}\.(png|jpg|svg|html|md|tex|json)")
+"""The names `OutputFiles` gives: all a view ever reads from a folder's outputs."""
+
+
+# -- terminal colours as HTML -----------------------------------------------------------
+
+_TERMINAL = re.compile(
+    r"\x1b\[([0-9;:]*)m"  # colour and style: kept
+    r"|\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"  # dropped
+    r"|\r"
+)
+_PALETTE = (
+    "#000000", "#cd3131", "#0dbc79", "#e5e510", "#2472c8", "#bc3fbc", "#11a8cd", "#e5e5e5",
+    "#666666", "#f14c4c", "#23d18b", "#f5f543", "#3b8eea", "#d670d6", "#29b8db", "#ffffff",
+)  # fmt: skip
+_Style = tuple[str | None, str | None, bool, bool, bool]
+"""Foreground, background, bold, italic, underline."""
+_PLAIN: _Style = (None, None, False, False, False)
+
+
+def _color_256(n: int) -> str | None:
+    if 0 <= n < 16:
+        return _PALETTE[n]
+    if 16 <= n < 232:
+        n -= 16
+        r, g, b = (n // 36, n // 6 % 6, n % 6)
+        return "#" + "".join(f"{0 if c == 0 else 55 + 40 * c:02x}" for c in (r, g, b))
+    if 232 <= n < 256:
+        return "#" + f"{8 + 10 * (n - 232):02x}" * 3
+    return None
+
+
+def _sgr(style: _Style, params: str) -> _Style:
+    """The style after one `ESC[…m` (16 colours, 256 colours, 24-bit, bold/italic/underline)."""
+    fg, bg, bold, italic, underline = style
+    codes = [int(p) if p.isdigit() else 0 for p in params.replace(":", ";").split(";")]
+    at = 0
+    while at < len(codes):
+        code = codes[at]
+        if code == 0:
+            fg, bg, bold, italic, underline = _PLAIN
+        elif code == 1:
+            bold = True
+        elif code == 3:
+            italic = True
+        elif code == 4:
+            underline = True
+        elif code == 22:
+            bold = False
+        elif code == 23:
+            italic = False
+        elif code == 24:
+            underline = False
+        elif 30 <= code <= 37 or 90 <= code <= 97:
+            fg = _PALETTE[code - 30 if code < 90 else code - 82]
+        elif 40 <= code <= 47 or 100 <= code <= 107:
+            bg = _PALETTE[code - 40 if code < 100 else code - 92]
+        elif code == 39:
+            fg = None
+        elif code == 49:
+            bg = None
+        elif code in (38, 48) and at + 1 < len(codes):
+            color: str | None = None
+            if codes[at + 1] == 5 and at + 2 < len(codes):
+                color, at = _color_256(codes[at + 2]), at + 2
+            elif codes[at + 1] == 2 and at + 4 < len(codes):
+                rgb = (min(max(c, 0), 255) for c in codes[at + 2 : at + 5])
+                color, at = "#" + "".join(f"{c:02x}" for c in rgb), at + 4
+            if code == 38:
+                fg = color
+            else:
+                bg = color
+        at += 1
+    return fg, bg, bold, italic, underline
+
+
+def _span(style: _Style, text: str) -> str:
+    fg, bg, bold, italic, underline = style
+    css = []
+    if fg:
+        css.append(f"color:{fg}")
+    if bg:
+        css.append(f"background:{bg}")
+    if bold:
+        css.append("font-weight:bold")
+    if italic:
+        css.append("font-style:italic")
+    if underline:
+        css.append("text-decoration:underline")
+    escaped = html_escape(text)
+    return f'<span style="{";".join(css)}">{escaped}</span>' if css else escaped
+
+
+def colored_html(raw: str) -> str | None:
+    """Text with terminal colour codes as HTML (None: it has none): each `\\r` rewrites its
+    line as a terminal does (a coloured progress bar ends at its last frame), codes other
+    than colour and style are dropped, and all text is escaped."""
+    if "\x1b[" not in raw:
+        return None
+    style = _PLAIN
+    lines: list[str] = []
+    for line in raw.replace("\r\n", "\n").split("\n"):
+        shown = _Line()
+        at = 0
+        for match in _TERMINAL.finditer(line):
+            shown.write(line[at : match.start()], style)
+            if match.group(0) == "\r":
+                shown.column = 0
+            elif match.group(1) is not None:
+                style = _sgr(style, match.group(1))
+            at = match.end()
+        shown.write(line[at:], style)
+        lines.append(shown.html())
+    return "\n".join(lines)
+
+
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class _Line:
+    """One line of a terminal: characters and their styles; `\\r` writes over it."""
+
+    def __init__(self) -> None:
+        self.cells: list[tuple[str, _Style]] = []
+        self.column = 0
+
+    def write(self, text: str, style: _Style) -> None:
+        for char in _CONTROL_CHARS.sub("", text):
+            if self.column < len(self.cells):
+                self.cells[self.column] = (char, style)
+            else:
+                self.cells.append((char, style))
+            self.column += 1
+
+    def html(self) -> str:
+        parts: list[str] = []
+        run: list[str] = []
+        run_style = _PLAIN
+        for char, style in self.cells:
+            if style != run_style and run:
+                parts.append(_span(run_style, "".join(run)))
+                run = []
+            run_style = style
+            run.append(char)
+        if run:
+            parts.append(_span(run_style, "".join(run)))
+        return "".join(parts)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import html
 import logging
-import re
 import secrets
 import threading
 from collections.abc import Callable, Sequence
@@ -29,13 +28,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-from lsp_server.outputs import FOLDER, Output
+from lsp_server.output_view import HISTORY
+from lsp_server.outputs import FOLDER, STORED_NAME, Output, latest_images
 
 log = logging.getLogger(__name__)
 
-HISTORY = 24
-"""Images of a folder shown under the current outputs, newest first."""
-_NAME = re.compile(r"[0-9a-f]{16}\.(png|jpg|svg|html|md|tex|json)")
 _TYPES = {
     "png": "image/png",
     "jpg": "image/jpeg",
@@ -103,7 +100,7 @@ class OutputPage:
     def allowed_file(self, raw: str) -> Path | None:
         """`raw` if it names a file runfix stored in a known folder's outputs, else None."""
         path = Path(raw)
-        if not path.is_absolute() or not _NAME.fullmatch(path.name):
+        if not path.is_absolute() or not STORED_NAME.fullmatch(path.name):
             return None
         try:
             real = path.resolve(strict=True)
@@ -134,7 +131,7 @@ class OutputPage:
     def _output(self, output: Output) -> str:
         label = html.escape(output.text.strip())
         if output.kind == "text":
-            return f"<pre>{label}</pre>"
+            return f"<pre>{output.colored or label}</pre>"
         if output.image is not None and self.allowed_file(str(output.image)):
             return (
                 f"<figure><img src='{self.file_url(output.image)}' alt='{label}'>"
@@ -152,21 +149,25 @@ class OutputPage:
 
     def _history(self, folder: Path | None) -> str:
         folders = [folder] if folder is not None else list(self.folders())
-        images: list[tuple[float, Path]] = []
-        for each in folders:
-            outputs = each / FOLDER
-            if outputs.is_dir():
-                for path in outputs.iterdir():
-                    if path.suffix in (".png", ".jpg", ".svg") and _NAME.fullmatch(path.name):
-                        images.append((path.stat().st_mtime, path))
-        images.sort(reverse=True)
+        images = sorted(
+            (p for each in folders for p in latest_images(each, HISTORY)),
+            key=_modified,
+            reverse=True,
+        )[:HISTORY]
         if not images:
             return ""
         items = "".join(
             f"<a href='{self.file_url(p)}'><img src='{self.file_url(p)}' alt='figure'></a>"
-            for _, p in images[:HISTORY]
+            for p in images
         )
         return f"<h2>Latest images</h2><div class=history>{items}</div>"
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from executor.events import Display, Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
-from lsp_server.outputs import Output, OutputFiles, render
+from lsp_server.outputs import Output, OutputFiles, colored_html, render
 from lsp_server.positions import strip_eol
 
 SUMMARY_WIDTH = 60
@@ -149,7 +149,8 @@ def build(
     error: Error | None = None
     for event in outcome.events:
         if isinstance(event, Stream):
-            by_span.setdefault(event.span, []).append(Output(terminal_text(event.text)))
+            text = Output(terminal_text(event.text), colored=colored_html(event.text))
+            by_span.setdefault(event.span, []).append(text)
         elif isinstance(event, (Value, Display)):
             about = event.about if isinstance(event, Value) else None
             by_span.setdefault(event.span, []).append(render(event.data, about, files))

@@ -133,18 +133,23 @@ async def client(lsp_client: LanguageClient) -> Any:
     Like an editor, it applies `workspace/applyEdit` to its copy of the text and
     sends `didChange` (unless `client.refuse_edits`), records the edits, answers
     `window/showMessageRequest` with `client.answer` (None: dismissed), and keeps
-    the `runfix/status` notifications in `client.statuses`.
+    the `runfix/status` notifications in `client.statuses` (`runfix/outputs` in
+    `client.outputs_changed`).
     """
     c: Any = lsp_client
     _read_code_actions_whole(lsp_client)
     c.inlay_refreshes = 0
     c.texts, c.versions, c.edits, c.questions = {}, {}, [], []
     c.refuse_edits, c.answer = False, None
-    c.statuses = []
+    c.statuses, c.outputs_changed = [], []
 
     @lsp_client.feature("runfix/status")
     def status(params: Any) -> None:
         c.statuses.append({"state": params.state, "executor": params.executor})
+
+    @lsp_client.feature("runfix/outputs")
+    def outputs_changed(params: Any) -> None:
+        c.outputs_changed.append({"uri": params.uri, "rich": list(params.rich)})
 
     @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
     def inlay_refresh(params: None) -> None:

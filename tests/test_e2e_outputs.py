@@ -7,12 +7,13 @@ import asyncio
 import re
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_server.contract import SHOW_OUTPUT
+from lsp_server.contract import OUTPUTS, SHOW_OUTPUT
 from tests.conftest import hints, hover_text, init_params, open_doc, run
 
 pytestmark = pytest.mark.e2e
@@ -115,3 +116,58 @@ async def test_show_output_opens_a_local_page_with_the_plot(
     base = answer["url"].split("/view")[0].rsplit("/", 1)[0]
     status, served = await asyncio.to_thread(fetch, base + image.group(1).decode())
     assert status == 200 and served == png.read_bytes()
+
+
+async def _until(check: Any, seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("not in time")
+
+
+async def test_the_output_view_follows_the_cursor_and_hears_of_new_plots(
+    client: LanguageClient, folder: Path
+) -> None:
+    """What VS Code's panel and Neovim's float ask for (`runfix.outputs`): the statement
+    under the cursor, else its cell's; and `runfix/outputs` when a run made a plot."""
+    params = init_params(folder)
+    params.capabilities.experimental = {"runfixOutputs": True}
+    await client.initialize_session(params)
+    text = (
+        "# %% a plot\n"
+        "import matplotlib.pyplot as plt\n"
+        "plt.plot([1, 3, 2])\n"
+        "# %% colour\n"
+        'print("\\x1b[31mred\\x1b[0m and <plain>")\n'
+        "x = 1\n"
+    )
+    uri = open_doc(client, folder / "view.py", text)
+    before = await outputs_at(client, uri, 2)
+    assert before["first"] is None and before["outputs"] == [] and before["images"] == []
+    assert (await run(client, uri))["status"] == "ok"
+    await _until(lambda: client.outputs_changed)  # type: ignore[attr-defined]
+    assert client.outputs_changed == [{"uri": uri, "rich": [2]}]  # type: ignore[attr-defined]
+
+    plot = await outputs_at(client, uri, 2)
+    [png] = (folder / ".runfix" / "outputs").glob("*.png")
+    assert (plot["first"], plot["last"]) == (2, 2)
+    line2d, figure = plot["outputs"]  # what plt.plot returned, then the figure it drew
+    assert line2d["kind"] == "text" and "Line2D" in line2d["text"]
+    assert figure["kind"] == "figure" and figure["text"] == "<figure 640×480>\n"
+    assert figure["image"] == str(png) and plot["images"] == [str(png)]
+    assert plot["outputsDir"] == str(folder / ".runfix" / "outputs")
+
+    # A line with no output of its own (x = 1): its cell's outputs, colours kept as HTML.
+    cell = await outputs_at(client, uri, 5)
+    assert (cell["first"], cell["last"]) == (3, 5)
+    [printed] = cell["outputs"]
+    assert printed["text"] == "red and <plain>\n"
+    assert printed["colored"] == '<span style="color:#cd3131">red</span> and &lt;plain&gt;\n'
+
+
+async def outputs_at(client: LanguageClient, uri: str, line: int) -> Any:
+    position = {"line": line, "character": 0}
+    return await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(OUTPUTS, [{"uri": uri, "position": position}])
+    )

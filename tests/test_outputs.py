@@ -6,7 +6,9 @@ import base64
 import os
 from pathlib import Path
 
-from lsp_server.outputs import FOLDER, OutputFiles, render
+from lsp_server.output_view import statements_at
+from lsp_server.outputs import FOLDER, Output, OutputFiles, colored_html, latest_images, render
+from lsp_server.results import DocumentResults, StatementResult
 
 
 def png(width: int, height: int, filler: int = 0) -> bytes:
@@ -100,3 +102,42 @@ def test_the_folder_keeps_its_limit_by_dropping_the_oldest(tmp_path: Path) -> No
     assert not old.exists()
     names = sorted(p.name for p in (tmp_path / FOLDER).iterdir())
     assert all(len(n.split(".")[0]) == 16 for n in names)  # runfix's names, not the kernel's
+
+
+def test_terminal_colours_become_escaped_html_and_a_bar_ends_at_its_last_frame() -> None:
+    red, bold_green, reset = "\x1b[31m", "\x1b[1;32m", "\x1b[0m"
+    raw = f"{red}error{reset}: <b>&\n{bold_green} 10%\r 99%\r100%{reset} done\x1b[2K\x1b[?25l"
+    assert colored_html(raw) == (
+        '<span style="color:#cd3131">error</span>: &lt;b&gt;&amp;\n'
+        '<span style="color:#0dbc79;font-weight:bold">100%</span> done'
+    )
+    assert colored_html("plain text\r over") is None  # no colour: the plain text serves
+    # 256 colours and 24-bit colour, a background, and a style carried to the next line.
+    assert colored_html("\x1b[38;5;196;48;2;0;0;255mx\ny\x1b[m") == (
+        '<span style="color:#ff0000;background:#0000ff">x</span>\n'
+        '<span style="color:#ff0000;background:#0000ff">y</span>'
+    )
+
+
+def test_the_view_shows_the_statement_under_the_cursor_else_its_cells(tmp_path: Path) -> None:
+    lines = ["# %% a\n", "a = 1\n", "a\n", "print(a)\n", "# %% b\n", "b = 2\n", "\n"]
+    shown = [
+        StatementResult(2, 2, (Output("1\n"),), ("a",)),
+        StatementResult(3, 3, (Output("1\n"),), ("print(a)",)),
+    ]
+    results = DocumentResults(statements=shown)
+    assert statements_at(results, lines, 3) == (3, 3, [shown[1]])
+    assert statements_at(results, lines, 1) == (0, 3, shown)  # a = 1 showed nothing: its cell
+    assert statements_at(results, lines, 5) is None  # cell b has not shown anything
+
+
+def test_latest_images_are_the_folders_stored_images_newest_first(tmp_path: Path) -> None:
+    files = OutputFiles(tmp_path)
+    old, new = files.save(png(1, 1), ".png"), files.save(png(2, 2), ".png")
+    assert old is not None and new is not None
+    files.save(b"<p>", ".html")
+    (tmp_path / FOLDER / "kernel-named.png").write_bytes(png(3, 3))  # not a name runfix made
+    os.utime(old, (1, 1))
+    assert latest_images(tmp_path, 10) == [new, old]
+    assert latest_images(tmp_path, 1) == [new]
+    assert latest_images(tmp_path / "nowhere", 10) == []

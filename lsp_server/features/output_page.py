@@ -1,4 +1,5 @@
-"""`runfix.showOutput`: the outputs of the statement under the cursor, as a local page.
+"""`runfix.outputs` (what an editor's output view shows: the VS Code panel, Neovim's
+float) and `runfix.showOutput` (the same as a local page).
 
 Any client can open it (`window/showDocument`, external): eglot, Helix and Zed
 users see plots and tables this way; the answer carries the address for a
@@ -16,10 +17,12 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from lsp_server.contract import SHOW_OUTPUT, RunArgs, ShowOutputAnswer, to_json
+from lsp_server.contract import OUTPUTS, SHOW_OUTPUT, RunArgs, ShowOutputAnswer, to_json
 from lsp_server.features.commands import argument
+from lsp_server.output_view import answer, outputs_of, statements_at
 from lsp_server.outputs import Output
 from lsp_server.page import OutputPage
+from lsp_server.results import StatementResult
 from lsp_server.server import RunfixServer
 
 log = logging.getLogger(__name__)
@@ -28,11 +31,17 @@ SHOW_TIMEOUT = 10.0
 """Seconds to wait for the client to say it opened the page."""
 
 
+def _found(ls: RunfixServer, uri: str, line: int) -> tuple[int, int, list[StatementResult]] | None:
+    doc = ls.workspace.text_documents.get(uri)
+    lines = doc.lines if doc is not None else []
+    return statements_at(ls.session.store.get(uri), lines, line)
+
+
 def _outputs_at(ls: RunfixServer, uri: str, line: int) -> tuple[Path, list[Output]] | None:
-    statement = ls.session.store.get(uri).statement_at(line)
-    if statement is None:
+    found = _found(ls, uri, line)
+    if found is None:
         return None
-    return ls.editor.folder_for(uri), list(statement.outputs)
+    return ls.editor.folder_for(uri), outputs_of(found[2])
 
 
 def _folders(ls: RunfixServer) -> list[Path]:
@@ -63,6 +72,13 @@ def page_of(ls: RunfixServer) -> OutputPage:
 
 
 def register(server: RunfixServer) -> None:
+    @server.command(OUTPUTS)
+    async def outputs(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, OUTPUTS, args, RunArgs)
+        where = arg.position or (arg.range.start if arg.range else None)
+        line = where.line if where else 0
+        return to_json(answer(arg.uri, ls.editor.folder_for(arg.uri), _found(ls, arg.uri, line)))
+
     @server.command(SHOW_OUTPUT)
     async def show_output(ls: RunfixServer, *args: Any) -> Any:
         arg = argument(ls, SHOW_OUTPUT, args, RunArgs)
