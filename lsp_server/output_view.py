@@ -30,7 +30,8 @@ def statements_at(
     if at and statements[at - 1].last >= line:
         found = statements[at - 1]
         return found.first, found.last, [found]
-    cell = cell_at(split_cells(lines), line)
+    # The empty line after a file's last newline belongs to its last cell.
+    cell = cell_at(split_cells(lines), min(line, max(len(lines) - 1, 0)))
     if cell is None:
         return None
     start = bisect.bisect_left(statements, cell.first, key=lambda s: s.first)

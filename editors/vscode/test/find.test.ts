@@ -31,15 +31,16 @@ test("windows looks in Scripts for runfix.exe", () => {
   assert.equal(findRunfix(undefined, ["C:\\ws"], lookup)?.command, "C:\\ws\\.venv\\Scripts\\runfix.exe");
 });
 
-test("the server gets what the user set, narrowest scope first, never defaults or path", () => {
+test("the server gets what the user set, narrowest scope first, never defaults or the extension's own", () => {
   const scopes: Record<string, object> = {
     path: { globalValue: "/x" },
+    openOutput: { globalValue: "always" },
     timeout: { globalValue: 5, workspaceFolderValue: 30 },
     "model.name": { workspaceValue: "m" },
     autoRun: { globalValue: false },
     outputLimit: {}, // only a default: the project's pyproject.toml may set it
   };
-  const keys = ["path", "timeout", "model.name", "autoRun", "outputLimit", "executor"];
+  const keys = ["path", "openOutput", "timeout", "model.name", "autoRun", "outputLimit", "executor"];
   const out = serverSettings(keys, (key) => scopes[key]);
   assert.deepEqual(out, { timeout: 30, "model.name": "m", autoRun: false });
 });

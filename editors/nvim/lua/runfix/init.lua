@@ -155,8 +155,8 @@ end
 
 -- Commands ------------------------------------------------------------------------------
 
-local function request(command, argument, on_result)
-  local bufnr = vim.api.nvim_get_current_buf()
+local function request(command, argument, on_result, bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
   local client = M.client(bufnr)
   if client == nil then
     notify("not attached to this buffer (is it a Python file in a folder?)", vim.log.levels.WARN)
@@ -248,6 +248,116 @@ function M.variables()
   end)
 end
 
+--- What a float shows of `runfix.outputs`' answer: text as text, DataFrames as markdown
+--- tables, plots and HTML by what they are and where their file is.
+function M.output_lines(answer)
+  local lines = {}
+  local function add(text)
+    for _, line in ipairs(vim.split((text or ""):gsub("\n$", ""), "\n", { plain = true })) do
+      table.insert(lines, line)
+    end
+  end
+  if type(answer) ~= "table" or answer.first == nil or answer.first == vim.NIL then
+    return { "Nothing has run here yet." }
+  end
+  local where = answer.first == answer.last and ("line " .. (answer.first + 1))
+    or ("lines " .. (answer.first + 1) .. "–" .. (answer.last + 1))
+  add("**" .. vim.fn.fnamemodify(vim.uri_to_fname(answer.uri), ":t") .. ", " .. where .. "**")
+  for _, output in ipairs(answer.outputs or {}) do
+    add("")
+    if output.table then
+      add(output.table)
+    elseif output.markdown then
+      add(output.markdown)
+    elseif output.kind == "text" then
+      add("```text\n" .. output.text:gsub("\n$", "") .. "\n```")
+    else
+      local file = output.image or output.file
+      add(output.text:gsub("\n$", "") .. (file and ("  `" .. vim.fn.fnamemodify(file, ":~:.") .. "`") or ""))
+    end
+  end
+  if #(answer.outputs or {}) == 0 then
+    add("")
+    add("No output here.")
+  end
+  add("")
+  add("*o: plots, tables and HTML in the browser*")
+  return lines
+end
+
+--- Opens a URL: `vim.ui.open` (0.10+), else the system's opener.
+local function open_url(url)
+  if vim.ui.open then
+    return vim.ui.open(url)
+  end
+  local opener = vim.fn.has("mac") == 1 and "open" or "xdg-open"
+  if vim.fn.executable(opener) == 1 then
+    vim.fn.jobstart({ opener, url }, { detach = true })
+  else
+    notify("the output page: " .. url)
+  end
+end
+
+--- The rich view (plots, tables, HTML) of the line in the browser: the server's loopback
+--- page. A client that opens pages itself (0.10+) is asked to; else it is opened here.
+function M.open_page(target, bufnr)
+  target = target or { uri = uri(), position = cursor_position() }
+  request("runfix.showOutput", target, function(result)
+    if type(result) == "table" and result.url and not result.shown then
+      open_url(result.url)
+    end
+  end, bufnr)
+end
+
+--- Images in the float, when image.nvim is installed (optional; needs a terminal that
+--- shows images). Any failure leaves the float as text.
+local function float_images(answer, buf, win)
+  local ok, image = pcall(require, "image")
+  if not ok or type(image) ~= "table" or type(image.from_file) ~= "function" then
+    return
+  end
+  local row = vim.api.nvim_buf_line_count(buf)
+  for _, output in ipairs(answer.outputs or {}) do
+    if output.image and not output.image:match("%.svg$") then
+      pcall(function()
+        local shown = image.from_file(output.image, { window = win, buffer = buf, x = 0, y = row })
+        if shown then
+          shown:render()
+        end
+      end)
+    end
+  end
+end
+
+--- `:RunfixOutput`: the outputs of the statement (or cell) under the cursor in a float; `o`
+--- in it (or `:RunfixOutput!`) opens the rich view in the browser.
+function M.output(opts)
+  local target = { uri = uri(), position = cursor_position() }
+  local source = vim.api.nvim_get_current_buf()
+  if opts and opts.bang then
+    return M.open_page(target, source)
+  end
+  request("runfix.outputs", target, function(answer)
+    local lines = M.output_lines(answer)
+    local buf, win = vim.lsp.util.open_floating_preview(lines, "markdown", {
+      border = "rounded",
+      focus_id = "runfix-output",
+      max_width = math.max(40, math.floor(vim.o.columns * 0.8)),
+      max_height = math.max(10, math.floor(vim.o.lines * 0.7)),
+    })
+    vim.api.nvim_buf_set_keymap(buf, "n", "o", "", {
+      noremap = true,
+      nowait = true,
+      desc = "runfix: open the rich view in the browser",
+      callback = function()
+        M.open_page(target, source)
+      end,
+    })
+    M.last_output = { buf = buf, win = win, lines = lines }
+    float_images(answer, buf, win)
+  end)
+end
+
 --- The state of the current buffer's kernel, for a statusline: "idle (docker)".
 function M.status(bufnr)
   local client = M.client(bufnr)
@@ -271,6 +381,7 @@ local function user_commands()
   add("RunfixInterrupt", M.interrupt, { desc = "runfix: interrupt the kernel" })
   add("RunfixRestart", M.restart, { desc = "runfix: restart the kernel" })
   add("RunfixVariables", M.variables, { desc = "runfix: the kernel's variables" })
+  add("RunfixOutput", M.output, { bang = true, desc = "runfix: the outputs here (! in the browser)" })
 end
 
 --- The configuration for `vim.lsp.config` (Neovim 0.11+): what `lsp/runfix.lua` returns,
