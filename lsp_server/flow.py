@@ -242,6 +242,7 @@ class Flow:
         if lock is None:
             return _run_answer(Status.CANCELLED, began)
         status = RunStatus.OK
+        files = output_files(folder, settings)  # outputs.maxRunMB is for the whole run
         try:
             async with self.editor.progress(cancel) as progress:
                 for number, piece in enumerate(pieces, 1):
@@ -249,7 +250,7 @@ class Flow:
                         share = (number - 1) * 100 // len(pieces)
                         progress.report(f"Running cell {number}/{len(pieces)}", share)
                     ran = await self.run_piece(
-                        uri, text, piece, kernel, settings, cancel, flagged[piece], asked_at
+                        uri, text, piece, kernel, settings, cancel, flagged[piece], asked_at, files
                     )
                     if isinstance(ran, str):
                         return _run_answer(Status.CANCELLED, began, ran)
@@ -279,8 +280,10 @@ class Flow:
         cancel: asyncio.Event,
         flagged: list[Problem],
         asked_at: float | None = None,
+        files: OutputFiles | None = None,
     ) -> PieceRun | str:
-        """Run one piece of `text`, keeping its results; a str: why it did not run.
+        """Run one piece of `text`, keeping its results (rich outputs in `files`: by default
+        within a run's limit of their own); a str: why it did not run.
 
         Model-written code the scan flagged (`flagged`) runs only once the user confirms."""
         code = code_of(text.lines, piece.first, piece.last)
@@ -305,7 +308,7 @@ class Flow:
             fallback_line=piece.first,
             folder=folder,
             piece=(piece.first, piece.last),
-            files=output_files(folder, settings),
+            files=files or output_files(folder, settings),
         )
         self.keep(uri, text.version, results)
         return PieceRun(piece, outcome, text.lines, text.version)

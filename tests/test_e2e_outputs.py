@@ -171,3 +171,22 @@ async def outputs_at(client: LanguageClient, uri: str, line: int) -> Any:
     return await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(OUTPUTS, [{"uri": uri, "position": position}])
     )
+
+
+async def test_the_run_limit_is_for_the_whole_run_not_each_cell(
+    client: LanguageClient, folder: Path
+) -> None:
+    """Two cells of 20 KB of SVG each, 30 KB allowed a run: a whole-file run stores the
+    first and says the second in text only."""
+    params = init_params(folder, options={"outputs": {"maxRunMB": 30 / 1024}})
+    await client.initialize_session(params)
+    cell = (
+        "# %%\nfrom IPython.display import SVG\n"
+        'SVG(\'<svg xmlns="http://www.w3.org/2000/svg" width="{n}" height="9">\''
+        " + '<!-- -->' * 2500 + '</svg>')\n"
+    )
+    uri = open_doc(client, folder / "two.py", cell.format(n=1) + cell.format(n=2))
+    assert (await run(client, uri))["status"] == "ok"
+    assert [h.label for h in await hints(client, uri)] == ["→ <svg 1×9>", "→ <svg 2×9>"]
+    [stored] = (folder / ".runfix" / "outputs").glob("*.svg")
+    assert 'width="1"' in stored.read_text()
