@@ -6,7 +6,8 @@
   (`print(len(df))`), interleaved run by run in one server: medians and ratio;
 - the same rich cell through raw jupyter_client (`execute_interactive`), interleaved:
   what runfix adds to what the kernel itself takes to render a table and a plot;
-- hover p95 on a document with 200 stored figures.
+- hover p95 on a document with 200 stored figures, and `runfix.outputs` (what the output
+  views ask on each cursor move) there.
 
 Usage: python scripts/bench_outputs.py [--runs N]
 """
@@ -117,6 +118,20 @@ async def main() -> None:
         print(
             f"hover with {stored} stored figures: p50 {ms(pct(times, 0.5))}  "
             f"p95 {ms(pct(times, 0.95))}"
+        )
+        # What VS Code's output panel asks on each cursor move (and lists the latest images).
+        times = []
+        for line in range(1, 201):
+            t = time.perf_counter()
+            position = {"line": line, "character": 0}
+            await wire.request(
+                "workspace/executeCommand",
+                {"command": "runfix.outputs", "arguments": [{"uri": many, "position": position}]},
+            )
+            times.append(time.perf_counter() - t)
+        print(
+            f"runfix.outputs (the output view) with {stored} stored figures: "
+            f"p50 {ms(pct(times, 0.5))}  p95 {ms(pct(times, 0.95))}"
         )
         await wire.stop()
 
