@@ -29,6 +29,7 @@ import struct
 import sys
 import textwrap
 import threading
+import time
 import traceback
 import types
 from typing import Any
@@ -429,6 +430,7 @@ class _Run:
         _remember(filename, first_line, code)
 
     def __enter__(self) -> _Run:
+        self.usage = _usage_start()
         shell = _shell()
         self.info = _cell_info(self.code)
         if self.info is not None:
@@ -465,6 +467,8 @@ class _Run:
             _publish({"strays": strays})
         if getattr(shell, "exit_now", False):
             _publish({"exited": True})
+        global _last_usage
+        _last_usage = _usage_end(self.usage)
         return True  # whatever the code raised was reported; it ends here
 
 
@@ -473,6 +477,49 @@ def _user_frames(tb: Any) -> Any:
     while tb is not None and tb.tb_frame.f_globals is globals():
         tb = tb.tb_next
     return tb
+
+
+_STATUS_FIELDS = re.compile(rb"Vm(RSS|HWM):\s+(\d+) kB")
+_last_usage: dict[str, Any] = {}
+
+
+def _memory() -> dict[str, int]:
+    """This process's resident memory now (`rss`) and its peak (`hwm`), in bytes (Linux)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            text = status.read()
+    except OSError:
+        return {}
+    return {k.decode().lower(): int(v) * 1024 for k, v in _STATUS_FIELDS.findall(text)}
+
+
+def _usage_start() -> dict[str, Any]:
+    """What a run's figures are measured from: CPU time, memory, and the peak reset (writing
+    5 to /proc/self/clear_refs makes the peak the current size), so the peak is this run's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+        reset = True
+    except OSError:
+        reset = False
+    return {"cpu": time.process_time(), "memory": _memory(), "reset": reset}
+
+
+def _usage_end(start: dict[str, Any]) -> dict[str, Any]:
+    now, before = _memory(), start["memory"]
+    usage: dict[str, Any] = {"cpu": time.process_time() - start["cpu"]}
+    if "rss" in now and "rss" in before:
+        usage["rss_before"], usage["rss_after"] = before["rss"], now["rss"]
+        if start["reset"] and "hwm" in now:
+            usage["peak"] = max(now["hwm"], before["rss"])
+    return usage
+
+
+def usage() -> str:
+    """The last run's figures (the server asks for them in the run's own request, as a user
+    expression: no message more): kernel CPU seconds (every thread of the kernel process),
+    resident memory before and after, and its peak during the run (children not counted)."""
+    return json.dumps(_last_usage)
 
 
 def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> None:

@@ -110,6 +110,32 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """A run's figures, measured in the kernel process (children not counted)."""
+
+    cpu: float
+    """Kernel CPU seconds (all its threads)."""
+    rss_before: int | None = None
+    rss_after: int | None = None
+    """Resident memory in bytes before and after the run."""
+    peak: int | None = None
+    """The peak resident memory during the run (None where it cannot be reset per run)."""
+
+    @property
+    def change(self) -> int | None:
+        if self.rss_before is None or self.rss_after is None:
+            return None
+        return self.rss_after - self.rss_before
+
+    @property
+    def growth(self) -> int | None:
+        """How far above its start the run's memory went."""
+        if self.peak is None or self.rss_before is None:
+            return None
+        return self.peak - self.rss_before
+
+
+@dataclass(frozen=True)
 class RunOutcome:
     status: RunStatus
     events: tuple[Event, ...]
@@ -122,6 +148,8 @@ class RunOutcome:
     """Why the run ended abnormally (timeout, death), for the user."""
     span: Span | None = None
     """The statement that was running when the run ended abnormally."""
+    usage: Usage | None = None
+    """CPU time and memory of the run, where the kernel could say."""
 
     @property
     def error(self) -> Error | None:

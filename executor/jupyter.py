@@ -27,7 +27,7 @@ from typing import Any
 from executor import _kernel_side
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
-from executor.events import Error, RunOutcome, RunRequest, RunStatus, Span, Variable
+from executor.events import Error, RunOutcome, RunRequest, RunStatus, Span, Usage, Variable
 from executor.install import InstallResult
 from executor.messages import MessageCollector
 
@@ -393,7 +393,11 @@ class JupyterKernel:
         # Silent: IPython echoes nothing and counts nothing; the helper fires the events
         # IPython would have fired for an interactive cell (`_kernel_side._cell_info`).
         msg_id = kc.execute(
-            code, silent=True, store_history=False, allow_stdin=ask_input is not None
+            code,
+            silent=True,
+            store_history=False,
+            allow_stdin=ask_input is not None,
+            user_expressions=_USAGE,
         )
         relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
         try:
@@ -466,7 +470,7 @@ class JupyterKernel:
                     break
                 continue
             collector.feed(msg)
-        await self._drain_reply(msg_id)
+        reply = await self._drain_reply(msg_id)
         if status == RunStatus.OK and collector.interrupted is not None:
             if self._interrupt_sent:
                 status = RunStatus.CANCELLED
@@ -480,17 +484,18 @@ class JupyterKernel:
             dropped = f"{collector.strays:,} characters a thread of an earlier run printed"
             log.info("dropped %s during this run", dropped)
             note = f"{note} Dropped: {dropped}.".strip()
-        return self._ended(status, collector, began, lost=False, note=note)
+        outcome = self._ended(status, collector, began, lost=False, note=note)
+        return replace(outcome, usage=_usage(reply)) if reply is not None else outcome
 
-    async def _drain_reply(self, msg_id: str) -> None:
+    async def _drain_reply(self, msg_id: str) -> dict[str, Any] | None:
         """Take our shell reply off the channel (and any stale ones before it)."""
         while True:
             try:
-                reply = await self._kc.get_shell_msg(timeout=1.0)
+                reply: dict[str, Any] = await self._kc.get_shell_msg(timeout=1.0)
             except queue.Empty:
-                return
+                return None
             if reply["parent_header"].get("msg_id") == msg_id:
-                return
+                return reply
 
     def _ended(
         self,
@@ -587,6 +592,27 @@ class _InputRelay:
     def close(self) -> None:
         if self._asking is not None:
             self._asking.cancel()
+
+
+_USAGE = {"u": "__import__('_runfix_kernel').usage()"}
+"""Asked with each run: its figures come back in the run's own reply."""
+
+
+def _usage(reply: dict[str, Any]) -> Usage | None:
+    """A run's figures from its reply (None when the kernel could not say)."""
+    raw = reply.get("content", {}).get("user_expressions", {}).get("u", {})
+    if raw.get("status") != "ok":
+        return None
+    try:
+        figures = json.loads(ast.literal_eval(raw["data"]["text/plain"]))
+        return Usage(
+            cpu=float(figures["cpu"]),
+            rss_before=figures.get("rss_before"),
+            rss_after=figures.get("rss_after"),
+            peak=figures.get("peak"),
+        )
+    except (KeyError, TypeError, ValueError, SyntaxError):
+        return None
 
 
 def _may_await(code: str) -> bool:

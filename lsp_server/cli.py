@@ -46,6 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="fix failing cells with the model (each fix proven by running it) and write the file",
     )
+    history = commands.add_parser("history", help="recent runs from the folder's run record")
+    history.add_argument("file", type=Path, nargs="?", help="only this file's runs")
+    history.add_argument("--json", action="store_true", help="as JSON")
+    history.add_argument("--limit", type=int, default=50, help="how many (default 50)")
     check = commands.add_parser("doctor", help="check the interpreter, ipykernel and a kernel")
     check.add_argument("folder", type=Path, nargs="?", default=Path.cwd())
     images = commands.add_parser("sandbox", help="the Docker sandbox's image")
@@ -80,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lsp_server.headless import run_file
 
         return run_file(args.file, args.cell, args.timeout, args.fix)
+    if args.command == "history":
+        from lsp_server.history import show_history
+
+        return show_history(args.file, args.json, args.limit)
     from lsp_server.doctor import build_sandbox, doctor
     from lsp_server.headless import project_folder
 

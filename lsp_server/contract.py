@@ -32,9 +32,10 @@ CLEAR = "runfix.clear"
 STATUS = "runfix.status"
 SHOW_OUTPUT = "runfix.showOutput"
 OUTPUTS = "runfix.outputs"
+HISTORY = "runfix.history"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
-COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS)
+COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -103,6 +104,21 @@ class DocumentArgs:
     """`{"uri"}`: the document (interrupt, restart, variables, clear take it or nothing)."""
 
     uri: str = attrs.field(validator=_document)
+
+
+@attrs.frozen
+class HistoryArgs:
+    """`runfix.history`: the latest runs of a document (`uri`), else of every folder,
+    newest first. Each is an object (`RecordedRun.to_json`, with the document's `uri`):
+    id, path, first/last (0-based lines), code, origin (user | model), status, started
+    (Unix time), durationMs, cpuMs, peakBytes, memoryGrowthBytes, memoryChangeBytes,
+    outputs (line, text, kind, file), error, fixOf."""
+
+    uri: str | None = None
+    limit: int = attrs.field(
+        default=50,
+        validator=attrs.validators.and_(attrs.validators.ge(1), attrs.validators.le(10_000)),
+    )
 
 
 @attrs.frozen
@@ -280,6 +296,7 @@ class Restarted:
 
 WIRE_TYPES: tuple[type, ...] = (
     DocumentArgs,
+    HistoryArgs,
     RunArgs,
     GenerateArgs,
     FixArgs,

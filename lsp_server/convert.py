@@ -209,6 +209,9 @@ def hover(
         parts.append(_output_markdown(statement))
     if not parts:
         return None
+    ran = (statement.ran if statement is not None else "") or (problem.ran if problem else "")
+    if ran:
+        parts.append(f"*ran {ran}*")
     first = min(x.first for x in (problem, statement) if x is not None)
     last = max(x.last for x in (problem, statement) if x is not None)
     return lsp.Hover(

@@ -47,6 +47,7 @@ from lsp_server.model import ModelCancelled, ModelError
 from lsp_server.outputs import MB, OutputFiles
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
+from lsp_server.record import RecordedRun, entry, ran_text
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
 from lsp_server.session import Session
@@ -216,6 +217,7 @@ class Flow:
         runs: list[PieceRun] | None = None,
         after: int = -1,
         say_stop: bool = True,
+        origin: str = "user",
     ) -> RunAnswer:
         """Run the range's lines, or every cell (below line `after`), stopping at the first
         that fails.
@@ -250,7 +252,16 @@ class Flow:
                         share = (number - 1) * 100 // len(pieces)
                         progress.report(f"Running cell {number}/{len(pieces)}", share)
                     ran = await self.run_piece(
-                        uri, text, piece, kernel, settings, cancel, flagged[piece], asked_at, files
+                        uri,
+                        text,
+                        piece,
+                        kernel,
+                        settings,
+                        cancel,
+                        flagged[piece],
+                        asked_at,
+                        files,
+                        origin,
                     )
                     if isinstance(ran, str):
                         return _run_answer(Status.CANCELLED, began, ran)
@@ -281,6 +292,7 @@ class Flow:
         flagged: list[Problem],
         asked_at: float | None = None,
         files: OutputFiles | None = None,
+        origin: str = "user",
     ) -> PieceRun | str:
         """Run one piece of `text`, keeping its results (rich outputs in `files`: by default
         within a run's limit of their own); a str: why it did not run.
@@ -309,9 +321,20 @@ class Flow:
             folder=folder,
             piece=(piece.first, piece.last),
             files=files or output_files(folder, settings),
+            ran=ran_text(outcome),
         )
         self.keep(uri, text.version, results)
-        return PieceRun(piece, outcome, text.lines, text.version)
+        recorded = entry(path, (piece.first, piece.last), code, origin, outcome, results)
+        run_id = self.record(folder, settings, recorded)
+        return PieceRun(piece, outcome, text.lines, text.version, run_id)
+
+    def record(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
+        """Add a run to the folder's record; its id (None: not recorded)."""
+        record = self.session.record(folder, settings)
+        run_id = record.add(run)
+        for message in record.told_once():
+            self.editor.tell(f"runfix: {message}", Level.WARNING)
+        return run_id
 
     # -- run and fix ----------------------------------------------------------------------
 
@@ -335,7 +358,14 @@ class Flow:
             failed = runs[-1]
             first, last = failed.piece.first, failed.piece.last
             report = await self.fix_piece(
-                uri, failed.lines, first, last, _outcome_error(failed.outcome), cancel, apply=True
+                uri,
+                failed.lines,
+                first,
+                last,
+                _outcome_error(failed.outcome),
+                cancel,
+                apply=True,
+                fix_of=failed.record_id,
             )
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:
@@ -347,7 +377,13 @@ class Flow:
             after = first + code.rstrip("\n").count("\n")
 
     def _fixer(
-        self, uri: str, first: int, settings: Settings, progress: Progress, cancel: asyncio.Event
+        self,
+        uri: str,
+        first: int,
+        settings: Settings,
+        progress: Progress,
+        cancel: asyncio.Event,
+        fix_of: int | None = None,
     ) -> Fixer:
         model = self.session.model_for(settings)
         folder = self.editor.folder_for(uri)
@@ -367,9 +403,19 @@ class Flow:
             if lock is None:
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
             try:
-                return await kernel.execute(run_request(settings, path, code, first), cancel=cancel)
+                request = run_request(settings, path, code, first)
+                outcome = await kernel.execute(request, cancel=cancel)
             finally:
                 lock.release()
+            # Recorded as a model-written run at the failing piece's lines (its rich outputs
+            # are not stored: it is an attempt, shown in the document only once applied).
+            lines = [""] * first + code.splitlines(keepends=True)
+            results = build(outcome, path=path, lines=lines, fallback_line=first, folder=None)
+            piece = (first, len(lines) - 1)
+            self.record(
+                folder, settings, entry(path, piece, code, "model", outcome, results, fix_of)
+            )
+            return outcome
 
         def report(message: str) -> None:
             progress.report(message)
@@ -395,6 +441,7 @@ class Flow:
         cancel: asyncio.Event,
         *,
         apply: bool,
+        fix_of: int | None = None,
     ) -> FixReport:
         """Fix lines first..last (as `lines` had them) that raised `error`.
 
@@ -403,7 +450,7 @@ class Flow:
         settings = await self.settings_for(uri)
         code = code_of(lines, first, last)
         async with self.editor.progress(cancel) as progress:
-            fixer = self._fixer(uri, first, settings, progress, cancel)
+            fixer = self._fixer(uri, first, settings, progress, cancel, fix_of)
             result = await fixer.fix(lines, first, last, code, error)
         return await self._settle(uri, lines, first, last, result, apply)
 
@@ -524,7 +571,7 @@ class Flow:
             return answer
         self.mark_findings(uri, version, scan(code, first + 1))
         if run or settings.auto_run:
-            ran = await self.run(uri, Range.lines(first, last), cancel)
+            ran = await self.run(uri, Range.lines(first, last), cancel, origin="model")
             answer = GenerateAnswer(Status.OK, answer.range, ran)
         return answer
 

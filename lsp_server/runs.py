@@ -67,3 +67,5 @@ class PieceRun:
     outcome: RunOutcome
     lines: tuple[str, ...]
     version: int
+    record_id: int | None = None
+    """Its id in the folder's run record (None: not recorded)."""

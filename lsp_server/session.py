@@ -15,6 +15,7 @@ from executor.jupyter import JupyterKernel
 from executor.pool import KernelPool
 from lsp_server.executors import kernel_config
 from lsp_server.model import ModelClient, ModelConfig
+from lsp_server.record import RunRecord
 from lsp_server.results import ResultStore
 from lsp_server.settings import Settings
 
@@ -39,6 +40,7 @@ class Session:
         self._settings: dict[Path, Settings] = {}
         self._locks: dict[Path, asyncio.Lock] = {}
         self._models: dict[ModelConfig, ModelClient] = {}
+        self._records: dict[Path, RunRecord] = {}
 
     async def settings(self, folder: Path) -> Settings:
         if (cached := self._settings.get(folder)) is None:
@@ -70,6 +72,13 @@ class Session:
         """Runs of one folder go one at a time, in the order asked."""
         return self._locks.setdefault(folder, asyncio.Lock())
 
+    def record(self, folder: Path, settings: Settings) -> RunRecord:
+        """The folder's run record (`history.maxRuns` from its settings)."""
+        if (record := self._records.get(folder)) is None:
+            record = self._records[folder] = RunRecord(folder, settings.history_max_runs)
+        record.max_runs = settings.history_max_runs
+        return record
+
     def model_for(self, settings: Settings) -> ModelClient:
         """One client per model configuration (it keeps its HTTP connections)."""
         config = ModelConfig.from_settings(settings)
@@ -79,6 +88,9 @@ class Session:
 
     async def close(self) -> None:
         """Stop every kernel and close the model clients."""
+        records, self._records = list(self._records.values()), {}
+        for record in records:
+            record.close()
         models, self._models = list(self._models.values()), {}
         await asyncio.gather(*(m.close() for m in models), return_exceptions=True)
         await self.kernels.shutdown()

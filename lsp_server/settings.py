@@ -45,6 +45,8 @@ class Settings:
     """Megabytes of rich outputs (images, HTML, …) stored per run; past it (or at 0), text only."""
     outputs_folder_mb: float = 200.0
     """Megabytes of rich outputs kept in a folder's `.runfix/outputs` (oldest go first)."""
+    history_max_runs: int = 10_000
+    """Runs kept in a folder's run record (`.runfix/runs.db`; oldest pruned); 0: none kept."""
     results: str | None = None
     """inlay | diagnostics | both; None: inlay when the client supports inlay hints."""
     interrupt_grace: float = 3.0
@@ -228,6 +230,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "outputLimit": ("output_limit", _integer(100)),
     "outputs.maxRunMB": ("outputs_run_mb", _number(0)),
     "outputs.maxFolderMB": ("outputs_folder_mb", _number(0)),
+    "history.maxRuns": ("history_max_runs", _integer(0)),
     "results": ("results", _results),
     "interruptGrace": ("interrupt_grace", _number(0.1)),
     "kernelStartTimeout": ("kernel_start_timeout", _number(1)),

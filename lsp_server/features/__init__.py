@@ -7,6 +7,7 @@ from lsp_server.features import (
     code_lens,
     commands,
     documents,
+    history,
     hover,
     inlay_hints,
     lifecycle,
@@ -21,6 +22,7 @@ _FEATURES = (
     code_actions,
     code_lens,
     inlay_hints,
+    history,
     hover,
     output_page,
 )

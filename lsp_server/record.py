@@ -1,0 +1,408 @@
+"""The run record: every run of a folder, kept in `<folder>/.runfix/runs.db` (SQLite).
+
+A run is one piece of a document run once: where (file, lines), the code as it
+ran, who wrote it (user or model), how it ended, its outputs (their one line and
+the stored file, never the data again), wall time, the kernel's CPU time and
+memory, and the run it was an attempt to fix. `runfix history` and the editors'
+history read it; nothing in it is needed to run code.
+
+One writer (the server, or `runfix run`), in WAL mode with `synchronous=NORMAL`:
+each run is committed as it ends, so a server that is killed loses at most the
+run in progress; readers (`runfix history`) never block it. The oldest runs are
+pruned past `history.maxRuns`. A file that is not a record (corrupt, or another
+program's schema) is moved aside with a message, never fatal; any later error
+turns recording off for the session with a message, and runs go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from executor.events import RunOutcome
+from lsp_server.results import DocumentResults
+
+log = logging.getLogger(__name__)
+
+FILE = Path(".runfix") / "runs.db"
+SCHEMA = "runfix-record"
+VERSION = 1
+PRUNE_EVERY = 100
+"""Runs recorded between two prunings of the oldest."""
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    started REAL NOT NULL,
+    path TEXT NOT NULL,
+    first INTEGER NOT NULL,
+    last INTEGER NOT NULL,
+    code TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    status TEXT NOT NULL,
+    duration REAL NOT NULL,
+    cpu REAL,
+    peak INTEGER,
+    rss_before INTEGER,
+    rss_after INTEGER,
+    outputs TEXT NOT NULL,
+    error TEXT,
+    fix_of INTEGER
+);
+CREATE INDEX IF NOT EXISTS runs_by_path ON runs (path, id);
+"""
+_COLUMNS = (
+    "started, path, first, last, code, origin, status, duration, cpu, peak, rss_before, "
+    "rss_after, outputs, error, fix_of"
+)
+
+
+@dataclass(frozen=True)
+class RecordedOutput:
+    line: int
+    """The statement's first line (0-based)."""
+    text: str
+    """Its one line (`→ DataFrame 1,000×12`, the first line of what it printed)."""
+    kind: str = "text"
+    file: str | None = None
+    """The stored richest form (under `.runfix/outputs/`), if any."""
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    path: str
+    first: int
+    last: int
+    """The lines that ran (0-based, inclusive)."""
+    code: str
+    origin: str
+    """user | model (generated, or a fix attempt)."""
+    status: str
+    started: float
+    """Unix time."""
+    duration: float
+    """Wall seconds."""
+    cpu: float | None = None
+    peak: int | None = None
+    rss_before: int | None = None
+    rss_after: int | None = None
+    outputs: tuple[RecordedOutput, ...] = ()
+    error: str | None = None
+    """The error's one line, or why the run stopped."""
+    fix_of: int | None = None
+    """The run this one was an attempt to fix."""
+    id: int | None = field(default=None, compare=False)
+
+    @property
+    def memory_change(self) -> int | None:
+        if self.rss_before is None or self.rss_after is None:
+            return None
+        return self.rss_after - self.rss_before
+
+    @property
+    def memory_growth(self) -> int | None:
+        """How far above its start the run's memory went."""
+        if self.peak is None or self.rss_before is None:
+            return None
+        return self.peak - self.rss_before
+
+    def to_json(self) -> dict[str, Any]:
+        """For `runfix history --json` and `runfix.history`: camelCase, unset fields left out."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "path": self.path,
+            "first": self.first,
+            "last": self.last,
+            "code": self.code,
+            "origin": self.origin,
+            "status": self.status,
+            "started": self.started,
+            "durationMs": round(self.duration * 1000, 3),
+            "outputs": [{k: v for k, v in vars(o).items() if v is not None} for o in self.outputs],
+        }
+        optional = {
+            "cpuMs": None if self.cpu is None else round(self.cpu * 1000, 3),
+            "peakBytes": self.peak,
+            "memoryGrowthBytes": self.memory_growth,
+            "memoryChangeBytes": self.memory_change,
+            "error": self.error,
+            "fixOf": self.fix_of,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
+
+
+class NotARecord(Exception):
+    """The file is not a runfix record (or not SQLite at all)."""
+
+
+class RunRecord:
+    """A folder's record; opened on first use. `told` holds what the user should hear once
+    (a file moved aside, recording turned off)."""
+
+    def __init__(self, folder: Path, max_runs: int = 10_000) -> None:
+        self.path = folder / FILE
+        self.max_runs = max_runs
+        self._db: sqlite3.Connection | None = None
+        self._off = False
+        """Turned off after an error, for the session."""
+        self._since_prune = 0
+        self.told: list[str] = []
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self._db is not None or self._off or self.max_runs <= 0:
+            return self._db if self.max_runs > 0 else None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._db = _connect(self.path)
+            except (NotARecord, sqlite3.DatabaseError) as exc:
+                aside = self.path.with_name(
+                    f"{self.path.name}.bad-{time.strftime('%Y%m%d-%H%M%S')}"
+                )
+                self.path.replace(aside)
+                for suffix in ("-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                self.told.append(
+                    f"the run record {self.path} could not be read ({exc}); it was moved to "
+                    f"{aside.name} and a new one started"
+                )
+                self._db = _connect(self.path)
+        except (OSError, sqlite3.Error, NotARecord) as exc:
+            self._turn_off(exc)
+        return self._db
+
+    def _turn_off(self, exc: BaseException) -> None:
+        self._off = True
+        self.told.append(f"runs are not recorded this session: {self.path}: {exc}")
+        log.warning("run record %s: %s", self.path, exc)
+        self.close()
+
+    def close(self) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+
+    # -- writing ------------------------------------------------------------------------
+
+    def told_once(self) -> list[str]:
+        """What the user should hear (each said once)."""
+        told, self.told = self.told, []
+        return told
+
+    def add(self, run: RecordedRun) -> int | None:
+        """Record a run (committed at once); its id, or None when runs are not recorded."""
+        db = self._open()
+        if db is None:
+            return None
+        outputs = json.dumps([_compact(o) for o in run.outputs], ensure_ascii=False)
+        values = (
+            run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
+            run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, outputs, run.error,
+            run.fix_of,
+        )  # fmt: skip
+        try:
+            with db:
+                cursor = db.execute(
+                    f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", values
+                )
+                self._since_prune += 1
+                if self._since_prune >= PRUNE_EVERY:
+                    self._since_prune = 0
+                    db.execute(
+                        "DELETE FROM runs WHERE id <= (SELECT max(id) FROM runs) - ?",
+                        (self.max_runs,),
+                    )
+            return cursor.lastrowid
+        except sqlite3.Error as exc:
+            self._turn_off(exc)
+            return None
+
+    # -- reading ------------------------------------------------------------------------
+
+    def recent(self, path: str | None = None, limit: int = 50) -> list[RecordedRun]:
+        """The latest runs (of one file), newest first."""
+        db = self._open()
+        if db is None:
+            return []
+        return recent(db, path, limit)
+
+
+MB = 1024 * 1024
+
+
+def figures_text(duration: float, cpu: float | None, growth: int | None, change: int | None) -> str:
+    """`0.26 s · CPU 0.24 s · peak +58.1 MB · kept +58.1 MB`: what a run took (wall time;
+    the kernel's CPU time; how far its memory rose above the start, and what it kept)."""
+
+    def seconds(value: float) -> str:
+        return f"{value:.2f} s" if value >= 0.1 else f"{value * 1000:.0f} ms"
+
+    parts = [seconds(duration)]
+    if cpu is not None:
+        parts.append(f"CPU {seconds(cpu)}")
+    if growth is not None:
+        parts.append(f"peak {growth / MB:+,.1f} MB")
+    if change is not None:
+        parts.append(f"kept {change / MB:+,.1f} MB")
+    return " · ".join(parts)
+
+
+def ran_text(outcome: RunOutcome, when: float | None = None) -> str:
+    """`14:32:11 · 0.26 s · CPU 0.24 s · peak +58.1 MB · kept +0.0 MB` for a hover."""
+    usage = outcome.usage
+    at = time.strftime("%H:%M:%S", time.localtime(when if when is not None else time.time()))
+    taken = figures_text(
+        outcome.duration,
+        usage.cpu if usage else None,
+        usage.growth if usage else None,
+        usage.change if usage else None,
+    )
+    return f"{at} · {taken}"
+
+
+def entry(
+    path: str,
+    piece: tuple[int, int],
+    code: str,
+    origin: str,
+    outcome: RunOutcome,
+    results: DocumentResults,
+    fix_of: int | None = None,
+) -> RecordedRun:
+    """What is recorded of one piece's run."""
+    usage = outcome.usage
+    problem = next((p for p in results.problems if p.kind == "run"), None)
+    outputs = []
+    for statement in results.statements:
+        rich = next((o for o in statement.outputs if o.kind != "text"), None)
+        stored = rich.file if rich is not None else None
+        outputs.append(
+            RecordedOutput(
+                statement.first,
+                statement.summary,
+                rich.kind if rich is not None else "text",
+                str(stored) if stored is not None else None,
+            )
+        )
+    return RecordedRun(
+        path=path,
+        first=piece[0],
+        last=piece[1],
+        code=code,
+        origin=origin,
+        status=outcome.status.value,
+        started=time.time() - outcome.duration,
+        duration=outcome.duration,
+        cpu=usage.cpu if usage else None,
+        peak=usage.peak if usage else None,
+        rss_before=usage.rss_before if usage else None,
+        rss_after=usage.rss_after if usage else None,
+        outputs=tuple(outputs),
+        error=problem.message if problem is not None else (outcome.note or None),
+        fix_of=fix_of,
+    )
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A writer's connection to the record at `path`, made if new; NotARecord if the file
+    is something else."""
+    db = sqlite3.connect(path, check_same_thread=False)  # `with db:` commits each write
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if tables and "meta" not in tables:
+            raise NotARecord(f"another program's database (tables: {', '.join(sorted(tables))})")
+        with db:
+            db.executescript(_TABLES)
+            db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema', ?), ('version', ?)",
+                (SCHEMA, str(VERSION)),
+            )
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") != SCHEMA or meta.get("version") != str(VERSION):
+            raise NotARecord(f"schema {meta.get('schema')!r} version {meta.get('version')!r}")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def open_for_reading(folder: Path) -> sqlite3.Connection | None:
+    """A read-only connection to a folder's record (None: there is none); NotARecord or
+    sqlite3.DatabaseError if it is not one."""
+    path = folder / FILE
+    if not path.is_file():
+        return None
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.DatabaseError:
+        db.close()
+        raise
+    if meta.get("schema") != SCHEMA:
+        db.close()
+        raise NotARecord(f"{path} is not a runfix run record")
+    return db
+
+
+def recent(db: sqlite3.Connection, path: str | None, limit: int) -> list[RecordedRun]:
+    where, args = ("WHERE path = ?", (path,)) if path else ("", ())
+    rows = db.execute(
+        f"SELECT id, {_COLUMNS} FROM runs {where} ORDER BY id DESC LIMIT ?", (*args, limit)
+    ).fetchall()
+    return [_run(row) for row in rows]
+
+
+def _compact(output: RecordedOutput) -> dict[str, Any]:
+    item: dict[str, Any] = {"line": output.line, "text": output.text}
+    if output.kind != "text":
+        item["kind"] = output.kind
+    if output.file:
+        item["file"] = output.file
+    return item
+
+
+def _run(row: Sequence[Any]) -> RecordedRun:
+    (
+        id_, started, path, first, last, code, origin, status, duration, cpu, peak,
+        rss_before, rss_after, outputs, error, fix_of,
+    ) = row  # fmt: skip
+    try:
+        items = json.loads(outputs)
+    except ValueError:
+        items = []
+    return RecordedRun(
+        path=path,
+        first=first,
+        last=last,
+        code=code,
+        origin=origin,
+        status=status,
+        started=started,
+        duration=duration,
+        cpu=cpu,
+        peak=peak,
+        rss_before=rss_before,
+        rss_after=rss_after,
+        outputs=tuple(
+            RecordedOutput(i["line"], i["text"], i.get("kind", "text"), i.get("file"))
+            for i in items
+            if isinstance(i, dict) and "line" in i and "text" in i
+        ),
+        error=error,
+        fix_of=fix_of,
+        id=id_,
+    )

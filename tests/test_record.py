@@ -1,0 +1,160 @@
+"""The run record: what each run leaves in `.runfix/runs.db`, how it is bounded, and what
+becomes of a file that is not a record; the server killed mid-run; `runfix history`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from lsp_server.contract import HISTORY
+from lsp_server.record import FILE, PRUNE_EVERY, RecordedOutput, RecordedRun, RunRecord
+from tests.conftest import HandDriven, hover_text, init_params, open_doc, run
+
+RUNFIX = [sys.executable, "-m", "lsp_server"]
+
+
+def a_run(n: int, path: str = "/p/a.py", **more: object) -> RecordedRun:
+    fields: dict[str, object] = {
+        "path": path,
+        "first": n,
+        "last": n,
+        "code": f"x = {n}\n",
+        "origin": "user",
+        "status": "ok",
+        "started": 1_700_000_000.0 + n,
+        "duration": 0.01,
+    }
+    fields.update(more)
+    return RecordedRun(**fields)  # type: ignore[arg-type]
+
+
+def test_runs_are_recorded_and_read_back_newest_first(tmp_path: Path) -> None:
+    record = RunRecord(tmp_path)
+    shown = (RecordedOutput(3, "DataFrame 2×2", "table", "/p/.runfix/outputs/ab.html"),)
+    first = record.add(a_run(1, outputs=shown, cpu=0.5, peak=300, rss_before=100, rss_after=150))
+    record.add(a_run(2, path="/p/b.py", status="error", error="ZeroDivisionError: x"))
+    record.add(a_run(3, origin="model", fix_of=first))
+    assert [r.first for r in record.recent()] == [3, 2, 1]
+    newest, _, oldest = record.recent()
+    assert newest.origin == "model" and newest.fix_of == first
+    assert oldest.outputs == shown and (oldest.memory_growth, oldest.memory_change) == (200, 50)
+    assert [r.first for r in record.recent("/p/b.py")] == [2]
+    assert record.recent(limit=1)[0].first == 3
+    record.close()
+    # Another reader sees it all (WAL: committed as each run ended).
+    again = RunRecord(tmp_path)
+    assert len(again.recent()) == 3
+
+
+def test_the_oldest_runs_are_pruned_past_the_limit(tmp_path: Path) -> None:
+    record = RunRecord(tmp_path, max_runs=10)
+    for n in range(PRUNE_EVERY * 2 + 5):
+        record.add(a_run(n))
+    kept = [r.first for r in record.recent(limit=10_000)]
+    assert len(kept) <= 10 + PRUNE_EVERY  # pruned every PRUNE_EVERY runs
+    assert kept[0] == PRUNE_EVERY * 2 + 4 and min(kept) >= PRUNE_EVERY * 2 - 10
+    off = RunRecord(tmp_path / "off", max_runs=0)
+    assert off.add(a_run(1)) is None and not (tmp_path / "off" / FILE).exists()
+
+
+@pytest.mark.parametrize("content", ["garbage", "foreign"])
+def test_a_file_that_is_not_a_record_is_moved_aside(tmp_path: Path, content: str) -> None:
+    path = tmp_path / FILE
+    path.parent.mkdir(parents=True)
+    if content == "garbage":
+        path.write_bytes(b"this is not SQLite at all" * 100)
+    else:
+        with sqlite3.connect(path) as other:
+            other.execute("CREATE TABLE notes (text TEXT)")
+    record = RunRecord(tmp_path)
+    assert record.add(a_run(1)) is not None
+    [told] = record.told_once()
+    [aside] = path.parent.glob("runs.db.bad-*")
+    assert "moved to " + aside.name in told
+    assert [r.first for r in record.recent()] == [1]
+    assert record.told_once() == []
+
+
+def test_runs_are_not_recorded_when_the_folder_cannot_be_written(tmp_path: Path) -> None:
+    (tmp_path / ".runfix").write_text("a file where the folder would be")
+    record = RunRecord(tmp_path)
+    assert record.add(a_run(1)) is None
+    [told] = record.told_once()
+    assert "not recorded this session" in told
+    assert record.add(a_run(2)) is None and record.told_once() == []
+
+
+async def test_each_run_is_recorded_with_its_memory_and_shown_in_the_hover(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder))
+    text = "big = b'x' * (200 * 2**20)\nlen(big)\n# %%\ndel big\n1 / 0\n"
+    uri = open_doc(client, folder / "memory.py", text)
+    assert (await run(client, uri))["status"] == "error"
+    history = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(HISTORY, [{"uri": uri}])
+    )
+    failed, allocated = history
+    assert allocated["uri"] == uri and (allocated["first"], allocated["last"]) == (0, 1)
+    assert allocated["status"] == "ok" and allocated["origin"] == "user"
+    assert allocated["memoryGrowthBytes"] >= 190 * 2**20, allocated  # measured in the kernel
+    assert allocated["memoryChangeBytes"] >= 190 * 2**20
+    assert allocated["outputs"] == [{"line": 1, "text": "209715200", "kind": "text"}]
+    assert allocated["cpuMs"] > 0 and allocated["durationMs"] > 0
+    assert failed["status"] == "error" and failed["error"].startswith("ZeroDivisionError")
+    assert failed["memoryChangeBytes"] <= -190 * 2**20  # `del big` gave it back
+    hover = await hover_text(client, uri, 1)
+    assert "*ran " in hover and "peak +200.0 MB" in hover, hover
+
+
+def test_a_killed_server_loses_at_most_the_run_in_progress(folder: Path) -> None:
+    server = HandDriven()
+    try:
+        server.initialize(folder, {"python": sys.executable})
+        assert server.run(folder / "one.py", "x = 1\nx\n")["status"] == "ok"
+        assert server.run(folder / "two.py", "y = 2\n")["status"] == "ok"
+        uri = (folder / "slow.py").as_uri()
+        slow = "import time\ntime.sleep(60)\n"
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": slow}
+        server.send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+        server.send({"id": 99, "method": "workspace/executeCommand",
+                     "params": {"command": "runfix.run", "arguments": [{"uri": uri}]}})  # fmt: skip
+        time.sleep(1.0)
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(timeout=30)
+    finally:
+        server.kill()
+    db = sqlite3.connect(folder / FILE)
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    paths = [row[0] for row in db.execute("SELECT path FROM runs ORDER BY id")]
+    assert paths == [str(folder / "one.py"), str(folder / "two.py")]
+
+
+def test_runfix_history_lists_the_runs_of_runfix_run(folder: Path) -> None:
+    script = folder / "steps.py"
+    script.write_text("# %%\nprint('hello')\n# %%\n1 / 0\n")
+    env_run = subprocess.run([*RUNFIX, "run", str(script)], cwd=folder, capture_output=True)
+    assert env_run.returncode == 1, env_run.stderr
+    shown = subprocess.run([*RUNFIX, "history"], cwd=folder, capture_output=True, text=True)
+    newest, oldest = shown.stdout.splitlines()
+    assert "steps.py:4 user error" in newest and "ZeroDivisionError" in newest
+    assert "steps.py:2 user ok" in oldest and "→ hello" in oldest and "CPU" in oldest
+    as_json = subprocess.run(
+        [*RUNFIX, "history", str(script), "--json", "--limit", "1"],
+        cwd=folder, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    [latest] = json.loads(as_json.stdout)
+    assert latest["status"] == "error" and latest["path"] == str(script)
+    nothing = subprocess.run(
+        [*RUNFIX, "history"], cwd=folder.parent, capture_output=True, text=True
+    )
+    assert nothing.returncode == 1 and "no run record" in nothing.stdout
