@@ -467,8 +467,7 @@ class _Run:
             _publish({"strays": strays})
         if getattr(shell, "exit_now", False):
             _publish({"exited": True})
-        global _last_usage
-        _last_usage = _usage_end(self.usage)
+        _say_usage(_usage_end(self.usage))
         return True  # whatever the code raised was reported; it ends here
 
 
@@ -479,18 +478,17 @@ def _user_frames(tb: Any) -> Any:
     return tb
 
 
-_STATUS_FIELDS = re.compile(rb"Vm(RSS|HWM):\s+(\d+) kB")
-_last_usage: dict[str, Any] = {}
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+USAGE_SOURCE = "runfix-usage"
 
 
-def _memory() -> dict[str, int]:
-    """This process's resident memory now (`rss`) and its peak (`hwm`), in bytes (Linux)."""
+def _rss() -> int | None:
+    """This process's resident memory in bytes (Linux), else None."""
     try:
-        with open("/proc/self/status", "rb") as status:
-            text = status.read()
-    except OSError:
-        return {}
-    return {k.decode().lower(): int(v) * 1024 for k, v in _STATUS_FIELDS.findall(text)}
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _usage_start() -> dict[str, Any]:
@@ -502,24 +500,33 @@ def _usage_start() -> dict[str, Any]:
         reset = True
     except OSError:
         reset = False
-    return {"cpu": time.process_time(), "memory": _memory(), "reset": reset}
+    return {"cpu": time.process_time(), "rss": _rss(), "reset": reset}
 
 
 def _usage_end(start: dict[str, Any]) -> dict[str, Any]:
-    now, before = _memory(), start["memory"]
     usage: dict[str, Any] = {"cpu": time.process_time() - start["cpu"]}
-    if "rss" in now and "rss" in before:
-        usage["rss_before"], usage["rss_after"] = before["rss"], now["rss"]
-        if start["reset"] and "hwm" in now:
-            usage["peak"] = max(now["hwm"], before["rss"])
+    before, after = start["rss"], _rss()
+    if before is not None and after is not None:
+        usage["rss_before"], usage["rss_after"] = before, after
+        if start["reset"]:
+            try:
+                import resource
+
+                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+                usage["peak"] = max(peak, before, after)
+            except (ImportError, OSError):
+                pass
     return usage
 
 
-def usage() -> str:
-    """The last run's figures (the server asks for them in the run's own request, as a user
-    expression: no message more): kernel CPU seconds (every thread of the kernel process),
-    resident memory before and after, and its peak during the run (children not counted)."""
-    return json.dumps(_last_usage)
+def _say_usage(usage: dict[str, Any]) -> None:
+    """The run's figures go back in its own reply, as a payload (no message more, nothing
+    for a display formatter to do): kernel CPU seconds (every thread of the kernel
+    process), resident memory before and after, its peak during the run (children not
+    counted)."""
+    payloads = getattr(_shell(), "payload_manager", None)
+    if payloads is not None:
+        payloads.write_payload({"source": USAGE_SOURCE, "usage": usage}, single=True)
 
 
 def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> None:

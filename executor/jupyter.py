@@ -397,7 +397,6 @@ class JupyterKernel:
             silent=True,
             store_history=False,
             allow_stdin=ask_input is not None,
-            user_expressions=_USAGE,
         )
         relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
         try:
@@ -594,25 +593,21 @@ class _InputRelay:
             self._asking.cancel()
 
 
-_USAGE = {"u": "__import__('_runfix_kernel').usage()"}
-"""Asked with each run: its figures come back in the run's own reply."""
-
-
 def _usage(reply: dict[str, Any]) -> Usage | None:
-    """A run's figures from its reply (None when the kernel could not say)."""
-    raw = reply.get("content", {}).get("user_expressions", {}).get("u", {})
-    if raw.get("status") != "ok":
-        return None
-    try:
-        figures = json.loads(ast.literal_eval(raw["data"]["text/plain"]))
-        return Usage(
-            cpu=float(figures["cpu"]),
-            rss_before=figures.get("rss_before"),
-            rss_after=figures.get("rss_after"),
-            peak=figures.get("peak"),
-        )
-    except (KeyError, TypeError, ValueError, SyntaxError):
-        return None
+    """A run's figures from its reply's payload (None when the kernel could not say)."""
+    for payload in reply.get("content", {}).get("payload") or ():
+        if isinstance(payload, dict) and payload.get("source") == "runfix-usage":
+            figures = payload.get("usage") or {}
+            try:
+                return Usage(
+                    cpu=float(figures["cpu"]),
+                    rss_before=figures.get("rss_before"),
+                    rss_after=figures.get("rss_after"),
+                    peak=figures.get("peak"),
+                )
+            except (KeyError, TypeError, ValueError):
+                return None
+    return None
 
 
 def _may_await(code: str) -> bool:

@@ -7,14 +7,12 @@ the headless runner, `run` never loads pygls."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from executor.configs import DEFAULT_IMAGE
 from lsp_server import __version__
 
 
@@ -57,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     build = sandbox_commands.add_parser(
         "build", help="build the default image (python3 + ipykernel), with or without a registry"
     )
-    build.add_argument("--tag", default=DEFAULT_IMAGE, help=f"image name (default {DEFAULT_IMAGE})")
+    build.add_argument("--tag", help="image name (default: runfix's sandbox image)")
     build.add_argument(
         "--method",
         default="auto",
@@ -92,7 +90,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lsp_server.headless import project_folder
 
     if args.command == "sandbox":
-        return build_sandbox(args.tag, args.method, args.mirror, args.if_missing)
+        from executor.configs import DEFAULT_IMAGE
+
+        tag = args.tag or DEFAULT_IMAGE
+        return build_sandbox(tag, args.method, args.mirror, args.if_missing)
+    import asyncio
+
     return asyncio.run(doctor(project_folder(args.folder.resolve())))
 
 

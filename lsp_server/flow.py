@@ -330,9 +330,8 @@ class Flow:
 
     def record(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
         """Add a run to the folder's record; its id (None: not recorded)."""
-        record = self.session.record(folder, settings)
-        run_id = record.add(run)
-        for message in record.told_once():
+        run_id = self.session.recorded(folder, settings, run)
+        for message in self.session.record(folder, settings).told_once():
             self.editor.tell(f"runfix: {message}", Level.WARNING)
         return run_id
 

@@ -7,8 +7,10 @@ memory, and the run it was an attempt to fix. `runfix history` and the editors'
 history read it; nothing in it is needed to run code.
 
 One writer (the server, or `runfix run`), in WAL mode with `synchronous=NORMAL`:
-each run is committed as it ends, so a server that is killed loses at most the
-run in progress; readers (`runfix history`) never block it. The oldest runs are
+runs are committed `FLUSH_AFTER` seconds after they end, between runs (so a run's
+answer never waits on SQLite, and a burst of runs is one transaction); a server
+that is killed loses at most the run in progress and those of that last moment.
+Readers (`runfix history`) never block it. The oldest runs are
 pruned past `history.maxRuns`. A file that is not a record (corrupt, or another
 program's schema) is moved aside with a message, never fatal; any later error
 turns recording off for the session with a message, and runs go on.
@@ -24,16 +26,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from executor.events import RunOutcome
-from lsp_server.results import DocumentResults
+if TYPE_CHECKING:  # `runfix history` reads the record without loading the rest of runfix
+    from executor.events import RunOutcome
+    from lsp_server.results import DocumentResults
 
 log = logging.getLogger(__name__)
 
 FILE = Path(".runfix") / "runs.db"
 SCHEMA = "runfix-record"
 VERSION = 1
+FLUSH_AFTER = 0.05
+"""Seconds after a run before the runs that ended are written (`Session.recorded`)."""
 PRUNE_EVERY = 100
 """Runs recorded between two prunings of the oldest."""
 
@@ -154,7 +159,10 @@ class RunRecord:
         self._db: sqlite3.Connection | None = None
         self._off = False
         """Turned off after an error, for the session."""
+        self._next_id = 0
         self._since_prune = 0
+        self.pending: list[tuple[int, RecordedRun]] = []
+        """Runs given an id and not written yet (`flush` writes them)."""
         self.told: list[str] = []
 
     # -- opening ------------------------------------------------------------------------
@@ -178,6 +186,8 @@ class RunRecord:
                     f"{aside.name} and a new one started"
                 )
                 self._db = _connect(self.path)
+            last = self._db.execute("SELECT max(id) FROM runs").fetchone()[0]
+            self._next_id = (last or 0) + 1
         except (OSError, sqlite3.Error, NotARecord) as exc:
             self._turn_off(exc)
         return self._db
@@ -186,9 +196,14 @@ class RunRecord:
         self._off = True
         self.told.append(f"runs are not recorded this session: {self.path}: {exc}")
         log.warning("run record %s: %s", self.path, exc)
-        self.close()
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
 
     def close(self) -> None:
+        """Write what is pending, then close."""
+        self.flush()
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
@@ -202,40 +217,44 @@ class RunRecord:
         return told
 
     def add(self, run: RecordedRun) -> int | None:
-        """Record a run (committed at once); its id, or None when runs are not recorded."""
-        db = self._open()
-        if db is None:
+        """Give a run its id (None when runs are not recorded); `flush` writes it. The
+        server flushes a moment after a run ends (`Session.recorded`), between runs, so a
+        run's answer never waits on SQLite and a burst of runs is one transaction."""
+        if self._open() is None:
             return None
-        outputs = json.dumps([_compact(o) for o in run.outputs], ensure_ascii=False)
-        values = (
-            run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
-            run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, outputs, run.error,
-            run.fix_of,
-        )  # fmt: skip
+        run_id, self._next_id = self._next_id, self._next_id + 1
+        self.pending.append((run_id, run))
+        return run_id
+
+    def flush(self) -> None:
+        """Write the pending runs, in one transaction."""
+        pending, self.pending = self.pending, []
+        if not pending or self._db is None:
+            return
         try:
-            with db:
-                cursor = db.execute(
-                    f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", values
+            with self._db as db:
+                db.executemany(
+                    f"INSERT INTO runs (id, {_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+                    [_row(run_id, run) for run_id, run in pending],
                 )
-                self._since_prune += 1
+                self._since_prune += len(pending)
                 if self._since_prune >= PRUNE_EVERY:
                     self._since_prune = 0
                     db.execute(
                         "DELETE FROM runs WHERE id <= (SELECT max(id) FROM runs) - ?",
                         (self.max_runs,),
                     )
-            return cursor.lastrowid
         except sqlite3.Error as exc:
             self._turn_off(exc)
-            return None
 
     # -- reading ------------------------------------------------------------------------
 
     def recent(self, path: str | None = None, limit: int = 50) -> list[RecordedRun]:
-        """The latest runs (of one file), newest first."""
+        """The latest runs (of one file), newest first (the pending ones written first)."""
         db = self._open()
         if db is None:
             return []
+        self.flush()
         return recent(db, path, limit)
 
 
@@ -364,6 +383,15 @@ def recent(db: sqlite3.Connection, path: str | None, limit: int) -> list[Recorde
         f"SELECT id, {_COLUMNS} FROM runs {where} ORDER BY id DESC LIMIT ?", (*args, limit)
     ).fetchall()
     return [_run(row) for row in rows]
+
+
+def _row(run_id: int, run: RecordedRun) -> tuple[Any, ...]:
+    outputs = json.dumps([_compact(o) for o in run.outputs], ensure_ascii=False)
+    return (
+        run_id, run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
+        run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, outputs, run.error,
+        run.fix_of,
+    )  # fmt: skip
 
 
 def _compact(output: RecordedOutput) -> dict[str, Any]:

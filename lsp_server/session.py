@@ -15,7 +15,7 @@ from executor.jupyter import JupyterKernel
 from executor.pool import KernelPool
 from lsp_server.executors import kernel_config
 from lsp_server.model import ModelClient, ModelConfig
-from lsp_server.record import RunRecord
+from lsp_server.record import FLUSH_AFTER, RecordedRun, RunRecord
 from lsp_server.results import ResultStore
 from lsp_server.settings import Settings
 
@@ -41,6 +41,7 @@ class Session:
         self._locks: dict[Path, asyncio.Lock] = {}
         self._models: dict[ModelConfig, ModelClient] = {}
         self._records: dict[Path, RunRecord] = {}
+        self._flush: asyncio.TimerHandle | None = None
 
     async def settings(self, folder: Path) -> Settings:
         if (cached := self._settings.get(folder)) is None:
@@ -79,6 +80,19 @@ class Session:
         record.max_runs = settings.history_max_runs
         return record
 
+    def recorded(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
+        """Add a run to the folder's record (its id; None: not recorded), written a moment
+        later, between runs."""
+        run_id = self.record(folder, settings).add(run)
+        if run_id is not None and self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush_records)
+        return run_id
+
+    def flush_records(self) -> None:
+        self._flush = None
+        for record in self._records.values():
+            record.flush()
+
     def model_for(self, settings: Settings) -> ModelClient:
         """One client per model configuration (it keeps its HTTP connections)."""
         config = ModelConfig.from_settings(settings)
@@ -88,6 +102,9 @@ class Session:
 
     async def close(self) -> None:
         """Stop every kernel and close the model clients."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
         records, self._records = list(self._records.values()), {}
         for record in records:
             record.close()

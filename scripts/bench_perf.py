@@ -49,6 +49,8 @@ class Wire:
         self.reader: asyncio.Task[None] | None = None
         self.arrived = 0.0  # when the last message's bytes were in (before parsing them)
         self.size = 0  # and its size
+        self.configuration: Any = None
+        """Its answer to `workspace/configuration` (if the capabilities say it answers)."""
 
     async def start(self, folder: Path, options: dict[str, Any], caps: dict[str, Any]) -> None:
         self.proc = await asyncio.create_subprocess_exec(
@@ -97,7 +99,8 @@ class Wire:
             self.arrived, self.size = time.perf_counter(), length
             message = json.loads(body)
             if "method" in message and "id" in message:  # the server asks: a plain yes
-                answer = [None] if message["method"] == "workspace/configuration" else None
+                asked = message["method"] == "workspace/configuration"
+                answer = [self.configuration] if asked else None
                 self._send({"id": message["id"], "result": answer})
             elif "method" in message:
                 if message["method"] == "textDocument/publishDiagnostics":
