@@ -47,7 +47,7 @@ from lsp_server.model import ModelCancelled, ModelError
 from lsp_server.outputs import MB, OutputFiles
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
-from lsp_server.record import RecordedRun, entry, ran_text
+from lsp_server.record import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
 from lsp_server.session import Session
@@ -160,6 +160,22 @@ class Flow:
             return  # closed while it ran: its results went with it
         self.session.store.add(uri, version, results, now.lines)
         self.editor.published(uri, results)
+
+    async def restore(self, uri: str) -> None:
+        """A document opened: the results its unchanged code had (`record.restored`)."""
+        text = self.editor.text(uri)
+        if text is None or self.session.store.get(uri).statements:
+            return
+        folder = self.editor.folder_for(uri)
+        settings = await self.session.settings(folder)
+        runs = self.session.record(folder, settings).recent(self.editor.path_of(uri), RESTORE_RUNS)
+        now = self.editor.text(uri)
+        if not runs or now is None or self.session.store.get(uri).statements:
+            return
+        results = restored(runs, now.lines)
+        if results.statements:
+            self.keep(uri, now.version, results)
+            self.editor.runs_done()
 
     def mark_findings(self, uri: str, version: int, findings: list[Finding]) -> None:
         now = self.editor.text(uri)

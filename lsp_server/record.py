@@ -40,6 +40,10 @@ VERSION = 1
 FLUSH_AFTER = 0.05
 """Seconds after a run before the runs that ended are written (`Session.recorded`)."""
 PRUNE_EVERY = 100
+TEXT_KEPT = 2_000
+"""Characters of a statement's text output kept in the record."""
+RESTORE_RUNS = 500
+"""Recorded runs of a file looked at when it is opened again."""
 """Runs recorded between two prunings of the oldest."""
 
 _TABLES = """
@@ -75,10 +79,16 @@ class RecordedOutput:
     line: int
     """The statement's first line (0-based)."""
     text: str
-    """Its one line (`→ DataFrame 1,000×12`, the first line of what it printed)."""
+    """What it showed as text (`DataFrame 1,000×12`, what it printed: `TEXT_KEPT` at most)."""
     kind: str = "text"
     file: str | None = None
     """The stored richest form (under `.runfix/outputs/`), if any."""
+    last: int | None = None
+    """The statement's last line (None: its first)."""
+
+    @property
+    def summary(self) -> str:
+        return next((line for line in self.text.splitlines() if line.strip()), "")
 
 
 @dataclass(frozen=True)
@@ -307,12 +317,14 @@ def entry(
     for statement in results.statements:
         rich = next((o for o in statement.outputs if o.kind != "text"), None)
         stored = rich.file if rich is not None else None
+        shown = rich.text if rich is not None else statement.text
         outputs.append(
             RecordedOutput(
                 statement.first,
-                statement.summary,
+                shown[:TEXT_KEPT],
                 rich.kind if rich is not None else "text",
                 str(stored) if stored is not None else None,
+                statement.last if statement.last != statement.first else None,
             )
         )
     return RecordedRun(
@@ -400,6 +412,8 @@ def _compact(output: RecordedOutput) -> dict[str, Any]:
         item["kind"] = output.kind
     if output.file:
         item["file"] = output.file
+    if output.last is not None:
+        item["last"] = output.last
     return item
 
 
@@ -426,7 +440,9 @@ def _run(row: Sequence[Any]) -> RecordedRun:
         rss_before=rss_before,
         rss_after=rss_after,
         outputs=tuple(
-            RecordedOutput(i["line"], i["text"], i.get("kind", "text"), i.get("file"))
+            RecordedOutput(
+                i["line"], i["text"], i.get("kind", "text"), i.get("file"), i.get("last")
+            )
             for i in items
             if isinstance(i, dict) and "line" in i and "text" in i
         ),
@@ -434,3 +450,43 @@ def _run(row: Sequence[Any]) -> RecordedRun:
         fix_of=fix_of,
         id=id_,
     )
+
+
+def restored(runs: Sequence[RecordedRun], lines: Sequence[str]) -> DocumentResults:
+    """The results a reopened document shows: of each recorded run (newest first) whose
+    code still stands, as it ran, on the same lines, its statements' outputs — marked as
+    from an earlier session, with their time; nothing on lines whose text changed."""
+    from lsp_server.cells import code_of
+    from lsp_server.outputs import Output
+    from lsp_server.results import DocumentResults, StatementResult
+
+    results = DocumentResults()
+    taken: list[tuple[int, int]] = []
+    for run in runs:
+        if run.last >= len(lines) or any(a <= run.last and run.first <= b for a, b in taken):
+            continue
+        if code_of(lines, run.first, run.last) != run.code:
+            continue
+        taken.append((run.first, run.last))
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started))
+        took = figures_text(run.duration, run.cpu, run.memory_growth, run.memory_change)
+        ran = f"{when}, before the file was opened · {took}"
+        for output in run.outputs:
+            last = output.last if output.last is not None else output.line
+            if not (run.first <= output.line <= last <= run.last):
+                continue
+            path = Path(output.file) if output.file else None
+            stored = path if path is not None and path.is_file() else None
+            image = stored if output.kind in ("image", "figure", "svg") else None
+            shown = Output(
+                output.text if output.text.endswith("\n") else output.text + "\n",
+                image=image,
+                file=stored,
+                kind=output.kind,
+            )
+            source = tuple(line.rstrip("\r\n") for line in lines[output.line : last + 1])
+            results.statements.append(
+                StatementResult(output.line, last, (shown,), source, ran=ran, earlier=True)
+            )
+    results.statements.sort(key=lambda s: s.first)
+    return results

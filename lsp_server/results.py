@@ -34,6 +34,8 @@ class StatementResult:
     truncated: int = 0
     ran: str = ""
     """When its run was and what it took (`14:32:11 · 0.26 s · CPU 0.24 s · peak +58.1 MB`)."""
+    earlier: bool = False
+    """Restored from the run record when the document was opened (not run since)."""
 
     # Computed once per result: every publication of a document's diagnostics reads them.
     @cached_property
@@ -46,7 +48,10 @@ class StatementResult:
         `plt.plot(…)` is summarised by its figure, not by the list of lines it returned."""
         rich = next((o for o in self.outputs if o.kind != "text"), None)
         line = summarize(rich.text if rich is not None else self.text)
-        return line + (" … (truncated)" if self.truncated else "")
+        marks = (" … (truncated)" if self.truncated else "") + (
+            " (earlier session)" if self.earlier else ""
+        )
+        return line + marks
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ becomes of a file that is not a record; the server killed mid-run; `runfix histo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import sqlite3
@@ -17,7 +18,7 @@ from pytest_lsp import LanguageClient
 
 from lsp_server.contract import HISTORY
 from lsp_server.record import FILE, PRUNE_EVERY, RecordedOutput, RecordedRun, RunRecord
-from tests.conftest import HandDriven, hover_text, init_params, open_doc, run
+from tests.conftest import HandDriven, hints, hover_text, init_params, open_doc, run
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
 
@@ -108,7 +109,7 @@ async def test_each_run_is_recorded_with_its_memory_and_shown_in_the_hover(
     assert allocated["status"] == "ok" and allocated["origin"] == "user"
     assert allocated["memoryGrowthBytes"] >= 190 * 2**20, allocated  # measured in the kernel
     assert allocated["memoryChangeBytes"] >= 190 * 2**20
-    assert allocated["outputs"] == [{"line": 1, "text": "209715200", "kind": "text"}]
+    assert allocated["outputs"] == [{"line": 1, "text": "209715200\n", "kind": "text"}]
     assert allocated["cpuMs"] > 0 and allocated["durationMs"] > 0
     assert failed["status"] == "error" and failed["error"].startswith("ZeroDivisionError")
     assert failed["memoryChangeBytes"] <= -190 * 2**20  # `del big` gave it back
@@ -158,3 +159,46 @@ def test_runfix_history_lists_the_runs_of_runfix_run(folder: Path) -> None:
         [*RUNFIX, "history"], cwd=folder.parent, capture_output=True, text=True
     )
     assert nothing.returncode == 1 and "no run record" in nothing.stdout
+
+
+async def _hint_labels(client: LanguageClient, uri: str, want: int) -> list[str]:
+    labels: list[str] = []
+    for _ in range(100):
+        labels = [h.label for h in await hints(client, uri)]  # type: ignore[misc]
+        if len(labels) >= want:
+            break
+        await asyncio.sleep(0.1)
+    return labels
+
+
+async def test_results_come_back_after_a_restart_only_on_unchanged_code(
+    client: LanguageClient, folder: Path
+) -> None:
+    """A first server runs the file and stops; the next one (the editor reopened) shows the
+    results of the cells whose code is unchanged, marked as earlier, and none where the
+    code changed; close and reopen does the same."""
+    text = "# %% one\nx = 6 * 7\nx\n# %% two\nprint('two', x)\n"
+    first = HandDriven()
+    try:
+        first.initialize(folder, {"python": sys.executable})
+        assert first.run(folder / "again.py", text)["status"] == "ok"
+        first.end("shutdown and exit")
+    finally:
+        first.kill()
+
+    await client.initialize_session(init_params(folder))
+    changed = text.replace("print('two', x)", "print('three', x)")
+    uri = open_doc(client, folder / "again.py", changed)
+    assert await _hint_labels(client, uri, 1) == ["→ 42 (earlier session)"]
+    hover = await hover_text(client, uri, 2)
+    assert "before the file was opened" in hover and "CPU" in hover, hover
+
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    uri = open_doc(client, folder / "again.py", text, version=7)
+    assert await _hint_labels(client, uri, 2) == [
+        "→ 42 (earlier session)",
+        "→ two 42 (earlier session)",
+    ]
+    # Run again: fresh results, no longer marked.
+    assert (await run(client, uri))["status"] == "ok"
+    assert await _hint_labels(client, uri, 2) == ["→ 42", "→ two 42"]

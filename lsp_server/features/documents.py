@@ -21,6 +21,7 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
         ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
+        ls.editor.spawn(ls.flow.restore(params.text_document.uri), "restoring results")
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RunfixServer, params: lsp.DidChangeTextDocumentParams) -> None:
