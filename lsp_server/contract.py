@@ -112,7 +112,8 @@ class HistoryArgs:
     newest first. Each is an object (`RecordedRun.to_json`, with the document's `uri`):
     id, path, first/last (0-based lines), code, origin (user | model), status, started
     (Unix time), durationMs, cpuMs, peakBytes, memoryGrowthBytes, memoryChangeBytes,
-    outputs (line, text, kind, file), error, fixOf."""
+    outputs (line, last, text, kind, file), error, fixOf; `figures` and `said` put them in
+    words (`0.26 s · CPU 0.24 s · peak +58.1 MB · kept +0.0 MB`, `→ DataFrame 2×2`)."""
 
     uri: str | None = None
     limit: int = attrs.field(

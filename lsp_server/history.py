@@ -40,7 +40,7 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
     if folder is not None and path.is_relative_to(folder):
         path = path.relative_to(folder)
     lines = f"{run.first + 1}" if run.first == run.last else f"{run.first + 1}-{run.last + 1}"
-    said = run.error or next((f"→ {o.summary}" for o in run.outputs if o.summary), "")
+    said = run.said
     return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {figures(run)}" + (
         f"  {said}" if said else ""
     )

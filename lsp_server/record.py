@@ -129,6 +129,11 @@ class RecordedRun:
             return None
         return self.peak - self.rss_before
 
+    @property
+    def said(self) -> str:
+        """Its error, else its first output's line (`→ DataFrame 2×2`)."""
+        return self.error or next((f"→ {o.summary}" for o in self.outputs if o.summary), "")
+
     def to_json(self) -> dict[str, Any]:
         """For `runfix history --json` and `runfix.history`: camelCase, unset fields left out."""
         out: dict[str, Any] = {
@@ -152,6 +157,11 @@ class RecordedRun:
             "fixOf": self.fix_of,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
+        out["figures"] = figures_text(
+            self.duration, self.cpu, self.memory_growth, self.memory_change
+        )
+        if self.said:
+            out["said"] = self.said
         return out
 
 

@@ -139,6 +139,11 @@ def test_runfix_output_shows_the_table_in_a_float(nvim: str, tmp_path: Path, whi
     assert text.startswith("**frames.py, line 4**"), text
     assert "*DataFrame 2×2 (all rows)*" in text
     assert "| **0** | Lima | 19.5 |" in text and "| **1** | Oslo | 4.25 |" in text
+    # :RunfixHistory: the file's runs in the quickfix list, newest first.
+    newest, oldest = done["history"]
+    assert (newest["lnum"], oldest["lnum"]) == (6, 2), done["history"]
+    assert " user ok " in newest["text"] and "CPU" in newest["text"]
+    assert "→ DataFrame 2×2" in oldest["text"]
     [url] = done["opened"]
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]+/view\?uri=.+frames\.py&line=3", url)
 

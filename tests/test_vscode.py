@@ -104,6 +104,12 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     canary = report["canary"]
     assert "plots.py, lines 6–8" in canary["text"]
     assert canary["frameTexts"] == ["no script ran"], canary
+    # runfix: Show History lists the file's runs, newest first; Enter reveals the newest.
+    assert report["history"], report.get("historyRows")
+    rows = report["historyRows"]
+    assert rows.index("plots.py:7") < rows.index("plots.py:2"), rows
+    assert "user" in rows and "CPU" in rows
+    assert report["revealed"], "the chosen run's code was not revealed"
     assert report["calls"] == [], "a kernel script ran and called out"
 
 

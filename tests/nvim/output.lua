@@ -46,4 +46,14 @@ harness.run(function(report)
   vim.wait(10000, function()
     return #report.opened > 0
   end, 50)
+  -- :RunfixHistory: the runs in the quickfix list (from the source buffer).
+  vim.api.nvim_set_current_win(vim.fn.win_getid(vim.fn.bufwinnr(os.getenv("RUNFIX_NVIM_FILE"))))
+  vim.cmd("RunfixHistory")
+  vim.wait(10000, function()
+    return #vim.fn.getqflist() > 0
+  end, 50)
+  report.history = {}
+  for _, item in ipairs(vim.fn.getqflist()) do
+    table.insert(report.history, { lnum = item.lnum, type = item.type, text = item.text })
+  end
 end)

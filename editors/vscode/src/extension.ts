@@ -2,6 +2,7 @@
 // forwards the runfix.* settings, adds palette commands that call the server's commands,
 // and shows the kernel's state in the status bar. The server does the work.
 import * as fs from "fs";
+import * as path from "path";
 import * as vscode from "vscode";
 import {
   type ClientCapabilities,
@@ -191,6 +192,20 @@ async function call(command: string, argument?: Record<string, unknown>): Promis
   }
 }
 
+/** One run of `runfix.history`. */
+interface HistoryRun {
+  uri: string;
+  path: string;
+  first: number;
+  last: number;
+  code: string;
+  origin: string;
+  status: string;
+  started: number;
+  figures: string;
+  said?: string;
+}
+
 /** What the output view shows for a line; quiet when there is no server or it fails. */
 async function outputsAt(uri: string, line: number): Promise<OutputsAnswer | undefined> {
   if (!client) {
@@ -312,6 +327,38 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register("runfix.vscode.showOutput", () => {
     const target = editorArgument();
     return target && views?.show(target.editor);
+  });
+  register("runfix.vscode.showHistory", async () => {
+    const target = activeDocument();
+    const runs = (await call("runfix.history", target ? { uri: target.uri, limit: 200 } : { limit: 200 })) as
+      | HistoryRun[]
+      | undefined;
+    if (!runs) {
+      return;
+    }
+    const chosen = await vscode.window.showQuickPick(
+      runs.map((run) => ({
+        label: `${run.status === "ok" ? "$(pass)" : "$(error)"} ${path.basename(run.path)}:${run.first + 1}`,
+        description: `${new Date(run.started * 1000).toLocaleString()} · ${run.origin} · ${run.figures}`,
+        detail: run.said || run.code.split("\n")[0],
+        run,
+      })),
+      {
+        title: target ? "runfix: runs of this file" : "runfix: runs",
+        placeHolder: runs.length ? "reveal a run's code and its outputs" : "no runs recorded yet",
+        matchOnDescription: true,
+        matchOnDetail: true,
+      },
+    );
+    if (!chosen) {
+      return;
+    }
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(chosen.run.uri));
+    const editor = await vscode.window.showTextDocument(document);
+    const end = document.lineAt(Math.min(chosen.run.last, document.lineCount - 1)).range.end;
+    editor.selection = new vscode.Selection(end, new vscode.Position(chosen.run.first, 0)); // cursor at its start
+    editor.revealRange(editor.selection, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    await views?.show(editor);
   });
   register("runfix.vscode.showLog", () => output?.show(true));
   register("runfix.vscode.kernelMenu", async () => {

@@ -303,6 +303,20 @@ try {
   await new Promise((r) => setTimeout(r, 1000)); // a script, had it run, would have by now
   report.canary = (await outputPanel(page)) ?? panel;
   report.calls = calls;
+
+  // History: the file's runs, newest first; choosing one reveals its code.
+  await page.keyboard.press("F1");
+  await page.keyboard.type("runfix: Show History");
+  await pick(page, "runfix: Show History");
+  const runs = page.locator(".quick-input-list .monaco-list-row", { hasText: "plots.py:2" }).first();
+  await runs.waitFor({ timeout: 30000 }).then(() => step("history"), () => step("history", false));
+  report.historyRows = await page.locator(".quick-input-list").innerText().catch(() => "");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    () => document.querySelector(".part.statusbar")?.textContent?.includes("Ln 7"),
+    null,
+    { timeout: 20000 },
+  ).then(() => step("revealed"), () => step("revealed", false));
 } catch (err) {
   if (!(err instanceof Done)) report.error = String(err && err.stack ? err.stack : err);
   if (browser) {

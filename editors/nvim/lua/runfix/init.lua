@@ -358,6 +358,38 @@ function M.output(opts)
   end)
 end
 
+--- The quickfix items of `runfix.history`'s answer: one per run, newest first.
+function M.history_items(runs)
+  local items = {}
+  for _, run in ipairs(runs or {}) do
+    local when = os.date("%Y-%m-%d %H:%M:%S", math.floor(run.started or 0))
+    local said = run.said and run.said ~= vim.NIL and ("  " .. run.said) or ""
+    table.insert(items, {
+      filename = run.path,
+      lnum = run.first + 1,
+      end_lnum = run.last + 1,
+      col = 1,
+      type = run.status == "ok" and "I" or "E",
+      text = string.format("#%d %s %s %s %s%s", run.id, when, run.origin, run.status, run.figures or "", said),
+    })
+  end
+  return items
+end
+
+--- `:RunfixHistory`: this file's runs, newest first, in the quickfix list (`!`: every
+--- file's); each with its time, origin, status, figures and what it showed.
+function M.history(opts)
+  local all = opts and opts.bang
+  request("runfix.history", all and { limit = 200 } or { uri = uri(), limit = 200 }, function(runs)
+    vim.fn.setqflist({}, " ", { title = "runfix history", items = M.history_items(runs) })
+    if #(runs or {}) == 0 then
+      notify("no runs recorded yet")
+    else
+      vim.cmd("copen")
+    end
+  end)
+end
+
 --- The state of the current buffer's kernel, for a statusline: "idle (docker)".
 function M.status(bufnr)
   local client = M.client(bufnr)
@@ -381,6 +413,7 @@ local function user_commands()
   add("RunfixInterrupt", M.interrupt, { desc = "runfix: interrupt the kernel" })
   add("RunfixRestart", M.restart, { desc = "runfix: restart the kernel" })
   add("RunfixVariables", M.variables, { desc = "runfix: the kernel's variables" })
+  add("RunfixHistory", M.history, { bang = true, desc = "runfix: this file's runs (! every file's)" })
   add("RunfixOutput", M.output, { bang = true, desc = "runfix: the outputs here (! in the browser)" })
 end
 
