@@ -48,6 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     history.add_argument("file", type=Path, nargs="?", help="only this file's runs")
     history.add_argument("--json", action="store_true", help="as JSON")
     history.add_argument("--limit", type=int, default=50, help="how many (default 50)")
+    out = commands.add_parser("export", help="a percent script and its last outputs → .ipynb")
+    out.add_argument("file", type=Path)
+    out.add_argument("-o", "--output", type=Path, help="the notebook (default: FILE.ipynb)")
+    into = commands.add_parser("import", help="a notebook → a percent script (# %%)")
+    into.add_argument("notebook", type=Path)
+    into.add_argument("-o", "--output", type=Path, help="the script (default: NOTEBOOK.py)")
+    into.add_argument("--force", action="store_true", help="replace the script if it exists")
     check = commands.add_parser("doctor", help="check the interpreter, ipykernel and a kernel")
     check.add_argument("folder", type=Path, nargs="?", default=Path.cwd())
     images = commands.add_parser("sandbox", help="the Docker sandbox's image")
@@ -82,6 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lsp_server.headless import run_file
 
         return run_file(args.file, args.cell, args.timeout, args.fix)
+    if args.command == "export":
+        from lsp_server.notebooks import export
+
+        return export(args.file, args.output)
+    if args.command == "import":
+        from lsp_server.notebooks import import_notebook
+
+        return import_notebook(args.notebook, args.output, args.force)
     if args.command == "history":
         from lsp_server.history import show_history
 

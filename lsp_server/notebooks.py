@@ -1,0 +1,133 @@
+"""Notebooks in and out: `runfix export` (a percent script and its recorded outputs →
+`.ipynb`) and `runfix import` (`.ipynb` → a percent script).
+
+Jupytext does the conversion between the two formats (markdown cells, cell
+metadata, the header); runfix adds each code cell's last outputs from the run
+record: text as a stream, a DataFrame or HTML as `text/html`, images as
+`image/png`/`image/jpeg`/`image/svg+xml`, an error as an `error` output. nbformat
+validates what is written.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lsp_server.cells import code_of, split_cells
+from lsp_server.history import record_folder
+from lsp_server.record import RESTORE_RUNS, RecordedOutput, RecordedRun, RunRecord
+
+_IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
+
+
+def _outputs(run: RecordedRun) -> list[dict[str, Any]]:
+    from nbformat import v4
+
+    outputs = []
+    for output in run.outputs:
+        outputs.append(_output(output, v4))
+    if run.error:
+        name, _, value = run.error.partition(": ")
+        error = v4.new_output("error", ename=name, evalue=value, traceback=[run.error])  # type: ignore[no-untyped-call]
+        outputs.append(error)
+    return outputs
+
+
+def _output(output: RecordedOutput, v4: Any) -> Any:
+    path = Path(output.file) if output.file else None
+    data: dict[str, Any] = {"text/plain": output.text}
+    if path is not None and path.is_file():
+        if path.suffix in _IMAGES:
+            data[_IMAGES[path.suffix]] = base64.b64encode(path.read_bytes()).decode()
+        elif path.suffix == ".svg":
+            data["image/svg+xml"] = path.read_text(errors="replace")
+        elif path.suffix == ".html":
+            data["text/html"] = path.read_text(errors="replace")
+        elif path.suffix == ".md":
+            data["text/markdown"] = path.read_text(errors="replace")
+    if len(data) == 1 and output.kind == "text":
+        return v4.new_output("stream", name="stdout", text=output.text)
+    return v4.new_output("display_data", data=data)
+
+
+def _cell_runs(
+    runs: Sequence[RecordedRun], lines: Sequence[str], first: int, last: int
+) -> list[RecordedRun]:
+    """The latest recorded runs of lines first..last whose code still stands there, in
+    document order (a cell run as a whole is one run; run in parts, several)."""
+    taken: list[RecordedRun] = []
+    for run in runs:  # newest first
+        if not (first <= run.first and run.last <= last):
+            continue
+        if any(t.first <= run.last and run.first <= t.last for t in taken):
+            continue
+        if code_of(lines, run.first, run.last) == run.code:
+            taken.append(run)
+    return sorted(taken, key=lambda r: r.first)
+
+
+def export(source: Path, target: Path | None) -> int:
+    """Write `source`'s notebook, each code cell with its last recorded outputs."""
+    import jupytext
+    import nbformat
+
+    if not source.is_file():
+        print(f"runfix: {source} does not exist", file=sys.stderr)
+        return 2
+    text = source.read_text()
+    lines = text.splitlines(keepends=True)
+    notebook = jupytext.reads(text, fmt="py:percent")
+    folder = record_folder(source.resolve())
+    runs = (
+        RunRecord(folder).recent(str(source.resolve()), RESTORE_RUNS) if folder is not None else []
+    )
+    code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+    ours = [
+        cell
+        for cell in split_cells(lines)
+        if code_of(lines, cell.code_first, cell.last).strip()
+        and not lines[cell.first].rstrip().endswith(("[markdown]", "[md]"))
+    ]
+    with_outputs = 0
+    at = 0
+    for cell in code_cells:
+        # The script's cell with this code (jupytext and runfix split the same markers;
+        # a cell that cannot be matched is left without outputs rather than guessed).
+        for i in range(at, len(ours)):
+            mine = ours[i]
+            if cell.source.strip() == code_of(lines, mine.code_first, mine.last).strip():
+                at = i + 1
+                cell_runs = _cell_runs(runs, lines, mine.code_first, mine.last)
+                cell.outputs = [o for run in cell_runs for o in _outputs(run)]
+                with_outputs += bool(cell.outputs)
+                break
+    notebook.metadata.pop("jupytext", None)
+    notebook.metadata.setdefault(
+        "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
+    )
+    nbformat.validate(notebook)
+    out = target or source.with_suffix(".ipynb")
+    nbformat.write(notebook, str(out))  # type: ignore[no-untyped-call]
+    print(f"runfix: wrote {out} ({len(notebook.cells)} cells, {with_outputs} with outputs)")
+    return 0
+
+
+def import_notebook(source: Path, target: Path | None, force: bool) -> int:
+    """Write `source` (a notebook) as a percent script; never over a file without --force."""
+    import jupytext
+
+    if not source.is_file():
+        print(f"runfix: {source} does not exist", file=sys.stderr)
+        return 2
+    out = target or source.with_suffix(".py")
+    if out.exists() and not force:
+        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
+        return 1
+    notebook = jupytext.read(source)
+    notebook.metadata.get("jupytext", {}).pop("text_representation", None)
+    jupytext.write(notebook, out, fmt="py:percent")
+    print(f"runfix: wrote {out} ({len(notebook.cells)} cells)")
+    return 0
