@@ -40,6 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--timeout", type=_seconds, help="seconds per cell (default: the setting, 120)"
     )
     run.add_argument(
+        "--format",
+        default="text",
+        choices=["text", "github", "sarif", "json"],
+        help="text: compiler-style lines as results come; github: workflow annotations; "
+        "sarif: a SARIF 2.1.0 log; json: results and problems as one object",
+    )
+    run.add_argument(
         "--fix",
         action="store_true",
         help="fix failing cells with the model (each fix proven by running it) and write the file",
@@ -88,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from lsp_server.headless import run_file
 
-        return run_file(args.file, args.cell, args.timeout, args.fix)
+        return run_file(args.file, args.cell, args.timeout, args.fix, args.format)
     if args.command == "export":
         from lsp_server.notebooks import export
 

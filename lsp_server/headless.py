@@ -22,6 +22,7 @@ from executor.base import ExecutorUnavailable
 from executor.jupyter import JupyterKernel
 from executor.text import split_lines
 from lsp_server.capabilities import ClientFeatures
+from lsp_server.ci_formats import render
 from lsp_server.contract import Range, Status
 from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, apply_to_lines
 from lsp_server.flow import Flow
@@ -108,6 +109,8 @@ class HeadlessEditor:
         self.lines = lines
         self.version = 1
         self.changed = False
+        self.report = "text"
+        """text: each result as it comes; github, sarif, json: all of them at the end."""
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def _say(self, line: str) -> None:
@@ -126,6 +129,8 @@ class HeadlessEditor:
         return self.folder
 
     def published(self, uri: str, added: DocumentResults) -> None:
+        if self.report != "text":
+            return  # said once, in that format, when the run ends
         for line in format_results(self.shown, self.lines, added):
             self._say(line)
 
@@ -178,7 +183,9 @@ class HeadlessEditor:
         task.add_done_callback(self._tasks.discard)
 
 
-def run_file(path: Path, cell: int | None, timeout: float | None, fix: bool = False) -> int:
+def run_file(
+    path: Path, cell: int | None, timeout: float | None, fix: bool = False, report: str = "text"
+) -> int:
     """Run the file's cells (or one), printing results; 0 clean, 1 failed, 2 could not run."""
     shown = str(path)
     path = path.resolve()
@@ -201,6 +208,7 @@ def run_file(path: Path, cell: int | None, timeout: float | None, fix: bool = Fa
             return 2
         line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
     editor = HeadlessEditor(shown, path, folder, lines)
+    editor.report = report
     code = asyncio.run(_run(editor, settings, line_range, fix))
     if editor.changed:
         path.write_text("".join(editor.lines), encoding=encoding)
@@ -230,4 +238,7 @@ async def _run(
         ran = await flow.run(editor.uri, line_range, cancel)
         return 0 if ran.status == Status.OK else 1
     finally:
+        if editor.report != "text":
+            found = session.store.get(editor.uri)
+            editor._say(render(editor.report, editor.shown, editor.lines, found, editor.folder))
         await session.close()
