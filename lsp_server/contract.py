@@ -33,9 +33,13 @@ STATUS = "runfix.status"
 SHOW_OUTPUT = "runfix.showOutput"
 OUTPUTS = "runfix.outputs"
 HISTORY = "runfix.history"
+RUN_ABOVE = "runfix.runAbove"
+RUN_BELOW = "runfix.runBelow"
+RESTART_AND_RUN_TO = "runfix.restartAndRunTo"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
 COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
+COMMANDS += (RUN_ABOVE, RUN_BELOW, RESTART_AND_RUN_TO)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -125,7 +129,10 @@ class HistoryArgs:
 @attrs.frozen
 class RunArgs:
     """`runfix.run`, `runfix.runAndFix`: the range's lines, the cell holding `position`,
-    or (neither) every cell of the document."""
+    or (neither) every cell of the document. `runfix.runAbove` (the cells before the one
+    holding `position`), `runfix.runBelow` (that cell and the cells after it),
+    `runfix.restartAndRunTo` (restart the kernel, then every cell up to and including it)
+    take `position` (or the range's start)."""
 
     uri: str = attrs.field(validator=_document)
     range: Range | None = None

@@ -30,7 +30,7 @@ from executor.cancel import CANCELLED, or_cancelled
 from executor.events import RunOutcome, RunRequest, RunStatus, Variable
 from executor.jupyter import JupyterKernel
 from executor.safety import Finding, describe, scan
-from lsp_server.cells import code_of
+from lsp_server.cells import cell_at, code_of, split_cells
 from lsp_server.context import ReplyError, error_text, extract_code, generate_messages
 from lsp_server.contract import (
     FixAnswer,
@@ -234,9 +234,10 @@ class Flow:
         after: int = -1,
         say_stop: bool = True,
         origin: str = "user",
+        before: int | None = None,
     ) -> RunAnswer:
-        """Run the range's lines, or every cell (below line `after`), stopping at the first
-        that fails.
+        """Run the range's lines, or every cell (below line `after`, above line `before`),
+        stopping at the first that fails.
 
         What runs is the text as it stood when the run was asked for, each piece whole,
         however the document changes meanwhile; results land through the edits made
@@ -250,7 +251,7 @@ class Flow:
         pieces = [
             p
             for p in pieces_for(text.lines, line_range, settings.prompt_markers)
-            if p.first > after
+            if p.first > after and (before is None or p.first < before)
         ]
         if not pieces:
             return _run_answer(Status.OK, began)
@@ -350,6 +351,24 @@ class Flow:
         for message in self.session.record(folder, settings).told_once():
             self.editor.tell(f"runfix: {message}", Level.WARNING)
         return run_id
+
+    async def run_cells(self, uri: str, line: int, which: str, cancel: asyncio.Event) -> RunAnswer:
+        """Cells around the one holding `line`: `above` (the cells before it), `below` (it
+        and the cells after it), or `to` (restart the kernel, then every cell up to and
+        including it: the state a fresh notebook would have there)."""
+        text = self.text(uri)
+        settings = await self.settings_for(uri)
+        cell = cell_at(split_cells(text.lines, settings.prompt_markers), line)
+        if cell is None:
+            return RunAnswer(Status.OK, 0)
+        if which == "above":
+            return await self.run(uri, None, cancel, before=cell.first)
+        if which == "below":
+            return await self.run(uri, None, cancel, after=cell.first - 1)
+        kernel = await self.session.kernel_for(self.editor.folder_for(uri))
+        await kernel.restart()
+        self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
+        return await self.run(uri, None, cancel, before=cell.last + 1)
 
     # -- run and fix ----------------------------------------------------------------------
 

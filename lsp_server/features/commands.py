@@ -26,8 +26,11 @@ from lsp_server.contract import (
     INSTALL,
     INTERRUPT,
     RESTART,
+    RESTART_AND_RUN_TO,
     RUN,
+    RUN_ABOVE,
     RUN_AND_FIX,
+    RUN_BELOW,
     STATUS,
     VARIABLES,
     BadArguments,
@@ -136,9 +139,26 @@ def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
         return to_json(answer)
 
 
+def _cells_command(server: RunfixServer, name: str, which: str) -> None:
+    """A command over the cells around the one at a position (`Flow.run_cells`)."""
+
+    @server.command(name)
+    async def handler(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, name, args, RunArgs)
+        where = arg.position or (arg.range.start if arg.range else None)
+        if where is None:
+            raise JsonRpcInvalidParams(f"{name}: expected a position (or a range)")
+        _within(ls, name, arg.uri, Range(where, where))
+        line = where.line
+        answer = await _cancellable(ls, lambda c: ls.flow.run_cells(arg.uri, line, which, c))
+        return to_json(answer)
+
+
 def register(server: RunfixServer) -> None:
     _range_command(server, RUN, Flow.run)
     _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
+    for name, which in ((RUN_ABOVE, "above"), (RUN_BELOW, "below"), (RESTART_AND_RUN_TO, "to")):
+        _cells_command(server, name, which)
 
     @server.command(GENERATE)
     async def generate(ls: RunfixServer, *args: Any) -> Any:

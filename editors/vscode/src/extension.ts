@@ -297,6 +297,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       : { range: range(target.editor) };
     return call("runfix.runAndFix", { uri: target.uri, ...where });
   });
+  for (const [id, command] of [
+    ["runfix.vscode.runAbove", "runfix.runAbove"],
+    ["runfix.vscode.runBelow", "runfix.runBelow"],
+    ["runfix.vscode.restartAndRunTo", "runfix.restartAndRunTo"],
+  ]) {
+    register(id, () => {
+      const target = editorArgument();
+      return target && call(command, { uri: target.uri, position: position(target.editor) });
+    });
+  }
   register("runfix.vscode.generate", () => {
     const target = editorArgument();
     return target && call("runfix.generate", { uri: target.uri, position: position(target.editor), run: false });

@@ -214,6 +214,20 @@ function M.run_cell()
   request("runfix.run", { uri = uri(), position = cursor_position() }, report)
 end
 
+--- `:RunfixRunAbove` (the cells before the cursor's), `:RunfixRunBelow` (its cell and
+--- those after), `:RunfixRestartRunTo` (restart, then every cell up to and including it).
+function M.run_above()
+  request("runfix.runAbove", { uri = uri(), position = cursor_position() }, report)
+end
+
+function M.run_below()
+  request("runfix.runBelow", { uri = uri(), position = cursor_position() }, report)
+end
+
+function M.restart_run_to()
+  request("runfix.restartAndRunTo", { uri = uri(), position = cursor_position() }, report)
+end
+
 --- `:RunfixRunAndFix`: the cell under the cursor, or the range.
 function M.run_and_fix(opts)
   local range = line_range(opts)
@@ -408,6 +422,9 @@ local function user_commands()
   local add = vim.api.nvim_create_user_command
   add("RunfixRun", M.run, { range = true, desc = "runfix: run the file (or the range)" })
   add("RunfixRunCell", M.run_cell, { desc = "runfix: run the cell under the cursor" })
+  add("RunfixRunAbove", M.run_above, { desc = "runfix: run the cells above" })
+  add("RunfixRunBelow", M.run_below, { desc = "runfix: run this cell and those below" })
+  add("RunfixRestartRunTo", M.restart_run_to, { desc = "runfix: restart, run up to this cell" })
   add("RunfixRunAndFix", M.run_and_fix, { range = true, desc = "runfix: run and fix the cell" })
   add("RunfixGenerate", M.generate, { bang = true, desc = "runfix: generate from the prompt (! runs it)" })
   add("RunfixInterrupt", M.interrupt, { desc = "runfix: interrupt the kernel" })

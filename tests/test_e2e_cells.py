@@ -1,0 +1,62 @@
+"""Run cells above, run a cell and those below, restart and run to here: what a notebook user
+reaches for when a later cell's state comes from earlier ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from lsp_server.contract import RESTART_AND_RUN_TO, RUN_ABOVE, RUN_BELOW
+from tests.conftest import hints, init_params, open_doc, run
+
+pytestmark = pytest.mark.e2e
+
+CELLS = """\
+# %% a
+log = ["a"]
+# %% b
+log.append("b")
+# %% c
+log.append("c")
+log
+"""
+
+
+async def command(client: LanguageClient, name: str, uri: str, line: int) -> Any:
+    position = {"line": line, "character": 0}
+    return await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(name, [{"uri": uri, "position": position}])
+    )
+
+
+async def test_run_above_below_and_restart_and_run_to_here(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "cells.py", CELLS)
+
+    assert (await command(client, RUN_ABOVE, uri, 5))["status"] == "ok"  # a, b: not c
+    assert [h.label for h in await hints(client, uri)] == []
+    assert (await command(client, RUN_BELOW, uri, 3))["status"] == "ok"  # b again, then c
+    assert [h.label for h in await hints(client, uri)] == ["→ ['a', 'b', 'b', 'c']"]
+
+    # A fresh kernel, then a and b: c alone then sees exactly their state.
+    assert (await command(client, RESTART_AND_RUN_TO, uri, 2))["status"] == "ok"
+    answer = await run(client, uri, 4, 6)
+    assert answer["status"] == "ok"
+    assert [h.label for h in await hints(client, uri)] == ["→ ['a', 'b', 'c']"]
+
+
+async def test_a_cells_command_needs_a_position(client: LanguageClient, folder: Path) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "cells.py", CELLS)
+    with pytest.raises(Exception, match="expected a position"):
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(RUN_ABOVE, [{"uri": uri}])
+        )
+    with pytest.raises(Exception, match="past the end"):
+        await command(client, RUN_BELOW, uri, 99)
