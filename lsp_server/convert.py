@@ -11,7 +11,7 @@ from lsprotocol import types as lsp
 
 from lsp_server.contract import SOURCE, ProblemData, to_json
 from lsp_server.positions import Width, content_span, strip_eol, utf16_len
-from lsp_server.results import DocumentResults, Problem, StatementResult
+from lsp_server.results import DocumentResults, Front, Problem, StatementResult
 
 HOVER_LIMIT = 100_000
 
@@ -85,14 +85,25 @@ def problem_data(problem: Problem) -> Any:
 
 
 def _result_diagnostic(
-    lines: Sequence[str], result: StatementResult, width: Width
+    lines: Sequence[str], result: StatementResult, width: Width, stale: Front | None
 ) -> lsp.Diagnostic:
-    return lsp.Diagnostic(
+    if stale is None:
+        return lsp.Diagnostic(
+            range=line_range(lines, result.last, width=width),
+            message=f"→ {result.summary}",
+            severity=lsp.DiagnosticSeverity.Information,
+            source=SOURCE,
+        )
+    return lsp.Diagnostic(  # shown faded: from before a change above it
         range=line_range(lines, result.last, width=width),
-        message=f"→ {result.summary}",
+        message=f"→ {result.summary} (stale: {stale.reason})",
         severity=lsp.DiagnosticSeverity.Information,
         source=SOURCE,
+        tags=[lsp.DiagnosticTag.Unnecessary],
     )
+
+
+STALE = "*stale: {reason}; run it again for a result of the code as it is now*"
 
 
 def diagnostics(
@@ -105,7 +116,11 @@ def diagnostics(
 ) -> list[lsp.Diagnostic]:
     out = [_problem_diagnostic(uri, lines, p, width) for p in results.problems]
     if with_results:
-        out.extend(_result_diagnostic(lines, s, width) for s in results.statements if s.summary)
+        out.extend(
+            _result_diagnostic(lines, s, width, results.stale(s) if results.fronts else None)
+            for s in results.statements
+            if s.summary
+        )
     return out
 
 
@@ -123,22 +138,26 @@ def inlay_hints(
     for result in results.statements:
         if not result.summary:
             continue
+        stale = results.stale(result) if results.fronts else None
         hint: dict[str, Any] = {
             "position": {"line": result.last, "character": width(_line(lines, result.last))},
-            "label": f"→ {result.summary}",
+            "label": f"→ {result.summary}" + (" (stale)" if stale else ""),
             "paddingLeft": True,
         }
         if resolve_uri is None:
-            hint["tooltip"] = inlay_tooltip(result)
+            hint["tooltip"] = inlay_tooltip(result, stale)
         else:
             hint["data"] = {"uri": resolve_uri, "line": result.last}
         hints.append((result.last, hint))
     return hints
 
 
-def inlay_tooltip(result: StatementResult) -> dict[str, str]:
+def inlay_tooltip(result: StatementResult, stale: Front | None = None) -> dict[str, str]:
     """The whole output of a statement, as the markdown an inlay hint's tooltip holds."""
-    return {"kind": "markdown", "value": _output_markdown(result)}
+    value = _output_markdown(result)
+    if stale is not None:
+        value = STALE.format(reason=stale.reason) + "\n\n" + value
+    return {"kind": "markdown", "value": value}
 
 
 def tooltip_at(results: DocumentResults, line: int) -> dict[str, str] | None:
@@ -146,7 +165,7 @@ def tooltip_at(results: DocumentResults, line: int) -> dict[str, str] | None:
     result = results.statement_at(line)
     if result is None or result.last != line or not result.summary:
         return None
-    return inlay_tooltip(result)
+    return inlay_tooltip(result, results.stale(result))
 
 
 def _fence(text: str) -> str:
@@ -206,6 +225,8 @@ def hover(
             parts.append(_fence(problem.text))
     statement = results.statement_at(line)
     if statement is not None:
+        if (stale := results.stale(statement)) is not None:
+            parts.append(STALE.format(reason=stale.reason))
         parts.append(_output_markdown(statement))
     if not parts:
         return None

@@ -161,6 +161,21 @@ class Flow:
         self.session.store.add(uri, version, results, now.lines)
         self.editor.published(uri, results)
 
+    def say_if_stale_above(self, uri: str, line: int) -> None:
+        """A fix is made against the kernel's state: say so when code above the error at
+        `line` changed (edited, or run again) after the error was made."""
+        results = self.session.store.get(uri)
+        problem = results.problem_at(line)
+        front = results.stale(problem) if problem is not None and results.fronts else None
+        if front is not None:
+            self.editor.tell(
+                f"runfix: the code above line {line + 1} changed after this error "
+                f"({front.reason}): the kernel's state is not what the file says. "
+                "Run the cells above again (runfix: Run Cells Above) before trusting a fix.",
+                Level.WARNING,
+                Place(uri, line),
+            )
+
     async def restore(self, uri: str) -> None:
         """A document opened: the results its unchanged code had (`record.restored`)."""
         text = self.editor.text(uri)
@@ -483,6 +498,7 @@ class Flow:
         (for `codeAction/resolve`: the user applies it or not)."""
         settings = await self.settings_for(uri)
         code = code_of(lines, first, last)
+        self.say_if_stale_above(uri, first)
         async with self.editor.progress(cancel) as progress:
             fixer = self._fixer(uri, first, settings, progress, cancel, fix_of)
             result = await fixer.fix(lines, first, last, code, error)

@@ -31,7 +31,7 @@ from lsp_server.contract import (
 from lsp_server.convert import diagnostics
 from lsp_server.editor import Level, LineEdit, Place, Snapshot
 from lsp_server.edits import replace_lines
-from lsp_server.results import DocumentResults, StatementResult
+from lsp_server.results import DocumentResults, Front, StatementResult
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class LspEditor:
         self._folders: dict[str, tuple[list[str], Path]] = {}
         self._kernels: dict[Path, JupyterKernel] = {}
         self._touched: set[str] = set()
-        self._hinted: dict[str, tuple[StatementResult, ...]] = {}
+        self._hinted: dict[str, tuple[tuple[StatementResult, ...], tuple[Front, ...]]] = {}
         """Each document's results when the client was last asked to redraw its hints."""
         self._state_timers: dict[Path, asyncio.TimerHandle] = {}
         self._states_sent: dict[Path, KernelStatus] = {}
@@ -230,12 +230,13 @@ class LspEditor:
         touched, self._touched = self._touched, set()
         changed = False
         for uri in touched:
-            now = tuple(self.session.store.get(uri).statements)
-            before = self._hinted.get(uri, ())
-            if before != now:
-                self._hinted[uri] = now
+            results = self.session.store.get(uri)
+            now = tuple(results.statements)
+            before, fronts = self._hinted.get(uri, ((), ()))
+            if before != now or fronts != results.fronts:
+                self._hinted[uri] = (now, results.fronts)
                 changed = True
-                if self.features.outputs:
+                if self.features.outputs and before != now:
                     self._tell_outputs(uri, before, now)
         if changed and self.features.inlay_refresh:
             self.spawn(self._refresh_inlay_hints(), "inlay hint refresh")

@@ -12,6 +12,7 @@ import bisect
 import itertools
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -25,6 +26,10 @@ from lsp_server.positions import strip_eol
 SUMMARY_WIDTH = 60
 
 
+STAMPS = itertools.count(1)
+"""The order things happen in: results made, code changed or run again."""
+
+
 @dataclass(frozen=True)
 class StatementResult:
     first: int
@@ -36,6 +41,8 @@ class StatementResult:
     """When its run was and what it took (`14:32:11 · 0.26 s · CPU 0.24 s · peak +58.1 MB`)."""
     earlier: bool = False
     """Restored from the run record when the document was opened (not run since)."""
+    made: int = field(default_factory=lambda: next(STAMPS), compare=False)
+    """When it was made, in the order of `STAMPS` (what staleness is judged by)."""
 
     # Computed once per result: every publication of a document's diagnostics reads them.
     @cached_property
@@ -81,12 +88,39 @@ class Problem:
     """The lines that ran (0-based, inclusive), for fixes that re-run or rewrite them."""
     ran: str = ""
     """When its run was and what it took."""
+    made: int = field(default_factory=lambda: next(STAMPS), compare=False)
+
+
+@dataclass(frozen=True)
+class Front:
+    """Code at `line` changed (edited, or run again) at `stamp`: a result further down
+    that was made before it is stale."""
+
+    line: int
+    stamp: int
+    reason: str
+    """`the cell at line 3 ran again at 14:32:10`, `line 5 was edited at 14:33:02`."""
 
 
 @dataclass
 class DocumentResults:
     statements: list[StatementResult] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    fronts: tuple[Front, ...] = ()
+    """Where the code last changed, lines ascending (and stamps with them): each new change
+    drops those at or below its line, which it supersedes. Replaced, never changed in
+    place."""
+
+    def stale(self, item: StatementResult | Problem) -> Front | None:
+        """The change above `item` made after it, if any: then its result is stale."""
+        fronts = self.fronts
+        at = bisect.bisect_left(fronts, item.first, key=lambda f: f.line) - 1
+        return fronts[at] if at >= 0 and fronts[at].stamp > item.made else None
+
+    def changed(self, line: int, reason: str) -> None:
+        """Code at `line` changed now: results below it made before now are stale."""
+        at = bisect.bisect_left(self.fronts, line, key=lambda f: f.line)
+        self.fronts = (*self.fronts[:at], Front(line, next(STAMPS), reason))
 
     def statement_at(self, line: int) -> StatementResult | None:
         return next((s for s in self.statements if s.first <= line <= s.last), None)
@@ -261,6 +295,10 @@ class LineChange:
     first: int
     last: int
     newlines: int
+    text: str = field(default="", compare=False)
+    """What was typed (for telling an edit of code from one of a comment or blank line)."""
+    deleted: bool = field(default=False, compare=False)
+    """It replaced some text (its range was not empty)."""
 
     @property
     def delta(self) -> int:
@@ -455,9 +493,14 @@ class ResultStore:
             self._docs.pop(uri, None)
 
     def clear_made_at(self, uri: str, made_at: int, first: int, last: int) -> None:
-        """Drop results on lines first..last of version `made_at`, wherever edits moved them."""
+        """Lines first..last of version `made_at` run again: drop their results, wherever
+        edits moved them; results further down made before now become stale."""
         changes = self._changes_since(uri, made_at)
-        self.clear(uri, _shift_line(first, changes), _shift_line(last, changes))
+        first, last = _shift_line(first, changes), _shift_line(last, changes)
+        self.clear(uri, first, last)
+        results = self._docs.get(uri)
+        if results is not None and any(s.first > last for s in results.statements[-1:]):
+            results.changed(first, f"the code at line {first + 1} ran again at {_now()}")
 
     def _changes_since(self, uri: str, version: int) -> list[LineChange]:
         return [c for v, c in self._log.get(uri, []) if v > version]
@@ -488,7 +531,8 @@ class ResultStore:
         statements, moved = _edit_statements(results.statements, changes, lines)
         problems, moved_problems = _edit_items(results.problems, changes, lines, _move_problem)
         results.statements, results.problems = statements, problems
-        return moved or moved_problems
+        stale = _edit_fronts(results, changes, lines)
+        return moved or moved_problems or stale
 
     def add(self, uri: str, made_at: int, new: DocumentResults, lines: Sequence[str]) -> None:
         """Add results made from document version `made_at`, moved through later edits."""
@@ -506,5 +550,53 @@ class ResultStore:
         results.problems.sort(key=lambda p: p.first)
 
 
-def line_change(start_line: int, end_line: int, text: str) -> LineChange:
-    return LineChange(start_line, end_line, text.count("\n"))
+def _now() -> str:
+    return time.strftime("%H:%M:%S")
+
+
+def _edit_fronts(
+    results: DocumentResults, changes: Sequence[LineChange], lines: Sequence[str]
+) -> bool:
+    """Move the fronts through `changes`, and add one where code was edited above a result
+    (typing in a comment or a blank line changes no state). True when a result became stale."""
+    fronts = results.fronts
+    if fronts:
+        moved = []
+        for front in fronts:
+            line = front.line
+            for change in changes:
+                if line > change.last:
+                    line += change.delta
+                elif line >= change.first:
+                    line = change.first
+            moved.append(front if line == front.line else replace(front, line=line))
+        results.fronts = tuple(moved)
+    last_result = results.statements[-1].first if results.statements else -1
+    stale = False
+    for change in changes:
+        if change.first < last_result and _edits_code(change, lines):
+            below = bisect.bisect_right(results.statements, change.first, key=lambda s: s.first)
+            was = below < len(results.statements) and results.stale(results.statements[below])
+            results.changed(change.first, f"line {change.first + 1} was edited at {_now()}")
+            stale = stale or not was  # newly stale: worth saying now
+    return stale
+
+
+def _edits_code(change: LineChange, lines: Sequence[str]) -> bool:
+    """The change wrote or removed something on a line of code (typing in a comment, adding
+    blank lines or a comment above, changes no state)."""
+    for i, typed in enumerate(change.text.split("\n")):
+        touched = bool(typed.strip()) or (i == 0 and change.deleted)
+        line = change.first + i
+        if touched and line < len(lines) and _is_code(lines[line]):
+            return True
+    return False
+
+
+def _is_code(line: str) -> bool:
+    text = line.strip()
+    return bool(text) and not text.startswith("#")
+
+
+def line_change(start_line: int, end_line: int, text: str, deleted: bool = False) -> LineChange:
+    return LineChange(start_line, end_line, text.count("\n"), text, deleted)

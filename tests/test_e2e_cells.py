@@ -11,7 +11,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from lsp_server.contract import RESTART_AND_RUN_TO, RUN_ABOVE, RUN_BELOW
-from tests.conftest import hints, init_params, open_doc, run
+from tests.conftest import change, hints, hover_text, init_params, open_doc, run
 
 pytestmark = pytest.mark.e2e
 
@@ -60,3 +60,28 @@ async def test_a_cells_command_needs_a_position(client: LanguageClient, folder: 
         )
     with pytest.raises(Exception, match="past the end"):
         await command(client, RUN_BELOW, uri, 99)
+
+
+async def test_results_below_an_edit_are_stale_until_they_run_again(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder, "visual_studio_code", {"results": "both"}))
+    text = "# %% a\nrate = 2\n# %% b\nrate * 10\n"
+    uri = open_doc(client, folder / "stale.py", text)
+    assert (await run(client, uri))["status"] == "ok"
+    assert [h.label for h in await hints(client, uri)] == ["→ 20"]
+
+    change(client, uri, 2, (1, 7), (1, 8), "3")  # rate = 3: the result below is from before
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [h.label for h in await hints(client, uri)] == ["→ 20 (stale)"]
+    [info] = [d for d in client.diagnostics[uri] if d.message.startswith("→")]
+    assert list(info.tags or []) == [lsp.DiagnosticTag.Unnecessary]  # shown faded
+    assert "stale: line 2 was edited at" in info.message
+    assert "*stale: line 2 was edited at" in await hover_text(client, uri, 3)
+
+    assert (await run(client, uri, 3, 3))["status"] == "ok"  # b again, on the old state
+    assert [h.label for h in await hints(client, uri)] == ["→ 20"]
+    assert (await command(client, RUN_ABOVE, uri, 3))["status"] == "ok"  # a ran again
+    assert [h.label for h in await hints(client, uri)] == ["→ 20 (stale)"]
+    assert (await command(client, RUN_BELOW, uri, 3))["status"] == "ok"
+    assert [h.label for h in await hints(client, uri)] == ["→ 30"]

@@ -377,3 +377,35 @@ def test_clearing_lines_drops_exactly_the_results_that_touch_them() -> None:
         store.clear("u", first, last)
         kept = [s for s in statements if s.last < first or s.first > last]
         assert store.get("u").statements == kept, (statements, first, last)
+
+
+def test_results_below_code_that_changed_are_stale_until_they_run_again() -> None:
+    lines = lines_of("print('one')\nprint(\n 'two')\nraise ValueError('no')\n")
+    store = _store_with(lines)
+    # A comment typed above, or blank lines added: no state changed.
+    commented = ["# note\n", *lines]
+    store.edit("u", 2, [line_change(0, 0, "# note\n")], commented)
+    assert [store.get("u").stale(s) for s in store.get("u").statements] == [None, None]
+    # Code edited on the first line: the second statement's result is from before.
+    edited = ["# note\n", "print('one!')\n", *lines[1:]]
+    store.edit("u", 3, [line_change(1, 1, "!", deleted=False)], edited)
+    results = store.get("u")
+    [two_now] = results.statements  # the edited statement's own result went
+    front = results.stale(two_now)
+    assert front is not None and front.reason.startswith("line 2 was edited at ")
+    # Run again: a fresh result is not stale.
+    outcome = RunOutcome(RunStatus.OK, (Stream("stdout", "two\n", Span(3, 4)),), 0.0)
+    again = build(outcome, path=PATH, lines=edited, fallback_line=2, folder=None)
+    store.clear_made_at("u", 3, 2, 3)
+    store.add("u", 3, again, edited)
+    assert [results.stale(s) for s in store.get("u").statements] == [None]
+
+
+def test_running_code_again_makes_results_below_it_stale() -> None:
+    lines = lines_of("print('one')\nprint(\n 'two')\nraise ValueError('no')\n")
+    store = _store_with(lines)
+    store.clear_made_at("u", 1, 0, 0)  # the first statement runs again
+    results = store.get("u")
+    [two] = results.statements
+    front = results.stale(two)
+    assert front is not None and front.reason.startswith("the code at line 1 ran again at ")

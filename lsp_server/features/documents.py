@@ -34,7 +34,9 @@ def register(server: RunfixServer) -> None:
                 store.reset(uri, doc.version or 0)  # a whole new text: nothing can stay
                 ls.editor.publish(uri)
                 return
-            changes.append(line_change(change.range.start.line, change.range.end.line, change.text))
+            start, end = change.range.start, change.range.end
+            deleted = (start.line, start.character) != (end.line, end.character)
+            changes.append(line_change(start.line, end.line, change.text, deleted))
         if store.edit(uri, doc.version or 0, changes, doc.lines):
             ls.editor.publish(uri)
 

@@ -30,7 +30,7 @@ def register(server: RunfixServer) -> None:
         lazy = uri if features.inlay_resolve_tooltip else None
         hints = made.get(
             uri,
-            (lines, results.statements, features.width, lazy),
+            (lines, results.statements, results.fronts, features.width, lazy),
             lambda: ByLine.of(inlay_hints(lines, results, features.width, resolve_uri=lazy)),
         )
         return hints.between(params.range.start.line, params.range.end.line)
