@@ -361,7 +361,7 @@ class Flow:
         return PieceRun(piece, outcome, text.lines, text.version, run_id)
 
     def record(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
-        """Add a run to the folder's record; its id (None: not recorded)."""
+        """Add a run to the folder's record; its ticket (None: not recorded)."""
         run_id = self.session.recorded(folder, settings, run)
         for message in self.session.record(folder, settings).told_once():
             self.editor.tell(f"runfix: {message}", Level.WARNING)
@@ -414,7 +414,9 @@ class Flow:
                 _outcome_error(failed.outcome),
                 cancel,
                 apply=True,
-                fix_of=failed.record_id,
+                fix_of=self.session.record(
+                    self.editor.folder_for(uri), await self.settings_for(uri)
+                ).id_for(failed.record_id),
             )
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:

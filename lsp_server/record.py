@@ -19,6 +19,7 @@ turns recording off for the session with a message, and runs go on.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import sqlite3
@@ -42,6 +43,8 @@ FLUSH_AFTER = 0.05
 PRUNE_EVERY = 100
 TEXT_KEPT = 2_000
 """Characters of a statement's text output kept in the record."""
+KEEP_IDS = 1_000
+"""Tickets whose ids a record remembers (a fix attempt names the run it fixes by id)."""
 RESTORE_RUNS = 500
 """Recorded runs of a file looked at when it is opened again."""
 """Runs recorded between two prunings of the oldest."""
@@ -179,10 +182,12 @@ class RunRecord:
         self._db: sqlite3.Connection | None = None
         self._off = False
         """Turned off after an error, for the session."""
-        self._next_id = 0
+        self._tickets = itertools.count(1)
+        self._ids: dict[int, int] = {}
+        """Ticket → the run's id, once written (the latest `KEEP_IDS`)."""
         self._since_prune = 0
         self.pending: list[tuple[int, RecordedRun]] = []
-        """Runs given an id and not written yet (`flush` writes them)."""
+        """Runs given a ticket and not written yet (`flush` writes them)."""
         self.told: list[str] = []
 
     # -- opening ------------------------------------------------------------------------
@@ -206,8 +211,6 @@ class RunRecord:
                     f"{aside.name} and a new one started"
                 )
                 self._db = _connect(self.path)
-            last = self._db.execute("SELECT max(id) FROM runs").fetchone()[0]
-            self._next_id = (last or 0) + 1
         except (OSError, sqlite3.Error, NotARecord) as exc:
             self._turn_off(exc)
         return self._db
@@ -237,14 +240,24 @@ class RunRecord:
         return told
 
     def add(self, run: RecordedRun) -> int | None:
-        """Give a run its id (None when runs are not recorded); `flush` writes it. The
-        server flushes a moment after a run ends (`Session.recorded`), between runs, so a
-        run's answer never waits on SQLite and a burst of runs is one transaction."""
+        """Queue a run; its ticket (None when runs are not recorded), `id_for` gives its id.
+        The server flushes a moment after a run ends (`Session.recorded`), between runs, so
+        a run's answer never waits on SQLite and a burst of runs is one transaction. SQLite
+        gives the ids: another writer on the same folder (`runfix run` in a terminal while
+        the editor's server runs) interleaves its runs without a clash."""
         if self._open() is None:
             return None
-        run_id, self._next_id = self._next_id, self._next_id + 1
-        self.pending.append((run_id, run))
-        return run_id
+        ticket = next(self._tickets)
+        self.pending.append((ticket, run))
+        return ticket
+
+    def id_for(self, ticket: int | None) -> int | None:
+        """The record's id of a queued run (written now if it was not yet)."""
+        if ticket is None:
+            return None
+        if ticket not in self._ids:
+            self.flush()
+        return self._ids.get(ticket)
 
     def flush(self) -> None:
         """Write the pending runs, in one transaction."""
@@ -253,10 +266,11 @@ class RunRecord:
             return
         try:
             with self._db as db:
-                db.executemany(
-                    f"INSERT INTO runs (id, {_COLUMNS}) VALUES ({', '.join('?' * 16)})",
-                    [_row(run_id, run) for run_id, run in pending],
-                )
+                insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+                for ticket, run in pending:
+                    row_id = db.execute(insert, _row(run)).lastrowid
+                    if row_id is not None:
+                        self._ids[ticket] = row_id
                 self._since_prune += len(pending)
                 if self._since_prune >= PRUNE_EVERY:
                     self._since_prune = 0
@@ -266,6 +280,9 @@ class RunRecord:
                     )
         except sqlite3.Error as exc:
             self._turn_off(exc)
+        if len(self._ids) > KEEP_IDS:
+            for ticket in list(self._ids)[: len(self._ids) - KEEP_IDS]:
+                del self._ids[ticket]
 
     # -- reading ------------------------------------------------------------------------
 
@@ -407,10 +424,10 @@ def recent(db: sqlite3.Connection, path: str | None, limit: int) -> list[Recorde
     return [_run(row) for row in rows]
 
 
-def _row(run_id: int, run: RecordedRun) -> tuple[Any, ...]:
+def _row(run: RecordedRun) -> tuple[Any, ...]:
     outputs = json.dumps([_compact(o) for o in run.outputs], ensure_ascii=False)
     return (
-        run_id, run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
+        run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
         run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, outputs, run.error,
         run.fix_of,
     )  # fmt: skip

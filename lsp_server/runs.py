@@ -68,4 +68,4 @@ class PieceRun:
     lines: tuple[str, ...]
     version: int
     record_id: int | None = None
-    """Its id in the folder's run record (None: not recorded)."""
+    """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""

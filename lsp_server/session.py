@@ -81,8 +81,8 @@ class Session:
         return record
 
     def recorded(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
-        """Add a run to the folder's record (its id; None: not recorded), written a moment
-        later, between runs."""
+        """Add a run to the folder's record (its ticket; None: not recorded), written a
+        moment later, between runs."""
         run_id = self.record(folder, settings).add(run)
         if run_id is not None and self._flush is None:
             self._flush = asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush_records)

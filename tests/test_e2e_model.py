@@ -332,6 +332,17 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     assert any("attempt 2/3" in m for m in progress_messages(client))
     await asyncio.sleep(0.3)
     assert errors(client, uri) == []
+    # The record: the failed run, then both attempts as model-written runs that name it.
+    runs = await command(client, "runfix.history", {"uri": uri})
+    fixed, tried, failed = runs[:3]
+    assert (failed["origin"], failed["status"], failed["code"]) == (
+        "user",
+        "error",
+        "total = sum(valus)\nprint(total)\n",
+    )
+    assert (tried["origin"], tried["status"], tried["fixOf"]) == ("model", "error", failed["id"])
+    assert (fixed["origin"], fixed["status"], fixed["fixOf"]) == ("model", "ok", failed["id"])
+    assert fixed["said"] == "→ 9" and (fixed["first"], fixed["last"]) == (2, 3)
 
 
 async def test_run_and_fix_of_a_file_goes_on_with_the_cells_below_a_fixed_one(

@@ -43,10 +43,10 @@ def test_runs_are_recorded_and_read_back_newest_first(tmp_path: Path) -> None:
     shown = (RecordedOutput(3, "DataFrame 2×2", "table", "/p/.runfix/outputs/ab.html"),)
     first = record.add(a_run(1, outputs=shown, cpu=0.5, peak=300, rss_before=100, rss_after=150))
     record.add(a_run(2, path="/p/b.py", status="error", error="ZeroDivisionError: x"))
-    record.add(a_run(3, origin="model", fix_of=first))
+    record.add(a_run(3, origin="model", fix_of=record.id_for(first)))
     assert [r.first for r in record.recent()] == [3, 2, 1]
     newest, _, oldest = record.recent()
-    assert newest.origin == "model" and newest.fix_of == first
+    assert newest.origin == "model" and newest.fix_of == oldest_id(record)
     assert oldest.outputs == shown and (oldest.memory_growth, oldest.memory_change) == (200, 50)
     assert [r.first for r in record.recent("/p/b.py")] == [2]
     assert record.recent(limit=1)[0].first == 3
@@ -54,6 +54,24 @@ def test_runs_are_recorded_and_read_back_newest_first(tmp_path: Path) -> None:
     # Another reader sees it all (WAL: committed as each run ended).
     again = RunRecord(tmp_path)
     assert len(again.recent()) == 3
+
+
+def oldest_id(record: RunRecord) -> int | None:
+    return record.recent(limit=1000)[-1].id
+
+
+def test_two_writers_on_one_folder_interleave_their_runs(tmp_path: Path) -> None:
+    """The editor's server and `runfix run` in a terminal, on one folder at once."""
+    editor, terminal = RunRecord(tmp_path), RunRecord(tmp_path)
+    for n in range(6):
+        (editor if n % 2 else terminal).add(a_run(n))
+        editor.flush() if n % 3 else terminal.flush()
+    editor.close()
+    terminal.close()
+    runs = RunRecord(tmp_path).recent(limit=100)
+    assert sorted(r.first for r in runs) == list(range(6))
+    assert len({r.id for r in runs}) == 6
+    assert editor.told_once() == [] and terminal.told_once() == []
 
 
 def test_the_oldest_runs_are_pruned_past_the_limit(tmp_path: Path) -> None:
