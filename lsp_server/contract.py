@@ -36,10 +36,11 @@ HISTORY = "runfix.history"
 RUN_ABOVE = "runfix.runAbove"
 RUN_BELOW = "runfix.runBelow"
 RESTART_AND_RUN_TO = "runfix.restartAndRunTo"
+EXPORT = "runfix.export"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
 COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
-COMMANDS += (RUN_ABOVE, RUN_BELOW, RESTART_AND_RUN_TO)
+COMMANDS += (RUN_ABOVE, RUN_BELOW, RESTART_AND_RUN_TO, EXPORT)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -124,6 +125,22 @@ class HistoryArgs:
         default=50,
         validator=attrs.validators.and_(attrs.validators.ge(1), attrs.validators.le(10_000)),
     )
+
+
+@attrs.frozen
+class ExportArgs:
+    """`runfix.export`: the document as it stands in the editor, as a notebook next to its
+    file (`<name>.ipynb`), each code cell with its last recorded outputs. Answers
+    `ExportAnswer`."""
+
+    uri: str = attrs.field(validator=_document)
+
+
+@attrs.frozen
+class ExportAnswer:
+    path: str
+    cells: int
+    with_outputs: int
 
 
 @attrs.frozen
@@ -305,6 +322,8 @@ class Restarted:
 WIRE_TYPES: tuple[type, ...] = (
     DocumentArgs,
     HistoryArgs,
+    ExportArgs,
+    ExportAnswer,
     RunArgs,
     GenerateArgs,
     FixArgs,

@@ -69,21 +69,14 @@ def _cell_runs(
     return sorted(taken, key=lambda r: r.first)
 
 
-def export(source: Path, target: Path | None) -> int:
-    """Write `source`'s notebook, each code cell with its last recorded outputs."""
+def write_notebook(text: str, runs: Sequence[RecordedRun], out: Path) -> tuple[int, int]:
+    """Write the percent script `text` as a notebook at `out`, each code cell with the
+    outputs of its latest recorded `runs` whose code still stands; (cells, with outputs)."""
     import jupytext
     import nbformat
 
-    if not source.is_file():
-        print(f"runfix: {source} does not exist", file=sys.stderr)
-        return 2
-    text = source.read_text()
     lines = text.splitlines(keepends=True)
     notebook = jupytext.reads(text, fmt="py:percent")
-    folder = record_folder(source.resolve())
-    runs = (
-        RunRecord(folder).recent(str(source.resolve()), RESTORE_RUNS) if folder is not None else []
-    )
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
     ours = [
         cell
@@ -109,9 +102,24 @@ def export(source: Path, target: Path | None) -> int:
         "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
     )
     nbformat.validate(notebook)
-    out = target or source.with_suffix(".ipynb")
     nbformat.write(notebook, str(out))  # type: ignore[no-untyped-call]
-    print(f"runfix: wrote {out} ({len(notebook.cells)} cells, {with_outputs} with outputs)")
+    return len(notebook.cells), with_outputs
+
+
+def export(source: Path, target: Path | None) -> int:
+    """`runfix export`: write `source`'s notebook, each code cell with its last outputs."""
+    if not source.is_file():
+        print(f"runfix: {source} does not exist", file=sys.stderr)
+        return 2
+    folder = record_folder(source.resolve())
+    runs: list[RecordedRun] = []
+    if folder is not None:
+        record = RunRecord(folder)
+        runs = record.recent(str(source.resolve()), RESTORE_RUNS)
+        record.close()
+    out = target or source.with_suffix(".ipynb")
+    cells, with_outputs = write_notebook(source.read_text(), runs, out)
+    print(f"runfix: wrote {out} ({cells} cells, {with_outputs} with outputs)")
     return 0
 
 

@@ -1,14 +1,26 @@
-"""`runfix.history`: the latest runs from the folders' run records (`record.RunRecord`)."""
+"""`runfix.history`: the latest runs from the folders' run records (`record.RunRecord`);
+`runfix.export`: a document and its last outputs as a notebook."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from lsp_server.contract import HISTORY, BadArguments, HistoryArgs, optional_argument
-from lsp_server.record import RecordedRun
+from lsp_server.contract import (
+    EXPORT,
+    HISTORY,
+    BadArguments,
+    ExportAnswer,
+    ExportArgs,
+    HistoryArgs,
+    optional_argument,
+    to_json,
+)
+from lsp_server.features.commands import argument
+from lsp_server.record import RESTORE_RUNS, RecordedRun
 from lsp_server.server import RunfixServer
 
 
@@ -27,7 +39,27 @@ def _history(ls: RunfixServer, arg: HistoryArgs) -> list[RecordedRun]:
     return runs[: arg.limit]
 
 
+async def _export(ls: RunfixServer, uri: str) -> ExportAnswer:
+    from lsp_server.notebooks import write_notebook
+
+    folder = ls.editor.folder_for(uri)
+    path = Path(ls.editor.path_of(uri))
+    if not uri.startswith("file:"):
+        raise JsonRpcInvalidParams(f"{EXPORT}: save the document to a file first")
+    record = ls.session.record(folder, await ls.session.settings(folder))
+    runs = record.recent(str(path), RESTORE_RUNS)
+    text = "".join(ls.workspace.get_text_document(uri).lines)
+    out = path.with_suffix(".ipynb")
+    cells, with_outputs = await asyncio.to_thread(write_notebook, text, runs, out)
+    return ExportAnswer(str(out), cells, with_outputs)
+
+
 def register(server: RunfixServer) -> None:
+    @server.command(EXPORT)
+    async def export(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, EXPORT, args, ExportArgs)
+        return to_json(await _export(ls, arg.uri))
+
     @server.command(HISTORY)
     def history(ls: RunfixServer, *args: Any) -> list[dict[str, Any]]:
         try:

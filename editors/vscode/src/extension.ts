@@ -370,6 +370,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     editor.revealRange(editor.selection, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     await views?.show(editor);
   });
+  register("runfix.vscode.export", async () => {
+    const target = editorArgument();
+    if (!target) {
+      return;
+    }
+    const done = (await call("runfix.export", { uri: target.uri })) as
+      | { path: string; cells: number; withOutputs: number }
+      | undefined;
+    if (done) {
+      const choice = await vscode.window.showInformationMessage(
+        `runfix: wrote ${path.basename(done.path)} (${done.cells} cells, ${done.withOutputs} with outputs)`,
+        "Open",
+      );
+      if (choice === "Open") {
+        await vscode.commands.executeCommand("vscode.open", vscode.Uri.file(done.path));
+      }
+    }
+  });
   register("runfix.vscode.showLog", () => output?.show(true));
   register("runfix.vscode.kernelMenu", async () => {
     const choice = await vscode.window.showQuickPick(["Interrupt", "Restart Kernel", "Show Log"], {

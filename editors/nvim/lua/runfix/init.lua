@@ -404,6 +404,15 @@ function M.history(opts)
   end)
 end
 
+--- `:RunfixExport`: the buffer (as it stands) and its last outputs as `<name>.ipynb`.
+function M.export()
+  request("runfix.export", { uri = uri() }, function(done)
+    if type(done) == "table" and done.path then
+      notify(string.format("wrote %s (%d cells, %d with outputs)", done.path, done.cells, done.withOutputs))
+    end
+  end)
+end
+
 --- The state of the current buffer's kernel, for a statusline: "idle (docker)".
 function M.status(bufnr)
   local client = M.client(bufnr)
@@ -431,6 +440,7 @@ local function user_commands()
   add("RunfixRestart", M.restart, { desc = "runfix: restart the kernel" })
   add("RunfixVariables", M.variables, { desc = "runfix: the kernel's variables" })
   add("RunfixHistory", M.history, { bang = true, desc = "runfix: this file's runs (! every file's)" })
+  add("RunfixExport", M.export, { desc = "runfix: export as a notebook with its outputs" })
   add("RunfixOutput", M.output, { bang = true, desc = "runfix: the outputs here (! in the browser)" })
 end
 
