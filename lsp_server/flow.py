@@ -47,6 +47,7 @@ from lsp_server.model import ModelCancelled, ModelError
 from lsp_server.outputs import MB, OutputFiles
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
+from lsp_server.record import FILE as RECORD_FILE
 from lsp_server.record import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
@@ -182,6 +183,8 @@ class Flow:
         if text is None or self.session.store.get(uri).statements:
             return
         folder = self.editor.folder_for(uri)
+        if not (folder / RECORD_FILE).is_file():
+            return  # nothing ran here yet: opening a file creates nothing in the folder
         settings = await self.session.settings(folder)
         runs = self.session.record(folder, settings).recent(self.editor.path_of(uri), RESTORE_RUNS)
         now = self.editor.text(uri)

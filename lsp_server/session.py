@@ -80,6 +80,10 @@ class Session:
         record.max_runs = settings.history_max_runs
         return record
 
+    def has_record(self, folder: Path) -> bool:
+        """The folder's record is open (runs may be waiting to be written)."""
+        return folder in self._records
+
     def recorded(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
         """Add a run to the folder's record (its ticket; None: not recorded), written a
         moment later, between runs."""

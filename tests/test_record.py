@@ -220,3 +220,20 @@ async def test_results_come_back_after_a_restart_only_on_unchanged_code(
     # Run again: fresh results, no longer marked.
     assert (await run(client, uri))["status"] == "ok"
     assert await _hint_labels(client, uri, 2) == ["→ 42", "→ two 42"]
+
+
+async def test_opening_and_asking_create_nothing_in_the_folder(
+    client: LanguageClient, folder: Path
+) -> None:
+    await client.initialize_session(init_params(folder))
+    uri = open_doc(client, folder / "quiet.py", "x = 1\n")
+    history = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(HISTORY, [{"uri": uri}])
+    )
+    assert (
+        history == []
+        and await client.workspace_execute_command_async(lsp.ExecuteCommandParams(HISTORY, []))
+        == []
+    )
+    await asyncio.sleep(0.5)  # the restore spawned by didOpen has looked
+    assert not (folder / ".runfix").exists()
