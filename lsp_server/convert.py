@@ -44,7 +44,7 @@ def problem_range(lines: Sequence[str], problem: Problem, width: Width = utf16_l
 
 
 def _problem_diagnostic(
-    uri: str, lines: Sequence[str], problem: Problem, width: Width
+    uri: str, lines: Sequence[str], problem: Problem, width: Width, stale: Front | None = None
 ) -> lsp.Diagnostic:
     related = [
         lsp.DiagnosticRelatedInformation(
@@ -60,7 +60,8 @@ def _problem_diagnostic(
     ]
     return lsp.Diagnostic(
         range=problem_range(lines, problem, width),
-        message=problem.message,
+        message=problem.message + (f" (stale: {stale.reason})" if stale else ""),
+        tags=[lsp.DiagnosticTag.Unnecessary] if stale else None,
         severity=lsp.DiagnosticSeverity.Error
         if problem.severity == "error"
         else lsp.DiagnosticSeverity.Warning,
@@ -114,7 +115,13 @@ def diagnostics(
     with_results: bool,
     width: Width = utf16_len,
 ) -> list[lsp.Diagnostic]:
-    out = [_problem_diagnostic(uri, lines, p, width) for p in results.problems]
+    fronts = results.fronts
+    out = [
+        _problem_diagnostic(
+            uri, lines, p, width, results.stale(p) if fronts and p.kind == "run" else None
+        )
+        for p in results.problems
+    ]
     if with_results:
         out.extend(
             _result_diagnostic(lines, s, width, results.stale(s) if results.fronts else None)
@@ -220,6 +227,8 @@ def hover(
     parts = []
     problem = results.problem_at(line)
     if problem is not None:
+        if problem.kind == "run" and (stale := results.stale(problem)) is not None:
+            parts.append(STALE.format(reason=stale.reason))
         parts.append(f"**{problem.message}**")
         if problem.text and problem.text.strip() != problem.message:
             parts.append(_fence(problem.text))

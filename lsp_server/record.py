@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 
 FILE = Path(".runfix") / "runs.db"
 SCHEMA = "runfix-record"
-VERSION = 1
+VERSION = 2
+"""2 added `error_line` (a version-1 record is upgraded in place)."""
 FLUSH_AFTER = 0.05
 """Seconds after a run before the runs that ended are written (`Session.recorded`)."""
 PRUNE_EVERY = 100
@@ -67,13 +68,14 @@ CREATE TABLE IF NOT EXISTS runs (
     rss_after INTEGER,
     outputs TEXT NOT NULL,
     error TEXT,
-    fix_of INTEGER
+    fix_of INTEGER,
+    error_line INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_by_path ON runs (path, id);
 """
 _COLUMNS = (
     "started, path, first, last, code, origin, status, duration, cpu, peak, rss_before, "
-    "rss_after, outputs, error, fix_of"
+    "rss_after, outputs, error, fix_of, error_line"
 )
 
 
@@ -117,6 +119,8 @@ class RecordedRun:
     """The error's one line, or why the run stopped."""
     fix_of: int | None = None
     """The run this one was an attempt to fix."""
+    error_line: int | None = None
+    """The line (0-based) the error is on, in the document as it ran."""
     id: int | None = field(default=None, compare=False)
 
     @property
@@ -266,7 +270,7 @@ class RunRecord:
             return
         try:
             with self._db as db:
-                insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 15)})"
+                insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 16)})"
                 for ticket, run in pending:
                     row_id = db.execute(insert, _row(run)).lastrowid
                     if row_id is not None:
@@ -370,6 +374,7 @@ def entry(
         outputs=tuple(outputs),
         error=problem.message if problem is not None else (outcome.note or None),
         fix_of=fix_of,
+        error_line=problem.first if problem is not None else None,
     )
 
 
@@ -390,6 +395,11 @@ def _connect(path: Path) -> sqlite3.Connection:
                 (SCHEMA, str(VERSION)),
             )
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") == SCHEMA and meta.get("version") == "1":
+            with db:  # version 1 → 2: the error's line
+                db.execute("ALTER TABLE runs ADD COLUMN error_line INTEGER")
+                db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(VERSION),))
+            meta["version"] = str(VERSION)
         if meta.get("schema") != SCHEMA or meta.get("version") != str(VERSION):
             raise NotARecord(f"schema {meta.get('schema')!r} version {meta.get('version')!r}")
     except BaseException:
@@ -429,7 +439,7 @@ def _row(run: RecordedRun) -> tuple[Any, ...]:
     return (
         run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
         run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, outputs, run.error,
-        run.fix_of,
+        run.fix_of, run.error_line,
     )  # fmt: skip
 
 
@@ -447,7 +457,7 @@ def _compact(output: RecordedOutput) -> dict[str, Any]:
 def _run(row: Sequence[Any]) -> RecordedRun:
     (
         id_, started, path, first, last, code, origin, status, duration, cpu, peak,
-        rss_before, rss_after, outputs, error, fix_of,
+        rss_before, rss_after, outputs, error, fix_of, error_line,
     ) = row  # fmt: skip
     try:
         items = json.loads(outputs)
@@ -475,6 +485,7 @@ def _run(row: Sequence[Any]) -> RecordedRun:
         ),
         error=error,
         fix_of=fix_of,
+        error_line=error_line,
         id=id_,
     )
 
@@ -485,7 +496,7 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str]) -> DocumentResul
     from an earlier session, with their time; nothing on lines whose text changed."""
     from lsp_server.cells import code_of
     from lsp_server.outputs import Output
-    from lsp_server.results import DocumentResults, StatementResult
+    from lsp_server.results import DocumentResults, Problem, StatementResult
 
     results = DocumentResults()
     taken: list[tuple[int, int]] = []
@@ -514,6 +525,21 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str]) -> DocumentResul
             source = tuple(line.rstrip("\r\n") for line in lines[output.line : last + 1])
             results.statements.append(
                 StatementResult(output.line, last, (shown,), source, ran=ran, earlier=True)
+            )
+        line = run.error_line
+        placed = line is not None and run.first <= line <= run.last
+        if run.error and run.status == "error" and line is not None and placed:
+            results.problems.append(
+                Problem(
+                    first=line,
+                    last=line,
+                    message=run.error,
+                    severity="error",
+                    text=run.error,
+                    source=(lines[line].rstrip("\r\n"),),
+                    piece=(run.first, run.last),
+                    ran=ran,
+                )
             )
     results.statements.sort(key=lambda s: s.first)
     return results

@@ -18,7 +18,7 @@ from pytest_lsp import LanguageClient
 
 from lsp_server.contract import HISTORY
 from lsp_server.record import FILE, PRUNE_EVERY, RecordedOutput, RecordedRun, RunRecord
-from tests.conftest import HandDriven, hints, hover_text, init_params, open_doc, run
+from tests.conftest import HandDriven, errors, hints, hover_text, init_params, open_doc, run
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
 
@@ -195,11 +195,11 @@ async def test_results_come_back_after_a_restart_only_on_unchanged_code(
     """A first server runs the file and stops; the next one (the editor reopened) shows the
     results of the cells whose code is unchanged, marked as earlier, and none where the
     code changed; close and reopen does the same."""
-    text = "# %% one\nx = 6 * 7\nx\n# %% two\nprint('two', x)\n"
+    text = "# %% one\nx = 6 * 7\nx\n# %% two\nprint('two', x)\n# %% three\nx / 0\n"
     first = HandDriven()
     try:
         first.initialize(folder, {"python": sys.executable})
-        assert first.run(folder / "again.py", text)["status"] == "ok"
+        assert first.run(folder / "again.py", text)["status"] == "error"
         first.end("shutdown and exit")
     finally:
         first.kill()
@@ -208,6 +208,8 @@ async def test_results_come_back_after_a_restart_only_on_unchanged_code(
     changed = text.replace("print('two', x)", "print('three', x)")
     uri = open_doc(client, folder / "again.py", changed)
     assert await _hint_labels(client, uri, 1) == ["→ 42 (earlier session)"]
+    [raised] = errors(client, uri)  # the error comes back on its line too
+    assert (raised.range.start.line, raised.message) == (6, "ZeroDivisionError: division by zero")
     hover = await hover_text(client, uri, 2)
     assert "before the file was opened" in hover and "CPU" in hover, hover
 
@@ -218,7 +220,7 @@ async def test_results_come_back_after_a_restart_only_on_unchanged_code(
         "→ two 42 (earlier session)",
     ]
     # Run again: fresh results, no longer marked.
-    assert (await run(client, uri))["status"] == "ok"
+    assert (await run(client, uri))["status"] == "error"
     assert await _hint_labels(client, uri, 2) == ["→ 42", "→ two 42"]
 
 
@@ -237,3 +239,28 @@ async def test_opening_and_asking_create_nothing_in_the_folder(
     )
     await asyncio.sleep(0.5)  # the restore spawned by didOpen has looked
     assert not (folder / ".runfix").exists()
+
+
+def test_a_version_1_record_is_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / FILE
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as old:
+        old.executescript(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES ('schema', 'runfix-record'), ('version', '1');"
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, started REAL NOT NULL, path TEXT NOT NULL,"
+            " first INTEGER NOT NULL, last INTEGER NOT NULL, code TEXT NOT NULL,"
+            " origin TEXT NOT NULL, status TEXT NOT NULL, duration REAL NOT NULL, cpu REAL,"
+            " peak INTEGER, rss_before INTEGER, rss_after INTEGER, outputs TEXT NOT NULL,"
+            " error TEXT, fix_of INTEGER);"
+            "INSERT INTO runs (started, path, first, last, code, origin, status, duration, outputs)"
+            " VALUES (1.0, '/p/a.py', 0, 0, 'x = 1\n', 'user', 'ok', 0.1, '[]');"
+        )
+    record = RunRecord(tmp_path)
+    record.add(a_run(5, status="error", error="E: e", error_line=5))
+    kept = record.recent()
+    assert [r.first for r in kept] == [5, 0] and kept[0].error_line == 5
+    assert record.told_once() == []  # upgraded, not moved aside
+    record.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() == ("2",)

@@ -393,6 +393,8 @@ def test_results_below_code_that_changed_are_stale_until_they_run_again() -> Non
     [two_now] = results.statements  # the edited statement's own result went
     front = results.stale(two_now)
     assert front is not None and front.reason.startswith("line 2 was edited at ")
+    [raised] = results.problems  # the error below is from before too
+    assert results.stale(raised) == front
     # Run again: a fresh result is not stale.
     outcome = RunOutcome(RunStatus.OK, (Stream("stdout", "two\n", Span(3, 4)),), 0.0)
     again = build(outcome, path=PATH, lines=edited, fallback_line=2, folder=None)
