@@ -6,10 +6,10 @@ the stored file, never the data again), wall time, the kernel's CPU time and
 memory, and the run it was an attempt to fix. `runfix history` and the editors'
 history read it; nothing in it is needed to run code.
 
-One writer (the server, or `runfix run`), in WAL mode with `synchronous=NORMAL`:
-runs are committed `FLUSH_AFTER` seconds after they end, between runs (so a run's
-answer never waits on SQLite, and a burst of runs is one transaction); a server
-that is killed loses at most the run in progress and those of that last moment.
+One writer per server (and `runfix run`), in WAL mode with `synchronous=NORMAL`:
+each run is committed a millisecond after it ends (`FLUSH_AFTER`), once its answer
+has gone out, so no run waits on SQLite; a server that is killed loses at most the
+run in progress.
 Readers (`runfix history`) never block it. The oldest runs are
 pruned past `history.maxRuns`. A file that is not a record (corrupt, or another
 program's schema) is moved aside with a message, never fatal; any later error
@@ -39,8 +39,10 @@ FILE = Path(".runfix") / "runs.db"
 SCHEMA = "runfix-record"
 VERSION = 2
 """2 added `error_line` (a version-1 record is upgraded in place)."""
-FLUSH_AFTER = 0.05
-"""Seconds after a run before the runs that ended are written (`Session.recorded`)."""
+FLUSH_AFTER = 0.001
+"""Seconds after a run before the runs that ended are written (`Session.recorded`): long
+enough for the run's answer to go out first, short enough that a server killed at any
+moment has lost at most the run in progress."""
 PRUNE_EVERY = 100
 TEXT_KEPT = 2_000
 """Characters of a statement's text output kept in the record."""
@@ -245,8 +247,8 @@ class RunRecord:
 
     def add(self, run: RecordedRun) -> int | None:
         """Queue a run; its ticket (None when runs are not recorded), `id_for` gives its id.
-        The server flushes a moment after a run ends (`Session.recorded`), between runs, so
-        a run's answer never waits on SQLite and a burst of runs is one transaction. SQLite
+        The server flushes a millisecond after a run ends (`Session.recorded`), once the
+        run's answer has gone out, so no answer waits on SQLite. SQLite
         gives the ids: another writer on the same folder (`runfix run` in a terminal while
         the editor's server runs) interleaves its runs without a clash."""
         if self._open() is None:
