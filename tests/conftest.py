@@ -288,6 +288,14 @@ async def run(
     )
 
 
+async def command_at(client: LanguageClient, name: str, uri: str, line: int) -> Any:
+    """A runfix command on the document's `line` (`[{"uri", "position"}]`); its answer."""
+    position = {"line": line, "character": 0}
+    return await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(name, [{"uri": uri, "position": position}])
+    )
+
+
 def errors(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
     return [
         d for d in client.diagnostics.get(uri, []) if d.severity == lsp.DiagnosticSeverity.Error

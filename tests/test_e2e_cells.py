@@ -4,14 +4,13 @@ reaches for when a later cell's state comes from earlier ones."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from lsp_server.contract import RESTART_AND_RUN_TO, RUN_ABOVE, RUN_BELOW
-from tests.conftest import change, hints, hover_text, init_params, open_doc, run
+from tests.conftest import change, command_at, hints, hover_text, init_params, open_doc, run
 
 pytestmark = pytest.mark.e2e
 
@@ -26,26 +25,19 @@ log
 """
 
 
-async def command(client: LanguageClient, name: str, uri: str, line: int) -> Any:
-    position = {"line": line, "character": 0}
-    return await client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams(name, [{"uri": uri, "position": position}])
-    )
-
-
 async def test_run_above_below_and_restart_and_run_to_here(
     client: LanguageClient, folder: Path
 ) -> None:
     await client.initialize_session(init_params(folder))
     uri = open_doc(client, folder / "cells.py", CELLS)
 
-    assert (await command(client, RUN_ABOVE, uri, 5))["status"] == "ok"  # a, b: not c
+    assert (await command_at(client, RUN_ABOVE, uri, 5))["status"] == "ok"  # a, b: not c
     assert [h.label for h in await hints(client, uri)] == []
-    assert (await command(client, RUN_BELOW, uri, 3))["status"] == "ok"  # b again, then c
+    assert (await command_at(client, RUN_BELOW, uri, 3))["status"] == "ok"  # b again, then c
     assert [h.label for h in await hints(client, uri)] == ["→ ['a', 'b', 'b', 'c']"]
 
     # A fresh kernel, then a and b: c alone then sees exactly their state.
-    assert (await command(client, RESTART_AND_RUN_TO, uri, 2))["status"] == "ok"
+    assert (await command_at(client, RESTART_AND_RUN_TO, uri, 2))["status"] == "ok"
     answer = await run(client, uri, 4, 6)
     assert answer["status"] == "ok"
     assert [h.label for h in await hints(client, uri)] == ["→ ['a', 'b', 'c']"]
@@ -59,7 +51,7 @@ async def test_a_cells_command_needs_a_position(client: LanguageClient, folder: 
             lsp.ExecuteCommandParams(RUN_ABOVE, [{"uri": uri}])
         )
     with pytest.raises(Exception, match="past the end"):
-        await command(client, RUN_BELOW, uri, 99)
+        await command_at(client, RUN_BELOW, uri, 99)
 
 
 async def test_results_below_an_edit_are_stale_until_they_run_again(
@@ -81,7 +73,7 @@ async def test_results_below_an_edit_are_stale_until_they_run_again(
 
     assert (await run(client, uri, 3, 3))["status"] == "ok"  # b again, on the old state
     assert [h.label for h in await hints(client, uri)] == ["→ 20"]
-    assert (await command(client, RUN_ABOVE, uri, 3))["status"] == "ok"  # a ran again
+    assert (await command_at(client, RUN_ABOVE, uri, 3))["status"] == "ok"  # a ran again
     assert [h.label for h in await hints(client, uri)] == ["→ 20 (stale)"]
-    assert (await command(client, RUN_BELOW, uri, 3))["status"] == "ok"
+    assert (await command_at(client, RUN_BELOW, uri, 3))["status"] == "ok"
     assert [h.label for h in await hints(client, uri)] == ["→ 30"]

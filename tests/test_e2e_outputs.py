@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from lsp_server.contract import OUTPUTS, SHOW_OUTPUT
-from tests.conftest import hints, hover_text, init_params, open_doc, run
+from tests.conftest import command_at, hints, hover_text, init_params, open_doc, run
 
 pytestmark = pytest.mark.e2e
 
@@ -143,13 +143,13 @@ async def test_the_output_view_follows_the_cursor_and_hears_of_new_plots(
         "x = 1\n"
     )
     uri = open_doc(client, folder / "view.py", text)
-    before = await outputs_at(client, uri, 2)
+    before = await command_at(client, OUTPUTS, uri, 2)
     assert before["first"] is None and before["outputs"] == [] and before["images"] == []
     assert (await run(client, uri))["status"] == "ok"
     await _until(lambda: client.outputs_changed)  # type: ignore[attr-defined]
     assert client.outputs_changed == [{"uri": uri, "rich": [2]}]  # type: ignore[attr-defined]
 
-    plot = await outputs_at(client, uri, 2)
+    plot = await command_at(client, OUTPUTS, uri, 2)
     [png] = (folder / ".runfix" / "outputs").glob("*.png")
     assert (plot["first"], plot["last"]) == (2, 2)
     line2d, figure = plot["outputs"]  # what plt.plot returned, then the figure it drew
@@ -159,18 +159,11 @@ async def test_the_output_view_follows_the_cursor_and_hears_of_new_plots(
     assert plot["outputsDir"] == str(folder / ".runfix" / "outputs")
 
     # A line with no output of its own (x = 1): its cell's outputs, colours kept as HTML.
-    cell = await outputs_at(client, uri, 5)
+    cell = await command_at(client, OUTPUTS, uri, 5)
     assert (cell["first"], cell["last"]) == (3, 5)
     [printed] = cell["outputs"]
     assert printed["text"] == "red and <plain>\n"
     assert printed["colored"] == '<span style="color:#cd3131">red</span> and &lt;plain&gt;\n'
-
-
-async def outputs_at(client: LanguageClient, uri: str, line: int) -> Any:
-    position = {"line": line, "character": 0}
-    return await client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams(OUTPUTS, [{"uri": uri, "position": position}])
-    )
 
 
 async def test_the_run_limit_is_for_the_whole_run_not_each_cell(

@@ -41,6 +41,23 @@ async function pick(page, label) {
   await page.keyboard.press("Enter");
 }
 
+/** Open `file` through Quick Open, wait for `shows` in it, and run its first cell. */
+async function runFirstCell(page, file, shows) {
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type(file);
+  await pick(page, file);
+  await page.waitForFunction(
+    (text) => document.querySelector(".editor-instance .view-lines")?.textContent?.includes(text),
+    shows,
+    { timeout: 30000 },
+  );
+  await page.locator(".editor-instance .monaco-editor").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("runfix: Run Cell");
+  await pick(page, "runfix: Run Cell");
+}
+
 /** Thrown to end a scenario early, without an error. */
 class Done extends Error {}
 
@@ -231,19 +248,7 @@ try {
   step("screenshot");
 
   // input(): the running code asks, VS Code shows an input box, the answer reaches the code.
-  await page.keyboard.press("Control+P");
-  await page.keyboard.type("ask.py");
-  await pick(page, "ask.py");
-  await page.waitForFunction(
-    () => document.querySelector(".editor-instance .view-lines")?.textContent?.includes("input("),
-    null,
-    { timeout: 30000 },
-  );
-  await page.locator(".editor-instance .monaco-editor").first().click();
-  await page.keyboard.press("Control+Home");
-  await page.keyboard.press("F1");
-  await page.keyboard.type("runfix: Run Cell");
-  await pick(page, "runfix: Run Cell");
+  await runFirstCell(page, "ask.py", "input(");
   const box = page.locator(".quick-input-widget", { hasText: "Your name?" });
   await box.waitFor({ state: "visible", timeout: 30000 }).then(
     () => step("asked"),
@@ -262,19 +267,7 @@ try {
   await page.screenshot({ path: path.join(out, "vscode-input.png") });
 
   // Rich outputs: with runfix.openOutput "always", the panel opens beside the editor.
-  await page.keyboard.press("Control+P");
-  await page.keyboard.type("plots.py");
-  await pick(page, "plots.py");
-  await page.waitForFunction(
-    () => document.querySelector(".editor-instance .view-lines")?.textContent?.includes("DataFrame"),
-    null,
-    { timeout: 30000 },
-  );
-  await page.locator(".editor-instance .monaco-editor").first().click();
-  await page.keyboard.press("Control+Home");
-  await page.keyboard.press("F1");
-  await page.keyboard.type("runfix: Run Cell");
-  await pick(page, "runfix: Run Cell");
+  await runFirstCell(page, "plots.py", "DataFrame");
   let panel = null;
   const until = async (ready) => {
     for (let i = 0; i < 120; i++) {
