@@ -47,7 +47,6 @@ from lsp_server.model import ModelCancelled, ModelError
 from lsp_server.outputs import MB, OutputFiles
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
-from lsp_server.record import FILE as RECORD_FILE
 from lsp_server.record import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
@@ -162,6 +161,12 @@ class Flow:
         self.session.store.add(uri, version, results, now.lines)
         self.editor.published(uri, results)
 
+    async def _record_id(self, uri: str, ticket: int | None) -> int | None:
+        """The run record's id of a run recorded with `ticket` (None: not recorded)."""
+        folder = self.editor.folder_for(uri)
+        record = self.session.existing_record(folder, await self.session.settings(folder))
+        return record.id_for(ticket) if record is not None else None
+
     def say_if_stale_above(self, uri: str, line: int) -> None:
         """A fix is made against the kernel's state: say so when code above the error at
         `line` changed (edited, or run again) after the error was made."""
@@ -183,10 +188,10 @@ class Flow:
         if text is None or self.session.store.get(uri).statements:
             return
         folder = self.editor.folder_for(uri)
-        if not (folder / RECORD_FILE).is_file():
+        record = self.session.existing_record(folder, await self.session.settings(folder))
+        if record is None:
             return  # nothing ran here yet: opening a file creates nothing in the folder
-        settings = await self.session.settings(folder)
-        runs = self.session.record(folder, settings).recent(self.editor.path_of(uri), RESTORE_RUNS)
+        runs = record.recent(self.editor.path_of(uri), RESTORE_RUNS)
         now = self.editor.text(uri)
         if not runs or now is None or self.session.store.get(uri).statements:
             return
@@ -417,9 +422,7 @@ class Flow:
                 _outcome_error(failed.outcome),
                 cancel,
                 apply=True,
-                fix_of=self.session.record(
-                    self.editor.folder_for(uri), await self.settings_for(uri)
-                ).id_for(failed.record_id),
+                fix_of=await self._record_id(uri, failed.record_id),
             )
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:

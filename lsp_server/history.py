@@ -13,7 +13,6 @@ from lsp_server.record import (
     FILE,
     NotARecord,
     RecordedRun,
-    figures_text,
     open_for_reading,
     recent,
 )
@@ -28,11 +27,6 @@ def record_folder(start: Path) -> Path | None:
     return None
 
 
-def figures(run: RecordedRun) -> str:
-    """`1.20 s · CPU 0.90 s · peak +200.0 MB · kept +0.1 MB`: what the run took."""
-    return figures_text(run.duration, run.cpu, run.memory_growth, run.memory_change)
-
-
 def line_of(run: RecordedRun, folder: Path | None) -> str:
     """One run as a line: when, where, who, how it ended, its figures, what it showed."""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started))
@@ -41,7 +35,7 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
         path = path.relative_to(folder)
     lines = f"{run.first + 1}" if run.first == run.last else f"{run.first + 1}-{run.last + 1}"
     said = run.said
-    return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {figures(run)}" + (
+    return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {run.figures}" + (
         f"  {said}" if said else ""
     )
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from lsp_server.cells import code_of, split_cells
 from lsp_server.history import record_folder
-from lsp_server.record import RESTORE_RUNS, RecordedOutput, RecordedRun, RunRecord
+from lsp_server.record import RESTORE_RUNS, RecordedOutput, RecordedRun, RunRecord, standing
 
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
 
@@ -53,22 +53,6 @@ def _output(output: RecordedOutput, v4: Any) -> Any:
     return v4.new_output("display_data", data=data)
 
 
-def _cell_runs(
-    runs: Sequence[RecordedRun], lines: Sequence[str], first: int, last: int
-) -> list[RecordedRun]:
-    """The latest recorded runs of lines first..last whose code still stands there, in
-    document order (a cell run as a whole is one run; run in parts, several)."""
-    taken: list[RecordedRun] = []
-    for run in runs:  # newest first
-        if not (first <= run.first and run.last <= last):
-            continue
-        if any(t.first <= run.last and run.first <= t.last for t in taken):
-            continue
-        if code_of(lines, run.first, run.last) == run.code:
-            taken.append(run)
-    return sorted(taken, key=lambda r: r.first)
-
-
 def write_notebook(text: str, runs: Sequence[RecordedRun], out: Path) -> tuple[int, int]:
     """Write the percent script `text` as a notebook at `out`, each code cell with the
     outputs of its latest recorded `runs` whose code still stands; (cells, with outputs)."""
@@ -93,7 +77,7 @@ def write_notebook(text: str, runs: Sequence[RecordedRun], out: Path) -> tuple[i
             mine = ours[i]
             if cell.source.strip() == code_of(lines, mine.code_first, mine.last).strip():
                 at = i + 1
-                cell_runs = _cell_runs(runs, lines, mine.code_first, mine.last)
+                cell_runs = standing(runs, lines, mine.code_first, mine.last)
                 cell.outputs = [o for run in cell_runs for o in _outputs(run)]
                 with_outputs += bool(cell.outputs)
                 break

@@ -499,7 +499,7 @@ class ResultStore:
         first, last = _shift_line(first, changes), _shift_line(last, changes)
         self.clear(uri, first, last)
         results = self._docs.get(uri)
-        if results is not None and any(s.first > last for s in results.statements[-1:]):
+        if results is not None and results.statements and results.statements[-1].first > last:
             results.changed(first, f"the code at line {first + 1} ran again at {_now()}")
 
     def _changes_since(self, uri: str, version: int) -> list[LineChange]:

@@ -15,6 +15,7 @@ from executor.jupyter import JupyterKernel
 from executor.pool import KernelPool
 from lsp_server.executors import kernel_config
 from lsp_server.model import ModelClient, ModelConfig
+from lsp_server.record import FILE as RECORD_FILE
 from lsp_server.record import FLUSH_AFTER, RecordedRun, RunRecord
 from lsp_server.results import ResultStore
 from lsp_server.settings import Settings
@@ -80,13 +81,15 @@ class Session:
         record.max_runs = settings.history_max_runs
         return record
 
-    def has_record(self, folder: Path) -> bool:
-        """The folder's record is open (runs may be waiting to be written)."""
-        return folder in self._records
+    def existing_record(self, folder: Path, settings: Settings) -> RunRecord | None:
+        """The folder's record if it has one (open, or on disk): reading creates nothing."""
+        if folder in self._records or (folder / RECORD_FILE).is_file():
+            return self.record(folder, settings)
+        return None
 
     def recorded(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
-        """Add a run to the folder's record (its ticket; None: not recorded), written a
-        moment later, between runs."""
+        """Add a run to the folder's record (its ticket; None: not recorded), written
+        `FLUSH_AFTER` later, once the run's answer has gone out."""
         run_id = self.record(folder, settings).add(run)
         if run_id is not None and self._flush is None:
             self._flush = asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush_records)

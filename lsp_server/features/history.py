@@ -20,25 +20,22 @@ from lsp_server.contract import (
     to_json,
 )
 from lsp_server.features.commands import argument
-from lsp_server.record import FILE, RESTORE_RUNS, RecordedRun
+from lsp_server.record import RESTORE_RUNS, RecordedRun
 from lsp_server.server import RunfixServer
 
 
 def _history(ls: RunfixServer, arg: HistoryArgs) -> list[RecordedRun]:
     if arg.uri is not None:
         folder = ls.editor.folder_for(arg.uri)
-        if not (folder / FILE).is_file() and not ls.session.has_record(folder):
-            return []
-        record = ls.session.record(folder, ls.session.cached_settings(folder))
-        return record.recent(ls.editor.path_of(arg.uri), arg.limit)
+        record = ls.session.existing_record(folder, ls.session.cached_settings(folder))
+        return record.recent(ls.editor.path_of(arg.uri), arg.limit) if record else []
     folders = {k.folder for k in ls.session.kernels.all()}
     folders |= {ls.editor.folder_for(f.uri) for f in ls.workspace.folders.values()}
     runs: list[RecordedRun] = []
     for folder in folders:
-        if not (folder / FILE).is_file() and not ls.session.has_record(folder):
-            continue  # asking creates nothing
-        record = ls.session.record(folder, ls.session.cached_settings(folder))
-        runs += record.recent(None, arg.limit)
+        record = ls.session.existing_record(folder, ls.session.cached_settings(folder))
+        if record is not None:  # asking creates nothing
+            runs += record.recent(None, arg.limit)
     runs.sort(key=lambda r: r.started, reverse=True)
     return runs[: arg.limit]
 
