@@ -59,4 +59,31 @@ class DockerConfig:
         )
 
 
-KernelConfig = LocalConfig | DockerConfig
+@dataclass(frozen=True)
+class RemoteConfig:
+    """A kernel on a Jupyter Server or an Enterprise Gateway (`executor.remote`).
+
+    The token is not here: it is read from the variable `token_env` names when the
+    kernel connects, so it is never part of a setting, a log line or a comparison."""
+
+    url: str | None = None
+    """The server's base URL (http(s)://host:port/prefix); None: not set yet."""
+    token_env: str | None = None
+    """The environment variable holding the server's token; None: no token is sent."""
+    kernel_name: str = "python3"
+    kernel_env: tuple[tuple[str, str], ...] = ()
+    """Sent with the kernel's creation (Enterprise Gateway: KERNEL_USERNAME, KERNEL_NAMESPACE)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra HTTP headers for every request to the server (a proxy's, say)."""
+    verify_tls: bool = True
+
+    @property
+    def host(self) -> str:
+        """The server's host (and port, when not the scheme's), for the status line."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url or "")
+        return parts.netloc.rpartition("@")[2] or "?"
+
+
+KernelConfig = LocalConfig | DockerConfig | RemoteConfig

@@ -28,7 +28,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import tempfile
 import threading
@@ -50,6 +49,7 @@ from executor.configs import DockerConfig
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, refused, take_line, until_done
 from executor.jupyter import STATEMENT_FILE, JupyterKernel
+from executor.owner import owner, owner_alive, pid_exists
 
 log = logging.getLogger(__name__)
 
@@ -117,47 +117,12 @@ def _short(exc: BaseException) -> str:
     return text[0][:200] if text else type(exc).__name__
 
 
-def _start_token(pid: int) -> str:
-    """The process's start time (so a reused pid is not taken for a live server)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[-1].split()[19]
-
-
-def owner() -> str:
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{_start_token(pid)}"
-
-
-def _owner_alive(value: str) -> bool:
-    host, _, rest = value.partition(":")
-    pid_text, _, token = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return True  # another machine's: not ours to judge
-    pid = int(pid_text)
-    if not _pid_exists(pid):
-        return False
-    return not token or _start_token(pid) in ("", token)
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep(client: docker.DockerClient) -> list[str]:
     """Remove runfix containers whose server is gone (crashed or killed); their names."""
     removed = []
     for container in client.containers.list(all=True, filters={"label": LABEL}):
         value = container.labels.get(OWNER_LABEL, "")
-        if _owner_alive(value):
+        if owner_alive(value):
             continue
         with contextlib.suppress(docker.errors.NotFound):
             container.remove(force=True)
@@ -538,7 +503,7 @@ class DockerKernel(JupyterKernel):
         if self.container is None:
             return False
         if self._init_pid is not None:
-            return _pid_exists(self._init_pid)
+            return pid_exists(self._init_pid)
         try:
             attrs = await asyncio.to_thread(self._inspect)
         except docker.errors.DockerException:

@@ -62,7 +62,7 @@ class JupyterKernel:
     where = "kernel"
     """How messages name this executor ("kernel", "container")."""
     executor = "kernel"
-    """The `executor` setting that makes this kind ("kernel", "docker")."""
+    """The `executor` setting that makes this kind ("kernel", "docker", "remote")."""
     _replaced = "the kernel was restarted and its state was lost."
     config: Hashable
     """What the kernel is made of: the pool replaces it when the settings change this."""
@@ -96,6 +96,11 @@ class JupyterKernel:
     @property
     def state(self) -> ExecutorState:
         return self._state_now
+
+    @property
+    def label(self) -> str:
+        """What the editor's status line calls it ("kernel", "docker", "remote · host")."""
+        return self.executor
 
     @property
     def _state(self) -> ExecutorState:

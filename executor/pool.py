@@ -6,7 +6,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from executor.configs import DockerConfig, KernelConfig
+from executor.configs import DockerConfig, KernelConfig, RemoteConfig
 from executor.jupyter import JupyterKernel
 
 log = logging.getLogger(__name__)
@@ -16,12 +16,16 @@ def create(
     folder: Path, config: KernelConfig, *, grace: float = 3.0, startup_timeout: float = 60.0
 ) -> JupyterKernel:
     """A kernel for `folder` as `config` says. Its module is imported here, on first use:
-    jupyter_client and docker-py take ~0.3 s to import, and a server has answered
+    jupyter_client, docker-py and httpx take ~0.3 s to import, and a server has answered
     `initialize` before it needs either."""
     if isinstance(config, DockerConfig):
         from executor.docker import DockerKernel
 
         return DockerKernel(folder, config, grace=grace, startup_timeout=startup_timeout)
+    if isinstance(config, RemoteConfig):
+        from executor.remote import RemoteKernel
+
+        return RemoteKernel(folder, config, grace=grace, startup_timeout=startup_timeout)
     from executor.kernel import LocalKernel
 
     return LocalKernel(

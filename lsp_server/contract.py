@@ -246,6 +246,7 @@ class KernelStatus:
     folder: str
     state: str
     executor: str
+    """What runs the code, for the status line: "kernel", "docker", "remote · host"."""
 
 
 VARIABLE_FIELDS = ("name", "type", "summary", "shape", "length", "columns")

@@ -1,10 +1,16 @@
-"""Settings → the folder's kernel config: a local kernel or a locked-down container."""
+"""Settings → the folder's kernel config: a local kernel, a locked-down container, a remote one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from executor.configs import DockerConfig, LocalConfig, default_transport
+from executor.configs import (
+    DockerConfig,
+    KernelConfig,
+    LocalConfig,
+    RemoteConfig,
+    default_transport,
+)
 from executor.interpreter import find_interpreter
 from lsp_server.model import secret_names
 from lsp_server.settings import Settings
@@ -24,11 +30,24 @@ def docker_config(settings: Settings) -> DockerConfig:
     )
 
 
-def kernel_config(folder: Path, settings: Settings) -> LocalConfig | DockerConfig:
+def remote_config(settings: Settings) -> RemoteConfig:
+    return RemoteConfig(
+        url=settings.remote_url,
+        token_env=settings.remote_token_env,
+        kernel_name=settings.remote_kernel_name,
+        kernel_env=settings.remote_kernel_env,
+        headers=settings.remote_headers,
+        verify_tls=settings.remote_verify_tls,
+    )
+
+
+def kernel_config(folder: Path, settings: Settings) -> KernelConfig:
     """What runs the folder's code. The container never gets a host variable, so it needs no
     list of secrets; the local kernel gets the server's environment minus the model keys."""
     if settings.executor == "docker":
         return docker_config(settings)
+    if settings.executor == "remote":
+        return remote_config(settings)
     python = find_interpreter(folder, settings.python).path
     transport = default_transport() if settings.transport == "auto" else settings.transport
     return LocalConfig(python, tuple(sorted(secret_names(settings))), transport)

@@ -52,7 +52,7 @@ _tokens = itertools.count(1)
 
 
 def kernel_status(folder: Path, kernel: JupyterKernel) -> KernelStatus:
-    return KernelStatus(folder.as_uri(), kernel.state.value, kernel.executor)
+    return KernelStatus(folder.as_uri(), kernel.state.value, kernel.label)
 
 
 class LspProgress:

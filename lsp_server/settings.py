@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from executor.configs import DockerConfig
+from executor.configs import DockerConfig, RemoteConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +28,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 RESULTS_MODES = ("inlay", "diagnostics", "both")
-EXECUTORS = ("kernel", "docker")
+EXECUTORS = ("kernel", "docker", "remote")
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-5-mini"
 
@@ -73,7 +73,8 @@ class Settings:
     context_budget: int = 12_000
     """Characters of document and kernel state sent to the model with a request."""
     executor: str = "kernel"
-    """kernel: a local Jupyter kernel; docker: a kernel in a locked-down container."""
+    """kernel: a local Jupyter kernel; docker: a kernel in a locked-down container;
+    remote: a kernel on a Jupyter Server or Enterprise Gateway (`remote.*`)."""
     # The sandbox's settings, with DockerConfig's defaults (documented there).
     docker_image: str = DockerConfig.image
     docker_network: str = DockerConfig.network
@@ -84,6 +85,13 @@ class Settings:
     docker_workspace: str = DockerConfig.workspace
     docker_user: str | None = DockerConfig.user
     docker_wheels: str | None = DockerConfig.wheels
+    # The remote server's settings (RemoteConfig documents them); never the token itself.
+    remote_url: str | None = RemoteConfig.url
+    remote_token_env: str | None = RemoteConfig.token_env
+    remote_kernel_name: str = RemoteConfig.kernel_name
+    remote_kernel_env: tuple[tuple[str, str], ...] = RemoteConfig.kernel_env
+    remote_headers: tuple[tuple[str, str], ...] = RemoteConfig.headers
+    remote_verify_tls: bool = RemoteConfig.verify_tls
     problems: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -162,6 +170,38 @@ def _choice(*allowed: str) -> Callable[[Any], str]:
         if value not in allowed:
             raise ValueError(f"expected one of {', '.join(allowed)}")
         return str(value)
+
+    return check
+
+
+def _url(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.match(r"https?://[^/\s]+", value.strip()):
+        raise ValueError('expected an http(s) URL, e.g. "http://127.0.0.1:8888"')
+    return value.strip().rstrip("/")
+
+
+def _optional_env_name(value: Any) -> str | None:
+    return None if value is None or value == "" else _env_name(value)
+
+
+def _kernel_name(value: Any) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", value):
+        raise ValueError('expected a kernel spec name, e.g. "python3"')
+    return value
+
+
+def _pairs(what: str, *, env_names: bool) -> Callable[[Any], tuple[tuple[str, str], ...]]:
+    name = r"[A-Za-z_][A-Za-z0-9_]*" if env_names else r"[A-Za-z0-9!#$%&'*+.^_`|~-]+"
+
+    def check(value: Any) -> tuple[tuple[str, str], ...]:
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and re.fullmatch(name, k) and isinstance(v, str)
+            for k, v in value.items()
+        ):
+            raise ValueError(f"expected an object of {what} names to text values")
+        return tuple(sorted(value.items()))
 
     return check
 
@@ -255,6 +295,12 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "docker.workspace": ("docker_workspace", _choice("rw", "ro")),
     "docker.user": ("docker_user", _user),
     "docker.wheels": ("docker_wheels", _folder),
+    "remote.url": ("remote_url", _url),
+    "remote.tokenEnv": ("remote_token_env", _optional_env_name),
+    "remote.kernelName": ("remote_kernel_name", _kernel_name),
+    "remote.kernelEnv": ("remote_kernel_env", _pairs("environment variable", env_names=True)),
+    "remote.headers": ("remote_headers", _pairs("HTTP header", env_names=False)),
+    "remote.verifyTls": ("remote_verify_tls", _boolean),
 }
 PROJECT = "pyproject.toml [tool.runfix]"
 USER_ONLY = {
@@ -263,9 +309,17 @@ USER_ONLY = {
     "autoRun": "it runs model-written code before you have read it",
     "docker.network": "it opens the sandbox's network",
     "docker.wheels": "it mounts a folder of this machine in the sandbox",
+    "remote.url": "it decides where your code and your server's token are sent",
+    "remote.tokenEnv": "it decides which secret is sent to the remote server",
+    "remote.headers": "they are sent to your remote server with its token",
+    "remote.verifyTls": "it loosens the check of your remote server's identity",
 }
 """Settings a project file cannot set, and why."""
-_NO_ECHO = {"model.apiKeyEnv"}  # someone may paste the key itself here: never repeat it
+_NO_ECHO = {
+    "model.apiKeyEnv",
+    "remote.tokenEnv",
+    "remote.headers",
+}  # someone may paste the key itself here: never repeat it
 _GROUPS = {key.split(".")[0] for key in _KEYS if "." in key}
 KNOWN_KEYS = tuple(_KEYS)
 

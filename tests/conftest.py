@@ -25,6 +25,7 @@ from executor import sandbox
 from executor.base import ExecutorUnavailable
 from executor.configs import DEFAULT_IMAGE
 from executor.docker import describe_engine, describe_image
+from tests.remote_server import TOKEN_ENV, JupyterServer
 
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
 CLIENTS = ["visual_studio_code", "neovim@v0.7.0", "neovim@v0.11.0"]
@@ -86,23 +87,51 @@ def open_to_sandbox(folder: Path) -> None:
     folder.chmod(0o777)
 
 
-@pytest.fixture(params=["kernel", pytest.param("docker", marks=pytest.mark.docker)])
+# -- Remote kernels -------------------------------------------------------------------------
+
+# In the environment: this module may load twice (`conftest`, `tests.conftest`).
+REMOTE_URL = "RUNFIX_TEST_REMOTE_URL"
+
+
+@pytest.fixture(scope="session")
+def jupyter_server() -> Any:
+    """A real Jupyter Server on loopback (token auth), shared by the tests that run remotely."""
+    server = JupyterServer().start()
+    os.environ[REMOTE_URL] = server.url
+    yield server
+    os.environ.pop(REMOTE_URL, None)
+    server.stop()
+
+
+@pytest.fixture(
+    params=[
+        "kernel",
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("remote", marks=pytest.mark.remote),
+    ]
+)
 def executor(request: pytest.FixtureRequest, folder: Path) -> str:
-    """Each slice test once with the local kernel and once in the Docker sandbox."""
+    """Each slice test with the local kernel, in the Docker sandbox, and on a Jupyter Server
+    (`init_params` points `executor: "remote"` at the session's server)."""
     if request.param == "docker":
         request.getfixturevalue("sandbox_image")
         open_to_sandbox(folder)
+    if request.param == "remote":
+        request.getfixturevalue("jupyter_server")
     return str(request.param)
 
 
 def init_params(
     folder: Path, client: str = "neovim@v0.11.0", options: dict[str, Any] | None = None
 ) -> lsp.InitializeParams:
+    options = dict(options or {})
+    if options.get("executor") == "remote" and "remote" not in options:
+        options["remote"] = {"url": os.environ.get(REMOTE_URL), "tokenEnv": TOKEN_ENV}
     return lsp.InitializeParams(
         capabilities=client_capabilities(client),
         root_uri=folder.as_uri(),
         workspace_folders=[lsp.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)],
-        initialization_options={"python": sys.executable, **(options or {})},
+        initialization_options={"python": sys.executable, **options},
     )
 
 

@@ -411,3 +411,33 @@ def test_running_code_again_makes_results_below_it_stale() -> None:
     [two] = results.statements
     front = results.stale(two)
     assert front is not None and front.reason.startswith("the code at line 1 ran again at ")
+
+
+def test_remote_settings_check_their_values_and_a_project_cannot_point_them_elsewhere() -> None:
+    from executor.configs import RemoteConfig
+    from lsp_server.executors import kernel_config
+
+    user = {
+        "executor": "remote",
+        "remote": {
+            "url": "https://gpu.example.org:8888/",
+            "tokenEnv": "GPU_TOKEN",
+            "kernelEnv": {"KERNEL_USERNAME": "ada"},
+        },
+    }
+    settings = resolve(("workspace/configuration", user))
+    assert settings.problems == ()
+    config = kernel_config(Path("/tmp"), settings)
+    assert config == RemoteConfig(
+        "https://gpu.example.org:8888", "GPU_TOKEN", kernel_env=(("KERNEL_USERNAME", "ada"),)
+    )
+    assert config.host == "gpu.example.org:8888"
+    # A token pasted where its variable's name belongs is refused and never repeated.
+    pasted = resolve(("workspace/configuration", {"remote": {"tokenEnv": "abc 123-secret"}}))
+    assert pasted.remote_token_env is None
+    assert "abc 123-secret" not in pasted.problems[0] and "<hidden>" in pasted.problems[0]
+    assert "expected an http(s) URL" in resolve(("x", {"remote.url": "gpu:8888"})).problems[0]
+    project = resolve(("pyproject.toml [tool.runfix]", user))
+    assert project.remote_url is None and project.remote_token_env is None
+    assert project.remote_kernel_env == (("KERNEL_USERNAME", "ada"),)  # harmless: it may
+    assert any("remote.url is ignored" in p for p in project.problems)
