@@ -640,6 +640,17 @@ class RemoteKernel(JupyterKernel):
             f"(runfix's remote.kernelName){have}."
         )
 
+    async def about_server(self) -> str:
+        """What the server says it is (`GET /api`), checking the URL and the token on the way:
+        `/api` answers anyone, `/api/kernels` only with a token it takes."""
+        about = await self._request("GET", "/api")
+        await self._request("GET", "/api/kernels")
+        if not isinstance(about, dict) or "version" not in about:
+            raise ExecutorUnavailable(f"{self.base} does not answer as a Jupyter Server does.")
+        gateway = about.get("gateway_version")
+        kind = f"Enterprise Gateway {gateway}" if gateway else "Jupyter Server"
+        return f"{kind} (server API {about['version']}); the token is accepted"
+
     async def kernel_names(self) -> list[str]:
         """The server's kernel specs (empty when it will not say)."""
         try:

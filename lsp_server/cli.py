@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from lsp_server import __version__
 
@@ -64,6 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     into.add_argument("--force", action="store_true", help="replace the script if it exists")
     check = commands.add_parser("doctor", help="check the interpreter, ipykernel and a kernel")
     check.add_argument("folder", type=Path, nargs="?", default=Path.cwd())
+    for command in (run, check):
+        where = command.add_argument_group("a remote kernel (Jupyter Server, Enterprise Gateway)")
+        where.add_argument("--remote", metavar="URL", help="run on the server at URL")
+        where.add_argument(
+            "--token-env", metavar="NAME", help="the environment variable holding its token"
+        )
+        where.add_argument("--kernel-name", metavar="NAME", help="its kernel spec (python3)")
     images = commands.add_parser("sandbox", help="the Docker sandbox's image")
     sandbox_commands = images.add_subparsers(dest="sandbox_command", required=True)
     build = sandbox_commands.add_parser(
@@ -95,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from lsp_server.headless import run_file
 
-        return run_file(args.file, args.cell, args.timeout, args.fix, args.format)
+        return run_file(
+            args.file, args.cell, args.timeout, args.fix, args.format, _command_line(args)
+        )
     if args.command == "export":
         from lsp_server.notebooks import export
 
@@ -118,7 +128,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return build_sandbox(tag, args.method, args.mirror, args.if_missing)
     import asyncio
 
-    return asyncio.run(doctor(project_folder(args.folder.resolve())))
+    return asyncio.run(doctor(project_folder(args.folder.resolve()), _command_line(args)))
+
+
+def _command_line(args: argparse.Namespace) -> dict[str, Any]:
+    """Settings given on the command line: the user's own, like an editor's."""
+    remote = {
+        key: value
+        for key, value in (
+            ("url", args.remote),
+            ("tokenEnv", args.token_env),
+            ("kernelName", args.kernel_name),
+        )
+        if value is not None
+    }
+    return {"executor": "remote", "remote": remote} if args.remote else {}
 
 
 if __name__ == "__main__":

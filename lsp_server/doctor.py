@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from executor import sandbox
 from executor.base import ExecutorUnavailable
@@ -17,22 +20,25 @@ from executor.interpreter import find_interpreter, install_hint, ipykernel_versi
 from executor.jupyter import JupyterKernel
 from executor.kernel import LocalKernel
 from lsp_server import __version__
-from lsp_server.executors import docker_config
+from lsp_server.executors import docker_config, remote_config
 from lsp_server.headless import project_settings
 from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.settings import Settings
 
 
-async def doctor(folder: Path) -> int:
+async def doctor(folder: Path, command_line: Mapping[str, Any] | None = None) -> int:
     print(f"runfix {__version__} on Python {sys.version.split()[0]} ({sys.executable})")
     print(f"project folder: {folder}")
-    settings = project_settings(folder)
+    settings = project_settings(folder, command_line)
     print(f"executor:       {settings.executor}")
-    local_ok = await _doctor_local(folder, settings)
-    needed = settings.executor == "docker"
-    docker_ok = await _doctor_docker(folder, docker_config(settings), needed)
+    if settings.executor == "remote":
+        ok = await _doctor_remote(folder, settings)
+    else:
+        local_ok = await _doctor_local(folder, settings)
+        needed = settings.executor == "docker"
+        docker_ok = await _doctor_docker(folder, docker_config(settings), needed)
+        ok = docker_ok if settings.executor == "docker" else local_ok
     await _doctor_model(settings)
-    ok = docker_ok if settings.executor == "docker" else local_ok
     if ok:
         print("everything runfix needs to run code is here.")
     return 0 if ok else 1
@@ -53,8 +59,11 @@ async def _doctor_local(folder: Path, settings: Settings) -> bool:
     return await _doctor_start("kernel", kernel, folder)
 
 
-async def _doctor_start(label: str, kernel: JupyterKernel, folder: Path) -> bool:
-    """Start the kernel, run something trivial, stop it; say how long each took."""
+async def _doctor_start(
+    label: str, kernel: JupyterKernel, folder: Path, *, shutdown: bool = True
+) -> bool:
+    """Start the kernel, run something trivial, stop it (unless the caller will); say how
+    long each took."""
     began = time.perf_counter()
     try:
         await kernel.start()
@@ -64,7 +73,8 @@ async def _doctor_start(label: str, kernel: JupyterKernel, folder: Path) -> bool
         print(f"{label + ':':<15} FAILED — {exc}")
         return False
     finally:
-        await kernel.shutdown()
+        if shutdown:
+            await kernel.shutdown()
     if outcome.status != RunStatus.OK:
         print(f"{label + ':':<15} started, but a trivial run ended {outcome.status.value}")
         return False
@@ -89,6 +99,50 @@ async def _doctor_docker(folder: Path, config: DockerConfig, needed: bool) -> bo
         return False
     print(f"sandbox image:  {image}")
     return await _doctor_start("container", DockerKernel(folder, config), folder)
+
+
+async def _doctor_remote(folder: Path, settings: Settings) -> bool:
+    """The server: its URL, the token (whether it is set and taken), the kernel spec, and a
+    kernel's start and round trip. Never the token itself."""
+    from executor.remote import RemoteKernel
+
+    config = remote_config(settings)
+    if not config.url:
+        print("remote:         no URL — set runfix's remote.url (or --remote URL)")
+        return False
+    token = config.token_env
+    said = (
+        f"token from {token} ({'set' if os.environ.get(token) else 'NOT SET'})"
+        if token
+        else ("no token (remote.tokenEnv is not set)")
+    )
+    print(f"remote:         {config.url}  ({said})")
+    kernel = RemoteKernel(folder, config)
+    try:
+        return await _doctor_server(kernel, folder)
+    finally:
+        await kernel.shutdown()
+
+
+async def _doctor_server(kernel: Any, folder: Path) -> bool:
+    config = kernel.config
+    try:
+        about = await kernel.about_server()
+    except ExecutorUnavailable as exc:
+        print(f"server:         FAILED — {exc}")
+        return False
+    print(f"server:         {about}")
+    names = await kernel.kernel_names()
+    if names and config.kernel_name not in names:
+        print(f"kernel spec:    {config.kernel_name} MISSING — it has {', '.join(names)}")
+        print("  fix: set runfix's remote.kernelName to one of them")
+        return False
+    print(f"kernel spec:    {config.kernel_name}" + (f"  (of {', '.join(names)})" if names else ""))
+    if not await _doctor_start("remote", kernel, folder, shutdown=False):
+        return False
+    trips = sorted([await kernel.round_trip() for _ in range(5)])
+    print(f"round trip:     {trips[2] * 1000:.1f} ms (median of 5 empty executes)")
+    return True
 
 
 async def _doctor_model(settings: Settings) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import tokenize
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -44,10 +44,11 @@ def project_folder(start: Path) -> Path:
     return folder
 
 
-def project_settings(folder: Path) -> Settings:
-    """The project file's settings (the only layer there is without an editor)."""
+def project_settings(folder: Path, command_line: Mapping[str, Any] | None = None) -> Settings:
+    """The project file's settings, then the command line's (`--remote`, …): without an
+    editor, the one who runs the command is the user."""
     table, problem = read_pyproject(folder)
-    settings = resolve((PROJECT, table))
+    settings = resolve((PROJECT, table), ("command line", command_line or None))
     for message in ([problem] if problem else []) + list(settings.problems):
         print(f"runfix: warning: {message}", file=sys.stderr)
     return settings
@@ -184,7 +185,12 @@ class HeadlessEditor:
 
 
 def run_file(
-    path: Path, cell: int | None, timeout: float | None, fix: bool = False, report: str = "text"
+    path: Path,
+    cell: int | None,
+    timeout: float | None,
+    fix: bool = False,
+    report: str = "text",
+    command_line: Mapping[str, Any] | None = None,
 ) -> int:
     """Run the file's cells (or one), printing results; 0 clean, 1 failed, 2 could not run."""
     shown = str(path)
@@ -197,7 +203,7 @@ def run_file(
         return 2
     lines = split_lines(source)
     folder = project_folder(path)
-    settings = project_settings(folder)
+    settings = project_settings(folder, command_line)
     if timeout is not None:
         settings = replace(settings, timeout=timeout)
     line_range = None

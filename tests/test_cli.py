@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.remote_server import TOKEN, TOKEN_ENV, JupyterServer
+
 pytestmark = pytest.mark.kernel
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
@@ -88,3 +90,26 @@ def test_run_headless_in_the_sandbox(tmp_path: Path, sandbox_image: str) -> None
     done = runfix("run", "s.py", cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["s.py:2:1: note: /workspace True"]
+
+
+@pytest.mark.remote
+def test_doctor_and_run_on_a_remote_server(tmp_path: Path, jupyter_server: JupyterServer) -> None:
+    where = ["--remote", jupyter_server.url, "--token-env", TOKEN_ENV]
+    before = jupyter_server.kernels()
+
+    done = runfix("doctor", str(tmp_path), *where)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"remote:         {jupyter_server.url}  (token from {TOKEN_ENV} (set))" in done.stdout
+    assert "server:         Jupyter Server (server API 2." in done.stdout
+    assert "round trip:" in done.stdout
+    assert TOKEN not in done.stdout + done.stderr
+    script = tmp_path / "s.py"
+    script.write_text(f"import os\nprint(os.getcwd() == os.path.realpath({str(tmp_path)!r}))\n")
+    ran = runfix("run", str(script), *where)
+    assert ran.stdout.splitlines() == [f"{script}:2:1: note: False"]  # it ran over there
+    assert jupyter_server.kernels() == before  # neither left a kernel behind
+    refused = runfix("doctor", str(tmp_path), "--remote", jupyter_server.url)
+    assert refused.returncode == 1
+    assert "refused runfix (HTTP 403)" in refused.stdout
+    assert "set runfix's remote.tokenEnv" in refused.stdout
