@@ -14,6 +14,7 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -36,11 +37,27 @@ def free_port() -> int:
 
 
 class JupyterServer:
-    def __init__(self, *args: str, token: str = TOKEN, port: int | None = None) -> None:
+    def __init__(
+        self, *args: str, token: str = TOKEN, port: int | None = None, tls: bool = False
+    ) -> None:
         self.args, self.token = list(args), token
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.root = Path(tempfile.mkdtemp(prefix="runfix-jupyter-root-"))
+        self.verify: ssl.SSLContext | bool = True
+        if tls:  # a certificate for 127.0.0.1 from a CA of the test's own, which no one trusts
+            import trustme
+
+            authority = trustme.CA()
+            certificate = authority.issue_cert("127.0.0.1")
+            key = self.root.parent / f"{self.root.name}.key"
+            cert = self.root.parent / f"{self.root.name}.pem"
+            certificate.private_key_pem.write_to_path(str(key))
+            certificate.cert_chain_pems[0].write_to_path(str(cert))
+            self.ca = self.root.parent / f"{self.root.name}-ca.pem"
+            authority.cert_pem.write_to_path(str(self.ca))
+            self.args += [f"--ServerApp.certfile={cert}", f"--ServerApp.keyfile={key}"]
+            self.verify = ssl.create_default_context(cafile=str(self.ca))
         self.log = self.root.parent / f"{self.root.name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -75,7 +92,10 @@ class JupyterServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"jupyter server exited: {self.log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{self.url}/api/status", headers=self.headers, timeout=2).is_success:
+                status = httpx.get(
+                    f"{self.url}/api/status", headers=self.headers, timeout=2, verify=self.verify
+                )
+                if status.is_success:
                     return self
             except httpx.HTTPError:
                 pass
@@ -87,7 +107,9 @@ class JupyterServer:
         return {"Authorization": f"token {self.token}"}
 
     def kernels(self) -> list[dict[str, Any]]:
-        answer = httpx.get(f"{self.url}/api/kernels", headers=self.headers, timeout=10)
+        answer = httpx.get(
+            f"{self.url}/api/kernels", headers=self.headers, timeout=10, verify=self.verify
+        )
         answer.raise_for_status()
         kernels: list[dict[str, Any]] = answer.json()
         return kernels

@@ -232,3 +232,47 @@ def test_kernels_of_a_killed_runfix_are_deleted_by_the_next_and_no_one_elses(
         assert [k["id"] for k in own_server.kernels()] == [someone_elses]
     finally:
         second.kill()
+
+
+async def test_a_slow_network_still_times_out_and_keeps_state(
+    client: LanguageClient, folder: Path, jupyter_server: JupyterServer
+) -> None:
+    proxy = Proxy(jupyter_server.port, delay=0.2)  # 400 ms round trips
+    try:
+        options = {**jupyter_server.options(url=proxy.url), "timeout": 1.5}
+        await client.initialize_session(init_params(folder, options=options))
+        uri = open_doc(client, folder / "doc.py", "x = 41\nimport time\ntime.sleep(60)\nx + 1\n")
+
+        answer = await run(client, uri, 0, 2)
+
+        assert answer["status"] == "timeout"
+        [warning] = warnings(client, uri)
+        assert "Timed out after 1.5s" in warning and "state is kept" in warning
+        assert (await run(client, uri, 3, 3))["status"] == "ok"
+        assert [h.label for h in await hints(client, uri)] == ["→ 42"]
+    finally:
+        proxy.close()
+
+
+async def test_a_certificate_no_one_trusts_is_refused_unless_verification_is_off(
+    client: LanguageClient, folder: Path
+) -> None:
+    server = JupyterServer(tls=True).start()
+    try:
+        await client.initialize_session(init_params(folder, "visual_studio_code"))
+        client.set_configuration({"runfix": server.options()})
+        uri = open_doc(client, folder / "doc.py", "x = 1\nx + 1\n")
+
+        answer = await run(client, uri)
+
+        assert answer["status"] == "error"
+        assert f"TLS with 127.0.0.1:{server.port} failed" in answer["message"]
+        assert "CERTIFICATE_VERIFY_FAILED" in answer["message"].upper().replace(" ", "_")
+        assert "remote.verifyTls" in answer["message"]
+        client.set_configuration({"runfix": server.options(verifyTls=False)})
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+        await asyncio.sleep(0.5)
+        assert (await run(client, uri))["status"] == "ok"
+        assert [d.message for d in client.diagnostics[uri]] == ["→ 2"]
+    finally:
+        server.stop()
