@@ -76,6 +76,10 @@ class _Gone(Exception):
     """The server does not know the kernel (404)."""
 
 
+class _Failed(ExecutorUnavailable):
+    """The server answered a request with an error (not a refusal)."""
+
+
 class _Connect(connect):
     def process_redirect(self, exc: Exception) -> Exception:
         return exc  # not followed: the Authorization header would go along
@@ -536,7 +540,7 @@ class RemoteKernel(JupyterKernel):
         if response.status_code == 404 and path.startswith("/api/kernels/"):
             raise _Gone(path)
         if response.status_code >= 400:
-            raise ExecutorUnavailable(
+            raise _Failed(
                 f"{self.config.host} answered {method} {path} with HTTP {response.status_code}: "
                 f"{_reason(response)}"
             )
@@ -564,11 +568,12 @@ class RemoteKernel(JupyterKernel):
 
     def _refused(self, status: int, reason: str) -> str:
         token = self.config.token_env
-        fix = (
-            f"set {token} to a valid token for {self.base}"
-            if token
-            else "set runfix's remote.tokenEnv to the environment variable holding its token"
-        )
+        if "KERNEL_USERNAME" in reason:  # an Enterprise Gateway that wants to know who
+            fix = "set KERNEL_USERNAME (and what else it needs) in runfix's remote.kernelEnv"
+        elif token:
+            fix = f"set {token} to a valid token for {self.base}"
+        else:
+            fix = "set runfix's remote.tokenEnv to the environment variable holding its token"
         said = f" ({reason})" if reason else ""
         return f"{self.config.host} refused runfix (HTTP {status}){said}: {fix}."
 
@@ -622,9 +627,14 @@ class RemoteKernel(JupyterKernel):
         body = {"name": self.config.kernel_name, "env": env}
         try:
             model = await self._request("POST", "/api/kernels", body, timeout=self.startup_timeout)
-        except ExecutorUnavailable as exc:
-            if "No such kernel" in str(exc) or "HTTP 404" in str(exc):
-                raise ExecutorUnavailable(await self._no_such_kernel()) from None
+        except _Failed:
+            # Neither server says "no such kernel" plainly (a 500 either way): look.
+            names = await self.kernel_names()
+            if names and self.config.kernel_name not in names:
+                raise ExecutorUnavailable(
+                    f"{self.config.host} has no kernel named {self.config.kernel_name!r} "
+                    f"(runfix's remote.kernelName); it has {', '.join(names)}."
+                ) from None
             raise
         if not isinstance(model, dict) or not isinstance(model.get("id"), str):
             raise ExecutorUnavailable(f"{self.base} did not say which kernel it started.")
@@ -632,19 +642,11 @@ class RemoteKernel(JupyterKernel):
         self._gone = None
         await asyncio.to_thread(_write_down, self.base, model["id"], self.folder)
 
-    async def _no_such_kernel(self) -> str:
-        names = await self.kernel_names()
-        have = f"; it has {', '.join(names)}" if names else ""
-        return (
-            f"{self.config.host} has no kernel named {self.config.kernel_name!r} "
-            f"(runfix's remote.kernelName){have}."
-        )
-
     async def about_server(self) -> str:
         """What the server says it is (`GET /api`), checking the URL and the token on the way:
-        `/api` answers anyone, `/api/kernels` only with a token it takes."""
+        `/api/kernelspecs` answers only with a token it takes."""
         about = await self._request("GET", "/api")
-        await self._request("GET", "/api/kernels")
+        await self._request("GET", "/api/kernelspecs")  # an Enterprise Gateway may not list kernels
         if not isinstance(about, dict) or "version" not in about:
             raise ExecutorUnavailable(f"{self.base} does not answer as a Jupyter Server does.")
         gateway = about.get("gateway_version")

@@ -64,20 +64,7 @@ class JupyterServer:
     def start(self) -> JupyterServer:
         # Its kernels must not see what the runfix server under test holds.
         env = {k: v for k, v in os.environ.items() if not k.startswith("RUNFIX_TEST_")}
-        command = [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            "--no-browser",
-            "--ip=127.0.0.1",
-            f"--port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}",
-            *self.args,
-        ]
-        if os.geteuid() == 0:
-            command.append("--allow-root")
+        command = self.command()
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
                 command,
@@ -93,7 +80,10 @@ class JupyterServer:
                 raise RuntimeError(f"jupyter server exited: {self.log.read_text()[-2000:]}")
             try:
                 status = httpx.get(
-                    f"{self.url}/api/status", headers=self.headers, timeout=2, verify=self.verify
+                    f"{self.url}/api/kernelspecs",
+                    headers=self.headers,
+                    timeout=2,
+                    verify=self.verify,
                 )
                 if status.is_success:
                     return self
@@ -101,6 +91,21 @@ class JupyterServer:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"jupyter server did not start: {self.log.read_text()[-2000:]}")
+
+    def command(self) -> list[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            *self.args,
+        ]
+        return [*command, "--allow-root"] if os.geteuid() == 0 else command
 
     @property
     def headers(self) -> dict[str, str]:
@@ -141,6 +146,35 @@ class JupyterServer:
     def options(self, **more: Any) -> dict[str, Any]:
         """Initialization options that point runfix at this server."""
         return {"executor": "remote", "remote": {"url": self.url, "tokenEnv": TOKEN_ENV, **more}}
+
+
+GATEWAY = Path(__file__).parent / ".gateway" / "venv" / "bin" / "jupyter-enterprisegateway"
+"""Where `scripts/gateway` installs Enterprise Gateway (a venv of its own: it pins an old
+jupyter-server, jupyter-client and pyzmq)."""
+
+
+class EnterpriseGateway(JupyterServer):
+    """A real Jupyter Enterprise Gateway on loopback, launching local kernels (its
+    `LocalProcessProxy`, as a Kubernetes one would launch pods), listing kernels on."""
+
+    def __init__(self, executable: Path, *args: str) -> None:
+        super().__init__(*args)
+        self.executable = executable
+
+    def command(self) -> list[str]:
+        return [
+            str(self.executable),
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            "--port_retries=0",
+            f"--EnterpriseGatewayApp.auth_token={self.token}",
+            "--EnterpriseGatewayApp.list_kernels=True",
+            *self.args,
+        ]
+
+    def start(self) -> EnterpriseGateway:
+        super().start()
+        return self
 
 
 class Proxy:
