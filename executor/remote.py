@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import queue
+import socket
 import ssl
 import struct
 import time
@@ -163,8 +164,10 @@ class KernelSocket:
         self.connected.set()
 
     async def _read(self, ws: ClientConnection) -> None:
+        sock = ws.transport.get_extra_info("socket")
         try:
             async for frame in ws:
+                _ack_now(sock)
                 msg = _decode(frame)
                 if msg is not None:
                     self._take(msg)
@@ -342,6 +345,21 @@ class KernelSocket:
 
     async def get_stdin_msg(self, timeout: float | None = None) -> dict[str, Any]:
         return await self._get("stdin", timeout)
+
+
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
+
+
+def _ack_now(sock: Any) -> None:
+    """Acknowledge what came at once (Linux: TCP_QUICKACK, which lapses: so, each time).
+
+    A kernel's answer is several small WebSocket frames (busy, the input, the result, the
+    reply, idle). A server that writes them without TCP_NODELAY (Jupyter Server's does)
+    holds each after the first until it is acknowledged, and a receiver delays its
+    acknowledgement up to 40 ms: every run took ~48 ms on loopback, ~12 ms with this."""
+    if _QUICKACK is not None and sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
 def _decode(frame: str | bytes) -> dict[str, Any] | None:
@@ -670,9 +688,9 @@ class RemoteKernel(JupyterKernel):
     async def _attach(self) -> None:
         """A new WebSocket session to the kernel; then wait for it and load the helper."""
         self._stop_reconnecting()
-        socket = KernelSocket(self._socket_url(), self._headers(), self._tls(), self._dropped)
+        link = KernelSocket(self._socket_url(), self._headers(), self._tls(), self._dropped)
         try:
-            await socket.open(timeout=min(self.startup_timeout, REQUEST_TIMEOUT))
+            await link.open(timeout=min(self.startup_timeout, REQUEST_TIMEOUT))
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
@@ -682,27 +700,27 @@ class RemoteKernel(JupyterKernel):
             ) from None
         except (OSError, WebSocketException, asyncio.TimeoutError) as exc:
             raise ExecutorUnavailable(self._unreachable(exc)) from None
-        self._socket = socket
-        await self._connect(socket)
+        self._socket = link
+        await self._connect(link)
 
-    def _dropped(self, socket: KernelSocket) -> None:
-        if socket is not self._socket or self._closing:
+    def _dropped(self, link: KernelSocket) -> None:
+        if link is not self._socket or self._closing:
             return
         log.warning("lost the WebSocket of kernel %s on %s", self._kernel_id, self.config.host)
         if self._reconnecting is None or self._reconnecting.done():
-            self._reconnecting = asyncio.ensure_future(self._reconnect(socket))
+            self._reconnecting = asyncio.ensure_future(self._reconnect(link))
 
-    async def _reconnect(self, socket: KernelSocket) -> None:
+    async def _reconnect(self, link: KernelSocket) -> None:
         """Back to the same kernel with backoff; else say why it is gone (`is_alive`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(30.0, self.startup_timeout)
         delay = RECONNECT_FIRST
-        while socket is self._socket and not socket.closed:
+        while link is self._socket and not link.closed:
             await asyncio.sleep(delay)  # first: the server needs a moment to see the drop
             delay = min(delay * 2, RECONNECT_MOST)
             try:
                 await self._request("GET", f"/api/kernels/{self._kernel_id}")
-                await socket.open(timeout=REQUEST_TIMEOUT)
+                await link.open(timeout=REQUEST_TIMEOUT)
                 log.info("reconnected to kernel %s on %s", self._kernel_id, self.config.host)
                 return
             except _Gone:
@@ -791,20 +809,20 @@ class RemoteKernel(JupyterKernel):
             log.warning("could not interrupt kernel %s: %s", self._kernel_id, exc)
 
     async def is_alive(self) -> bool:
-        """Mostly known without a round trip: the socket says when the server restarted the
+        """Mostly known without a round trip: the WebSocket says when the server restarted the
         kernel, a reconnection when it is gone. After `CHECK_AFTER` seconds of silence, the
         server is asked (a culled kernel's WebSocket may stay open). While reconnecting, or
         when the server cannot be asked, the kernel is taken as alive: reconnecting decides."""
-        socket = self._socket
+        link = self._socket
         if (
             self._kernel_id is None
-            or socket is None
+            or link is None
             or self._gone is not None
-            or socket.kernel_restarted is not None
+            or link.kernel_restarted is not None
         ):
             return False
         now = asyncio.get_running_loop().time()
-        if socket.connected.is_set() and now - max(socket.heard, self._asked) >= CHECK_AFTER:
+        if link.connected.is_set() and now - max(link.heard, self._asked) >= CHECK_AFTER:
             self._asked = now
             try:
                 await self._request("GET", f"/api/kernels/{self._kernel_id}")
@@ -818,17 +836,17 @@ class RemoteKernel(JupyterKernel):
     async def _death_cause(self) -> str | None:
         if self._gone is not None:
             return self._gone
-        socket = self._socket
-        if socket is not None and socket.kernel_restarted == "restarting":
+        link = self._socket
+        if link is not None and link.kernel_restarted == "restarting":
             return (
                 f"The kernel died on {self.config.host} (crash, os._exit or out of memory) "
                 "and the server restarted it"
             )
-        if socket is not None and socket.kernel_restarted == "dead":
+        if link is not None and link.kernel_restarted == "dead":
             return f"The kernel died on {self.config.host} and the server could not restart it"
-        if socket is not None and socket.kernel_restarted == "restarted":
+        if link is not None and link.kernel_restarted == "restarted":
             return f"Someone restarted the kernel on {self.config.host} (JupyterLab, say)"
-        if socket is not None and socket.kernel_restarted == "shutdown":
+        if link is not None and link.kernel_restarted == "shutdown":
             return self._gone_note()
         return None
 
