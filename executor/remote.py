@@ -71,6 +71,11 @@ has it (a culled kernel's WebSocket may stay open): at the start of a run after 
 every so often during a silent one."""
 RECONNECT_FIRST, RECONNECT_MOST = 0.2, 5.0
 """Seconds between reconnection attempts: doubling from the first up to the most."""
+RECONNECT_PATIENCE = 30.0
+"""Seconds a run waits for a lost connection to come back before it answers that the server
+cannot be reached (reconnecting goes on)."""
+CHECK_TIMEOUT = 5.0
+"""Seconds the question "do you still have the kernel?" may take before a run."""
 
 
 class _Gone(Exception):
@@ -293,6 +298,9 @@ class KernelSocket:
         self._quiet.add(msg_id)
         try:
             return await asyncio.wait_for(waiting, timeout)
+        except BaseException:
+            self._quiet.discard(msg_id)  # its idle may never come
+            raise
         finally:
             self._waiting.pop(msg_id, None)
 
@@ -472,7 +480,10 @@ class RemoteKernel(JupyterKernel):
         self._kernel_id: str | None = None
         self._socket: KernelSocket | None = None
         self._gone: str | None = None
-        """Why the kernel can no longer be reached, once a reconnection found out."""
+        """Why the kernel is gone for good (the server does not have it), once known."""
+        self._unreachable: str | None = None
+        """Why the server cannot be reached now (reconnecting goes on meanwhile)."""
+        self._checking: asyncio.Task[None] | None = None
         self._reconnecting: asyncio.Task[None] | None = None
         self._closing = False
         self._asked = 0.0
@@ -552,7 +563,7 @@ class RemoteKernel(JupyterKernel):
                 f"{timeout or REQUEST_TIMEOUT:g}s."
             ) from None
         except httpx.HTTPError as exc:
-            raise ExecutorUnavailable(self._unreachable(exc)) from None
+            raise ExecutorUnavailable(self._no_answer(exc)) from None
         if response.status_code in (401, 403):
             raise ExecutorUnavailable(self._refused(response.status_code, _reason(response)))
         if response.status_code == 404 and path.startswith("/api/kernels/"):
@@ -572,7 +583,7 @@ class RemoteKernel(JupyterKernel):
                 "check remote.url."
             ) from None
 
-    def _unreachable(self, exc: BaseException) -> str:
+    def _no_answer(self, exc: BaseException) -> str:
         if _tls_problem(exc):
             return (
                 f"TLS with {self.config.host} failed: {_short(exc)}. Give this machine the "
@@ -699,8 +710,9 @@ class RemoteKernel(JupyterKernel):
                 f"{self.config.host} refused the kernel's WebSocket (HTTP {status})."
             ) from None
         except (OSError, WebSocketException, asyncio.TimeoutError) as exc:
-            raise ExecutorUnavailable(self._unreachable(exc)) from None
+            raise ExecutorUnavailable(self._no_answer(exc)) from None
         self._socket = link
+        self._unreachable = None
         await self._connect(link)
 
     def _dropped(self, link: KernelSocket) -> None:
@@ -711,9 +723,14 @@ class RemoteKernel(JupyterKernel):
             self._reconnecting = asyncio.ensure_future(self._reconnect(link))
 
     async def _reconnect(self, link: KernelSocket) -> None:
-        """Back to the same kernel with backoff; else say why it is gone (`is_alive`)."""
+        """Back to the same kernel with backoff, for as long as this is its link.
+
+        It ends when the server says the kernel is gone (`_gone`: the next run gets a new
+        kernel). Past `RECONNECT_PATIENCE`, runs stop waiting (`_unreachable`: they answer
+        at once that the server cannot be reached) while this goes on trying, so the kernel
+        and its state are back the moment the network is."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(30.0, self.startup_timeout)
+        patience = loop.time() + RECONNECT_PATIENCE
         delay = RECONNECT_FIRST
         while link is self._socket and not link.closed:
             await asyncio.sleep(delay)  # first: the server needs a moment to see the drop
@@ -721,15 +738,21 @@ class RemoteKernel(JupyterKernel):
             try:
                 await self._request("GET", f"/api/kernels/{self._kernel_id}")
                 await link.open(timeout=REQUEST_TIMEOUT)
-                log.info("reconnected to kernel %s on %s", self._kernel_id, self.config.host)
-                return
             except _Gone:
                 self._gone = self._gone_note()
                 return
             except (ExecutorUnavailable, OSError, WebSocketException, asyncio.TimeoutError) as exc:
-                if loop.time() + delay > deadline:
-                    self._gone = f"The connection to {self.config.host} was lost ({_short(exc)})"
-                    return
+                if self._unreachable is None and loop.time() >= patience:
+                    self._unreachable = (
+                        f"The connection to {self.config.host} was lost ({_short(exc)}); "
+                        "runfix keeps reconnecting in the background, and the kernel's state "
+                        "is kept if the server still has it"
+                    )
+                    log.warning("%s", self._unreachable)
+                continue
+            self._unreachable = None
+            log.info("reconnected to kernel %s on %s", self._kernel_id, self.config.host)
+            return
 
     def _gone_note(self) -> str:
         return (
@@ -738,9 +761,10 @@ class RemoteKernel(JupyterKernel):
         )
 
     def _stop_reconnecting(self) -> None:
-        if self._reconnecting is not None:
-            self._reconnecting.cancel()
-            self._reconnecting = None
+        for task in (self._reconnecting, self._checking):
+            if task is not None:
+                task.cancel()
+        self._reconnecting = self._checking = None
 
     async def _relaunch(self) -> None:
         """Restart the kernel on the server; a new one when the server no longer has it."""
@@ -753,25 +777,26 @@ class RemoteKernel(JupyterKernel):
             try:
                 await self._request("POST", f"{path}/restart", timeout=self.startup_timeout)
             except _Gone:
-                self._forget()
+                await self._forget()
             except ExecutorUnavailable:
                 try:  # a Jupyter Server answers 500 for a kernel it no longer has
                     await self._request("GET", path)
                 except _Gone:
-                    self._forget()
+                    await self._forget()
                 else:
                     raise
         else:
-            self._forget()
+            await self._forget()
         if self._kernel_id is None:
             await self._create()
         await self._attach()
         self.started_in = time.perf_counter() - began
 
-    def _forget(self) -> None:
+    async def _forget(self) -> None:
+        """Let go of the kernel (the server no longer has it, or runfix deleted it)."""
         if self._kernel_id is not None:
-            _cross_off(self._kernel_id)
-        self._kernel_id, self._gone = None, None
+            await asyncio.to_thread(_cross_off, self._kernel_id)
+        self._kernel_id, self._gone, self._unreachable = None, None, None
 
     async def _discard(self) -> None:
         self._closing = True
@@ -782,7 +807,7 @@ class RemoteKernel(JupyterKernel):
             if self._kernel_id is not None:
                 with contextlib.suppress(_Gone, ExecutorUnavailable):
                     await self._request("DELETE", f"/api/kernels/{self._kernel_id}")
-                self._forget()
+                await self._forget()
             if self._http is not None:
                 await self._http.aclose()
                 self._http = None
@@ -796,7 +821,7 @@ class RemoteKernel(JupyterKernel):
         self._closing = True
         with contextlib.suppress(_Gone):
             await self._request("DELETE", f"/api/kernels/{self._kernel_id}")
-        self._forget()
+        await self._forget()
 
     async def _interrupt(self) -> None:
         if self._kernel_id is None:
@@ -809,11 +834,16 @@ class RemoteKernel(JupyterKernel):
             log.warning("could not interrupt kernel %s: %s", self._kernel_id, exc)
 
     async def is_alive(self) -> bool:
-        """Mostly known without a round trip: the WebSocket says when the server restarted the
-        kernel, a reconnection when it is gone. After `CHECK_AFTER` seconds of silence, the
-        server is asked (a culled kernel's WebSocket may stay open). While reconnecting, or
-        when the server cannot be asked, the kernel is taken as alive: reconnecting decides."""
+        """Mostly known without a round trip: the WebSocket says when the server restarted
+        the kernel, a reconnection when it is gone. After `CHECK_AFTER` seconds of silence
+        from the kernel the server is asked whether it still has it (a culled kernel's
+        WebSocket may stay open): before a run, waiting for the answer; during one, in the
+        background. While reconnecting the kernel is taken as alive; once the server has
+        been out of reach for long, this raises `ExecutorUnavailable` saying so (the run
+        answers at once; the kernel is kept)."""
         link = self._socket
+        if self._unreachable is not None:
+            raise ExecutorUnavailable(self._unreachable)
         if (
             self._kernel_id is None
             or link is None
@@ -824,14 +854,23 @@ class RemoteKernel(JupyterKernel):
         now = asyncio.get_running_loop().time()
         if link.connected.is_set() and now - max(link.heard, self._asked) >= CHECK_AFTER:
             self._asked = now
-            try:
-                await self._request("GET", f"/api/kernels/{self._kernel_id}")
-            except _Gone:
+            if self._running:
+                if self._checking is None or self._checking.done():
+                    self._checking = asyncio.ensure_future(self._check())
+            else:
+                await self._check()
+        return self._gone is None
+
+    async def _check(self) -> None:
+        """Ask the server whether it still has the kernel; `_gone` if not."""
+        kernel_id = self._kernel_id
+        try:
+            await self._request("GET", f"/api/kernels/{kernel_id}", timeout=CHECK_TIMEOUT)
+        except _Gone:
+            if kernel_id == self._kernel_id:
                 self._gone = self._gone_note()
-                return False
-            except ExecutorUnavailable as exc:
-                log.info("could not ask %s about its kernel: %s", self.config.host, exc)
-        return True
+        except ExecutorUnavailable as exc:
+            log.info("could not ask %s about its kernel: %s", self.config.host, exc)
 
     async def _death_cause(self) -> str | None:
         if self._gone is not None:

@@ -183,6 +183,8 @@ class Proxy:
 
     def __init__(self, target_port: int, delay: float = 0.0) -> None:
         self.target_port, self.delay = target_port, delay
+        self.down = False
+        """While set, every connection is dropped as it comes (a network that is gone)."""
         self._loop = asyncio.new_event_loop()
         self._writers: set[asyncio.StreamWriter] = set()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -199,6 +201,9 @@ class Proxy:
         return await asyncio.start_server(self._accept, "127.0.0.1", 0)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.down:
+            writer.transport.abort()
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         except OSError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,10 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
+from executor import remote
+from executor.base import ExecutorState, ExecutorUnavailable
+from executor.configs import RemoteConfig
+from executor.events import RunRequest, RunStatus, Value
 from tests.conftest import (
     API_KEY,
     API_KEY_ENV,
@@ -28,7 +33,7 @@ from tests.conftest import (
     open_doc,
     run,
 )
-from tests.remote_server import JupyterServer, Proxy, free_port
+from tests.remote_server import TOKEN_ENV, JupyterServer, Proxy, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.remote, pytest.mark.kernel]
 
@@ -276,3 +281,36 @@ async def test_a_certificate_no_one_trusts_is_refused_unless_verification_is_off
         assert [d.message for d in client.diagnostics[uri]] == ["→ 2"]
     finally:
         server.stop()
+
+
+async def test_a_long_outage_answers_runs_at_once_and_the_state_is_back_with_the_network(
+    folder: Path, jupyter_server: JupyterServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the executor: runs stop waiting once the server has been out of reach for
+    `RECONNECT_PATIENCE` (shortened here), and reconnecting goes on meanwhile."""
+    monkeypatch.setattr(remote, "RECONNECT_PATIENCE", 1.0)
+    proxy = Proxy(jupyter_server.port)
+    kernel = remote.RemoteKernel(folder, RemoteConfig(proxy.url, TOKEN_ENV))
+    request = RunRequest("x = 7", str(folder / "doc.py"))
+    try:
+        assert (await kernel.execute(request)).status == RunStatus.OK
+        proxy.down = True
+        proxy.cut()
+        await asyncio.sleep(3)
+
+        began = time.monotonic()
+        with pytest.raises(ExecutorUnavailable, match="keeps reconnecting in the background"):
+            await kernel.execute(replace(request, code="x"))
+        assert time.monotonic() - began < 1
+
+        proxy.down = False
+        for _ in range(60):
+            if kernel.state == ExecutorState.IDLE and kernel._unreachable is None:
+                break
+            await asyncio.sleep(0.25)
+        outcome = await kernel.execute(replace(request, code="x"))
+        assert outcome.status == RunStatus.OK
+        assert [e.data["text/plain"] for e in outcome.events if isinstance(e, Value)] == ["7"]
+    finally:
+        await kernel.shutdown()
+        proxy.close()
