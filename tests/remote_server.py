@@ -38,9 +38,16 @@ def free_port() -> int:
 
 class JupyterServer:
     def __init__(
-        self, *args: str, token: str = TOKEN, port: int | None = None, tls: bool = False
+        self,
+        *args: str,
+        token: str = TOKEN,
+        port: int | None = None,
+        tls: bool = False,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.args, self.token = list(args), token
+        self.env = env or {}
+        """More environment for the server and so its kernels."""
         self.port = port or free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.root = Path(tempfile.mkdtemp(prefix="runfix-jupyter-root-"))
@@ -64,6 +71,7 @@ class JupyterServer:
     def start(self) -> JupyterServer:
         # Its kernels must not see what the runfix server under test holds.
         env = {k: v for k, v in os.environ.items() if not k.startswith("RUNFIX_TEST_")}
+        env.update(self.env)
         command = self.command()
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(

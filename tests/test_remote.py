@@ -30,7 +30,9 @@ from tests.conftest import (
     errors,
     hints,
     init_params,
+    make_wheel,
     open_doc,
+    quick_fixes,
     run,
 )
 from tests.remote_server import TOKEN_ENV, JupyterServer, Proxy, free_port
@@ -314,3 +316,33 @@ async def test_a_long_outage_answers_runs_at_once_and_the_state_is_back_with_the
     finally:
         await kernel.shutdown()
         proxy.close()
+
+
+async def test_install_runs_pip_in_the_remote_kernel_then_the_rerun_works(
+    client: LanguageClient, folder: Path, tmp_path: Path
+) -> None:
+    wheels, site = tmp_path / "wheels", tmp_path / "remote-site"
+    wheels.mkdir()
+    site.mkdir()
+    make_wheel(wheels, "runfix_remote_pkg", "VALUE = 'installed over there'\n")
+    # The server's kernels install from the wheel folder only, into a folder of their own.
+    pip = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_TARGET": str(site)}
+    server = JupyterServer(env={**pip, "PYTHONPATH": str(site)}).start()
+    try:
+        await client.initialize_session(init_params(folder, options=server.options()))
+        text = "import runfix_remote_pkg\nrunfix_remote_pkg.VALUE\n"
+        uri = open_doc(client, folder / "dep.py", text)
+        assert (await run(client, uri))["status"] == "error"
+        [install] = [a for a in await quick_fixes(client, uri) if a.title.startswith("Install")]
+        assert install.title == "Install runfix-remote-pkg" and install.command is not None
+
+        answer = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(install.command.command, install.command.arguments)
+        )
+
+        assert answer["status"] == "ok", answer
+        assert answer["run"]["status"] == "ok"
+        assert [h.label for h in await hints(client, uri)] == ["→ 'installed over there'"]
+        assert (site / "runfix_remote_pkg").is_dir()
+    finally:
+        server.stop()
