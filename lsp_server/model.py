@@ -42,8 +42,10 @@ class ModelCancelled(Exception):
 
 
 def secret_names(settings: Settings) -> set[str]:
-    """Environment variables that hold model keys: never passed to a kernel or an installer."""
-    return {"OPENAI_API_KEY", settings.model_api_key_env}
+    """Environment variables that hold secrets (model keys, the remote server's token):
+    never passed to a kernel or an installer."""
+    names = {"OPENAI_API_KEY", settings.model_api_key_env}
+    return names | ({settings.remote_token_env} if settings.remote_token_env else set())
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -414,7 +415,7 @@ def test_running_code_again_makes_results_below_it_stale() -> None:
 
 
 def test_remote_settings_check_their_values_and_a_project_cannot_point_them_elsewhere() -> None:
-    from executor.configs import RemoteConfig
+    from executor.configs import LocalConfig, RemoteConfig
     from lsp_server.executors import kernel_config
 
     user = {
@@ -432,6 +433,9 @@ def test_remote_settings_check_their_values_and_a_project_cannot_point_them_else
         "https://gpu.example.org:8888", "GPU_TOKEN", kernel_env=(("KERNEL_USERNAME", "ada"),)
     )
     assert config.host == "gpu.example.org:8888"
+    # Back on the local kernel, the server's token stays out of it like the model's key.
+    local = kernel_config(Path(sys.executable).parent, replace(settings, executor="kernel"))
+    assert isinstance(local, LocalConfig) and "GPU_TOKEN" in local.hidden_env
     # A token pasted where its variable's name belongs is refused and never repeated.
     pasted = resolve(("workspace/configuration", {"remote": {"tokenEnv": "abc 123-secret"}}))
     assert pasted.remote_token_env is None
