@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
+from websockets.asyncio.client import connect
 
 from executor import remote
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.configs import RemoteConfig
-from executor.events import RunRequest, RunStatus, Value
+from executor.events import RunRequest, RunStatus, Stream, Value
 from tests.conftest import (
     API_KEY,
     API_KEY_ENV,
@@ -346,3 +347,33 @@ async def test_install_runs_pip_in_the_remote_kernel_then_the_rerun_works(
         assert (site / "runfix_remote_pkg").is_dir()
     finally:
         server.stop()
+
+
+async def test_the_server_closing_the_websocket_mid_run_loses_nothing(
+    folder: Path, jupyter_server: JupyterServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At the executor: a second connection with runfix's session makes the server close
+    runfix's WebSocket itself ("replacing stale connection"); runfix reconnects with the
+    same session and the run ends with all it printed."""
+    caplog.set_level("INFO", logger="executor.remote")
+    kernel = remote.RemoteKernel(folder, RemoteConfig(jupyter_server.url, TOKEN_ENV))
+    code = "import time\nprint('before')\ntime.sleep(1.5)\nprint('after')\n"
+    try:
+        await kernel.start()
+        link = kernel._socket
+        assert link is not None
+        running = asyncio.ensure_future(kernel.execute(RunRequest(code, str(folder / "d.py"))))
+        await asyncio.sleep(0.5)
+        address = jupyter_server.url.replace("http", "ws", 1)
+        url = f"{address}/api/kernels/{kernel.kernel_id}/channels?session_id={link.session}"
+        async with connect(url, additional_headers=jupyter_server.headers):
+            await asyncio.sleep(0.5)  # the server has closed runfix's connection by now
+        outcome = await asyncio.wait_for(running, 30)
+
+        assert outcome.status == RunStatus.OK
+        printed = "".join(e.text for e in outcome.events if isinstance(e, Stream))
+        assert printed == "before\nafter\n"
+        assert kernel._socket is link and link.connected.is_set()  # the same session, back
+        assert "lost the WebSocket" in caplog.text and "reconnected to kernel" in caplog.text
+    finally:
+        await kernel.shutdown()
