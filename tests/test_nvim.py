@@ -42,10 +42,14 @@ def nvim() -> str:
     return path
 
 
-def _headless(nvim: str, tmp_path: Path, file: Path, script: Path) -> dict[str, Any]:
-    """Run a test script in headless Neovim on `file`; the JSON report it wrote."""
+def _headless(
+    nvim: str, tmp_path: Path, file: Path, script: Path, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Run a test script in headless Neovim on `file` (with more server `settings`, for the
+    scripts that take them); the JSON report it wrote."""
     report = tmp_path / "report.json"
     env = {
+        "RUNFIX_NVIM_SETTINGS": json.dumps(settings) if settings else "",
         **SERVER_ENV,
         "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
         "RUNFIX_NVIM_CMD": json.dumps(SERVER),
@@ -67,13 +71,21 @@ def _headless(nvim: str, tmp_path: Path, file: Path, script: Path) -> dict[str, 
     return done
 
 
-def test_run_then_quick_fix_in_headless_neovim(nvim: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["kernel", pytest.param("remote", marks=pytest.mark.remote)])
+def test_run_then_quick_fix_in_headless_neovim(
+    nvim: str, tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     example = project / "area.py"
     example.write_text(EXAMPLE)
-    done = _headless(nvim, tmp_path, example, SCRIPT)
+    settings, status = None, "runfix idle (kernel)"
+    if where == "remote":  # the same, on a Jupyter Server; the statusline names it
+        server = request.getfixturevalue("jupyter_server")
+        settings = server.options()
+        status = f"runfix idle (remote · 127.0.0.1:{server.port})"
+    done = _headless(nvim, tmp_path, example, SCRIPT, settings)
     assert "error" not in done, done.get("error")
     assert done["attached"] and done["errored"], done
     lines = {d["line"]: (d["severity"], d["message"]) for d in done["diagnostics"]}
@@ -84,7 +96,7 @@ def test_run_then_quick_fix_in_headless_neovim(nvim: str, tmp_path: Path) -> Non
     assert "import math" in done["text"]
     assert done["clean"], done["after"]
     assert [d["message"] for d in done["after"]][-1].startswith("→ 12.566")
-    assert done["status"] == "runfix idle (kernel)"
+    assert done["status"] == status
     health = "\n".join(done["health"])
     assert "command: " in health and "version: runfix " in health
 

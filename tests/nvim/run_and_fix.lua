@@ -10,9 +10,13 @@ harness.run(function(report)
     report[name] = value
   end
   vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
+  local settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") }
+  if (os.getenv("RUNFIX_NVIM_SETTINGS") or "") ~= "" then -- more, as JSON (a remote kernel's)
+    settings = vim.tbl_extend("force", settings, vim.fn.json_decode(os.getenv("RUNFIX_NVIM_SETTINGS")))
+  end
   require("runfix").setup({
     cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
-    settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
+    settings = settings,
   })
   vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
   vim.cmd("filetype on")
