@@ -276,14 +276,7 @@ class KernelSocket:
         user_expressions: dict[str, str] | None = None,
         allow_stdin: bool = False,
     ) -> str:
-        content = {
-            "code": code,
-            "silent": silent,
-            "store_history": store_history,
-            "user_expressions": user_expressions or {},
-            "allow_stdin": allow_stdin,
-            "stop_on_error": True,
-        }
+        content = _execute(code, silent, store_history, user_expressions, allow_stdin)
         return self._send("execute_request", content)
 
     def input(self, value: str) -> None:
@@ -314,14 +307,7 @@ class KernelSocket:
         allow_stdin: bool = False,
         timeout: float = 60.0,
     ) -> Any:
-        content = {
-            "code": code,
-            "silent": silent,
-            "store_history": store_history,
-            "user_expressions": user_expressions or {},
-            "allow_stdin": False,
-            "stop_on_error": True,
-        }
+        content = _execute(code, silent, store_history, user_expressions, allow_stdin=False)
         try:
             return await self._reply("execute_request", content, timeout)
         except asyncio.TimeoutError:
@@ -368,6 +354,24 @@ def _ack_now(sock: Any) -> None:
     if _QUICKACK is not None and sock is not None:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
+
+def _execute(
+    code: str,
+    silent: bool,
+    store_history: bool,
+    user_expressions: dict[str, str] | None,
+    allow_stdin: bool,
+) -> dict[str, Any]:
+    """An execute_request's content."""
+    return {
+        "code": code,
+        "silent": silent,
+        "store_history": store_history,
+        "user_expressions": user_expressions or {},
+        "allow_stdin": allow_stdin,
+        "stop_on_error": True,
+    }
 
 
 def _decode(frame: str | bytes) -> dict[str, Any] | None:
