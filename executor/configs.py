@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 DEFAULT_IMAGE = "runfix-sandbox:latest"
 
@@ -80,8 +81,6 @@ class RemoteConfig:
     @property
     def host(self) -> str:
         """The server's host (and port, when not the scheme's), for the status line."""
-        from urllib.parse import urlsplit
-
         parts = urlsplit(self.url or "")
         return parts.netloc.rpartition("@")[2] or "?"
 

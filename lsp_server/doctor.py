@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executor import sandbox
 from executor.base import ExecutorUnavailable
@@ -24,6 +24,9 @@ from lsp_server.executors import docker_config, remote_config
 from lsp_server.headless import project_settings
 from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.settings import Settings
+
+if TYPE_CHECKING:  # imported when used: it loads httpx and websockets
+    from executor.remote import RemoteKernel
 
 
 async def doctor(folder: Path, command_line: Mapping[str, Any] | None = None) -> int:
@@ -111,11 +114,10 @@ async def _doctor_remote(folder: Path, settings: Settings) -> bool:
         print("remote:         no URL — set runfix's remote.url (or --remote URL)")
         return False
     token = config.token_env
-    said = (
-        f"token from {token} ({'set' if os.environ.get(token) else 'NOT SET'})"
-        if token
-        else ("no token (remote.tokenEnv is not set)")
-    )
+    if token:
+        said = f"token from {token} ({'set' if os.environ.get(token) else 'NOT SET'})"
+    else:
+        said = "no token (remote.tokenEnv is not set)"
     print(f"remote:         {config.url}  ({said})")
     kernel = RemoteKernel(folder, config)
     try:
@@ -124,7 +126,7 @@ async def _doctor_remote(folder: Path, settings: Settings) -> bool:
         await kernel.shutdown()
 
 
-async def _doctor_server(kernel: Any, folder: Path) -> bool:
+async def _doctor_server(kernel: RemoteKernel, folder: Path) -> bool:
     config = kernel.config
     try:
         about = await kernel.about_server()

@@ -43,7 +43,8 @@ def remote_config(settings: Settings) -> RemoteConfig:
 
 def kernel_config(folder: Path, settings: Settings) -> KernelConfig:
     """What runs the folder's code. The container never gets a host variable, so it needs no
-    list of secrets; the local kernel gets the server's environment minus the model keys."""
+    list of secrets, nor does a remote one (it runs in its server's environment); the local
+    kernel gets the server's environment minus the secrets (`secret_names`)."""
     if settings.executor == "docker":
         return docker_config(settings)
     if settings.executor == "remote":
