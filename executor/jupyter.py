@@ -329,12 +329,13 @@ class JupyterKernel:
         cancel: asyncio.Event | None = None,
         asked_at: float | None = None,
         ask_input: AskInput | None = None,
+        on_stream: Callable[[str], None] | None = None,
     ) -> RunOutcome:
         """Run the request; `asked_at` (loop time) is when the user asked, for `start()`.
 
         With `ask_input`, the code's `input()`/`getpass()` ask the user through it (None:
         they declined, and the run is cancelled); without, they raise as in a notebook
-        that cannot ask."""
+        that cannot ask. `on_stream` is told what the code prints as it comes."""
         asked_at = asyncio.get_running_loop().time() if asked_at is None else asked_at
         async with self._queue:
             if cancel is not None and cancel.is_set():
@@ -359,11 +360,11 @@ class JupyterKernel:
             self._state = ExecutorState.BUSY
             self._running, self._interrupt_sent = True, False
             try:
-                outcome = await self._run(request, cancel, ask_input)
+                outcome = await self._run(request, cancel, ask_input, on_stream)
                 if outcome.status == RunStatus.ERROR and _helper_gone(outcome):
                     log.warning("runfix's helper was gone from the kernel; loading it again")
                     await self._load_helper(self._kc)
-                    outcome = await self._run(request, cancel, ask_input)
+                    outcome = await self._run(request, cancel, ask_input, on_stream)
                 outcome = await self._after_run(outcome)
             finally:
                 self._running = False
@@ -380,7 +381,11 @@ class JupyterKernel:
             return outcome
 
     async def _run(
-        self, request: RunRequest, cancel: asyncio.Event | None, ask_input: AskInput | None
+        self,
+        request: RunRequest,
+        cancel: asyncio.Event | None,
+        ask_input: AskInput | None,
+        on_stream: Callable[[str], None] | None = None,
     ) -> RunOutcome:
         kc = self._kc
         loop = asyncio.get_running_loop()
@@ -405,7 +410,7 @@ class JupyterKernel:
         )
         relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
         try:
-            return await self._follow(request, cancel, kc, msg_id, began, relay)
+            return await self._follow(request, cancel, kc, msg_id, began, relay, on_stream)
         finally:
             if relay is not None:
                 relay.close()
@@ -418,6 +423,7 @@ class JupyterKernel:
         msg_id: str,
         began: float,
         relay: _InputRelay | None,
+        on_stream: Callable[[str], None] | None = None,
     ) -> RunOutcome:
         """Read the run's messages until the kernel is idle again, watching everything else."""
         loop = asyncio.get_running_loop()
@@ -474,6 +480,8 @@ class JupyterKernel:
                     break
                 continue
             collector.feed(msg)
+            if on_stream is not None and msg["msg_type"] == "stream":
+                on_stream(str(msg["content"].get("text", "")))
         reply = await self._drain_reply(msg_id)
         if status == RunStatus.OK and collector.interrupted is not None:
             if self._interrupt_sent:

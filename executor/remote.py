@@ -51,8 +51,8 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 
 from executor.base import ExecutorUnavailable
 from executor.configs import RemoteConfig
-from executor.events import RunRequest, RunStatus, Stream
-from executor.install import InstallResult, refused
+from executor.events import RunRequest, RunStatus
+from executor.install import InstallResult, refused, take_line
 from executor.jupyter import JupyterKernel
 from executor.owner import owner, owner_alive
 
@@ -915,7 +915,7 @@ class RemoteKernel(JupyterKernel):
         timeout: float = 600.0,
     ) -> InstallResult:
         """pip in the remote kernel's own interpreter, run by the kernel (the server gives no
-        other way in). Its lines come back when it ends."""
+        other way in); its lines are passed on as pip prints them."""
         if (refusal := refused(distributions)) is not None:
             return refusal
         command = [
@@ -927,19 +927,23 @@ class RemoteKernel(JupyterKernel):
             "--no-warn-script-location",
             *distributions,
         ]
+        lines: list[str] = []
+        pending = [""]
+
+        def take(text: str) -> None:
+            *complete, pending[0] = (pending[0] + text).split("\n")
+            for line in complete:
+                take_line(line.encode(), lines, on_line)
+
         code = _PIP.format(distributions=distributions)
         request = RunRequest(code, "<runfix install>", 1, timeout, 200_000)
-        outcome = await self.execute(request, cancel=cancel)
-        text = "".join(e.text for e in outcome.events if isinstance(e, Stream))
-        lines = [line.rstrip() for line in text.splitlines()]
-        if on_line is not None:
-            for line in lines:
-                if line:
-                    on_line(line)
+        outcome = await self.execute(request, cancel=cancel, on_stream=take)
+        if pending[0]:
+            take_line(pending[0].encode(), lines, on_line)
         if outcome.status == RunStatus.CANCELLED:
-            return InstallResult(False, "\n".join(lines), command, cancelled=True)
+            return InstallResult(False, "\n".join([*lines, "cancelled"]), command, cancelled=True)
         if outcome.status == RunStatus.TIMEOUT:
-            lines.append(f"(stopped: the install took longer than {timeout:g}s)")
+            lines.append(f"timed out after {timeout:g}s")
         return InstallResult(outcome.status == RunStatus.OK, "\n".join(lines), command)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -137,3 +138,20 @@ async def test_autoreload_and_cell_events_work_as_in_a_notebook(
     [value] = outcome.events
     assert isinstance(value, Value)
     assert value.data["text/plain"] == "['helper_mod.answer()', 'helper_mod.answer()', 'seen']"
+
+
+async def test_what_a_run_prints_is_passed_on_as_it_comes(kernel: LocalKernel) -> None:
+    """`on_stream` (how a remote install shows pip's lines) hears each print when it is made,
+    not when the run ends."""
+    heard: list[tuple[str, float]] = []
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    code = "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second')\n"
+
+    outcome = await kernel.execute(
+        request(code), on_stream=lambda text: heard.append((text, loop.time() - began))
+    )
+
+    assert outcome.status == RunStatus.OK
+    assert [text for text, _ in heard] == ["first\n", "second\n"]
+    assert heard[1][1] - heard[0][1] >= 0.9  # the first came a second before the end

@@ -345,6 +345,13 @@ async def test_install_runs_pip_in_the_remote_kernel_then_the_rerun_works(
         assert answer["run"]["status"] == "ok"
         assert [h.label for h in await hints(client, uri)] == ["→ 'installed over there'"]
         assert (site / "runfix_remote_pkg").is_dir()
+        shown = [
+            r.message
+            for reports in client.progress_reports.values()
+            for r in reports
+            if isinstance(r, lsp.WorkDoneProgressReport) and r.message
+        ]  # pip's own lines, passed on as it printed them
+        assert any("Successfully installed runfix-remote-pkg" in m for m in shown), shown
     finally:
         server.stop()
 
