@@ -47,5 +47,10 @@ test("the server gets what the user set, narrowest scope first, never defaults o
 
 test("status text names the state and the executor", () => {
   assert.equal(statusText("idle", "docker"), "$(circle-filled) runfix: idle · docker");
+  // A remote kernel: the server names its host (executor.remote's label).
+  assert.equal(
+    statusText("busy", "remote · gpu-box:8888"),
+    "$(sync~spin) runfix: busy · remote · gpu-box:8888",
+  );
   assert.equal(statusText(undefined, undefined), "$(circle-outline) runfix");
 });
