@@ -262,9 +262,18 @@ class Proxy:
 
     def close(self) -> None:
         self.cut()
-        self._loop.call_soon_threadsafe(self._server.close)
+
+        async def end() -> None:
+            self._server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(end(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        self._loop.close()
 
 
 async def _call(function: Any) -> Any:
