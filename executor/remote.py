@@ -900,19 +900,16 @@ class RemoteKernel(JupyterKernel):
     async def _death_cause(self) -> str | None:
         if self._gone is not None:
             return self._gone
-        link = self._socket
-        if link is not None and link.kernel_restarted == "restarting":
-            return (
-                f"The kernel died on {self.config.host} (crash, os._exit or out of memory) "
-                "and the server restarted it"
-            )
-        if link is not None and link.kernel_restarted == "dead":
-            return f"The kernel died on {self.config.host} and the server could not restart it"
-        if link is not None and link.kernel_restarted == "restarted":
-            return f"Someone restarted the kernel on {self.config.host} (JupyterLab, say)"
-        if link is not None and link.kernel_restarted == "shutdown":
-            return self._gone_note()
-        return None
+        said = self._socket.kernel_restarted if self._socket is not None else None
+        host = self.config.host
+        causes = {
+            "restarting": f"The kernel died on {host} (crash, os._exit or out of memory) "
+            "and the server restarted it",
+            "dead": f"The kernel died on {host} and the server could not restart it",
+            "restarted": f"Someone restarted the kernel on {host} (JupyterLab, say)",
+            "shutdown": self._gone_note(),
+        }
+        return causes.get(said) if said is not None else None
 
     async def round_trip(self) -> float:
         """Seconds for one empty execute through the kernel's WebSocket (`runfix doctor`)."""
@@ -939,15 +936,13 @@ class RemoteKernel(JupyterKernel):
         other way in); its lines are passed on as pip prints them."""
         if (refusal := refused(distributions)) is not None:
             return refusal
-        command = [
-            "python",
-            "-m",
-            "pip",
+        arguments = [
             "install",
             "--disable-pip-version-check",
             "--no-warn-script-location",
             *distributions,
         ]
+        command = ["python", "-m", "pip", *arguments]
         lines: list[str] = []
         pending = [""]
 
@@ -956,7 +951,7 @@ class RemoteKernel(JupyterKernel):
             for line in complete:
                 take_line(line.encode(), lines, on_line)
 
-        code = _PIP.format(distributions=distributions)
+        code = _PIP.format(arguments=arguments)
         request = RunRequest(code, "<runfix install>", 1, timeout, 200_000)
         outcome = await self.execute(request, cancel=cancel, on_stream=take)
         if pending[0]:
@@ -971,8 +966,7 @@ class RemoteKernel(JupyterKernel):
 _PIP = """\
 import subprocess as _sp, sys as _sys
 _p = _sp.Popen(
-    [_sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
-     "--no-warn-script-location", *{distributions!r}],
+    [_sys.executable, "-m", "pip", *{arguments!r}],
     stdout=_sp.PIPE, stderr=_sp.STDOUT, text=True,
 )
 try:
