@@ -48,6 +48,7 @@ from executor.cancel import stop
 from executor.configs import DockerConfig
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, refused, take_line, until_done
+from executor.interpreter import module_command
 from executor.jupyter import STATEMENT_FILE, JupyterKernel
 from executor.owner import owner, owner_alive, pid_exists
 
@@ -110,6 +111,14 @@ def describe_image(name: str) -> str | None:
     size = image.attrs.get("Size", 0) / 1e6
     created = str(image.attrs.get("Created", "?"))[:10]
     return f"{name} ({(image.short_id or '?').removeprefix('sha256:')}, {size:.0f} MB, {created})"
+
+
+def sandbox_ready(image: str) -> bool:
+    """Whether the sandbox can run here now: an engine answers and has the image."""
+    try:
+        return describe_image(image) is not None
+    except (ExecutorUnavailable, docker.errors.DockerException, OSError):
+        return False
 
 
 def _short(exc: BaseException) -> str:
@@ -369,7 +378,7 @@ class DockerKernel(JupyterKernel):
         try:
             return client.containers.run(
                 config.image,
-                ["python3", "-m", "ipykernel_launcher", "-f", f"{RUNTIME}/kernel.json"],
+                module_command("python3", "ipykernel_launcher", "-f", f"{RUNTIME}/kernel.json"),
                 name=name,
                 labels={LABEL: "1", FOLDER_LABEL: str(self.folder), OWNER_LABEL: owner()},
                 detach=True,
@@ -609,9 +618,8 @@ class DockerKernel(JupyterKernel):
         if (why := self.install_blocked()) is not None:
             return InstallResult(False, why, [])
         await self.start()
-        command = [
+        command = module_command(
             "python3",
-            "-m",
             "pip",
             "install",
             "--disable-pip-version-check",
@@ -620,7 +628,7 @@ class DockerKernel(JupyterKernel):
             "--target",
             SITE,
             "--upgrade",
-        ]
+        )
         if self.config.wheels:
             command += ["--find-links", WHEELS]
             if self.config.network == "none":

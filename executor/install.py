@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from executor.cancel import or_cancelled, stop
-from executor.interpreter import kernel_environment
+from executor.interpreter import kernel_environment, module_command
 
 # Import names whose distribution is called something else.
 DISTRIBUTIONS = {
@@ -83,10 +83,12 @@ def valid_distribution(name: str) -> bool:
 
 
 def install_command(python: str, distributions: Iterable[str]) -> list[str]:
+    """uv, told to read no configuration (a folder's `uv.toml` or `[tool.uv]` could name
+    another index), else the interpreter's pip with the folder off its path."""
     uv = shutil.which("uv")
     if uv:
-        return [uv, "pip", "install", "--python", python, *distributions]
-    return [python, "-m", "pip", "install", "--disable-pip-version-check", *distributions]
+        return [uv, "pip", "install", "--no-config", "--python", python, *distributions]
+    return module_command(python, "pip", "install", "--disable-pip-version-check", *distributions)
 
 
 @dataclass(frozen=True)

@@ -43,11 +43,27 @@ def find_interpreter(folder: Path, setting: str | None = None) -> Interpreter:
     return Interpreter(sys.executable, "the interpreter runfix runs on")
 
 
+OFF_PATH = "import sys; del sys.path[0]; "
+"""Code run with `python -c` starts with the working directory at `sys.path[0]`; this
+takes it off before anything is imported (what `-P` does on 3.11+, on every version)."""
+_RUN_MODULE = OFF_PATH + (
+    "import runpy; runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
+
+
+def module_command(python: str, module: str, *args: str) -> list[str]:
+    """`python -m module args`, with the working directory off `sys.path` when the
+    interpreter starts: a folder's own `ipykernel_launcher.py`, `pip.py` or `runpy.py` is
+    never imported instead of the real one. (Code the user runs later still imports the
+    folder's modules: IPython puts the folder back on the path for cells.)"""
+    return [python, "-c", _RUN_MODULE, module, *args]
+
+
 _checked: dict[str, str | None] = {}
 # The installed distribution's version, read from its metadata: importing ipykernel to
 # ask it would take a second. Pythons without importlib.metadata (< 3.8) import it.
-_VERSION_OF_IPYKERNEL = (
-    "try:\n"
+_VERSION_OF_IPYKERNEL = OFF_PATH + (
+    "\ntry:\n"
     "    from importlib.metadata import version\n"
     "    print(version('ipykernel'))\n"
     "except ImportError:\n"

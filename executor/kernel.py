@@ -36,7 +36,12 @@ from jupyter_client.manager import AsyncKernelManager
 from executor import install as installer
 from executor.base import ExecutorUnavailable
 from executor.configs import LocalConfig, default_transport
-from executor.interpreter import install_hint, ipykernel_version, kernel_environment
+from executor.interpreter import (
+    install_hint,
+    ipykernel_version,
+    kernel_environment,
+    module_command,
+)
 from executor.jupyter import STATEMENT_FILE, JupyterKernel
 
 log = logging.getLogger(__name__)
@@ -167,7 +172,7 @@ class LocalKernel(JupyterKernel):
         self._runtime = Path(tempfile.mkdtemp(prefix="runfix-"))
         os.chmod(self._runtime, 0o700)
         spec = KernelSpec(
-            argv=[self.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            argv=module_command(self.python, "ipykernel_launcher", "-f", "{connection_file}"),
             display_name="runfix",
             language="python",
             interrupt_mode="signal",

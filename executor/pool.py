@@ -65,6 +65,12 @@ class KernelPool:
         self._kernels[folder] = kernel
         return kernel
 
+    async def stop(self, folder: Path) -> None:
+        """Stop the folder's kernel (its state goes with it); the next use makes a new one."""
+        kernel = self._kernels.pop(folder, None)
+        if kernel is not None:
+            await kernel.shutdown()
+
     def find(self, folder: Path) -> JupyterKernel | None:
         return self._kernels.get(folder)
 

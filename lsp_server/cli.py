@@ -34,7 +34,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING"])
-    run = commands.add_parser("run", help="run a file's cells headless, compiler-style output")
+    run = commands.add_parser(
+        "run",
+        help="run a file's cells headless, compiler-style output",
+        description="Run a file's cells headless. Typing this is your decision to run the "
+        "file's folder: it is not asked whether the folder is trusted.",
+    )
     run.add_argument("file", type=Path)
     run.add_argument("--cell", type=int, help="run only this cell (1-based)")
     run.add_argument(
@@ -63,6 +68,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     into.add_argument("notebook", type=Path)
     into.add_argument("-o", "--output", type=Path, help="the script (default: NOTEBOOK.py)")
     into.add_argument("--force", action="store_true", help="replace the script if it exists")
+    trust = commands.add_parser(
+        "trust",
+        help="let a folder run its code (its interpreter, its files), or revoke or list that",
+        description="runfix starts nothing in a folder until you decide how its code runs. "
+        "The decision is kept in your state folder (never in the repository) and covers the "
+        "folders inside it.",
+    )
+    trust.add_argument("folder", type=Path, nargs="?", help="the folder (default: this one)")
+    trust.add_argument(
+        "--choice",
+        default="trust",
+        choices=["trust", "sandbox", "own"],
+        help="trust: its own interpreter and settings; sandbox: the Docker sandbox; own: "
+        "runfix's own Python (default: trust)",
+    )
+    trust.add_argument("--revoke", action="store_true", help="forget the folder's decision")
+    trust.add_argument("--list", action="store_true", help="list the decided folders")
     check = commands.add_parser("doctor", help="check the interpreter, ipykernel and a kernel")
     check.add_argument("folder", type=Path, nargs="?", default=Path.cwd())
     for command in (run, check):
@@ -114,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lsp_server.notebooks import import_notebook
 
         return import_notebook(args.notebook, args.output, args.force)
+    if args.command == "trust":
+        from lsp_server.trust_command import trust_command
+
+        return trust_command(args.folder, args.choice, args.revoke, args.list)
     if args.command == "history":
         from lsp_server.history import show_history
 

@@ -37,10 +37,12 @@ RUN_ABOVE = "runfix.runAbove"
 RUN_BELOW = "runfix.runBelow"
 RESTART_AND_RUN_TO = "runfix.restartAndRunTo"
 EXPORT = "runfix.export"
+TRUST = "runfix.trust"
+UNTRUST = "runfix.untrust"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
 COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
-COMMANDS += (RUN_ABOVE, RUN_BELOW, RESTART_AND_RUN_TO, EXPORT)
+COMMANDS += (RUN_ABOVE, RUN_BELOW, RESTART_AND_RUN_TO, EXPORT, TRUST, UNTRUST)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -109,6 +111,31 @@ class DocumentArgs:
     """`{"uri"}`: the document (interrupt, restart, variables, clear take it or nothing)."""
 
     uri: str = attrs.field(validator=_document)
+
+
+TRUST_CHOICES = ("trust", "sandbox", "own")
+
+
+@attrs.frozen
+class TrustArgs:
+    """`runfix.trust`: how the folder of `uri` (a document or a folder; none: every
+    workspace folder) may run its code — `trust` (its own interpreter and settings),
+    `sandbox` (the Docker executor) or `own` (runfix's own Python). Kept in the user's
+    state folder, unless `session` (this server's life only: what VS Code's Workspace
+    Trust says). `runfix.untrust` takes `{"uri"}` (or nothing): the decision is forgotten
+    and the folder's kernel stops. Both answer `TrustState` per folder."""
+
+    uri: str | None = None
+    choice: str = attrs.field(default="trust", validator=attrs.validators.in_(TRUST_CHOICES))
+    session: bool = False
+
+
+@attrs.frozen
+class TrustState:
+    folder: str
+    """The folder's URI."""
+    choice: str | None
+    """trust | sandbox | own; None: undecided (nothing of the folder's runs here)."""
 
 
 @attrs.frozen
@@ -199,7 +226,8 @@ class ProblemData:
     """`Diagnostic.data` of runfix's diagnostics: what a code action needs to rebuild a fix."""
 
     kind: str
-    """`run` (an error a run raised) or `safety` (a scan finding on model-written code)."""
+    """`run` (an error a run raised), `safety` (a scan finding on model-written code) or
+    `trust` (nothing ran: the folder is not trusted; its quick fixes decide)."""
     message: str
     piece: tuple[int, int] | None = None
     """The lines that ran (for a `run` error)."""
@@ -343,6 +371,8 @@ WIRE_TYPES: tuple[type, ...] = (
     Range,
     Position,
     ProblemData,
+    TrustArgs,
+    TrustState,
 )
 
 

@@ -74,8 +74,8 @@ def _problem_diagnostic(
 
 def problem_code(problem: Problem) -> str | None:
     """The exception's name (`NameError`), or `safety` for a scan finding."""
-    if problem.kind == "safety":
-        return "safety"
+    if problem.kind in ("safety", "trust"):
+        return problem.kind
     name = problem.message.split(":", 1)[0]
     return name if name.isidentifier() else None
 

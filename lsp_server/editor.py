@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from executor.jupyter import JupyterKernel
+from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.results import DocumentResults
 
@@ -53,6 +54,27 @@ class Place:
     line: int | None = None
 
 
+@dataclass(frozen=True)
+class TrustQuestion:
+    """Whether, and how, an undecided folder's code may run: asked at its first run."""
+
+    folder: Path
+    python: str
+    """The interpreter that would run (it comes with the folder, or is named by it)."""
+    source: str
+    """Where that choice came from (`the folder's .venv/`)."""
+    sandbox: bool
+    """Whether the sandbox (the Docker executor) can run here."""
+
+
+@dataclass(frozen=True)
+class TrustAnswer:
+    choice: Choice | None
+    """None: nothing runs."""
+    why: str = ""
+    """Why nothing runs (said on the line): `Don't run`, no answer, the editor cannot ask."""
+
+
 class Progress(Protocol):
     def report(self, message: str, percentage: int | None = None) -> None: ...
 
@@ -62,6 +84,9 @@ class Editor(Protocol):
 
     def text(self, uri: str) -> Snapshot | None:
         """The document as it is now; None once it is closed."""
+
+    def open_documents(self) -> list[str]:
+        """The URIs of the documents open now."""
 
     def path_of(self, uri: str) -> str:
         """What tracebacks call the document: its path, or its URI when it has no file."""
@@ -86,6 +111,9 @@ class Editor(Protocol):
 
     async def confirm(self, reason: str, place: Place) -> bool:
         """Whether flagged model-written code may run in the local kernel (no answer = no)."""
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        """How the undecided folder's code may run (no answer: it does not)."""
 
     async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
         """Apply one edit to the document as it was at `version` (one undo step)."""

@@ -28,8 +28,10 @@ from pathlib import Path
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
 from executor.events import RunOutcome, RunRequest, RunStatus, Variable
+from executor.interpreter import find_interpreter
 from executor.jupyter import JupyterKernel
 from executor.safety import Finding, describe, scan
+from executor.trust import Choice
 from lsp_server.cells import cell_at, code_of, split_cells
 from lsp_server.context import ReplyError, error_text, extract_code, generate_messages
 from lsp_server.contract import (
@@ -40,7 +42,17 @@ from lsp_server.contract import (
     RunAnswer,
     Status,
 )
-from lsp_server.editor import Editor, Level, LineEdit, Place, Progress, Snapshot, lines_match
+from lsp_server.editor import (
+    Editor,
+    Level,
+    LineEdit,
+    Place,
+    Progress,
+    Snapshot,
+    TrustAnswer,
+    TrustQuestion,
+    lines_match,
+)
 from lsp_server.executors import sandboxed
 from lsp_server.fixing import Fixer, FixResult
 from lsp_server.model import ModelCancelled, ModelError
@@ -50,13 +62,14 @@ from lsp_server.prompts import Prompt, prompt_at, prompt_lines
 from lsp_server.record import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
-from lsp_server.session import Session
+from lsp_server.session import NotTrusted, Session
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
 SHOWN_TEXT = 80  # characters of streamed text shown in progress
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
+SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
 STREAM_REPORTS = 0.1  # seconds between progress reports of streamed text
 
 
@@ -123,6 +136,8 @@ class Flow:
     def __init__(self, session: Session, editor: Editor) -> None:
         self.session = session
         self.editor = editor
+        self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
+        """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
 
     # -- reading ------------------------------------------------------------------------
 
@@ -183,19 +198,25 @@ class Flow:
             )
 
     async def restore(self, uri: str) -> None:
-        """A document opened: the results its unchanged code had (`record.restored`)."""
+        """A document opened: the results its unchanged code had (`record.restored`).
+
+        Not in a folder whose code may not run yet: its record came with the repository
+        as far as anyone knows, and a repository's record can say anything."""
         text = self.editor.text(uri)
         if text is None or self.session.store.get(uri).statements:
             return
         folder = self.editor.folder_for(uri)
-        record = self.session.existing_record(folder, await self.session.settings(folder))
+        settings = await self.session.settings(folder)
+        if not self.session.may_start(folder, settings):
+            return
+        record = self.session.existing_record(folder, settings)
         if record is None:
             return  # nothing ran here yet: opening a file creates nothing in the folder
         runs = record.recent(self.editor.path_of(uri), RESTORE_RUNS)
         now = self.editor.text(uri)
         if not runs or now is None or self.session.store.get(uri).statements:
             return
-        results = restored(runs, now.lines)
+        results = restored(runs, now.lines, folder)
         if results.statements:
             self.keep(uri, now.version, results)
             self.editor.runs_done()
@@ -214,6 +235,74 @@ class Flow:
             return
         first = strip_eol(now.lines[0]) if now.lines else ""
         problem = Problem(0, 0, message, "error", message, source=(first,))
+        self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
+        self.editor.published(uri, DocumentResults(problems=[problem]))
+
+    # -- trust ----------------------------------------------------------------------------
+
+    async def kernel(self, uri: str, line: int | None = None) -> JupyterKernel | None:
+        """The folder's kernel, once its code may run: the first time, an undecided folder's
+        user is asked how (one question per folder; runs meanwhile wait for its answer).
+        None: nothing may run, and the document says so at `line`."""
+        folder = self.editor.folder_for(uri)
+        settings = await self.session.settings(folder)
+        if not self.session.may_start(folder, settings):
+            await self.session.kernels.stop(folder)  # revoked elsewhere (`runfix trust`)
+            answer = await self._trust_answer(folder, settings)
+            if answer.choice is None:
+                self.not_trusted(uri, line, folder, answer.why)
+                return None
+            self.decided(folder, answer.choice)
+        try:
+            return await self.session.kernel_for(folder)
+        except NotTrusted as exc:  # revoked while the question was out
+            self.not_trusted(uri, line, folder, str(exc))
+            return None
+
+    async def _trust_answer(self, folder: Path, settings: Settings) -> TrustAnswer:
+        pending = self._questions.get(folder)
+        if pending is None:
+            pending = asyncio.ensure_future(self._ask_trust(folder, settings))
+            self._questions[folder] = pending
+            pending.add_done_callback(lambda _: self._questions.pop(folder, None))
+        return await asyncio.shield(pending)
+
+    async def _ask_trust(self, folder: Path, settings: Settings) -> TrustAnswer:
+        interpreter = find_interpreter(folder, settings.python)
+        try:
+            from executor.docker import sandbox_ready
+
+            sandbox = await asyncio.wait_for(
+                asyncio.to_thread(sandbox_ready, settings.docker_image), SANDBOX_CHECK
+            )
+        except Exception:  # no engine, no image, no docker package: no sandbox to offer
+            sandbox = False
+        question = TrustQuestion(folder, interpreter.path, interpreter.source, sandbox)
+        return await self.editor.ask_trust(question)
+
+    def decided(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
+        """The user decided how the folder's code runs: kept, and the documents' notes that
+        nothing ran are dropped."""
+        self.session.decide(folder, choice, keep=keep)
+        for uri in self.editor.open_documents():
+            if self.editor.folder_for(uri) == folder and self.session.store.drop_kind(uri, "trust"):
+                self.editor.published(uri, DocumentResults())
+
+    def not_trusted(self, uri: str, line: int | None, folder: Path, why: str) -> None:
+        """Say on the line that nothing ran, and why; its quick fixes decide."""
+        now = self.editor.text(uri)
+        message = (
+            f"runfix: nothing ran: {folder} is not trusted ({why}). Trust it (quick fix "
+            f"'Trust this folder', or `runfix trust {folder}`) to run its code."
+        )
+        self.editor.remark(Place(uri, line), message)
+        if now is None or not now.lines:
+            return
+        at = min(line or 0, len(now.lines) - 1)
+        problem = Problem(
+            at, at, message, "warning", message, kind="trust", source=(strip_eol(now.lines[at]),)
+        )
+        self.session.store.drop_kind(uri, "trust")
         self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
         self.editor.published(uri, DocumentResults(problems=[problem]))
 
@@ -279,7 +368,9 @@ class Flow:
         if not pieces:
             return _run_answer(Status.OK, began)
         flagged = {p: self.session.store.get(uri).safety_in(p.first, p.last) for p in pieces}
-        kernel = await self.session.kernel_for(folder)
+        kernel = await self.kernel(uri, pieces[0].first)
+        if kernel is None:
+            return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
         lock = await self._locked(uri, cancel)
         if lock is None:
             return _run_answer(Status.CANCELLED, began)
@@ -388,7 +479,9 @@ class Flow:
             return await self.run(uri, None, cancel, before=cell.first)
         if which == "below":
             return await self.run(uri, None, cancel, after=cell.first - 1)
-        kernel = await self.session.kernel_for(self.editor.folder_for(uri))
+        kernel = await self.kernel(uri, line)
+        if kernel is None:
+            return RunAnswer(Status.CANCELLED, 0, "not run: the folder is not trusted")
         await kernel.restart()
         self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
         return await self.run(uri, None, cancel, before=cell.last + 1)
@@ -455,7 +548,9 @@ class Flow:
 
         async def run(code: str) -> RunOutcome:
             """A candidate runs where the failing piece stands; its results are not kept."""
-            kernel = await self.session.kernel_for(folder)
+            kernel = await self.kernel(uri, first)
+            if kernel is None:
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
             lock = await self._locked(uri, cancel)
             if lock is None:
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
@@ -643,8 +738,10 @@ class Flow:
         self, uri: str, packages: list[str], rerun: Range | None, cancel: asyncio.Event
     ) -> InstallAnswer:
         """Install distributions into the folder's kernel; then re-run what failed."""
-        kernel = await self.session.kernel_for(self.editor.folder_for(uri))
+        kernel = await self.kernel(uri, rerun.start.line if rerun else None)
         shown = " ".join(packages)
+        if kernel is None:
+            return InstallAnswer(Status.CANCELLED, "not installed: the folder is not trusted")
 
         def failed(message: str, output: str | None = None) -> InstallAnswer:
             self.editor.tell(message, Level.ERROR)

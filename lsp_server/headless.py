@@ -21,10 +21,20 @@ from typing import Any, TextIO
 from executor.base import ExecutorUnavailable
 from executor.jupyter import JupyterKernel
 from executor.text import split_lines
+from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.ci_formats import render
 from lsp_server.contract import Range, Status
-from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, apply_to_lines
+from lsp_server.editor import (
+    Level,
+    LineEdit,
+    Place,
+    Progress,
+    Snapshot,
+    TrustAnswer,
+    TrustQuestion,
+    apply_to_lines,
+)
 from lsp_server.flow import Flow
 from lsp_server.results import DocumentResults, Problem, StatementResult
 from lsp_server.runs import pieces_for
@@ -123,6 +133,9 @@ class HeadlessEditor:
     def text(self, uri: str) -> Snapshot | None:
         return Snapshot(self.version, tuple(self.lines)) if uri == self.uri else None
 
+    def open_documents(self) -> list[str]:
+        return [self.uri]
+
     def path_of(self, uri: str) -> str:
         return str(self.path)
 
@@ -156,6 +169,10 @@ class HeadlessEditor:
             "(review it, or run it in the editor)"
         )
         return False
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        """Never asked: `runfix run` typed in a terminal is the user's decision."""
+        return TrustAnswer(Choice.TRUST)
 
     async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
         if uri != self.uri or version != self.version:
@@ -228,7 +245,8 @@ async def _run(
     async def read_settings(folder: Path) -> Settings:
         return settings
 
-    session = Session(read_settings, editor.kernel_state)
+    # A person who typed `runfix run` has decided: this session trusts the folder.
+    session = Session(read_settings, editor.kernel_state, decided=Choice.TRUST)
     flow = Flow(session, editor)
     try:
         kernel = await session.kernel_for(editor.folder)

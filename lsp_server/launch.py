@@ -5,10 +5,14 @@ defining its ~600 classes. A kernel boots in ~1 s, in its own process. So on
 stdio the first message (`initialize`) is read before any of that is imported;
 the kernel of its root folder is launched as the project file and the
 `initializationOptions` configure it, and it boots while the server is built —
-the first result of a session comes ~0.6 s sooner. When the client's own
-settings (`workspace/configuration`) change the kernel, it is replaced, as any
-change of settings replaces it; a root that no document belongs to keeps an
-idle kernel until the server stops.
+the first result of a session comes ~0.6 s sooner. A root that no document
+belongs to keeps an idle kernel until the server stops.
+
+Only where nothing is left to decide: the folder is trusted (its user said so, in
+the state folder), and the client has no settings of its own to give
+(`workspace/configuration`): those could say `executor: "docker"`, and for a
+sandbox user the sandbox is the point. Otherwise the kernel starts when a
+document opens, with every setting known.
 
 This module imports neither pygls nor a kernel library at its top.
 """
@@ -25,6 +29,7 @@ from typing import Any
 
 from executor.configs import LocalConfig
 from executor.pool import KernelPool
+from executor.trust import TrustStore
 from lsp_server.frames import MAX_BODY, LineReader, read_frame, stdin_reader
 from lsp_server.settings import folder_settings
 
@@ -60,12 +65,16 @@ async def launch_root_kernel(kernels: KernelPool, first: bytes) -> None:
             return
         params = message.get("params")
         folder = root_folder(params)
-        if folder is None or not isinstance(params, dict):
+        if folder is None or not isinstance(params, dict) or _asks_settings(params):
             return
+        decided = TrustStore().decision(folder)
+        if decided is None:
+            return  # nothing of an undecided folder's runs before its user says so
         settings, _ = folder_settings(folder, params.get("initializationOptions"))
         from lsp_server.executors import kernel_config
+        from lsp_server.session import with_choice
 
-        config = kernel_config(folder, settings)
+        config = kernel_config(folder, with_choice(settings, decided[1]))
         if not isinstance(config, LocalConfig):
             return  # a container needs the engine; it starts when a document opens
         kernel = kernels.get(
@@ -84,6 +93,12 @@ async def launch_root_kernel(kernels: KernelPool, first: bytes) -> None:
     # Polled: the process appears inside jupyter_client, which tells no one.
     while not kernel.booting and not started.done() and loop.time() < until:  # noqa: ASYNC110
         await asyncio.sleep(0.005)
+
+
+def _asks_settings(params: dict[str, Any]) -> bool:
+    """Whether the client answers `workspace/configuration` (its settings come later)."""
+    workspace = (params.get("capabilities") or {}).get("workspace")
+    return isinstance(workspace, dict) and bool(workspace.get("configuration"))
 
 
 def _quietly(task: asyncio.Future[None]) -> None:

@@ -14,11 +14,13 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from executor.cancel import stop
 from executor.jupyter import JupyterKernel
+from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.contract import (
     INPUT_REQUEST,
@@ -29,7 +31,7 @@ from lsp_server.contract import (
     to_json,
 )
 from lsp_server.convert import diagnostics
-from lsp_server.editor import Level, LineEdit, Place, Snapshot
+from lsp_server.editor import Level, LineEdit, Place, Snapshot, TrustAnswer, TrustQuestion
 from lsp_server.edits import replace_lines
 from lsp_server.results import DocumentResults, Front, StatementResult
 from lsp_server.session import Session
@@ -39,6 +41,13 @@ log = logging.getLogger(__name__)
 RUN_ANYWAY = "Run"
 NO_RUN = "Don't run"
 CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
+TRUST_ACTIONS = {
+    "Trust folder": Choice.TRUST,
+    "Run in the sandbox": Choice.SANDBOX,
+    "Use runfix's own Python": Choice.OWN,
+}
+DONT_RUN = "Don't run"
+METHOD_NOT_FOUND = -32601
 PROGRESS_DELAY = 0.3  # seconds: quicker work shows no progress at all
 STATE_SETTLE = 0.05  # seconds "busy" must last to be worth a status bar's update
 TRANSIENT = ("new", "busy")
@@ -127,6 +136,9 @@ class LspEditor:
         self._touched: set[str] = set()
         self._hinted: dict[str, tuple[tuple[StatementResult, ...], tuple[Front, ...]]] = {}
         """Each document's results when the client was last asked to redraw its hints."""
+        self.restricted: str | None = None
+        """Why this client's workspace may run nothing (VS Code's Restricted Mode): said on
+        the line instead of asking."""
         self._state_timers: dict[Path, asyncio.TimerHandle] = {}
         self._states_sent: dict[Path, KernelStatus] = {}
         """Each document's folder, and the workspace folders it was found among."""
@@ -136,6 +148,9 @@ class LspEditor:
     def text(self, uri: str) -> Snapshot | None:
         doc = self.server.workspace.text_documents.get(uri)
         return None if doc is None else Snapshot(doc.version or 0, tuple(doc.lines))
+
+    def open_documents(self) -> list[str]:
+        return list(self.server.workspace.text_documents)
 
     def path_of(self, uri: str) -> str:
         return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
@@ -292,6 +307,40 @@ class LspEditor:
             log.warning("no answer to the run confirmation (%s): not running", exc or "timeout")
             return False
         return answer is not None and answer.title == RUN_ANYWAY
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        """`window/showMessageRequest` naming the folder and the interpreter that would run."""
+        if self.restricted is not None:
+            return TrustAnswer(None, self.restricted)
+        titles = [t for t, c in TRUST_ACTIONS.items() if question.sandbox or c != Choice.SANDBOX]
+        params = lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning,
+            message=(
+                f"runfix: run code from {question.folder}? Its kernel would start "
+                f"{question.python} ({question.source}). What a folder ships (its interpreter, "
+                ".pth files, modules beside your code) runs with your rights: trust it only if "
+                "you trust where it came from."
+            ),
+            actions=[lsp.MessageActionItem(title=t) for t in [*titles, DONT_RUN]],
+        )
+        try:
+            answer = await asyncio.wait_for(
+                self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
+            )
+        except asyncio.TimeoutError:
+            return TrustAnswer(None, "no answer to runfix's question")
+        except JsonRpcException as exc:
+            if exc.code == METHOD_NOT_FOUND:
+                return TrustAnswer(None, "this editor cannot show runfix's question")
+            log.warning("the trust question failed: %s", exc)
+            return TrustAnswer(None, f"the editor answered runfix's question with an error: {exc}")
+        except Exception as exc:
+            log.warning("the trust question failed: %s", exc)
+            return TrustAnswer(None, "no answer to runfix's question")
+        title = getattr(answer, "title", None)
+        if title in TRUST_ACTIONS:
+            return TrustAnswer(TRUST_ACTIONS[title])
+        return TrustAnswer(None, "you chose Don't run" if title == DONT_RUN else "dismissed")
 
     async def ask_input(self, prompt: str, password: bool) -> str | None:
         """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`)."""

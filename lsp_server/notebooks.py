@@ -6,6 +6,10 @@ metadata, the header); runfix adds each code cell's last outputs from the run
 record: text as a stream, a DataFrame or HTML as `text/html`, images as
 `image/png`/`image/jpeg`/`image/svg+xml`, an error as an `error` output. nbformat
 validates what is written.
+
+What a record names is read only if runfix stored it (`folder_files.stored_output`):
+a record can come with a repository. Notebooks and scripts are written as new
+files renamed into place, never through a link.
 """
 
 from __future__ import annotations
@@ -17,18 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from lsp_server.cells import code_of, split_cells
+from lsp_server.folder_files import read_regular, safe_target, stored_output, write_replacing
 from lsp_server.history import record_folder
 from lsp_server.record import RESTORE_RUNS, RecordedOutput, RecordedRun, RunRecord, standing
 
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
 
 
-def _outputs(run: RecordedRun) -> list[dict[str, Any]]:
+def _outputs(run: RecordedRun, folder: Path | None) -> list[dict[str, Any]]:
     from nbformat import v4
 
     outputs = []
     for output in run.outputs:
-        outputs.append(_output(output, v4))
+        outputs.append(_output(output, v4, folder))
     if run.error:
         name, _, value = run.error.partition(": ")
         error = v4.new_output("error", ename=name, evalue=value, traceback=[run.error])  # type: ignore[no-untyped-call]
@@ -36,26 +41,36 @@ def _outputs(run: RecordedRun) -> list[dict[str, Any]]:
     return outputs
 
 
-def _output(output: RecordedOutput, v4: Any) -> Any:
-    path = Path(output.file) if output.file else None
+def _output(output: RecordedOutput, v4: Any, folder: Path | None) -> Any:
+    path = stored_output(folder, output.file)
     data: dict[str, Any] = {"text/plain": output.text}
-    if path is not None and path.is_file():
+    try:
+        body = read_regular(path) if path is not None else None
+    except OSError:
+        body = None
+    if path is not None and body is not None:
         if path.suffix in _IMAGES:
-            data[_IMAGES[path.suffix]] = base64.b64encode(path.read_bytes()).decode()
+            data[_IMAGES[path.suffix]] = base64.b64encode(body).decode()
         elif path.suffix == ".svg":
-            data["image/svg+xml"] = path.read_text(errors="replace")
+            data["image/svg+xml"] = body.decode(errors="replace")
         elif path.suffix == ".html":
-            data["text/html"] = path.read_text(errors="replace")
+            data["text/html"] = body.decode(errors="replace")
         elif path.suffix == ".md":
-            data["text/markdown"] = path.read_text(errors="replace")
+            data["text/markdown"] = body.decode(errors="replace")
     if len(data) == 1 and output.kind == "text":
         return v4.new_output("stream", name="stdout", text=output.text)
     return v4.new_output("display_data", data=data)
 
 
-def write_notebook(text: str, runs: Sequence[RecordedRun], out: Path) -> tuple[int, int]:
+def write_notebook(
+    text: str, runs: Sequence[RecordedRun], out: Path, folder: Path | None
+) -> tuple[int, int]:
     """Write the percent script `text` as a notebook at `out`, each code cell with the
-    outputs of its latest recorded `runs` whose code still stands; (cells, with outputs)."""
+    outputs of its latest recorded `runs` whose code still stands (their stored files read
+    from `folder`'s outputs); (cells, with outputs). OSError where `out` must not be
+    written (`folder_files.safe_target`)."""
+    if (why := safe_target(out)) is not None:
+        raise OSError(why)
     import jupytext
     import nbformat
 
@@ -78,7 +93,7 @@ def write_notebook(text: str, runs: Sequence[RecordedRun], out: Path) -> tuple[i
             if cell.source.strip() == code_of(lines, mine.code_first, mine.last).strip():
                 at = i + 1
                 cell_runs = standing(runs, lines, mine.code_first, mine.last)
-                cell.outputs = [o for run in cell_runs for o in _outputs(run)]
+                cell.outputs = [o for run in cell_runs for o in _outputs(run, folder)]
                 with_outputs += bool(cell.outputs)
                 break
     notebook.metadata.pop("jupytext", None)
@@ -86,7 +101,8 @@ def write_notebook(text: str, runs: Sequence[RecordedRun], out: Path) -> tuple[i
         "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
     )
     nbformat.validate(notebook)
-    nbformat.write(notebook, str(out))  # type: ignore[no-untyped-call]
+    written = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    write_replacing(out, written.encode())
     return len(notebook.cells), with_outputs
 
 
@@ -102,7 +118,11 @@ def export(source: Path, target: Path | None) -> int:
         runs = record.recent(str(source.resolve()), RESTORE_RUNS)
         record.close()
     out = target or source.with_suffix(".ipynb")
-    cells, with_outputs = write_notebook(source.read_text(), runs, out)
+    try:
+        cells, with_outputs = write_notebook(source.read_text(), runs, out, folder)
+    except OSError as exc:
+        print(f"runfix: error: {exc}", file=sys.stderr)
+        return 2
     print(f"runfix: wrote {out} ({cells} cells, {with_outputs} with outputs)")
     return 0
 
@@ -115,11 +135,14 @@ def import_notebook(source: Path, target: Path | None, force: bool) -> int:
         print(f"runfix: {source} does not exist", file=sys.stderr)
         return 2
     out = target or source.with_suffix(".py")
+    if (why := safe_target(out)) is not None:
+        print(f"runfix: error: {why}", file=sys.stderr)
+        return 2
     if out.exists() and not force:
         print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
         return 1
     notebook = jupytext.read(source)
     notebook.metadata.get("jupytext", {}).pop("text_representation", None)
-    jupytext.write(notebook, out, fmt="py:percent")
+    write_replacing(out, jupytext.writes(notebook, fmt="py:percent").encode())
     print(f"runfix: wrote {out} ({len(notebook.cells)} cells)")
     return 0

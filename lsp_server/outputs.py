@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import logging
@@ -28,6 +29,15 @@ from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+
+from lsp_server.folder_files import (
+    OUTPUTS,
+    RUNFIX,
+    STORED_NAME,
+    opened_folder,
+    regular,
+    write_new,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +70,7 @@ class OutputFiles:
     """Where one run's outputs go: `<folder>/.runfix/outputs`, within the two limits."""
 
     def __init__(self, folder: Path, run_limit: int = 20 * MB, folder_limit: int = 200 * MB):
+        self.root = folder
         self.folder = folder / FOLDER
         self.run_limit = run_limit
         self.folder_limit = folder_limit
@@ -67,39 +78,64 @@ class OutputFiles:
 
     def save(self, data: bytes, suffix: str) -> Path | None:
         """The file holding `data` (the same content, the same file); None past the run's limit
-        or when it cannot be written."""
-        path = self.folder / f"{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
-        if path.exists():
-            os.utime(path)  # used again: the last to go
-            return path
-        if self.used + len(data) > self.run_limit or len(data) > self.folder_limit:
-            return None
+        or when it cannot be written (a link where runfix keeps its files is never followed:
+        `folder_files`)."""
+        name = f"{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
+        path = self.folder / name
+        over = self.used + len(data) > self.run_limit or len(data) > self.folder_limit
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._make_room(len(data))
-            path.write_bytes(data)
+            with opened_folder(self.root, RUNFIX, OUTPUTS, create=not over) as fd:
+                if regular(fd, name, self.folder) is not None:
+                    _touch(fd, name, path)  # used again: the last to go
+                    return path
+                if over:
+                    return None
+                self._make_room(fd, len(data))
+                write_new(fd, self.folder, name, data)
+        except FileNotFoundError:
+            return None  # over the limit, and no folder to look in
         except OSError as exc:
             log.warning("could not keep an output in %s: %s", self.folder, exc)
             return None
         self.used += len(data)
         return path
 
-    def _make_room(self, size: int) -> None:
-        """Remove the least recently used files until `size` more bytes fit the folder limit."""
+    def _make_room(self, fd: int, size: int) -> None:
+        """Remove the least recently used stored outputs until `size` more bytes fit the
+        folder limit: only regular files with the names runfix gives."""
         files = []
-        for entry in os.scandir(self.folder):
-            if entry.is_file():
-                info = entry.stat()
-                files.append((info.st_mtime, info.st_size, entry.path))
+        for name, info in _stored(fd, self.folder):
+            files.append((info.st_mtime, info.st_size, name))
         total = sum(size for _, size, _ in files)
         for _, old_size, old in sorted(files):
             if total + size <= self.folder_limit:
                 break
             try:
-                os.remove(old)
+                if fd >= 0:
+                    os.unlink(old, dir_fd=fd)
+                else:
+                    os.unlink(self.folder / old)
                 total -= old_size
             except OSError:
                 pass
+
+
+def _touch(fd: int, name: str, path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if fd >= 0:
+            os.utime(name, dir_fd=fd, follow_symlinks=False)
+        else:
+            os.utime(path, follow_symlinks=False)
+
+
+def _stored(fd: int, folder: Path) -> list[tuple[str, os.stat_result]]:
+    """The stored outputs in the outputs folder `fd`: regular files runfix named."""
+    out = []
+    with os.scandir(fd if fd >= 0 else folder) as entries:
+        for entry in entries:
+            if STORED_NAME.fullmatch(entry.name) and (info := regular(fd, entry.name, folder)):
+                out.append((entry.name, info))
+    return out
 
 
 def render(
@@ -276,23 +312,16 @@ def _markdown_table(about: Mapping[str, Any]) -> str | None:
 def latest_images(folder: Path, count: int) -> list[Path]:
     """The folder's stored images, the most recently made (or shown again) first."""
     outputs = folder / FOLDER
-    found: list[tuple[float, str]] = []
     try:
-        entries = list(os.scandir(outputs))
+        with opened_folder(folder, RUNFIX, OUTPUTS) as fd:
+            stored = _stored(fd, outputs)
     except OSError:
         return []
-    for entry in entries:
-        if STORED_NAME.fullmatch(entry.name) and entry.name.endswith((".png", ".jpg", ".svg")):
-            try:
-                found.append((entry.stat().st_mtime, entry.path))
-            except OSError:
-                continue
+    found = [
+        (info.st_mtime, name) for name, info in stored if name.endswith((".png", ".jpg", ".svg"))
+    ]
     found.sort(reverse=True)
-    return [Path(path) for _, path in found[:count]]
-
-
-STORED_NAME = re.compile(r"[0-9a-f]{16}\.(png|jpg|svg|html|md|tex|json)")
-"""The names `OutputFiles` gives: all a view ever reads from a folder's outputs."""
+    return [outputs / name for _, name in found[:count]]
 
 
 # -- terminal colours as HTML -----------------------------------------------------------

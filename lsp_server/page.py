@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+from lsp_server.folder_files import read_regular, stored_output
 from lsp_server.output_view import HISTORY
-from lsp_server.outputs import FOLDER, STORED_NAME, Output, latest_images
+from lsp_server.outputs import Output, latest_images
 
 log = logging.getLogger(__name__)
 
@@ -98,18 +99,14 @@ class OutputPage:
     # -- what is served -------------------------------------------------------------------
 
     def allowed_file(self, raw: str) -> Path | None:
-        """`raw` if it names a file runfix stored in a known folder's outputs, else None."""
+        """`raw` if it names a file runfix stored in a known folder's outputs, else None
+        (a link, anywhere below the folder, is not followed: `folder_files`)."""
         path = Path(raw)
-        if not path.is_absolute() or not STORED_NAME.fullmatch(path.name):
-            return None
-        try:
-            real = path.resolve(strict=True)
-        except OSError:
+        if not path.is_absolute():
             return None
         for folder in self.folders():
-            outputs = (folder / FOLDER).resolve()
-            if real.parent == outputs and real.is_file():
-                return real
+            if (stored := stored_output(folder, path)) is not None:
+                return stored
         return None
 
     def file_url(self, path: Path) -> str:
@@ -203,7 +200,12 @@ class _Handler(BaseHTTPRequestHandler):
             if path is None:
                 self._refuse(404)
                 return
-            self._send(path.read_bytes(), _TYPES[path.suffix[1:]], FILE_POLICY)
+            try:
+                body = read_regular(path)
+            except OSError:
+                self._refuse(404)
+                return
+            self._send(body, _TYPES[path.suffix[1:]], FILE_POLICY)
         else:
             self._refuse(404)
 

@@ -14,6 +14,14 @@ Readers (`runfix history`) never block it. The oldest runs are
 pruned past `history.maxRuns`. A file that is not a record (corrupt, or another
 program's schema) is moved aside with a message, never fatal; any later error
 turns recording off for the session with a message, and runs go on.
+
+A repository can ship a `.runfix/runs.db` that says anything (results nobody got,
+outputs naming `/proc/self/environ`, triggers that run inside runfix's writes).
+So a record is runfix's only if it carries this machine's mark for this folder
+(`executor.trust.owner_mark`) and holds nothing runfix did not make (no trigger,
+view or other table); anything else is foreign and moved aside. Its stored
+outputs are read only through `folder_files.stored_output`, and `.runfix/` is
+never a link.
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from executor.trust import owner_mark
+from lsp_server.folder_files import RUNFIX, LinkRefused, opened_folder, stored_output
+
 if TYPE_CHECKING:  # `runfix history` reads the record without loading the rest of runfix
     from executor.events import RunOutcome
     from lsp_server.results import DocumentResults
@@ -37,8 +48,9 @@ log = logging.getLogger(__name__)
 
 FILE = Path(".runfix") / "runs.db"
 SCHEMA = "runfix-record"
-VERSION = 2
-"""2 added `error_line` (a version-1 record is upgraded in place)."""
+VERSION = 3
+"""2 added `error_line`; 3 the owner mark. A record without the mark is moved aside: runfix
+cannot tell one it wrote before the mark from one a repository shipped."""
 FLUSH_AFTER = 0.001
 """Seconds after a run before the runs that ended are written (`Session.recorded`): long
 enough for the run's answer to go out first, short enough that a server killed at any
@@ -75,6 +87,14 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_path ON runs (path, id);
 """
+_OURS = {
+    ("table", "meta"),
+    ("table", "runs"),
+    ("index", "runs_by_path"),
+    ("index", "sqlite_autoindex_meta_1"),
+}
+"""What a runfix record's schema holds: anything else (a trigger, a view) was not made by
+runfix."""
 _COLUMNS = (
     "started, path, first, last, code, origin, status, duration, cpu, peak, rss_before, "
     "rss_after, outputs, error, fix_of, error_line"
@@ -186,6 +206,7 @@ class RunRecord:
     (a file moved aside, recording turned off)."""
 
     def __init__(self, folder: Path, max_runs: int = 10_000) -> None:
+        self.folder = folder
         self.path = folder / FILE
         self.max_runs = max_runs
         self._db: sqlite3.Connection | None = None
@@ -205,9 +226,10 @@ class RunRecord:
         if self._db is not None or self._off or self.max_runs <= 0:
             return self._db if self.max_runs > 0 else None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with opened_folder(self.folder, RUNFIX, create=True):
+                _no_links(self.path)
             try:
-                self._db = _connect(self.path)
+                self._db = _connect(self.path, owner_mark(self.folder))
             except (NotARecord, sqlite3.DatabaseError) as exc:
                 aside = self.path.with_name(
                     f"{self.path.name}.bad-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -216,10 +238,10 @@ class RunRecord:
                 for suffix in ("-wal", "-shm"):
                     Path(f"{self.path}{suffix}").unlink(missing_ok=True)
                 self.told.append(
-                    f"the run record {self.path} could not be read ({exc}); it was moved to "
-                    f"{aside.name} and a new one started"
+                    f"the run record {self.path} is not one runfix wrote here ({exc}); it "
+                    f"was moved to {aside.name} and a new one started"
                 )
-                self._db = _connect(self.path)
+                self._db = _connect(self.path, owner_mark(self.folder))
         except (OSError, sqlite3.Error, NotARecord) as exc:
             self._turn_off(exc)
         return self._db
@@ -383,28 +405,45 @@ def entry(
     )
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _no_links(path: Path) -> None:
+    """The record and SQLite's files beside it must not be links (SQLite follows them)."""
+    for name in (path, *(Path(f"{path}{s}") for s in ("-wal", "-shm", "-journal"))):
+        if name.is_symlink():
+            raise LinkRefused(0, f"{name} is a symbolic link; runfix does not follow it")
+
+
+def _check_schema(db: sqlite3.Connection) -> set[str]:
+    """The record's table names; NotARecord if its schema holds what runfix did not make
+    (a trigger runs inside runfix's own writes; a view can stand in for a table)."""
+    db.execute("PRAGMA trusted_schema=OFF")
+    objects = {(kind, name) for kind, name in db.execute("SELECT type, name FROM sqlite_master")}
+    tables = {name for kind, name in objects if kind == "table"}
+    if tables and "meta" not in tables:
+        raise NotARecord(f"another program's database (tables: {', '.join(sorted(tables))})")
+    if extra := objects - _OURS:
+        shown = ", ".join(f"{kind} {name}" for kind, name in sorted(extra))
+        raise NotARecord(f"it holds what runfix did not make: {shown}")
+    return tables
+
+
+def _connect(path: Path, mark: str) -> sqlite3.Connection:
     """A writer's connection to the record at `path`, made if new; NotARecord if the file
-    is something else."""
+    is something else, or a record runfix did not write here (its mark is not `mark`)."""
     db = sqlite3.connect(path, check_same_thread=False)  # `with db:` commits each write
     try:
+        tables = _check_schema(db)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
-        if tables and "meta" not in tables:
-            raise NotARecord(f"another program's database (tables: {', '.join(sorted(tables))})")
         with db:
             db.executescript(_TABLES)
-            db.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema', ?), ('version', ?)",
-                (SCHEMA, str(VERSION)),
-            )
+            if not tables:
+                db.execute(
+                    "INSERT INTO meta VALUES ('schema', ?), ('version', ?), ('owner', ?)",
+                    (SCHEMA, str(VERSION), mark),
+                )
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema") == SCHEMA and meta.get("version") == "1":
-            with db:  # version 1 → 2: the error's line
-                db.execute("ALTER TABLE runs ADD COLUMN error_line INTEGER")
-                db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(VERSION),))
-            meta["version"] = str(VERSION)
+        if meta.get("owner") != mark:
+            raise NotARecord("it was not written by runfix on this machine for this folder")
         if meta.get("schema") != SCHEMA or meta.get("version") != str(VERSION):
             raise NotARecord(f"schema {meta.get('schema')!r} version {meta.get('version')!r}")
     except BaseException:
@@ -415,19 +454,29 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def open_for_reading(folder: Path) -> sqlite3.Connection | None:
     """A read-only connection to a folder's record (None: there is none); NotARecord or
-    sqlite3.DatabaseError if it is not one."""
+    sqlite3.DatabaseError if it is not one runfix wrote here."""
     path = folder / FILE
     if not path.is_file():
         return None
+    _no_links(path)
+    with opened_folder(folder, RUNFIX):
+        pass
     db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
+        _check_schema(db)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.DatabaseError:
+        db.close()
+        raise
+    except NotARecord:
         db.close()
         raise
     if meta.get("schema") != SCHEMA:
         db.close()
         raise NotARecord(f"{path} is not a runfix run record")
+    if meta.get("owner") != owner_mark(folder):
+        db.close()
+        raise NotARecord(f"{path} was not written by runfix on this machine for this folder")
     return db
 
 
@@ -513,7 +562,7 @@ def standing(
     return sorted(taken, key=lambda r: r.first)
 
 
-def restored(runs: Sequence[RecordedRun], lines: Sequence[str]) -> DocumentResults:
+def restored(runs: Sequence[RecordedRun], lines: Sequence[str], folder: Path) -> DocumentResults:
     """The results a reopened document shows: of each recorded run (newest first) whose
     code still stands, as it ran, on the same lines, its statements' outputs — marked as
     from an earlier session, with their time; nothing on lines whose text changed."""
@@ -529,8 +578,7 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str]) -> DocumentResul
             last = output.last if output.last is not None else output.line
             if not (run.first <= output.line <= last <= run.last):
                 continue
-            path = Path(output.file) if output.file else None
-            stored = path if path is not None and path.is_file() else None
+            stored = stored_output(folder, output.file)
             image = stored if output.kind in ("image", "figure", "svg") else None
             shown = Output(
                 output.text if output.text.endswith("\n") else output.text + "\n",

@@ -83,7 +83,8 @@ class Problem:
     related: tuple[Related, ...] = ()
     source: tuple[str, ...] = ()
     kind: str = "run"
-    """run: from a run (cleared when its lines run again) | safety: a scan finding."""
+    """run: from a run (cleared when its lines run again) | safety: a scan finding |
+    trust: nothing ran, the folder is not trusted (dropped once it is decided)."""
     piece: tuple[int, int] | None = None
     """The lines that ran (0-based, inclusive), for fixes that re-run or rewrite them."""
     ran: str = ""
@@ -491,6 +492,14 @@ class ResultStore:
         ]
         if not results.statements and not results.problems:
             self._docs.pop(uri, None)
+
+    def drop_kind(self, uri: str, kind: str) -> bool:
+        """Drop the document's problems of one kind (`trust`, once the folder is decided)."""
+        results = self._docs.get(uri)
+        if results is None or not any(p.kind == kind for p in results.problems):
+            return False
+        results.problems = [p for p in results.problems if p.kind != kind]
+        return True
 
     def clear_made_at(self, uri: str, made_at: int, first: int, last: int) -> None:
         """Lines first..last of version `made_at` run again: drop their results, wherever

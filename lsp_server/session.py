@@ -3,16 +3,28 @@
 One `Session` per server (or per `runfix run`). Settings come from a reader the
 front end gives (the LSP server asks the client too; the CLI reads the
 project file only) and are kept per folder until `forget_settings()`.
+
+Trust (`executor.trust`): a folder whose code would run on this machine (the
+local kernel) gets no kernel until the user decided how it runs; the decision
+changes its settings (the sandbox forces the Docker executor, runfix's own
+Python replaces the folder's interpreter). A front end may decide for the whole
+session: `runfix run` in a terminal is the user's own act, and VS Code's
+Workspace Trust is the decision there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
+from executor.base import ExecutorUnavailable
+from executor.interpreter import find_interpreter
 from executor.jupyter import JupyterKernel
 from executor.pool import KernelPool
+from executor.trust import Choice, TrustStore
 from lsp_server.executors import kernel_config
 from lsp_server.model import ModelClient, ModelConfig
 from lsp_server.record import FILE as RECORD_FILE
@@ -24,16 +36,56 @@ SettingsReader = Callable[[Path], Awaitable[Settings]]
 KernelWatcher = Callable[[Path, JupyterKernel], None]
 
 
+class NotTrusted(ExecutorUnavailable):
+    """The folder's code would run on this machine and its user has not decided how."""
+
+    def __init__(self, folder: Path, python: str) -> None:
+        super().__init__(
+            f"runfix did not run anything: {folder} is not trusted, and running it would start "
+            f"{python}, which comes with the folder. Trust the folder, run it in the sandbox, "
+            "or use runfix's own Python (`runfix trust`)."
+        )
+        self.folder = folder
+        self.python = python
+
+
+def needs_trust(settings: Settings) -> bool:
+    """Whether these settings run the folder's code on this machine (the local kernel): the
+    sandbox and a remote server run nothing of the folder's here until a run sends code."""
+    return settings.executor == "kernel"
+
+
+def with_choice(settings: Settings, choice: Choice | None) -> Settings:
+    """The settings a decision makes: the sandbox, or runfix's own interpreter."""
+    if choice == Choice.SANDBOX:
+        return replace(settings, executor="docker")
+    if choice == Choice.OWN:
+        return replace(settings, executor="kernel", python=sys.executable)
+    return settings
+
+
 class Session:
+    """What the services share for one server (or one `runfix run`): results, kernels,
+    settings, trust, run records, model clients and run locks."""
+
     def __init__(
         self,
         read_settings: SettingsReader,
         on_kernel_state: KernelWatcher,
         kernels: KernelPool | None = None,
+        *,
+        trust: TrustStore | None = None,
+        decided: Choice | None = None,
     ) -> None:
         self.store = ResultStore()
         self.kernels = kernels or KernelPool()
         """The folders' kernels (one may have been started before the server was built)."""
+        self.trust = trust or TrustStore()
+        self.decided = decided
+        """A decision for every folder, for this session only (`runfix run`: the user's
+        own act; VS Code: its Workspace Trust)."""
+        self.decided_here: dict[Path, Choice | None] = {}
+        """Decisions for this session only, per folder (None: revoked this session)."""
         self.confirmed: set[str] = set()
         """Digests of flagged model-written code the user said to run."""
         self._read_settings = read_settings
@@ -45,20 +97,56 @@ class Session:
         self._flush: asyncio.TimerHandle | None = None
 
     async def settings(self, folder: Path) -> Settings:
+        """The folder's settings as its trust decision makes them."""
         if (cached := self._settings.get(folder)) is None:
             cached = self._settings[folder] = await self._read_settings(folder)
-        return cached
+        return with_choice(cached, self.choice(folder))
 
     def cached_settings(self, folder: Path) -> Settings:
         """The folder's settings if known, without asking anyone (for fast handlers)."""
-        return self._settings.get(folder) or Settings()
+        return with_choice(self._settings.get(folder) or Settings(), self.choice(folder))
+
+    # -- trust ----------------------------------------------------------------------------
+
+    def choice(self, folder: Path) -> Choice | None:
+        """How the user decided the folder's code runs (None: undecided)."""
+        if folder in self.decided_here:
+            return self.decided_here[folder]
+        if (kept := self.trust.decision(folder)) is not None:
+            return kept[1]
+        return self.decided
+
+    def may_start(self, folder: Path, settings: Settings) -> bool:
+        """Whether a kernel may start for the folder with these settings."""
+        return not needs_trust(settings) or self.choice(folder) is not None
+
+    def decide(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
+        """Record the user's decision (kept in the state folder, or for this session)."""
+        if keep:
+            self.trust.decide(folder, choice)
+            self.decided_here.pop(folder, None)
+        else:
+            self.decided_here[folder] = choice
+
+    async def revoke(self, folder: Path) -> None:
+        """Forget the folder's decision; its kernel stops at once, its state with it."""
+        self.trust.revoke(folder)
+        self.decided_here[folder] = None
+        await self.kernels.stop(folder)
+
+    def interpreter_for(self, folder: Path, settings: Settings) -> str:
+        """The interpreter a local kernel of the folder would start (nothing is run)."""
+        return find_interpreter(folder, settings.python).path
 
     def forget_settings(self) -> None:
         self._settings.clear()
 
     async def kernel_for(self, folder: Path) -> JupyterKernel:
-        """The folder's kernel (made, or replaced when its settings changed; not started)."""
+        """The folder's kernel (made, or replaced when its settings changed; not started);
+        `NotTrusted` while the folder is undecided and its code would run here."""
         settings = await self.settings(folder)
+        if not self.may_start(folder, settings):
+            raise NotTrusted(folder, self.interpreter_for(folder, settings))
         kernel = self.kernels.get(
             folder,
             kernel_config(folder, settings),

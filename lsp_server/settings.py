@@ -312,6 +312,7 @@ USER_ONLY = {
     "remote.url": "it decides where your code and your server's token are sent",
     "remote.tokenEnv": "it decides which secret is sent to the remote server",
     "remote.headers": "they are sent to your remote server with its token",
+    "remote.kernelEnv": "it chooses who your remote kernel runs as, with your token",
     "remote.verifyTls": "it loosens the check of your remote server's identity",
 }
 """Settings a project file cannot set, and why."""
@@ -324,12 +325,19 @@ _GROUPS = {key.split(".")[0] for key in _KEYS if "." in key}
 KNOWN_KEYS = tuple(_KEYS)
 
 
+CLIENT_TRUST = "workspaceTrust"
+"""`initializationOptions.workspaceTrust`: `trusted` or `restricted`, what the client's own
+trust decision is (VS Code's Workspace Trust). Not a setting: a project file cannot say it."""
+
+
 def section(raw: Any) -> Mapping[str, Any]:
     """The runfix options in a raw value: `{"runfix": {...}}` or the options themselves."""
     if not isinstance(raw, Mapping):
         return {}
     inner = raw.get("runfix")
-    return inner if isinstance(inner, Mapping) else raw
+    if isinstance(inner, Mapping):
+        return inner
+    return {k: v for k, v in raw.items() if k != CLIENT_TRUST} if CLIENT_TRUST in raw else raw
 
 
 def _flatten(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pytest_lsp import client_capabilities
 
 from executor.events import Error, RunOutcome, RunStatus, Span, Stream, Variable
 from executor.safety import scan
+from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.contract import (
     FIX_WITH_MODEL,
@@ -33,7 +34,15 @@ from lsp_server.contract import (
     to_json,
 )
 from lsp_server.convert import hover, inlay_hints, tooltip_at
-from lsp_server.editor import Level, LineEdit, Place, Snapshot, apply_to_lines
+from lsp_server.editor import (
+    Level,
+    LineEdit,
+    Place,
+    Snapshot,
+    TrustAnswer,
+    TrustQuestion,
+    apply_to_lines,
+)
 from lsp_server.features.code_actions import quick_fixes
 from lsp_server.fixing import Fixer, FixResult
 from lsp_server.flow import Flow
@@ -68,6 +77,9 @@ class FakeEditor:
     def text(self, uri: str) -> Snapshot | None:
         return Snapshot(self.version, tuple(self.lines))
 
+    def open_documents(self) -> list[str]:
+        return [URI]
+
     def path_of(self, uri: str) -> str:
         return "/ws/doc.py"
 
@@ -92,6 +104,10 @@ class FakeEditor:
     async def confirm(self, reason: str, place: Place) -> bool:
         self.asked.append(reason)
         return self.answer
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        self.asked.append(f"trust {question.folder}")
+        return TrustAnswer(Choice.TRUST if self.answer else None, "you chose Don't run")
 
     async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
         self.applied.append(edit)
@@ -123,7 +139,7 @@ def flow_for(editor: FakeEditor, settings: Settings | None = None) -> Flow:
     async def read(folder: Path) -> Settings:
         return settings or Settings()
 
-    return Flow(Session(read, editor.kernel_state), editor)
+    return Flow(Session(read, editor.kernel_state, decided=Choice.TRUST), editor)
 
 
 def printed(text: str, line: int) -> RunOutcome:
@@ -358,7 +374,9 @@ async def test_the_headless_editor_never_runs_flagged_code_unasked(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     editor = HeadlessEditor("job.py", Path("/ws/job.py"), Path("/ws"), ["x\n"])
-    flow = Flow(Session(lambda folder: _settings(), editor.kernel_state), editor)
+    flow = Flow(
+        Session(lambda folder: _settings(), editor.kernel_state, decided=Choice.TRUST), editor
+    )
     assert not await flow.confirm_run("os.remove('x')", "It deletes.", Settings(), Place("u", 4))
     assert capsys.readouterr().out == (
         "job.py:5:1: warning: It deletes; not run headless (review it, or run it in the editor)\n"

@@ -93,11 +93,11 @@ def test_a_run_stores_up_to_its_limit_and_then_keeps_text_only(tmp_path: Path) -
 
 
 def test_the_folder_keeps_its_limit_by_dropping_the_oldest(tmp_path: Path) -> None:
-    old = OutputFiles(tmp_path, folder_limit=200).save(b"a" * 90, ".bin")
-    middle = OutputFiles(tmp_path, folder_limit=200).save(b"b" * 90, ".bin")
+    old = OutputFiles(tmp_path, folder_limit=200).save(b"a" * 90, ".png")
+    middle = OutputFiles(tmp_path, folder_limit=200).save(b"b" * 90, ".png")
     assert old is not None and middle is not None
     os.utime(old, (1, 1))  # the oldest
-    newest = OutputFiles(tmp_path, folder_limit=200).save(b"c" * 90, ".bin")
+    newest = OutputFiles(tmp_path, folder_limit=200).save(b"c" * 90, ".png")
     assert newest is not None and newest.exists() and middle.exists()
     assert not old.exists()
     names = sorted(p.name for p in (tmp_path / FOLDER).iterdir())

@@ -16,6 +16,7 @@ from lsp_server.page import OutputPage
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[OutputPage, Path, Path]]:
     folder = tmp_path / "project"
+    folder.mkdir()
     files = OutputFiles(folder)
     image = files.save(b"\x89PNG\r\n\x1a\nfake", ".png")
     kernel_html = files.save(b"<script>document.title='ran'</script><table></table>", ".html")

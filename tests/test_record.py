@@ -241,7 +241,9 @@ async def test_opening_and_asking_create_nothing_in_the_folder(
     assert not (folder / ".runfix").exists()
 
 
-def test_a_version_1_record_is_upgraded_in_place(tmp_path: Path) -> None:
+def test_a_record_without_this_machines_mark_is_moved_aside(tmp_path: Path) -> None:
+    """A record of an older runfix (no owner mark) cannot be told from one a repository
+    shipped: it is moved aside, never shown, and a new one started."""
     path = tmp_path / FILE
     path.parent.mkdir(parents=True)
     with sqlite3.connect(path) as old:
@@ -259,8 +261,10 @@ def test_a_version_1_record_is_upgraded_in_place(tmp_path: Path) -> None:
     record = RunRecord(tmp_path)
     record.add(a_run(5, status="error", error="E: e", error_line=5))
     kept = record.recent()
-    assert [r.first for r in kept] == [5, 0] and kept[0].error_line == 5
-    assert record.told_once() == []  # upgraded, not moved aside
+    assert [r.first for r in kept] == [5]  # the old run is not among them
+    told = record.told_once()
+    assert len(told) == 1 and "not one runfix wrote here" in told[0]
     record.close()
+    assert list(path.parent.glob("runs.db.bad-*"))
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() == ("2",)
+        assert db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() == ("3",)

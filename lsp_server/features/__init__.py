@@ -12,6 +12,7 @@ from lsp_server.features import (
     inlay_hints,
     lifecycle,
     output_page,
+    trust,
 )
 from lsp_server.server import RunfixServer
 
@@ -25,6 +26,7 @@ _FEATURES = (
     history,
     hover,
     output_page,
+    trust,
 )
 
 

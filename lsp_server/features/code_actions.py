@@ -39,6 +39,7 @@ from lsp_server.contract import (
 )
 from lsp_server.edits import replace_lines
 from lsp_server.executors import install_blocked
+from lsp_server.features.trust import trust_fixes
 from lsp_server.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.prompts import prompt_at
 from lsp_server.server import RunfixServer
@@ -220,6 +221,7 @@ def register(server: RunfixServer) -> None:
         if _wanted(only, QUICKFIX):
             diagnostics = params.context.diagnostics
             out.extend(quick_fixes(uri, doc.lines, diagnostics, ls.editor.features, settings))
+            out.extend(trust_fixes(uri, diagnostics))
         if _wanted(only, GENERATE_KIND):
             out.extend(prompt_actions(uri, doc.lines, params.range.start.line, markers))
         if _wanted(only, KIND) or _wanted(only, FIX_KIND):

@@ -211,8 +211,8 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(
                 f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
             )
-        kernel = await ls.session.kernel_for(ls.editor.folder_for(arg.uri))
-        return [dataclasses.asdict(v) for v in await kernel.variables()]
+        kernel = await ls.flow.kernel(arg.uri)
+        return [dataclasses.asdict(v) for v in await kernel.variables()] if kernel else []
 
     @server.command(STATUS)
     def status(ls: RunfixServer, *args: Any) -> Any:

@@ -1,6 +1,11 @@
-"""Open, change, close: kernels start ahead of the first run; results follow edits."""
+"""Open, change, close: kernels start ahead of the first run; results follow edits.
+
+Only in a folder whose code may run: opening a file of an undecided folder starts
+nothing (its first run asks)."""
 
 from __future__ import annotations
+
+import logging
 
 from lsprotocol import types as lsp
 
@@ -8,9 +13,15 @@ from executor.base import ExecutorUnavailable
 from lsp_server.results import line_change
 from lsp_server.server import RunfixServer
 
+log = logging.getLogger(__name__)
+
 
 async def _start_kernel(ls: RunfixServer, uri: str) -> None:
-    kernel = await ls.session.kernel_for(ls.editor.folder_for(uri))
+    folder = ls.editor.folder_for(uri)
+    if not ls.session.may_start(folder, await ls.session.settings(folder)):
+        log.info("%s is not trusted: no kernel starts until a run asks", folder)
+        return
+    kernel = await ls.session.kernel_for(folder)
     try:
         await kernel.start()
     except ExecutorUnavailable as exc:

@@ -20,20 +20,29 @@ from lsp_server.contract import (
     to_json,
 )
 from lsp_server.features.commands import argument
-from lsp_server.record import RESTORE_RUNS, RecordedRun
+from lsp_server.record import RESTORE_RUNS, RecordedRun, RunRecord
 from lsp_server.server import RunfixServer
+
+
+def _record(ls: RunfixServer, folder: Path) -> RunRecord | None:
+    """The folder's record, if it has one and its code may run (an undecided folder's
+    record may have come with the repository: it is not read, nor moved aside)."""
+    settings = ls.session.cached_settings(folder)
+    if not ls.session.may_start(folder, settings):
+        return None
+    return ls.session.existing_record(folder, settings)
 
 
 def _history(ls: RunfixServer, arg: HistoryArgs) -> list[RecordedRun]:
     if arg.uri is not None:
         folder = ls.editor.folder_for(arg.uri)
-        record = ls.session.existing_record(folder, ls.session.cached_settings(folder))
+        record = _record(ls, folder)
         return record.recent(ls.editor.path_of(arg.uri), arg.limit) if record else []
     folders = {k.folder for k in ls.session.kernels.all()}
     folders |= {ls.editor.folder_for(f.uri) for f in ls.workspace.folders.values()}
     runs: list[RecordedRun] = []
     for folder in folders:
-        record = ls.session.existing_record(folder, ls.session.cached_settings(folder))
+        record = _record(ls, folder)
         if record is not None:  # asking creates nothing
             runs += record.recent(None, arg.limit)
     runs.sort(key=lambda r: r.started, reverse=True)
@@ -51,7 +60,10 @@ async def _export(ls: RunfixServer, uri: str) -> ExportAnswer:
     runs = record.recent(str(path), RESTORE_RUNS)
     text = "".join(ls.workspace.get_text_document(uri).lines)
     out = path.with_suffix(".ipynb")
-    cells, with_outputs = await asyncio.to_thread(write_notebook, text, runs, out)
+    try:
+        cells, with_outputs = await asyncio.to_thread(write_notebook, text, runs, out, folder)
+    except OSError as exc:
+        raise JsonRpcInvalidParams(f"{EXPORT}: {exc}") from None
     return ExportAnswer(str(out), cells, with_outputs)
 
 

@@ -10,15 +10,28 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
+from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.server import RunfixServer
+from lsp_server.settings import CLIENT_TRUST
 from lsp_server.text import DocumentWorkspace
+
+RESTRICTED = (
+    "VS Code's Restricted Mode runs nothing; trust the workspace "
+    "(Workspaces: Manage Workspace Trust) to run its code"
+)
 
 
 def register(server: RunfixServer) -> None:
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: RunfixServer, params: lsp.InitializeParams) -> None:
         ls.init_options = params.initialization_options
+        # The client's own trust decision (VS Code's Workspace Trust), never a setting.
+        said = ls.init_options.get(CLIENT_TRUST) if isinstance(ls.init_options, dict) else None
+        if said == "trusted":
+            ls.session.decided = Choice.TRUST
+        elif said == "restricted":
+            ls.editor.restricted = RESTRICTED
         # pygls made its workspace just before this handler; ours splits lines as LSP does.
         ls.protocol._workspace = DocumentWorkspace.like(ls.workspace)
         encoding = ls.workspace.position_encoding

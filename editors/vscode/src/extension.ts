@@ -81,7 +81,9 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
       { scheme: "file", language: "python" },
       { scheme: "untitled", language: "python" },
     ],
-    initializationOptions: settings(keys),
+    // VS Code's Workspace Trust is the decision: the server starts only in a trusted
+    // workspace, and then asks no second question before running its code.
+    initializationOptions: { ...settings(keys), workspaceTrust: "trusted" },
     synchronize: { configurationSection: "runfix" },
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,

@@ -67,8 +67,35 @@ function M.ask_input(_, params)
   return { value = value }
 end
 
+--- `window/showMessageRequest` through vim.ui.select, so that a picker plugin (telescope,
+--- dressing, snacks) shows runfix's questions (trust a folder, run flagged code). Waits for
+--- pickers that answer later; no choice is no answer (runfix then runs nothing).
+function M.show_message_request(_, params)
+  params = params or {}
+  local actions = params.actions or {}
+  if #actions == 0 then
+    return vim.NIL
+  end
+  local done, chosen = false, nil
+  vim.ui.select(actions, {
+    prompt = params.message or "runfix",
+    format_item = function(action)
+      return action.title
+    end,
+  }, function(action)
+    done, chosen = true, action
+  end)
+  if not done then
+    vim.wait(24 * 3600 * 1000, function()
+      return done
+    end, 50)
+  end
+  return chosen or vim.NIL
+end
+
 local function handlers()
   return {
+    ["window/showMessageRequest"] = M.show_message_request,
     ["runfix/status"] = function(_, result)
       if type(result) == "table" and result.folder then
         M.states[result.folder] = { state = result.state, executor = result.executor }
@@ -413,6 +440,25 @@ function M.export()
   end)
 end
 
+--- `:RunfixTrust [trust|sandbox|own]`: let this buffer's folder run its code (kept in your
+--- state folder). `:RunfixUntrust`: forget that; the folder's kernel stops at once.
+function M.trust(opts)
+  local choice = opts and opts.args ~= "" and opts.args or "trust"
+  request("runfix.trust", { uri = uri(), choice = choice }, function(answers)
+    for _, answer in ipairs(answers or {}) do
+      notify(vim.uri_to_fname(answer.folder) .. ": " .. tostring(answer.choice))
+    end
+  end)
+end
+
+function M.untrust()
+  request("runfix.untrust", { uri = uri() }, function(answers)
+    for _, answer in ipairs(answers or {}) do
+      notify(vim.uri_to_fname(answer.folder) .. ": no longer trusted")
+    end
+  end)
+end
+
 --- The state of the current buffer's kernel, for a statusline: "idle (docker)".
 function M.status(bufnr)
   local client = M.client(bufnr)
@@ -442,6 +488,14 @@ local function user_commands()
   add("RunfixHistory", M.history, { bang = true, desc = "runfix: this file's runs (! every file's)" })
   add("RunfixExport", M.export, { desc = "runfix: export as a notebook with its outputs" })
   add("RunfixOutput", M.output, { bang = true, desc = "runfix: the outputs here (! in the browser)" })
+  add("RunfixTrust", M.trust, {
+    nargs = "?",
+    complete = function()
+      return { "trust", "sandbox", "own" }
+    end,
+    desc = "runfix: let this folder run its code (trust | sandbox | own Python)",
+  })
+  add("RunfixUntrust", M.untrust, { desc = "runfix: stop trusting this folder (stops its kernel)" })
 end
 
 --- The configuration for `vim.lsp.config` (Neovim 0.11+): what `lsp/runfix.lua` returns,

@@ -1,0 +1,162 @@
+"""Which folders may run their own code: the user's decisions, kept where a repository
+cannot write them.
+
+A folder's interpreter (`.venv/bin/python`), its `.pth` files and anything on its
+path run with the user's rights once a kernel starts there, so nothing starts in
+a folder until its user has said how: trust it (its own interpreter and
+settings), run it in the sandbox (the Docker executor, whatever the settings
+say), or run it on runfix's own Python (not the folder's interpreter). The
+decision is kept per resolved path in the user's state folder
+(`$XDG_STATE_HOME/runfix/trust.json`, 0600 in a 0700 folder) and covers the
+folders below it, as VS Code's Workspace Trust does. "Don't run" is not kept:
+the next run asks again.
+
+Nothing in a repository, its project file included, can write this file. The
+same folder also holds a per-machine secret, with which runfix marks the run
+records it writes (`owner_mark`): a record a repository ships is not this
+machine's and is never shown as results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class Choice(str, enum.Enum):
+    TRUST = "trust"
+    """The folder's own interpreter and settings."""
+    SANDBOX = "sandbox"
+    """The Docker executor, whatever the settings say."""
+    OWN = "own"
+    """runfix's own Python, not the folder's interpreter."""
+
+
+def state_folder() -> Path:
+    """runfix's folder in the user's state folder (`$XDG_STATE_HOME/runfix`)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "runfix"
+
+
+def _private_folder() -> Path:
+    folder = state_folder()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one step, readable by the user only."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def resolved(folder: Path) -> Path:
+    """The folder as decisions name it: absolute, links resolved."""
+    return Path(os.path.realpath(folder))
+
+
+class TrustStore:
+    """The decisions, read from disk whenever it changed (`runfix trust` in a terminal
+    counts for a running server at its next run)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or state_folder() / "trust.json"
+        self._seen: tuple[int, int] | None = None
+        self._folders: dict[str, Choice] = {}
+
+    def _load(self) -> dict[str, Choice]:
+        try:
+            info = self.path.stat()
+        except OSError:
+            self._seen, self._folders = None, {}
+            return self._folders
+        seen = (info.st_mtime_ns, info.st_size)
+        if seen == self._seen:
+            return self._folders
+        folders: dict[str, Choice] = {}
+        try:
+            raw = json.loads(self.path.read_bytes())
+            for name, value in dict(raw.get("folders", {})).items():
+                if isinstance(name, str) and value in Choice._value2member_map_:
+                    folders[name] = Choice(value)
+        except (OSError, ValueError, TypeError, AttributeError):
+            folders = {}  # unreadable: nothing is trusted (the user can decide again)
+        self._seen, self._folders = seen, folders
+        return folders
+
+    def _save(self, folders: dict[str, Choice]) -> None:
+        _private_folder()
+        body = {"version": 1, "folders": {k: v.value for k, v in sorted(folders.items())}}
+        _write_private(self.path, json.dumps(body, indent=1).encode())
+        self._seen = None
+
+    def decision(self, folder: Path) -> tuple[Path, Choice] | None:
+        """The decision that covers `folder` (its own, else its nearest parent's)."""
+        folders = self._load()
+        if not folders:
+            return None
+        here = resolved(folder)
+        for candidate in (here, *here.parents):
+            if (choice := folders.get(str(candidate))) is not None:
+                return candidate, choice
+        return None
+
+    def decide(self, folder: Path, choice: Choice) -> Path:
+        folders = dict(self._load())
+        key = resolved(folder)
+        folders[str(key)] = choice
+        self._save(folders)
+        return key
+
+    def revoke(self, folder: Path) -> list[Path]:
+        """Forget the decisions that cover `folder` (its own and its parents'); which."""
+        folders = dict(self._load())
+        here = resolved(folder)
+        gone = [p for p in (here, *here.parents) if folders.pop(str(p), None) is not None]
+        if gone:
+            self._save(folders)
+        return gone
+
+    def entries(self) -> Iterator[tuple[Path, Choice]]:
+        for name, choice in sorted(self._load().items()):
+            yield Path(name), choice
+
+
+def machine_secret() -> bytes:
+    """A random secret of this user on this machine, made once (0600)."""
+    path = state_folder() / "machine-key"
+    with contextlib.suppress(OSError):
+        data = path.read_bytes()
+        if len(data) >= 32:
+            return data
+    _private_folder()
+    data = secrets.token_bytes(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:  # another runfix made it first
+        return path.read_bytes()
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return data
+
+
+def owner_mark(folder: Path) -> str:
+    """What marks a record as written by runfix on this machine for this folder: a record
+    copied from elsewhere (a repository, another folder) carries another mark."""
+    key = machine_secret()
+    return hmac.new(key, str(resolved(folder)).encode(), hashlib.sha256).hexdigest()

@@ -1,0 +1,158 @@
+"""runfix's files inside a folder it does not own (`.runfix/`): no link is ever followed.
+
+A repository can ship, and code in the sandbox (which writes to the folder) can
+plant, a symbolic link where runfix keeps its files: `.runfix/` or
+`.runfix/outputs` linking to a folder elsewhere, a dangling `<hash>.md` linking to
+a shell start-up file, a record whose stored output names `/proc/self/environ`.
+So every path below the folder is walked one component at a time from the
+folder with `O_NOFOLLOW` (a link anywhere is refused, never followed, and cannot
+be swapped in between a check and the use); files are created with `O_EXCL`;
+only regular files with the names runfix gives are read, pruned or shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+RUNFIX = ".runfix"
+OUTPUTS = "outputs"
+STORED_NAME = re.compile(r"[0-9a-f]{16}\.(png|jpg|svg|html|md|tex|json)")
+"""The names runfix gives stored outputs: all it ever reads from a folder's outputs."""
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_WITH_FDS = os.open in os.supports_dir_fd and _NOFOLLOW != 0
+
+
+class LinkRefused(OSError):
+    """A link (or something not a folder) where runfix keeps its files."""
+
+
+def _refused(path: Path, exc: OSError) -> LinkRefused:
+    return LinkRefused(
+        errno.ELOOP,
+        f"{path} is a link or not a folder; runfix never follows links in {RUNFIX}/ "
+        f"(remove it to let runfix keep its files there) [{exc.strerror}]",
+    )
+
+
+@contextlib.contextmanager
+def opened_folder(folder: Path, *parts: str, create: bool = False) -> Iterator[int]:
+    """A descriptor of `folder/parts…`, each part opened without following a link (made,
+    0700, when `create`); LinkRefused where a part is a link; FileNotFoundError where it is
+    missing."""
+    if not _WITH_FDS:  # no dir_fd (Windows): the same checks, by path
+        for i in range(1, len(parts) + 1):
+            at = folder.joinpath(*parts[:i])
+            if not os.path.lexists(at):
+                if not create:
+                    raise FileNotFoundError(errno.ENOENT, "no such folder", str(at))
+                at.mkdir(mode=0o700)
+            if at.is_symlink() or not at.is_dir():
+                raise _refused(at, OSError(errno.ELOOP, "not a folder"))
+        yield -1
+        return
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for i, part in enumerate(parts):
+            try:
+                inner = os.open(part, _DIR, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                try:
+                    inner = os.open(part, _DIR, dir_fd=fd)
+                except OSError as exc:
+                    raise _refused(folder.joinpath(*parts[: i + 1]), exc) from None
+            except OSError as exc:
+                raise _refused(folder.joinpath(*parts[: i + 1]), exc) from None
+            os.close(fd)
+            fd = inner
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def regular(fd: int, name: str, where: Path) -> os.stat_result | None:
+    """The file `name` in the folder `fd` if it is a regular file (a link is not)."""
+    try:
+        if fd >= 0:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        else:
+            info = os.lstat(where / name)
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def write_new(fd: int, where: Path, name: str, data: bytes) -> None:
+    """Create `name` (it must not exist, not even as a dangling link) holding `data`."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    out = os.open(name, flags, 0o644, dir_fd=fd) if fd >= 0 else os.open(where / name, flags, 0o644)
+    with os.fdopen(out, "wb") as f:
+        f.write(data)
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file, never through a link (OSError otherwise)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        return f.read()
+
+
+def outputs_folder(folder: Path) -> Path:
+    return folder / RUNFIX / OUTPUTS
+
+
+def stored_output(folder: Path | None, recorded: str | Path | None) -> Path | None:
+    """The stored output a record or a view names, if it is one runfix stored: a name
+    runfix gives, directly in the folder's `.runfix/outputs/`, a regular file reached
+    without a link. Anything else (`/proc/self/environ`, `../x`, a link) is None."""
+    if folder is None or not recorded:
+        return None
+    path = Path(recorded)
+    if not STORED_NAME.fullmatch(path.name):
+        return None
+    home = outputs_folder(folder)
+    if len(path.parts) > 1 and Path(os.path.normpath(path.parent)) != home:
+        return None
+    try:
+        with opened_folder(folder, RUNFIX, OUTPUTS) as fd:
+            if regular(fd, path.name, home) is None:
+                return None
+    except OSError:
+        return None
+    return home / path.name
+
+
+def safe_target(target: Path) -> str | None:
+    """Why runfix must not write `target` (a link, or not a regular file), else None."""
+    if target.is_symlink():
+        return f"{target} is a symbolic link; runfix does not write through links"
+    if target.exists() and not target.is_file():
+        return f"{target} is not a regular file"
+    return None
+
+
+def write_replacing(target: Path, data: bytes) -> None:
+    """Write `target` in one step: a new file beside it, renamed over it (a link at
+    `target` is replaced, never written through)."""
+    tmp = target.with_name(f".{target.name}.runfix-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
