@@ -39,8 +39,10 @@ async def start_server(
     options: dict[str, Any],
     capabilities: lsp.ClientCapabilities = INLAY_HINTS,
 ) -> None:
-    """Start `runfix serve` and initialize it on `folder` with these settings."""
+    """Start `runfix serve` and initialize it on `folder` with these settings, as a client
+    whose user trusts the folder (as VS Code says for a trusted workspace)."""
     await client.start_io(sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING")
+    options = {"workspaceTrust": "trusted", **options}
     await client.initialize_async(
         lsp.InitializeParams(
             capabilities=capabilities, root_uri=folder.as_uri(), initialization_options=options

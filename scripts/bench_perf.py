@@ -65,7 +65,11 @@ class Wire:
             "processId": os.getpid(),
             "rootUri": folder.as_uri(),
             "capabilities": caps,
-            "initializationOptions": {"python": sys.executable, **options},
+            "initializationOptions": {
+                "python": sys.executable,
+                "workspaceTrust": "trusted",  # as VS Code says in a trusted workspace
+                **options,
+            },
         }
         await self.request("initialize", params)
         self.notify("initialized", {})

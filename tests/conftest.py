@@ -155,8 +155,15 @@ API_KEY = "sk-runfix-canary-0123456789"
 WHEELS = Path(
     os.environ.setdefault("RUNFIX_TEST_WHEELS", tempfile.mkdtemp(prefix="runfix-test-wheels-"))
 )
-# Kernel logs of the test servers go to a folder of the run's own, not the user's state folder.
+# runfix's state folder for this test run (in the environment, so that every server, editor
+# and kernel the tests start has it): kernel logs and trust decisions never touch the user's.
+# The temp folder (pytest's tmp_path) and this repository are trusted there; the trust tests
+# give their servers a state folder of their own.
 STATE = os.environ.setdefault("RUNFIX_TEST_STATE", tempfile.mkdtemp(prefix="runfix-test-state-"))
+if os.environ.get("XDG_STATE_HOME") != STATE:  # this module may load twice
+    os.environ["XDG_STATE_HOME"] = STATE
+    for _root in (Path(tempfile.gettempdir()), Path(__file__).resolve().parent.parent):
+        TrustStore().decide(_root, Choice.TRUST)
 SERVER_ENV = {
     **os.environ,
     "XDG_STATE_HOME": STATE,
@@ -167,16 +174,8 @@ SERVER_ENV = {
 }
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
-async def client(lsp_client: LanguageClient) -> Any:
-    """A real `runfix serve`, connected but not initialized: each test says as which client.
-
-    Like an editor, it applies `workspace/applyEdit` to its copy of the text and
-    sends `didChange` (unless `client.refuse_edits`), records the edits, answers
-    `window/showMessageRequest` with `client.answer` (None: dismissed), and keeps
-    the `runfix/status` notifications in `client.statuses` (`runfix/outputs` in
-    `client.outputs_changed`).
-    """
+def editor_like(lsp_client: LanguageClient) -> Any:
+    """Make a pytest-lsp client behave like an editor (see `client`); it, as `Any`."""
     c: Any = lsp_client
     _read_code_actions_whole(lsp_client)
     c.inlay_refreshes = 0
@@ -210,6 +209,20 @@ async def client(lsp_client: LanguageClient) -> Any:
         c.questions.append(params)
         return None if c.answer is None else lsp.MessageActionItem(title=c.answer)
 
+    return c
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
+async def client(lsp_client: LanguageClient) -> Any:
+    """A real `runfix serve`, connected but not initialized: each test says as which client.
+
+    Like an editor, it applies `workspace/applyEdit` to its copy of the text and
+    sends `didChange` (unless `client.refuse_edits`), records the edits, answers
+    `window/showMessageRequest` with `client.answer` (None: dismissed), and keeps the
+    `runfix/status` notifications in `client.statuses` (`runfix/outputs` in
+    `client.outputs_changed`).
+    """
+    editor_like(lsp_client)
     yield
     # A test that failed before `initialize` leaves a session that never answers shutdown.
     await asyncio.wait_for(lsp_client.shutdown_session(), 30)
