@@ -19,6 +19,7 @@ from executor.events import RunRequest, RunStatus
 from executor.interpreter import find_interpreter, install_hint, ipykernel_version
 from executor.jupyter import JupyterKernel
 from executor.kernel import LocalKernel
+from executor.trust import TrustStore
 from lsp_server import __version__
 from lsp_server.executors import docker_config, remote_config
 from lsp_server.headless import project_settings
@@ -50,6 +51,11 @@ async def doctor(folder: Path, command_line: Mapping[str, Any] | None = None) ->
 async def _doctor_local(folder: Path, settings: Settings) -> bool:
     python = find_interpreter(folder, settings.python)
     print(f"interpreter:    {python.path}  (from {python.source})")
+    if not _may_start(folder, python.path):
+        # Checking it would start it: the folder's interpreter is the folder's code.
+        print("  not started: it comes with this folder, which you have not trusted.")
+        print(f"  to let it run: runfix trust {folder}  (or answer runfix's question)")
+        return True
     version = await ipykernel_version(python.path)
     if version is None:
         print("ipykernel:      MISSING — runfix cannot run code with this interpreter.")
@@ -60,6 +66,14 @@ async def _doctor_local(folder: Path, settings: Settings) -> bool:
     kernel = LocalKernel(folder, python.path)
     print(f"kernel log:     {kernel.log_path}  (its stdout, stderr and ipykernel's own log)")
     return await _doctor_start("kernel", kernel, folder)
+
+
+def _may_start(folder: Path, python: str) -> bool:
+    """Whether doctor may start `python` for the folder: the folder is decided, or it is the
+    interpreter runfix itself runs on (nothing of the folder's)."""
+    decided = TrustStore().decision(folder)
+    print(f"trust:          {decided[1].value if decided else 'not decided'}")
+    return decided is not None or os.path.realpath(python) == os.path.realpath(sys.executable)
 
 
 async def _doctor_start(

@@ -28,17 +28,6 @@ from executor.docker import describe_engine, describe_image
 from executor.trust import Choice, TrustStore
 from tests.remote_server import TOKEN_ENV, JupyterServer
 
-# runfix's state folder for this test session (in the environment, so that every server,
-# editor and kernel the tests start has it): the tests' trust decisions and kernel logs never
-# touch the user's. Folders under the temp folder (pytest's tmp_path) and this repository are
-# trusted there; the trust tests give their servers a state folder of their own.
-if "RUNFIX_TEST_STATE" not in os.environ:  # this module may load twice
-    os.environ["RUNFIX_TEST_STATE"] = tempfile.mkdtemp(prefix="runfix-test-state-")
-    os.environ["XDG_STATE_HOME"] = os.environ["RUNFIX_TEST_STATE"]
-    _trusted = TrustStore(Path(os.environ["RUNFIX_TEST_STATE"]) / "runfix" / "trust.json")
-    for _root in (Path(tempfile.gettempdir()), Path(__file__).resolve().parent.parent):
-        _trusted.decide(_root, Choice.TRUST)
-
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
 CLIENTS = ["visual_studio_code", "neovim@v0.7.0", "neovim@v0.11.0"]
 

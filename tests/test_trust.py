@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -417,3 +418,23 @@ def test_import_and_export_never_write_through_a_link(tmp_path: Path) -> None:
     (folder / "s.ipynb").symlink_to(outside)
     assert export(script, None) == 2
     assert outside.read_text() == "keep me"
+
+
+def test_runfix_trust_decides_lists_and_revokes_and_doctor_starts_nothing_undecided(
+    folder: Path,
+) -> None:
+    marks = hostile(folder)
+    env = {**ENV, "XDG_STATE_HOME": str(folder.parent / "state")}
+
+    def runfix(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "lsp_server", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    doctor = runfix("doctor", str(folder))
+    assert "trust:          not decided" in doctor.stdout and "not started" in doctor.stdout
+    assert list(marks.iterdir()) == []
+    assert runfix("trust", str(folder), "--choice", "own").returncode == 0
+    assert f"{folder.resolve()}\town" in runfix("trust", "--list").stdout
+    assert runfix("trust", "--revoke", str(folder)).returncode == 0
+    assert runfix("trust", "--list").stdout == ""
+    assert runfix("trust", str(folder / "missing")).returncode == 2
