@@ -100,7 +100,7 @@ class TrustStore:
         return folders
 
     def _save(self, folders: dict[str, Choice]) -> None:
-        _private_folder()
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         body = {"version": 1, "folders": {k: v.value for k, v in sorted(folders.items())}}
         _write_private(self.path, json.dumps(body, indent=1).encode())
         self._seen = None

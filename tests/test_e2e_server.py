@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -281,22 +282,45 @@ def test_the_root_folders_kernel_starts_with_initialize_and_runs_the_first_code(
         server.kill()
 
 
-def test_an_early_kernel_the_clients_settings_change_is_replaced(folder: Path) -> None:
-    """The client's `workspace/configuration` differs from `initializationOptions`: the
-    kernel started from the latter stops, and code runs in one made as the client says."""
+def test_no_kernel_starts_before_the_clients_own_settings_are_known(folder: Path) -> None:
+    """A client that answers `workspace/configuration` may say where code runs (the sandbox,
+    another interpreter): nothing starts at `initialize`, only once those settings are read,
+    and the kernel is made as the client says."""
     server = HandDriven()
     server.configuration = {"transport": "tcp"}
     try:
         capabilities = {"workspace": {"configuration": True}}
         server.initialize(folder, {"python": sys.executable, "transport": "ipc"}, capabilities)
-        early = _one_kernel_soon(server)
+        time.sleep(1.5)
+        assert server.kernels() == set()
         text = "import os\nos.getpid()\n"
         assert server.run(folder / "doc.py", text)["status"] == "ok"
-        assert _gone(early), "the kernel made before the client's settings still runs"
         [kernel] = server.kernels()
-        assert kernel != early
+        assert "tcp" in _connection_of(kernel)
     finally:
         server.kill()
+
+
+def test_a_trusted_folder_gets_its_kernel_at_initialize_from_a_client_without_settings(
+    folder: Path,
+) -> None:
+    """Nothing is left to decide (the folder is trusted, the client sends no settings of its
+    own): the kernel boots while the server is built, and the first run uses it."""
+    server = HandDriven()
+    try:
+        server.initialize(folder, {"python": sys.executable}, {})
+        early = _one_kernel_soon(server)
+        assert server.run(folder / "doc.py", "1 + 1\n")["status"] == "ok"
+        assert server.kernels() == {early}
+    finally:
+        server.kill()
+
+
+def _connection_of(pid: int) -> str:
+    """The transport in the connection file a kernel process was started with."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    connection = Path(argv[argv.index(b"-f") + 1].decode())
+    return str(json.loads(connection.read_text())["transport"])
 
 
 async def test_run_cell_at_a_position_and_status_notifications(
