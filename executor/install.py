@@ -1,6 +1,6 @@
 """Installing a missing package into the executor's environment.
 
-`distribution_for` maps an import name to the distribution that provides it
+`distributions.provider_for` says which distribution provides an import
 (`sklearn` → `scikit-learn`); `install` runs uv when it is on PATH (fast, and
 it targets the interpreter explicitly) and else the interpreter's own pip.
 The installer gets the kernel's environment: no API keys.
@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import re
 import shutil
-import sys
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,60 +20,7 @@ from typing import Any
 from executor.cancel import or_cancelled, stop
 from executor.interpreter import kernel_environment, module_command
 
-# Import names whose distribution is called something else.
-DISTRIBUTIONS = {
-    "sklearn": "scikit-learn",
-    "cv2": "opencv-python",
-    "PIL": "pillow",
-    "yaml": "pyyaml",
-    "bs4": "beautifulsoup4",
-    "skimage": "scikit-image",
-    "dateutil": "python-dateutil",
-    "dotenv": "python-dotenv",
-    "docx": "python-docx",
-    "pptx": "python-pptx",
-    "jwt": "pyjwt",
-    "serial": "pyserial",
-    "usb": "pyusb",
-    "Crypto": "pycryptodome",
-    "OpenSSL": "pyopenssl",
-    "magic": "python-magic",
-    "attr": "attrs",
-    "google.protobuf": "protobuf",
-    "tensorflow_hub": "tensorflow-hub",
-    "Levenshtein": "python-Levenshtein",
-    "fitz": "pymupdf",
-    "gi": "pygobject",
-    "win32api": "pywin32",
-    "mpl_toolkits": "matplotlib",
-    "umap": "umap-learn",
-    "sentence_transformers": "sentence-transformers",
-    "zmq": "pyzmq",
-    "MySQLdb": "mysqlclient",
-    "psycopg2": "psycopg2-binary",
-    "Bio": "biopython",
-    "telegram": "python-telegram-bot",
-    "discord": "discord.py",
-    "git": "gitpython",
-    "slugify": "python-slugify",
-    "multipart": "python-multipart",
-    "jose": "python-jose",
-}
-
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def distribution_for(module: str) -> str | None:
-    """The distribution to install for `import module`; None for the standard library."""
-    if not module or not all(part.isidentifier() for part in module.split(".")):
-        return None
-    for name in (module, module.split(".")[0]):
-        if name in DISTRIBUTIONS:
-            return DISTRIBUTIONS[name]
-    top = module.split(".")[0]
-    if top in sys.stdlib_module_names:
-        return None
-    return top.replace("_", "-")
 
 
 def valid_distribution(name: str) -> bool:

@@ -210,11 +210,15 @@ class FixArgs:
 
 @attrs.frozen
 class InstallArgs:
-    """`runfix.install`: install distributions into the folder's kernel, then re-run `range`."""
+    """`runfix.install`: install distributions into the folder's kernel, then re-run `range`.
+    With `ask` (a name no data vouches for: `pip install websocket` installs someone
+    else's package), the user is asked first, whatever else allows installs."""
 
     uri: str = attrs.field(validator=_document)
     packages: list[str]
     range: Range | None = None
+    ask: str | None = None
+    """Why the user is asked (`no known package provides import x`); None: not asked."""
 
     def __attrs_post_init__(self) -> None:
         if not self.packages:

@@ -112,6 +112,9 @@ class Editor(Protocol):
     async def confirm(self, reason: str, place: Place) -> bool:
         """Whether flagged model-written code may run in the local kernel (no answer = no)."""
 
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        """One of `choices`, asked with `message` (None: no answer, which is no)."""
+
     async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
         """How the undecided folder's code may run (no answer: it does not)."""
 

@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 SHOWN_TEXT = 80  # characters of streamed text shown in progress
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
 SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
+INSTALL_ANYWAY = "Install"
+NO_INSTALL = "Don't install"
 STREAM_REPORTS = 0.1  # seconds between progress reports of streamed text
 
 
@@ -735,9 +737,23 @@ class Flow:
     # -- install --------------------------------------------------------------------------
 
     async def install(
-        self, uri: str, packages: list[str], rerun: Range | None, cancel: asyncio.Event
+        self,
+        uri: str,
+        packages: list[str],
+        rerun: Range | None,
+        cancel: asyncio.Event,
+        ask: str | None = None,
     ) -> InstallAnswer:
-        """Install distributions into the folder's kernel; then re-run what failed."""
+        """Install distributions into the folder's kernel; then re-run what failed. With
+        `ask` (why no data vouches for the name), only once the user says so."""
+        if ask is not None:
+            shown = ", ".join(packages)
+            message = (
+                f"runfix: install {shown}? {ask[:1].upper()}{ask[1:]}; a package of that name "
+                "may be someone else's. Check its page on PyPI first."
+            )
+            if await self.editor.choose(message, (INSTALL_ANYWAY, NO_INSTALL)) != INSTALL_ANYWAY:
+                return InstallAnswer(Status.CANCELLED, f"not installed: {shown} was not confirmed")
         kernel = await self.kernel(uri, rerun.start.line if rerun else None)
         shown = " ".join(packages)
         if kernel is None:

@@ -170,6 +170,10 @@ class HeadlessEditor:
         )
         return False
 
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        self._say(f"{self.shown}: warning: {message.removeprefix('runfix: ')} (not asked headless)")
+        return None
+
     async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
         """Never asked: `runfix run` typed in a terminal is the user's decision."""
         return TrustAnswer(Choice.TRUST)

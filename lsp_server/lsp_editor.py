@@ -8,7 +8,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -307,6 +307,22 @@ class LspEditor:
             log.warning("no answer to the run confirmation (%s): not running", exc or "timeout")
             return False
         return answer is not None and answer.title == RUN_ANYWAY
+
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        params = lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning,
+            message=message,
+            actions=[lsp.MessageActionItem(title=c) for c in choices],
+        )
+        try:
+            answer = await asyncio.wait_for(
+                self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
+            )
+        except Exception as exc:  # no answer (or none possible) is no
+            log.warning("no answer to %r (%s)", message, exc or "timeout")
+            return None
+        title = getattr(answer, "title", None)
+        return title if title in choices else None
 
     async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
         """`window/showMessageRequest` naming the folder and the interpreter that would run."""

@@ -561,7 +561,15 @@ async def test_install_the_missing_package_then_rerun(client: LanguageClient, fo
     )
     assert (await run(client, uri))["status"] == "error"
     [install] = [a for a in await quick_fixes(client, uri) if a.title.startswith("Install")]
-    assert install.title == "Install runfix-canary-pkg" and install.command is not None
+    # No published package provides it: offered as a question, and asked before installing.
+    assert install.title == "Install `runfix-canary-pkg`? (no known package provides it)"
+    assert install.command is not None and not install.is_preferred
+    client.answer = None  # dismissed: nothing is installed
+    answer = await command(client, install.command.command, install.command.arguments[0])
+    assert answer["status"] == "cancelled", answer
+    assert "someone else's" in client.questions[-1].message
+    assert not list((folder / ".venv").glob("lib/python*/site-packages/runfix_canary_pkg"))
+    client.answer = "Install"
     answer = await command(client, install.command.command, install.command.arguments[0])
     assert answer["status"] == "ok", answer
     assert any(m.startswith("Installing runfix-canary-pkg") for m in progress_messages(client))

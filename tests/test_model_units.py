@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from executor.distributions import provider_for
 from executor.events import Variable
-from executor.install import distribution_for, valid_distribution
+from executor.install import valid_distribution
 from executor.safety import scan
 from lsp_server.context import Attempt, ReplyError, excerpt, extract_code, fix_messages
 from lsp_server.editor import apply_to_lines
@@ -114,13 +115,17 @@ def test_offline_fixes_read_the_error() -> None:
     assert missing_module("ModuleNotFoundError: No module named 'sklearn.linear_model'") == (
         "sklearn.linear_model"
     )
-    assert distribution_for("sklearn.linear_model") == "scikit-learn"
-    assert distribution_for("cv2") == "opencv-python"
-    assert distribution_for("PIL") == "pillow"
-    assert distribution_for("yaml") == "pyyaml"
-    assert distribution_for("bs4") == "beautifulsoup4"
-    assert distribution_for("json") is None  # the standard library
-    assert distribution_for("my_pkg") == "my-pkg"
+    for module, dist in [
+        ("sklearn.linear_model", "scikit-learn"),
+        ("cv2", "opencv-python"),
+        ("PIL", "pillow"),
+        ("yaml", "pyyaml"),
+        ("bs4", "beautifulsoup4"),
+    ]:
+        found = provider_for(module, installed=False)
+        assert found is not None and found.vouched
+        assert found.distribution.lower() == dist
+    assert provider_for("json") is None  # the standard library
     assert not valid_distribution("--index-url=http://evil") and valid_distribution("pyyaml")
     assert missing_name("NameError: name 'np' is not defined") == "np"
     assert import_for("np") == "import numpy as np"
@@ -180,6 +185,7 @@ def test_a_project_file_cannot_move_the_key_or_loosen_a_control() -> None:
             "tokenEnv": "GITHUB_TOKEN",
             "headers": {"X-Forwarded-For": "1.2.3.4"},
             "verifyTls": False,
+            "kernelEnv": {"KERNEL_UID": "0", "KERNEL_NAMESPACE": "kube-system"},
         },
     }
     project = resolve((PROJECT, {**risky, "timeout": 5, "model.name": "team-model"}))
@@ -191,3 +197,44 @@ def test_a_project_file_cannot_move_the_key_or_loosen_a_control() -> None:
     assert yours.model_base_url == "https://attacker.example/v1" and yours.auto_run is True
     assert yours.docker_network == "bridge" and yours.problems == ()
     assert yours.remote_url == "https://attacker.example" and yours.remote_verify_tls is False
+
+
+# Each name someone else's package is published under: what provides the import, from data.
+TRAPS = {
+    "websocket": "websocket-client",
+    "dns": "dnspython",
+    "bson": "pymongo",
+    "cairo": "pycairo",
+    "OpenGL": "PyOpenGL",
+    "google.cloud.storage": "google-cloud-storage",
+    "azure.storage.blob": "azure-storage-blob",
+    "speech_recognition": "SpeechRecognition",
+}
+
+
+@pytest.mark.parametrize(("module", "dist"), sorted(TRAPS.items()))
+def test_an_import_resolves_to_the_package_that_really_provides_it(module: str, dist: str) -> None:
+    found = provider_for(module, installed=False)
+    assert found is not None and found.vouched, found
+    assert found.distribution == dist
+
+
+@pytest.mark.parametrize(
+    ("module", "proposed", "also"),
+    [("kafka", "kafka", "kafka-python"), ("docx", "docx", "python-docx"),
+     ("attr", "attr", "attrs"), ("my_private_thing", "my-private-thing", None)],
+)  # fmt: skip
+def test_a_name_no_data_vouches_for_is_a_question(
+    module: str, proposed: str, also: str | None
+) -> None:
+    """Several packages provide `import kafka` (`pip install kafka` is not kafka-python),
+    or none does: installing is asked, naming the others."""
+    found = provider_for(module, installed=False)
+    assert found is not None and not found.vouched
+    assert found.distribution == proposed and found.why
+    assert also is None or also in found.others
+
+
+def test_what_is_installed_here_vouches() -> None:
+    found = provider_for("attr")  # runfix itself depends on attrs
+    assert found is not None and found.vouched and found.distribution == "attrs"

@@ -335,7 +335,9 @@ async def test_install_runs_pip_in_the_remote_kernel_then_the_rerun_works(
         uri = open_doc(client, folder / "dep.py", text)
         assert (await run(client, uri))["status"] == "error"
         [install] = [a for a in await quick_fixes(client, uri) if a.title.startswith("Install")]
-        assert install.title == "Install runfix-remote-pkg" and install.command is not None
+        assert install.title == "Install `runfix-remote-pkg`? (no known package provides it)"
+        assert install.command is not None
+        client.answer = "Install"  # not a published package: asked first
 
         answer = await client.workspace_execute_command_async(
             lsp.ExecuteCommandParams(install.command.command, install.command.arguments)

@@ -2,7 +2,8 @@
 
 - Run cell / selection / file (`runfix.run`), Run and fix (`runfix.runAndFix`);
 - on a prompt line: Generate (or Regenerate) code, Generate and run (`runfix.generate`);
-- quick fixes rebuilt from `Diagnostic.data`: Install <dist> (`runfix.install`),
+- quick fixes rebuilt from `Diagnostic.data`: Install <dist> (`runfix.install`; a name no
+  data vouches for reads `Install `x`? (…)` and asks before installing),
   Add `import numpy as np` (an edit, then the import runs), and Fix with model —
   its edit is resolved lazily (`codeAction/resolve`), or a command when the
   client cannot resolve.
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from lsprotocol import types as lsp
 
 from executor.cancel import graceful
-from executor.install import distribution_for
+from executor.distributions import provider_for
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.cells import cell_at, split_cells
 from lsp_server.contract import (
@@ -144,13 +145,18 @@ def quick_fixes(
         message, piece = data.message, data.piece
         assert piece is not None
         rerun = Range.lines(*piece)
-        if (module := missing_module(message)) and (dist := distribution_for(module)):
-            install = _quickfix(f"Install {dist}", diagnostic)
+        if (module := missing_module(message)) and (found := provider_for(module)):
+            dist = found.distribution
+            # A name no data vouches for is offered as a question, and asked again.
+            also = f"; also {', '.join(found.others[:4])}" if found.others else ""
+            ask = None if found.vouched else f"{found.why} (`import {module}`){also}"
+            title = f"Install {dist}" if ask is None else f"Install `{dist}`? ({found.why})"
+            install = _quickfix(title, diagnostic, preferred=ask is None)
             blocked = install_blocked(settings)
             if blocked and features.disabled_code_actions:
                 install.disabled = lsp.CodeActionDisabled(reason=blocked)
             else:  # the command says why it cannot install, if it cannot
-                arg = to_json(InstallArgs(uri, [dist], rerun))
+                arg = to_json(InstallArgs(uri, [dist], rerun, ask))
                 install.command = lsp.Command(install.title, INSTALL, arguments=[arg])
             out.append(install)
         if (name := missing_name(message)) and (statement := import_for(name)):

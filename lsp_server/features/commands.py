@@ -187,7 +187,7 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(f"{INSTALL}: packages must be plain distribution names")
         _within(ls, INSTALL, arg.uri, arg.range)
         answer = await _cancellable(
-            ls, lambda c: ls.flow.install(arg.uri, arg.packages, arg.range, c)
+            ls, lambda c: ls.flow.install(arg.uri, arg.packages, arg.range, c, arg.ask)
         )
         return to_json(answer)
 
