@@ -32,7 +32,16 @@ from lsp_server.folder_files import stored_output
 from lsp_server.notebooks import export, import_notebook
 from lsp_server.outputs import OutputFiles, latest_images
 from lsp_server.record import RecordedOutput, RecordedRun, RunRecord
-from tests.conftest import SERVER, SERVER_ENV, editor_like, hints, init_params, open_doc, run
+from tests.conftest import (
+    SERVER,
+    SERVER_ENV,
+    editor_like,
+    hints,
+    init_params,
+    open_doc,
+    open_to_sandbox,
+    run,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -438,3 +447,63 @@ def test_runfix_trust_decides_lists_and_revokes_and_doctor_starts_nothing_undeci
     assert runfix("trust", "--revoke", str(folder)).returncode == 0
     assert runfix("trust", "--list").stdout == ""
     assert runfix("trust", str(folder / "missing")).returncode == 2
+
+
+# -- the sandbox ---------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+async def test_run_in_the_sandbox_runs_in_docker_and_leaves_no_mark_on_the_host(
+    stranger: Any, folder: Path, sandbox_image: str
+) -> None:
+    marks = hostile(folder)
+    open_to_sandbox(folder)
+    await stranger.initialize_session(untrusted_params(folder, "neovim@v0.11.0"))
+    uri = open_doc(stranger, folder / "doc.py", "# %%\nimport socket\nsocket.gethostname()\n")
+    stranger.answer = "Run in the sandbox"
+
+    assert (await run(stranger, uri))["status"] == "ok"
+
+    assert "Run in the sandbox" in [a.title for a in stranger.questions[0].actions]
+    assert [h.label for h in await hints(stranger, uri)] == ["→ 'runfix'"]  # the container
+    assert list(marks.iterdir()) == []  # nor did its launcher shadow run in there: it started
+    status = await stranger.workspace_execute_command_async(
+        lsp.ExecuteCommandParams("runfix.status")
+    )
+    assert [s["executor"] for s in status] == ["docker"]
+
+
+PLANT = """\
+import hashlib, os, struct, zlib
+from IPython.display import Image, display
+
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+png += chunk(b"IDAT", zlib.compress(b"\\x00\\xff\\x00\\x00")) + chunk(b"IEND", b"")
+os.makedirs("/workspace/.runfix/outputs", exist_ok=True)
+name = hashlib.sha256(png).hexdigest()[:16] + ".png"
+os.symlink(TARGET, "/workspace/.runfix/outputs/" + name)
+display(Image(png))
+"""
+
+
+@pytest.mark.docker
+async def test_a_link_planted_from_inside_the_sandbox_is_never_written_through(
+    client: Any, folder: Path, sandbox_image: str, tmp_path: Path
+) -> None:
+    """Code in the sandbox links the name runfix will store its next plot under to a file
+    outside the folder; runfix, on the host, does not write the sandbox's bytes there."""
+    open_to_sandbox(folder)
+    target = tmp_path / "outside" / "startup-file"
+    target.parent.mkdir()
+    await client.initialize_session(init_params(folder, options={"executor": "docker"}))
+    code = f"TARGET = {str(target)!r}\n{PLANT}"
+    uri = open_doc(client, folder / "plant.py", code)
+
+    assert (await run(client, uri))["status"] == "ok"
+
+    assert not target.exists()
+    [link] = list((folder / ".runfix" / "outputs").iterdir())
+    assert link.is_symlink()  # left as the sandbox made it: runfix deletes only its own files
