@@ -147,6 +147,7 @@ async def test_install_from_a_wheel_folder_with_no_network_then_rerun(
     assert (await run(client, uri))["status"] == "error"
     [install] = [a for a in await quick_fixes(client, uri) if a.title.startswith("Install")]
     assert install.command is not None and install.disabled is None
+    client.answer = "Install"  # not a published package: asked first, in the sandbox too
 
     answer = await command(client, install.command.command, install.command.arguments[0])
 
