@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,17 @@ def _missing() -> str | None:
     return None
 
 
-def _code_server(tmp_path: Path, scenario: str) -> tuple[dict[str, Any], Path]:
-    """Run editors/vscode/test/e2e.mjs in one scenario; its report and output folder."""
+def _code_server(
+    tmp_path: Path, scenario: str, prepare: Callable[[Path], None] | None = None
+) -> tuple[dict[str, Any], Path]:
+    """Run editors/vscode/test/e2e.mjs in one scenario (`prepare` fills the workspace
+    folder first); its report and output folder."""
     if (why := _missing()) is not None:
         editor_missing(why)
     workspace = tmp_path / "workspace"
     workspace.mkdir()
+    if prepare is not None:
+        prepare(workspace)
     (workspace / "example.py").write_text(EXAMPLE)
     (workspace / "ask.py").write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
     # A project setting reaches the server through VS Code (which must not send its defaults
@@ -123,3 +129,22 @@ def test_setting_runfix_path_after_it_was_not_found_starts_the_server(tmp_path: 
     assert report["pathSet"], "runfix.path could not be typed into the Settings UI"
     assert report["idle"], "the server did not start after runfix.path was set"
     assert report["hint"], report.get("editorText")
+
+
+@pytest.mark.timeout(360)
+def test_restricted_mode_runs_nothing_of_a_hostile_repository(tmp_path: Path) -> None:
+    """Workspace Trust on and the folder not trusted: opening its file runs nothing it ships
+    (its `.venv` python, `.pth`, a shadowing launcher), and Run Cell says why."""
+    from tests.test_trust import hostile
+
+    marks: list[Path] = []
+    report, out = _code_server(tmp_path, "restricted", lambda ws: marks.append(hostile(ws)))
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    if (out / "vscode-restricted.png").exists():
+        shutil.copy(out / "vscode-restricted.png", saved / "vscode-restricted.png")
+    assert "error" not in report, report["error"]
+    assert report["opened"], report
+    assert report["restrictedSaid"], "Run Cell did not say the workspace must be trusted"
+    assert "runfix: idle" not in report["statusBar"]
+    assert list(marks[0].iterdir()) == []

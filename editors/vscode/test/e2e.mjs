@@ -77,8 +77,11 @@ const scenario = process.env.RUNFIX_E2E_SCENARIO || "main";
 const user = path.join(out, "user-data");
 const extensions = path.join(out, "extensions");
 fs.mkdirSync(path.join(user, "User"), { recursive: true });
+// "restricted": Workspace Trust on, and the folder not trusted (Restricted Mode).
+const restricted = scenario === "restricted";
 const userSettings = {
-  "security.workspace.trust.enabled": false,
+  "security.workspace.trust.enabled": restricted,
+  "security.workspace.trust.startupPrompt": "never",
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "telemetry.telemetryLevel": "off",
@@ -152,7 +155,7 @@ const serverLog = fs.openSync(path.join(out, "code-server.log"), "w");
 const server = spawn(
   codeServer,
   [...common, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry",
-    "--disable-update-check", "--disable-workspace-trust", workspace],
+    "--disable-update-check", ...(restricted ? [] : ["--disable-workspace-trust"]), workspace],
   { stdio: ["ignore", serverLog, serverLog], env: { ...process.env } },
 );
 let browser;
@@ -186,6 +189,23 @@ try {
     { timeout: 30000 },
   );
   step("opened");
+  if (restricted) {
+    // Nothing of the folder may run: the server is not started, and Run Cell says why.
+    await new Promise((r) => setTimeout(r, 3000));
+    report.statusBar = await page.locator(".part.statusbar").innerText().catch(() => "");
+    await page.locator(".editor-instance .monaco-editor").first().click();
+    await page.keyboard.press("F1");
+    await page.keyboard.type("runfix: Run Cell");
+    await pick(page, "runfix: Run Cell");
+    await page.waitForFunction(
+      () => document.querySelector(".notifications-toasts")?.textContent?.includes("trusted workspace"),
+      null,
+      { timeout: 30000 },
+    ).then(() => step("restrictedSaid"), () => step("restrictedSaid", false));
+    await new Promise((r) => setTimeout(r, 2000));
+    await page.screenshot({ path: path.join(out, "vscode-restricted.png") });
+    throw new Done();
+  }
   if (scenario === "path-later") {
     await page.waitForFunction(
       () => document.querySelector(".notifications-toasts")?.textContent?.includes("was not found"),
