@@ -162,22 +162,36 @@ def _tag_display(msg: Any) -> Any:
 
 
 class _CappedStream:
-    """Wraps sys.stdout/stderr for one run; what passes the budget is dropped here.
+    """Wraps sys.stdout/stderr; during a run, what passes the run's budget is dropped here.
 
-    Output from a thread an earlier run started is not this run's: it is counted
-    and dropped (with a note), never shown on this run's statements."""
+    Installed once and never replaced or freed: a thread inside `print()` holds a borrowed
+    reference to the stream, and a stream swapped and freed under it crashes the
+    interpreter (python/cpython#130163). Between runs it passes everything on.
 
-    def __init__(self, stream: Any, budget: _Budget, earlier: set[int]) -> None:
+    During a run, output from a thread an earlier run started is not this run's: it is
+    counted and dropped (with a note), never shown on this run's statements."""
+
+    def __init__(self, stream: Any) -> None:
         self._stream = stream
-        self._budget = budget
-        self._earlier = earlier
+        self._budget: _Budget | None = None
+        self._earlier: set[int] = set()
         self.strays = 0
 
+    def start(self, budget: _Budget, earlier: set[int]) -> None:
+        self._earlier, self.strays = earlier, 0
+        self._budget = budget
+
+    def stop(self) -> None:
+        self._budget = None
+
     def write(self, text: str) -> int:
+        budget = self._budget
+        if budget is None:
+            return int(self._stream.write(text) or 0)
         if threading.get_ident() in self._earlier:
             self.strays += len(text)
             return len(text)
-        kept = self._budget.take(text)
+        kept = budget.take(text)
         if kept:
             _current.announce()
             self._stream.write(clean(kept))
@@ -189,6 +203,22 @@ class _CappedStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+_WRAPPERS: list[_CappedStream] = []
+"""Every wrapper ever installed (kept alive: a thread may still be inside one)."""
+
+
+def _wrapped(name: str) -> _CappedStream:
+    """`sys.<name>` as runfix's wrapper: the one installed, or a new one around whatever the
+    code put there (the old one stays alive in `_WRAPPERS`)."""
+    current = getattr(sys, name)
+    if isinstance(current, _CappedStream):
+        return current
+    wrapper = _CappedStream(current)
+    _WRAPPERS.append(wrapper)
+    setattr(sys, name, wrapper)
+    return wrapper
 
 
 def _remember(filename: str, first_line: int, code: str) -> None:
@@ -319,8 +349,11 @@ def _parse(code: str, filename: str, first_line: int) -> tuple[str, Any]:
     except Exception:
         transformed = source
     try:
-        tree = ast.parse(transformed, filename)
+        # Not the file's name: Python would read the error's line from the file on disk (the
+        # cell's line 1 is not the file's) and clamp the column to that line's length.
+        tree = ast.parse(transformed, "<runfix cell>")
     except SyntaxError as exc:
+        exc.filename = filename
         _publish_syntax_error(exc, code, first_line, indent)
         return "error", None
     ast.increment_lineno(tree, first_line - 1)
@@ -435,12 +468,11 @@ class _Run:
         self.info = _cell_info(self.code)
         if self.info is not None:
             shell.events.trigger("pre_run_cell", self.info)
-        self.saved = sys.stdout, sys.stderr
         earlier = {t.ident for t in threading.enumerate() if t.ident is not None}
         earlier.discard(threading.get_ident())
-        self.out = _CappedStream(self.saved[0], self.budget, earlier)
-        self.err = _CappedStream(self.saved[1], self.budget, earlier)
-        sys.stdout, sys.stderr = self.out, self.err
+        self.out, self.err = _wrapped("stdout"), _wrapped("stderr")
+        self.out.start(self.budget, earlier)
+        self.err.start(self.budget, earlier)
         hooks = getattr(shell.display_pub, "register_hook", None)
         if hooks is not None:
             hooks(_tag_display)
@@ -456,8 +488,9 @@ class _Run:
         # No flush here: ipykernel's display publisher flushes the streams before each
         # display (so a statement's text is sent before the next one is announced), and the
         # kernel flushes them once more when the request ends (a flush waits for its I/O
-        # thread: 0.5 ms a run for stdout and stderr).
-        sys.stdout, sys.stderr = self.saved
+        # thread: 0.5 ms a run for stdout and stderr). The wrappers stay: see _CappedStream.
+        self.out.stop()
+        self.err.stop()
         if self.info is not None:
             _cell_done(self.info, exc)
         if self.budget.dropped:

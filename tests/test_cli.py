@@ -113,3 +113,13 @@ def test_doctor_and_run_on_a_remote_server(tmp_path: Path, jupyter_server: Jupyt
     assert refused.returncode == 1
     assert "refused runfix (HTTP 403)" in refused.stdout
     assert "set runfix's remote.tokenEnv" in refused.stdout
+
+
+def test_a_syntax_error_in_a_later_cell_has_its_own_column(tmp_path: Path) -> None:
+    """Python reads a SyntaxError's line from the file on disk by the cell's own line number
+    (the file's line 1, here `# %%`) and clamps the column to it: the cell is parsed under a
+    name that is no file."""
+    script = tmp_path / "later.py"
+    script.write_text("# %%\nx = 1\n\n# %%\ntotal = 3 -* 4\n")
+    done = runfix("run", str(script))
+    assert f"{script}:5:12: error: SyntaxError: invalid syntax" in done.stdout, done.stdout
