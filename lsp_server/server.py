@@ -9,6 +9,7 @@ features read at `initialize`) and the `Flow` that runs and fixes. Handlers in
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import typing
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from lsp_server.prepared import Prepared
 from lsp_server.session import Session
 from lsp_server.settings import Settings, folder_settings
 from lsp_server.transport import send_error, send_prepared
+from lsp_server.uris import ClientUris
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +57,21 @@ class RunfixProtocol(LanguageServerProtocol):
     - The inner futures of pygls's generator handlers (`executeCommand`) are
       forgotten once done (pygls keeps one per request for the server's life).
     - A `Prepared` result (JSON text, see `prepared`) is written as it is.
+    - URIs come in in one canonical form and go out in the client's own (`uris`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.run_cancels: dict[int | str, asyncio.Event] = {}
         self.initialize_seen = False
+        self.uris = ClientUris()
+
+    def _send_data(self, data: Any) -> None:
+        """As pygls sends it, each document URI in the form the client used (`uris`)."""
+        if data and self.uris.theirs:
+            plain = json.loads(json.dumps(data, default=self._serialize_message))
+            data = self.uris.outgoing(plain)
+        super()._send_data(data)
 
     def _handle_cancel_notification(self, msg_id: int | str) -> None:
         if (event := self.run_cancels.get(msg_id)) is not None:

@@ -53,7 +53,27 @@ class Document(TextDocument):
 
 
 class DocumentWorkspace(Workspace):
-    """pygls's workspace, making `Document`s."""
+    """pygls's workspace, making `Document`s, keyed by their URIs as runfix has them (the
+    canonical form, `uris`; pygls keys them decoded, which no client sends)."""
+
+    def put_text_document(self, text_document: Any, notebook_uri: str | None = None) -> None:
+        self._text_documents[text_document.uri] = self._create_text_document(
+            text_document.uri,
+            source=text_document.text,
+            version=text_document.version,
+            language_id=text_document.language_id,
+        )
+
+    def remove_text_document(self, doc_uri: str) -> None:
+        self._text_documents.pop(doc_uri, None)
+
+    def update_text_document(self, text_doc: Any, change: Any) -> None:
+        document = self._text_documents[text_doc.uri]
+        document.apply_change(change)
+        document.version = text_doc.version
+
+    def get_text_document(self, doc_uri: str) -> TextDocument:
+        return self._text_documents.get(doc_uri) or self._create_text_document(doc_uri)
 
     def _create_text_document(
         self,

@@ -15,14 +15,21 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcPars
 from pygls.protocol import JsonRPCProtocol
 
 from lsp_server.frames import LineReader, read_frame
+from lsp_server.uris import ClientUris
 
 log = logging.getLogger(__name__)
 
 
 def handle_frame(protocol: JsonRPCProtocol, body: bytes) -> None:
     """Decode one body and hand it to the protocol; answer what cannot be handled."""
+    uris: ClientUris | None = getattr(protocol, "uris", None)
+    structure = protocol.structure_message
+
+    def hook(obj: dict[str, Any]) -> Any:
+        return structure(uris.incoming(obj) if uris is not None else obj)
+
     try:
-        message = json.loads(body, object_hook=protocol.structure_message)
+        message = json.loads(body, object_hook=hook)
     except JsonRpcException as exc:
         _answer_undecodable(protocol, body, exc)
         return
