@@ -127,6 +127,14 @@ class HeadlessEditor:
     def _say(self, line: str) -> None:
         print(line, file=self.out or sys.stdout, flush=True)
 
+    def note(self, line: str) -> None:
+        """A line about the run, not a result: with a machine format (`--format json`…),
+        stdout holds the document alone, so it goes to stderr."""
+        if self.report == "text":
+            self._say(line)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
     def _where(self, place: Place) -> str:
         return self.shown if place.line is None else f"{self.shown}:{place.line + 1}:1"
 
@@ -155,23 +163,23 @@ class HeadlessEditor:
         if place is None:
             print(message, file=sys.stderr, flush=True)
             return
-        self._say(f"{self._where(place)}: {_LEVELS[level]}: {message.removeprefix('runfix: ')}")
+        self.note(f"{self._where(place)}: {_LEVELS[level]}: {message.removeprefix('runfix: ')}")
 
     def tell_once(self, message: str, level: Level) -> None:
         self.tell(message, level)
 
     def remark(self, place: Place, message: str) -> None:
-        self._say(f"{self._where(place)}: note: {message}")
+        self.note(f"{self._where(place)}: note: {message}")
 
     async def confirm(self, reason: str, place: Place) -> bool:
-        self._say(
+        self.note(
             f"{self._where(place)}: warning: {reason.rstrip('.')}; not run headless "
             "(review it, or run it in the editor)"
         )
         return False
 
     async def choose(self, message: str, choices: Sequence[str]) -> str | None:
-        self._say(f"{self.shown}: warning: {message.removeprefix('runfix: ')} (not asked headless)")
+        self.note(f"{self.shown}: warning: {message.removeprefix('runfix: ')} (not asked headless)")
         return None
 
     async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
@@ -239,7 +247,7 @@ def run_file(
     code = asyncio.run(_run(editor, settings, line_range, fix))
     if editor.changed:
         path.write_text("".join(editor.lines), encoding=encoding)
-        print(f"{shown}: note: wrote the fixes", flush=True)
+        editor.note(f"{shown}: note: wrote the fixes")
     return code
 
 
@@ -257,7 +265,7 @@ async def _run(
         try:
             await kernel.start()
         except ExecutorUnavailable as exc:
-            print(f"{editor.shown}:1:1: error: {exc}", flush=True)
+            editor.note(f"{editor.shown}:1:1: error: {exc}")
             return 2
         cancel = asyncio.Event()
         if fix:

@@ -68,3 +68,16 @@ def test_json_has_the_results_and_the_problems(folder: Path) -> None:
     ]
     [problem] = report["problems"]
     assert (problem["line"], problem["severity"]) == (7, "error")
+
+
+@pytest.mark.parametrize("kind", ["json", "sarif"])
+def test_a_run_that_stops_early_still_prints_only_the_document(folder: Path, kind: str) -> None:
+    """The run that stops before its last cell is the one CI formats are for: remarks
+    (`stopped; 1 later cell(s) not run`) go to stderr, stdout is the document alone."""
+    (folder / "job.py").write_text("# %%\n1 / 0\n\n# %%\nprint('never')\n")
+    done = subprocess.run(
+        [*RUNFIX, "run", "job.py", "--format", kind], cwd=folder, capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    json.loads(done.stdout)  # nothing but the document
+    assert "stopped; 1 later cell(s) not run" in done.stderr
