@@ -84,21 +84,82 @@ def cap(text: str, limit: int) -> str:
 
 
 class _Budget:
+    """A run's output within `outputLimit`, as a terminal's scrollback keeps it: the head
+    (half the limit) is passed on as it comes; past it the latest text is kept (the tail)
+    and passed on when the run ends, after a line saying how much was dropped between. A
+    flood of output never hides what the run printed last (its result)."""
+
+    MARK_ROOM = 200
+    """Characters left for the line that says what was dropped."""
+
     def __init__(self, limit: int) -> None:
-        self.left = limit
+        self.left = limit // 2
+        self.tail_room = max(limit - self.left - self.MARK_ROOM, 0)
+        self.tail: list[list[Any]] = []
+        """[stream, statement span, text], oldest first: what passed the head."""
+        self.tail_size = 0
         self.dropped = 0
 
     def take(self, text: str) -> str:
-        if self.left <= 0:
-            self.dropped += len(text)
-            return ""
-        if len(text) > self.left:
-            kept = text[: self.left]
-            self.dropped += len(text) - len(kept)
-            self.left = 0
-            return kept
-        self.left -= len(text)
-        return text
+        """The part of `text` within the head (what is left over is not kept)."""
+        if len(text) <= self.left:
+            self.left -= len(text)
+            return text
+        kept, self.left = text[: self.left], 0
+        self.dropped += len(text) - len(kept)
+        return kept
+
+    def take_stream(self, stream: Any, span: Any, text: str) -> str:
+        """The part of `text` to write now; the rest joins the tail."""
+        now = text[: self.left] if self.left > 0 else ""
+        self.left -= len(now)
+        rest = text[len(now) :]
+        if rest:
+            last = self.tail[-1] if self.tail else None
+            if last is not None and last[0] is stream and last[1] == span:
+                last[2] += rest
+            else:
+                self.tail.append([stream, span, rest])
+            self.tail_size += len(rest)
+            self._trim()
+        return now
+
+    def take_value(self, text: str) -> str:
+        """A value's text: from the head while it lasts, then from the tail's room (a value
+        is shown at once, where it was made)."""
+        if self.left > 0:
+            return self.take(text)
+        kept = text[: self.tail_room // 2]
+        self.tail_room -= len(kept)
+        self.dropped += len(text) - len(kept)
+        self._trim()
+        return kept
+
+    def _trim(self) -> None:
+        while self.tail_size > self.tail_room and self.tail:
+            oldest = self.tail[0]
+            cut = min(len(oldest[2]), self.tail_size - self.tail_room)
+            oldest[2] = oldest[2][cut:]
+            self.tail_size -= cut
+            self.dropped += cut
+            if not oldest[2]:
+                self.tail.pop(0)
+
+    def flush_tail(self) -> None:
+        """Pass on the tail, each piece under its statement, after a line saying how much
+        was dropped before it."""
+        if not self.tail:
+            return
+        said: Any = None
+        for i, (stream, span, text) in enumerate(self.tail):
+            if span is not None and span != said:
+                _publish({"stmt": span})
+                said = span
+            if i == 0 and self.dropped:
+                stream.write(f"\n… {self.dropped:,} characters of output dropped …\n")
+            stream.write(clean(text))
+        self.tail = []
+        _current.announced = False  # what follows says its statement again
 
 
 class _Statement:
@@ -191,7 +252,7 @@ class _CappedStream:
         if threading.get_ident() in self._earlier:
             self.strays += len(text)
             return len(text)
-        kept = budget.take(text)
+        kept = budget.take_stream(self._stream, _current.span, text)
         if kept:
             _current.announce()
             self._stream.write(clean(kept))
@@ -294,7 +355,7 @@ def _show(value: Any, budget: _Budget) -> None:
     capped: dict[str, Any] = {}
     for mime, content in data.items():
         if isinstance(content, str) and (mime.startswith("text/") or mime.endswith("json")):
-            content = budget.take(content)
+            content = budget.take_value(content)
         capped[mime] = content
     _publish(_current.tag({"value": True, "about": _about(value)}), capped)
 
@@ -480,6 +541,7 @@ class _Run:
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
         shell = _shell()
+        self.budget.flush_tail()
         if exc is not None:
             _report(exc, _user_frames(tb), interrupted=isinstance(exc, KeyboardInterrupt))
         _current.end()

@@ -184,3 +184,16 @@ async def test_threads_that_print_across_runs_never_kill_the_kernel(kernel: Loca
             outcome = await kernel.execute(request("1 + 1"))
             assert outcome.status == RunStatus.OK and not outcome.state_lost, outcome
     assert (await kernel.execute(request("'alive'"))).status == RunStatus.OK
+
+
+async def test_a_flood_of_output_keeps_its_head_and_its_tail(kernel: LocalKernel) -> None:
+    """Past `outputLimit`, the latest output is kept as a terminal's scrollback would: the
+    result printed after a flood shows, after a line saying how much was dropped."""
+    code = "for i in range(4000):\n    print('noise', i, '.' * 40)\nprint('RESULT', 6 * 7)\n"
+    outcome = await kernel.execute(request(code, output_limit=20_000))
+    text = "".join(e.text for e in outcome.events if isinstance(e, Stream))
+    assert text.startswith("noise 0 ")
+    assert text.rstrip().endswith("RESULT 42")
+    assert "characters of output dropped" in text
+    assert outcome.truncated > 150_000
+    assert len(text) <= 20_000
