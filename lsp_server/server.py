@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 CONFIGURATION_TIMEOUT = 5.0  # seconds to wait for the client's workspace/configuration
+SHUTDOWN_GRACE = 10.0  # seconds `shutdown` waits for the runs it cancelled to answer
 
 
 class RunfixProtocol(LanguageServerProtocol):
@@ -116,7 +117,12 @@ class RunfixProtocol(LanguageServerProtocol):
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
         future = self._request_futures.get(msg_id)
         if future is not None:
-            future.add_done_callback(lambda done: self._forget(msg_id, done))
+            # Later, not from inside the callback: pygls's shutdown cancels the futures while
+            # it iterates over them, and a future may run its callbacks as it is cancelled.
+            loop = asyncio.get_running_loop()
+            future.add_done_callback(
+                lambda done: loop.call_soon_threadsafe(self._forget, msg_id, done)
+            )
 
     def _forget(self, msg_id: Any, future: Any) -> None:
         if self._request_futures.get(msg_id) is future:
@@ -135,6 +141,8 @@ class RunfixServer(LanguageServer):
         )
         self.init_options: Any = None
         self.page: OutputPage | None = None
+        self.shutting_down = False
+        """`shutdown` came: a run cancelled now says so."""
         """The local output page (`features/output_page.py`), once asked for."""
         self.session = Session(
             self._read_settings, lambda f, k: self.editor.kernel_state(f, k), kernels
@@ -174,6 +182,18 @@ class RunfixServer(LanguageServer):
         for message in ([problem] if problem else []) + list(settings.problems):
             self.editor.tell_once(f"runfix settings: {message}", Level.WARNING)
         return settings
+
+    async def shut_down(self) -> None:
+        """`shutdown`: every run in flight is cancelled and answered first (`cancelled`, "the
+        server is shutting down"), then the kernels stop."""
+        self.shutting_down = True
+        for event in list(self.protocol.run_cancels.values()):
+            event.set()
+        loop = asyncio.get_running_loop()
+        until = loop.time() + SHUTDOWN_GRACE
+        while self.protocol.run_cancels and loop.time() < until:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)  # each run unregisters once it has answered
+        await self.close()
 
     async def close(self) -> None:
         """Stop every kernel and the output page; called on shutdown, exit and when the

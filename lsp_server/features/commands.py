@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+import attrs
 from pygls.exceptions import JsonRpcInvalidParams
 
 from executor import install as installer
@@ -42,6 +43,7 @@ from lsp_server.contract import (
     Range,
     Restarted,
     RunArgs,
+    Status,
     one_argument,
     optional_argument,
     to_json,
@@ -91,10 +93,13 @@ async def _cancellable(ls: RunfixServer, work: Callable[[asyncio.Event], Awaitab
     if msg_id is not None:
         ls.protocol.run_cancels[msg_id] = cancel
     try:
-        return await graceful(work, cancel)
+        answer = await graceful(work, cancel)
     finally:
         if msg_id is not None:
             ls.protocol.run_cancels.pop(msg_id, None)
+    if ls.shutting_down and getattr(answer, "status", None) == Status.CANCELLED:
+        answer = attrs.evolve(answer, message="the server is shutting down")  # type: ignore[misc]
+    return answer
 
 
 def _cell_range(ls: RunfixServer, uri: str, line: int) -> Range:

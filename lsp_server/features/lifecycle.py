@@ -41,7 +41,7 @@ def register(server: RunfixServer) -> None:
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: RunfixServer, params: None) -> None:
-        await ls.close()
+        await ls.shut_down()
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(

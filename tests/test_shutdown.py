@@ -1,0 +1,35 @@
+"""`shutdown` while runs are under way: every run is answered (`cancelled`, saying the server
+is shutting down), then `shutdown` itself, and `exit` ends the server with 0."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+
+from tests.conftest import SERVER, SERVER_ENV, editor_like, init_params, open_doc, run
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_shutdown_answers_every_run_in_flight_then_itself(folder: Path) -> None:
+    client: Any = pytest_lsp.make_test_lsp_client()
+    editor_like(client)
+    await client.start_io(*SERVER, env=SERVER_ENV)
+    await client.initialize_session(init_params(folder))
+    one = open_doc(client, folder / "one.py", "import time\ntime.sleep(30)\n")
+    two = open_doc(client, folder / "two.py", "import time\ntime.sleep(30)\n")
+    runs = [asyncio.ensure_future(run(client, uri)) for uri in (one, two)]
+    await asyncio.sleep(1.5)  # the first runs, the second waits for the folder's run lock
+
+    await asyncio.wait_for(client.shutdown_async(None), 30)
+
+    answers = await asyncio.wait_for(asyncio.gather(*runs), 5)
+    for answer in answers:
+        assert answer["status"] == "cancelled", answer
+        assert "shutting down" in answer["message"]
+    client.exit(None)
+    assert await asyncio.wait_for(client._server.wait(), 10) == 0
