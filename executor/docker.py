@@ -45,7 +45,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from executor.base import ExecutorUnavailable
 from executor.cancel import stop
-from executor.configs import DockerConfig
+from executor.configs import DEFAULT_IMAGE, DockerConfig
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, refused, take_line, until_done
 from executor.interpreter import module_command
@@ -369,10 +369,12 @@ class DockerKernel(JupyterKernel):
         try:
             client.images.get(config.image)  # never a silent pull behind "starting"
         except docker.errors.ImageNotFound as exc:
+            build = "runfix sandbox build" + (
+                "" if config.image == DEFAULT_IMAGE else f" --tag {config.image}"
+            )
             raise ExecutorUnavailable(
-                f"The sandbox image {config.image} is not there. Build it with "
-                "`runfix sandbox build` (or `docker pull` it), or set docker.image to an image "
-                "with python3 and ipykernel."
+                f"The sandbox image {config.image} is not there. Build it with `{build}` (or "
+                "`docker pull` it), or set docker.image to an image with python3 and ipykernel."
             ) from exc
         name = f"runfix-{_slug(self.folder)}-{secrets.token_hex(3)}"
         try:

@@ -1,8 +1,5 @@
-"""The `runfix` command: `serve` (the language server), `run` (headless, `headless.py`),
-`doctor` and `sandbox build` (`doctor.py`).
-
-Each command imports what it needs when it runs: `serve` never loads docker-py or
-the headless runner, `run` never loads pygls."""
+"""The `runfix` command's arguments; each command imports what it needs when it runs
+(`serve` never loads docker-py or the headless runner, `run` never loads pygls)."""
 
 from __future__ import annotations
 
@@ -16,6 +13,16 @@ from typing import Any
 
 from lsp_server import __version__
 
+DESCRIPTION = """\
+runfix runs your Python file's cells in a persistent Jupyter kernel (or a locked-down
+Docker container, or a remote Jupyter Server) and says what they printed, returned or
+raised on the right lines: as a language server for your editor (`runfix serve`), or in a
+terminal (`runfix run FILE`).
+
+exit status: 0 all went well; 1 the code raised, timed out or killed the kernel (or a
+check failed); 2 a mistake in what was asked (a missing file, a bad argument); 130
+interrupted (Ctrl-C)."""
+
 
 def _seconds(text: str) -> float:
     try:
@@ -28,7 +35,9 @@ def _seconds(text: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="runfix", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="runfix", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"runfix {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the language server (stdio by default)")
@@ -40,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Run a file's cells headless. Typing this is your decision to run the "
         "file's folder: it is not asked whether the folder is trusted.",
     )
-    run.add_argument("file", type=Path)
+    run.add_argument("file", type=Path, help="a Python file; `# %%%%` lines split it into cells")
     run.add_argument("--cell", type=int, help="run only this cell (1-based)")
     run.add_argument(
         "--timeout", type=_seconds, help="seconds per cell (default: the setting, 120)"
@@ -59,12 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     history = commands.add_parser("history", help="recent runs from the folder's run record")
     history.add_argument("file", type=Path, nargs="?", help="only this file's runs")
-    history.add_argument("--json", action="store_true", help="as JSON")
+    history.add_argument("--json", action="store_true", help="as JSON (lines counted from 1)")
     history.add_argument("--limit", type=int, default=50, help="how many (default 50)")
     out = commands.add_parser("export", help="a percent script and its last outputs → .ipynb")
-    out.add_argument("file", type=Path)
+    out.add_argument("file", type=Path, help="the script (cells split by `# %%%%` lines)")
     out.add_argument("-o", "--output", type=Path, help="the notebook (default: FILE.ipynb)")
-    into = commands.add_parser("import", help="a notebook → a percent script (# %%)")
+    out.add_argument("--force", action="store_true", help="replace the notebook if it exists")
+    into = commands.add_parser("import", help="a notebook → a percent-format script")
     into.add_argument("notebook", type=Path)
     into.add_argument("-o", "--output", type=Path, help="the script (default: NOTEBOOK.py)")
     into.add_argument("--force", action="store_true", help="replace the script if it exists")
@@ -86,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     trust.add_argument("--revoke", action="store_true", help="forget the folder's decision")
     trust.add_argument("--list", action="store_true", help="list the decided folders")
     check = commands.add_parser("doctor", help="check the interpreter, ipykernel and a kernel")
-    check.add_argument("folder", type=Path, nargs="?", default=Path.cwd())
+    check.add_argument(
+        "folder", type=Path, nargs="?", default=Path.cwd(), help="the project (default: here)"
+    )
     for command in (run, check):
         where = command.add_argument_group("a remote kernel (Jupyter Server, Enterprise Gateway)")
         where.add_argument("--remote", metavar="URL", help="run on the server at URL")
@@ -125,13 +137,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from lsp_server.headless import run_file
 
-        return run_file(
-            args.file, args.cell, args.timeout, args.fix, args.format, _command_line(args)
-        )
+        try:
+            return run_file(
+                args.file, args.cell, args.timeout, args.fix, args.format, _command_line(args)
+            )
+        except KeyboardInterrupt:  # the kernel is stopped by then; one line, not a traceback
+            print("runfix: interrupted", file=sys.stderr)
+            return 130
     if args.command == "export":
         from lsp_server.notebooks import export
 
-        return export(args.file, args.output)
+        return export(args.file, args.output, args.force)
     if args.command == "import":
         from lsp_server.notebooks import import_notebook
 
@@ -154,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return build_sandbox(tag, args.method, args.mirror, args.if_missing)
     import asyncio
 
+    if not args.folder.is_dir():
+        print(f"runfix: error: {args.folder} is not a folder", file=sys.stderr)
+        return 2
     return asyncio.run(doctor(project_folder(args.folder.resolve()), _command_line(args)))
 
 

@@ -40,6 +40,18 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
     )
 
 
+def one_based(run: RecordedRun) -> dict[str, object]:
+    """A run as JSON for a terminal: lines counted from 1, as in `runfix history`'s text and
+    `runfix run --format json` (the editors' `runfix.history` keeps LSP's 0-based lines)."""
+    out = run.to_json()
+    out["first"], out["last"] = run.first + 1, run.last + 1
+    for output in out["outputs"]:
+        output["line"] += 1
+        if "last" in output:
+            output["last"] += 1
+    return out
+
+
 def show_history(target: Path | None, as_json: bool, limit: int) -> int:
     """Print the latest runs (of `target` if it is a file) of the record above it."""
     start = (target or Path.cwd()).resolve()
@@ -61,7 +73,7 @@ def show_history(target: Path | None, as_json: bool, limit: int) -> int:
         return 1
     try:
         if as_json:
-            print(json.dumps([r.to_json() for r in runs], ensure_ascii=False, indent=1))
+            print(json.dumps([one_based(r) for r in runs], ensure_ascii=False, indent=1))
         else:
             for run in runs:
                 print(line_of(run, folder))

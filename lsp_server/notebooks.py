@@ -106,22 +106,27 @@ def write_notebook(
     return len(notebook.cells), with_outputs
 
 
-def export(source: Path, target: Path | None) -> int:
-    """`runfix export`: write `source`'s notebook, each code cell with its last outputs."""
+def export(source: Path, target: Path | None, force: bool = False) -> int:
+    """`runfix export`: write `source`'s notebook, each code cell with its last outputs; never
+    over a file without --force (as `import`); a missing folder of `-o` is made."""
     if not source.is_file():
-        print(f"runfix: {source} does not exist", file=sys.stderr)
+        print(f"runfix: error: {source} does not exist", file=sys.stderr)
         return 2
+    out = target or source.with_suffix(".ipynb")
+    if out.exists() and not force:
+        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
+        return 1
     folder = record_folder(source.resolve())
     runs: list[RecordedRun] = []
     if folder is not None:
         record = RunRecord(folder)
         runs = record.recent(str(source.resolve()), RESTORE_RUNS)
         record.close()
-    out = target or source.with_suffix(".ipynb")
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
         cells, with_outputs = write_notebook(source.read_text(), runs, out, folder)
-    except OSError as exc:
-        print(f"runfix: error: {exc}", file=sys.stderr)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
         return 2
     print(f"runfix: wrote {out} ({cells} cells, {with_outputs} with outputs)")
     return 0
@@ -129,10 +134,8 @@ def export(source: Path, target: Path | None) -> int:
 
 def import_notebook(source: Path, target: Path | None, force: bool) -> int:
     """Write `source` (a notebook) as a percent script; never over a file without --force."""
-    import jupytext
-
     if not source.is_file():
-        print(f"runfix: {source} does not exist", file=sys.stderr)
+        print(f"runfix: error: {source} does not exist", file=sys.stderr)
         return 2
     out = target or source.with_suffix(".py")
     if (why := safe_target(out)) is not None:
@@ -141,8 +144,46 @@ def import_notebook(source: Path, target: Path | None, force: bool) -> int:
     if out.exists() and not force:
         print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
         return 1
-    notebook = jupytext.read(source)
+    try:
+        notebook = read_notebook(source)
+    except ValueError as exc:
+        print(f"runfix: error: {source} is not a notebook runfix can read: {exc}", file=sys.stderr)
+        return 2
+    import jupytext
+
     notebook.metadata.get("jupytext", {}).pop("text_representation", None)
-    write_replacing(out, jupytext.writes(notebook, fmt="py:percent").encode())
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_replacing(out, jupytext.writes(notebook, fmt="py:percent").encode())
+    except OSError as exc:
+        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
+        return 2
     print(f"runfix: wrote {out} ({len(notebook.cells)} cells)")
     return 0
+
+
+def read_notebook(source: Path) -> Any:
+    """The notebook at `source` (nbformat 4); ValueError saying why it is not one: empty, not
+    JSON, JSON that is not a notebook, an nbformat older than 4."""
+    import json
+
+    import jupytext
+
+    text = source.read_bytes()
+    if not text.strip():
+        raise ValueError("the file is empty")
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(raw, dict) or ("cells" not in raw and "worksheets" not in raw):
+        raise ValueError("JSON, but not a notebook (no cells)")
+    version = raw.get("nbformat")
+    if not isinstance(version, int) or version < 4:
+        raise ValueError(
+            f"nbformat {version}: open and save it in Jupyter first (runfix reads nbformat 4)"
+        )
+    try:
+        return jupytext.read(source)
+    except Exception as exc:  # jupytext's and nbformat's own errors, whatever their class
+        raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None

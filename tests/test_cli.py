@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +126,71 @@ def test_a_syntax_error_in_a_later_cell_has_its_own_column(tmp_path: Path) -> No
     script.write_text("# %%\nx = 1\n\n# %%\ntotal = 3 -* 4\n")
     done = runfix("run", str(script))
     assert f"{script}:5:12: error: SyntaxError: invalid syntax" in done.stdout, done.stdout
+
+
+def test_ctrl_c_says_interrupted_once_and_exits_130(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    process = subprocess.Popen(
+        [*RUNFIX, "run", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "started" not in (process.stdout.readline() or ""):
+        pass
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert err.strip() == "runfix: interrupted", err
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("", "the file is empty"),
+        ("not json", "not JSON"),
+        ('{"metadata": {}}', "not a notebook"),
+        ('{"nbformat": 3, "worksheets": []}', "nbformat 3"),
+    ],
+)
+def test_import_of_what_is_not_a_notebook_is_one_clear_line(
+    tmp_path: Path, content: str, why: str
+) -> None:
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(content)
+    done = runfix("import", str(notebook))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and why in done.stderr, done.stderr
+    assert not (tmp_path / "nb.py").exists()
+
+
+def test_export_makes_a_missing_folder_and_like_import_never_overwrites(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("# %%\n1 + 1\n")
+    target = tmp_path / "missing" / "dir" / "s.ipynb"
+    assert runfix("export", str(script), "-o", str(target)).returncode == 0
+    again = runfix("export", str(script), "-o", str(target))
+    assert again.returncode == 1 and "--force" in again.stderr
+    assert runfix("export", str(script), "-o", str(target), "--force").returncode == 0
+
+
+def test_doctor_on_a_missing_folder_is_an_error(tmp_path: Path) -> None:
+    done = runfix("doctor", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "is not a folder" in done.stderr
+
+
+def test_help_texts_say_what_each_command_takes() -> None:
+    top = runfix("--help").stdout
+    assert "exit status" in top and "130" in top
+    assert "(# %)" not in top
+    assert "`# %%` lines split it into cells" in runfix("run", "--help").stdout
+
+
+def test_history_json_counts_lines_from_1_like_its_text(tmp_path: Path) -> None:
+    script = tmp_path / "h.py"
+    script.write_text("x = 1\n\nprint(x + 1)\n")
+    assert runfix("run", str(script), cwd=tmp_path).returncode == 0
+    [run] = json.loads(runfix("history", "--json", cwd=tmp_path).stdout)
+    text = runfix("history", cwd=tmp_path).stdout
+    assert (run["first"], run["last"]) == (1, 3) and "h.py:1-3" in text
+    assert [o["line"] for o in run["outputs"]] == [3]
