@@ -87,6 +87,8 @@ class JupyterKernel:
         """Set by `restart()` while a run is going: the run restarts the kernel and answers."""
         self._running = False
         self._exited = False
+        self.retired: str | None = None
+        """Why another kernel replaced this one (its runs answer `cancelled`, saying so)."""
         """The last run's code asked the kernel to exit: it is replaced before anything else."""
         self._interrupt_sent = False
         """An interrupt was sent during this run (else a KeyboardInterrupt is the code's own)."""
@@ -270,6 +272,12 @@ class JupyterKernel:
             self._kc.stop_channels()
             self._kc = None
 
+    async def retire(self, why: str) -> None:
+        """Stop for good because another kernel replaces this one (`why`): a run under way
+        is answered `cancelled`, saying so."""
+        self.retired = why
+        await self.shutdown()
+
     async def shutdown(self) -> None:
         async with self._starting:
             if self._kc is not None and self.launched:
@@ -361,11 +369,17 @@ class JupyterKernel:
             self._running, self._interrupt_sent = True, False
             try:
                 outcome = await self._run(request, cancel, ask_input, on_stream)
+                if self.retired is not None:
+                    return self._retired_outcome(outcome)
                 if outcome.status == RunStatus.ERROR and _helper_gone(outcome):
                     log.warning("runfix's helper was gone from the kernel; loading it again")
                     await self._load_helper(self._kc)
                     outcome = await self._run(request, cancel, ask_input, on_stream)
                 outcome = await self._after_run(outcome)
+            except Exception:
+                if self.retired is None:
+                    raise
+                return self._retired_outcome(None)  # its channels closed under the run
             finally:
                 self._running = False
                 if self._state == ExecutorState.BUSY:
@@ -379,6 +393,12 @@ class JupyterKernel:
             if lost and not outcome.state_lost:
                 outcome = replace(outcome, state_lost=True, note=outcome.note or note)
             return outcome
+
+    def _retired_outcome(self, outcome: RunOutcome | None) -> RunOutcome:
+        note = f"Cancelled: the kernel was replaced ({self.retired}); its state was lost."
+        events = outcome.events if outcome is not None else ()
+        duration = outcome.duration if outcome is not None else 0.0
+        return RunOutcome(RunStatus.CANCELLED, events, duration, note=note, state_lost=True)
 
     async def _run(
         self,

@@ -58,7 +58,7 @@ class KernelPool:
             return kernel
         if kernel is not None:
             log.info("kernel settings for %s changed; replacing its kernel", folder)
-            task = asyncio.ensure_future(kernel.shutdown())
+            task = asyncio.ensure_future(kernel.retire("its settings changed"))
             self._retired.add(task)
             task.add_done_callback(self._retired.discard)
         kernel = create(folder, config, grace=grace, startup_timeout=startup_timeout)

@@ -377,6 +377,7 @@ class Flow:
         if lock is None:
             return _run_answer(Status.CANCELLED, began)
         status = RunStatus.OK
+        why = ""
         files = output_files(folder, settings)  # outputs.maxRunMB is for the whole run
         try:
             async with self.editor.progress(cancel) as progress:
@@ -401,6 +402,7 @@ class Flow:
                     if runs is not None:
                         runs.append(ran)
                     status = ran.outcome.status
+                    why = ran.outcome.note if status == RunStatus.CANCELLED else ""
                     if status != RunStatus.OK:
                         if say_stop and number < len(pieces):
                             left = len(pieces) - number
@@ -412,7 +414,7 @@ class Flow:
         finally:
             lock.release()
         self.editor.runs_done()
-        return _run_answer(status, began)
+        return _run_answer(status, began, why or None)
 
     async def run_piece(
         self,
