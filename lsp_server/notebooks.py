@@ -113,6 +113,9 @@ def export(source: Path, target: Path | None, force: bool = False) -> int:
         print(f"runfix: error: {source} does not exist", file=sys.stderr)
         return 2
     out = target or source.with_suffix(".ipynb")
+    if (why := safe_target(out)) is not None:
+        print(f"runfix: error: {why}", file=sys.stderr)
+        return 2
     if out.exists() and not force:
         print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
         return 1

@@ -60,6 +60,12 @@ TEXT_KEPT = 2_000
 """Characters of a statement's text output kept in the record."""
 KEEP_IDS = 1_000
 """Tickets whose ids a record remembers (a fix attempt names the run it fixes by id)."""
+BUSY_SECONDS = 0.5
+"""How long one SQLite call waits for another writer before runfix tries again later (the
+server's loop must not wait long)."""
+BUSY_RETRY = 0.05
+CLOSE_WAIT = 30.0
+"""Seconds `close` waits for other writers to let the last runs in."""
 RESTORE_RUNS = 500
 """Recorded runs of a file looked at when it is opened again."""
 """Runs recorded between two prunings of the oldest."""
@@ -201,6 +207,16 @@ class NotARecord(Exception):
     """The file is not a runfix record (or not SQLite at all)."""
 
 
+class Busy(Exception):
+    """Another writer (a second server, `runfix run`) holds the record: try again soon."""
+
+
+def _busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        word in str(exc) for word in ("locked", "busy")
+    )
+
+
 class RunRecord:
     """A folder's record; opened on first use. `told` holds what the user should hear once
     (a file moved aside, recording turned off)."""
@@ -223,6 +239,8 @@ class RunRecord:
     # -- opening ------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection | None:
+        """The writer's connection (None: runs are not recorded); `Busy` while another
+        writer holds the file (the runs wait, nothing is moved aside)."""
         if self._db is not None or self._off or self.max_runs <= 0:
             return self._db if self.max_runs > 0 else None
         try:
@@ -231,6 +249,8 @@ class RunRecord:
             try:
                 self._db = _connect(self.path, owner_mark(self.folder))
             except (NotARecord, sqlite3.DatabaseError) as exc:
+                if _busy(exc):
+                    raise Busy(str(exc)) from exc
                 aside = self.path.with_name(
                     f"{self.path.name}.bad-{time.strftime('%Y%m%d-%H%M%S')}"
                 )
@@ -242,7 +262,11 @@ class RunRecord:
                     f"was moved to {aside.name} and a new one started"
                 )
                 self._db = _connect(self.path, owner_mark(self.folder))
+        except Busy:
+            raise
         except (OSError, sqlite3.Error, NotARecord) as exc:
+            if isinstance(exc, sqlite3.Error) and _busy(exc):
+                raise Busy(str(exc)) from exc
             self._turn_off(exc)
         return self._db
 
@@ -256,8 +280,14 @@ class RunRecord:
             self._db = None
 
     def close(self) -> None:
-        """Write what is pending, then close."""
-        self.flush()
+        """Write what is pending (waiting for another writer as long as `CLOSE_WAIT`), then
+        close."""
+        until = time.monotonic() + CLOSE_WAIT
+        while not self.flush() and time.monotonic() < until:
+            time.sleep(BUSY_RETRY)
+        if self.pending:
+            self.told.append(f"{len(self.pending)} run(s) could not be written to {self.path}")
+            log.warning("run record %s: %d run(s) not written", self.path, len(self.pending))
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
@@ -276,8 +306,11 @@ class RunRecord:
         run's answer has gone out, so no answer waits on SQLite. SQLite
         gives the ids: another writer on the same folder (`runfix run` in a terminal while
         the editor's server runs) interleaves its runs without a clash."""
-        if self._open() is None:
-            return None
+        try:
+            if self._open() is None:
+                return None
+        except Busy:
+            pass  # written once the other writer lets go
         ticket = next(self._tickets)
         self.pending.append((ticket, run))
         return ticket
@@ -290,40 +323,54 @@ class RunRecord:
             self.flush()
         return self._ids.get(ticket)
 
-    def flush(self) -> None:
-        """Write the pending runs, in one transaction."""
+    def flush(self) -> bool:
+        """Write the pending runs, in one transaction; False when another writer holds the
+        file and they wait for the next flush (nothing recorded is dropped for that)."""
         pending, self.pending = self.pending, []
-        if not pending or self._db is None:
-            return
+        if not pending:
+            return True
         try:
-            with self._db as db:
+            db = self._open()
+        except Busy:
+            self.pending = pending + self.pending
+            return False
+        if db is None:
+            return True
+        try:
+            with db:
                 insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 16)})"
-                for ticket, run in pending:
-                    row_id = db.execute(insert, _row(run)).lastrowid
-                    if row_id is not None:
-                        self._ids[ticket] = row_id
+                written = [(t, db.execute(insert, _row(run)).lastrowid) for t, run in pending]
                 self._since_prune += len(pending)
                 if self._since_prune >= PRUNE_EVERY:
-                    self._since_prune = 0
                     db.execute(
                         "DELETE FROM runs WHERE id <= (SELECT max(id) FROM runs) - ?",
                         (self.max_runs,),
                     )
         except sqlite3.Error as exc:
+            if _busy(exc):  # rolled back: all of them wait for the next flush
+                self.pending = pending + self.pending
+                return False
             self._turn_off(exc)
+            return True
+        if self._since_prune >= PRUNE_EVERY:
+            self._since_prune = 0
+        self._ids.update((t, row_id) for t, row_id in written if row_id is not None)
         if len(self._ids) > KEEP_IDS:
             for ticket in list(self._ids)[: len(self._ids) - KEEP_IDS]:
                 del self._ids[ticket]
+        return True
 
     # -- reading ------------------------------------------------------------------------
 
     def recent(self, path: str | None = None, limit: int = 50) -> list[RecordedRun]:
-        """The latest runs (of one file), newest first (the pending ones written first)."""
-        db = self._open()
-        if db is None:
-            return []
+        """The latest runs (of one file), newest first (the pending ones written first,
+        unless another writer holds the file)."""
         self.flush()
-        return recent(db, path, limit)
+        try:
+            db = self._open()
+        except Busy:
+            return []
+        return recent(db, path, limit) if db is not None else []
 
 
 MB = 1024 * 1024
@@ -428,19 +475,29 @@ def _check_schema(db: sqlite3.Connection) -> set[str]:
 
 def _connect(path: Path, mark: str) -> sqlite3.Connection:
     """A writer's connection to the record at `path`, made if new; NotARecord if the file
-    is something else, or a record runfix did not write here (its mark is not `mark`)."""
-    db = sqlite3.connect(path, check_same_thread=False)  # `with db:` commits each write
+    is something else, or a record runfix did not write here (its mark is not `mark`).
+    The tables are made inside one immediate transaction, so that writers starting together
+    (two servers, `runfix run`) make them once."""
+    db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
     try:
-        tables = _check_schema(db)
+        _check_schema(db)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        with db:
-            db.executescript(_TABLES)
-            if not tables:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if not _check_schema(db):
+                for statement in _TABLES.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
                 db.execute(
-                    "INSERT INTO meta VALUES ('schema', ?), ('version', ?), ('owner', ?)",
+                    "INSERT OR IGNORE INTO meta VALUES ('schema', ?), ('version', ?), ('owner', ?)",
                     (SCHEMA, str(VERSION), mark),
                 )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.isolation_level = "DEFERRED"  # `with db:` commits each write again
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("owner") != mark:
             raise NotARecord("it was not written by runfix on this machine for this folder")

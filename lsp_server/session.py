@@ -27,8 +27,8 @@ from executor.pool import KernelPool
 from executor.trust import Choice, TrustStore
 from lsp_server.executors import kernel_config
 from lsp_server.model import ModelClient, ModelConfig
+from lsp_server.record import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
 from lsp_server.record import FILE as RECORD_FILE
-from lsp_server.record import FLUSH_AFTER, RecordedRun, RunRecord
 from lsp_server.results import ResultStore
 from lsp_server.settings import Settings
 
@@ -184,9 +184,11 @@ class Session:
         return run_id
 
     def flush_records(self) -> None:
+        """Write the runs that ended; those another writer kept out wait a moment more."""
         self._flush = None
-        for record in self._records.values():
-            record.flush()
+        waiting = [record for record in self._records.values() if not record.flush()]
+        if waiting:
+            self._flush = asyncio.get_running_loop().call_later(BUSY_RETRY, self.flush_records)
 
     def model_for(self, settings: Settings) -> ModelClient:
         """One client per model configuration (it keeps its HTTP connections)."""

@@ -268,3 +268,34 @@ def test_a_record_without_this_machines_mark_is_moved_aside(tmp_path: Path) -> N
     assert list(path.parent.glob("runs.db.bad-*"))
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() == ("3",)
+
+
+def _write_runs(folder: str, tag: str, count: int) -> None:
+    record = RunRecord(Path(folder))
+    for i in range(count):
+        record.add(a_run(i, path=f"/p/{tag}.py"))
+        record.flush()  # as the server does, a moment after each run
+    record.close()
+    assert record.told_once() == [], tag
+
+
+def test_three_writers_at_once_lose_no_run(tmp_path: Path) -> None:
+    """Two editors' servers and `runfix run` write one folder's record at once: every run is
+    there (SQLite's lock is waited out, never taken for a foreign file), round after round."""
+    import multiprocessing
+
+    for round_ in range(3):
+        folder = tmp_path / f"round{round_}"
+        folder.mkdir()
+        writers = [
+            multiprocessing.Process(target=_write_runs, args=(str(folder), tag, 200))
+            for tag in ("editor", "other-editor", "cli")
+        ]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(120)
+        assert [w.exitcode for w in writers] == [0, 0, 0]
+        with sqlite3.connect(folder / FILE) as db:
+            assert db.execute("SELECT count(*) FROM runs").fetchone() == (600,)
+        assert not list((folder / FILE).parent.glob("runs.db.bad-*"))
