@@ -125,8 +125,9 @@ class Editor(Protocol):
         """Progress for a long piece of work; cancelling it (where the editor can) sets
         `cancel`."""
 
-    async def ask_input(self, prompt: str, password: bool) -> str | None:
-        """A line the user types for the code's `input()` (None: they declined)."""
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
+        """A line the user types for the code's `input()` (None: they declined, or gave no
+        answer within `timeout` seconds)."""
 
     def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
         """The folder's kernel changed state (for status bars)."""

@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -445,7 +445,7 @@ class Flow:
             run_request(settings, path, code, piece.first),
             cancel=cancel,
             asked_at=asked_at,
-            ask_input=self.editor.ask_input if self.editor.features.input else None,
+            ask_input=self._asker(settings) if self.editor.features.input else None,
         )
         folder = self.editor.folder_for(uri)
         results = build(
@@ -462,6 +462,14 @@ class Flow:
         recorded = entry(path, (piece.first, piece.last), code, origin, outcome, results)
         run_id = self.record(folder, settings, recorded)
         return PieceRun(piece, outcome, text.lines, text.version, run_id)
+
+    def _asker(self, settings: Settings) -> Callable[[str, bool], Awaitable[str | None]]:
+        """The code's `input()` asked through the editor, within `inputTimeout`."""
+
+        async def ask(prompt: str, password: bool) -> str | None:
+            return await self.editor.ask_input(prompt, password, settings.input_timeout)
+
+        return ask
 
     def record(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
         """Add a run to the folder's record; its ticket (None: not recorded)."""

@@ -201,7 +201,7 @@ class HeadlessEditor:
     def progress(self, cancel: asyncio.Event) -> Any:
         return self._progress()
 
-    async def ask_input(self, prompt: str, password: bool) -> str | None:
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
         return None  # `features.input` is off: the code's input() raises as in a notebook
 
     def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:

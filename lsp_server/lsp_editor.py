@@ -358,13 +358,25 @@ class LspEditor:
             return TrustAnswer(TRUST_ACTIONS[title])
         return TrustAnswer(None, "you chose Don't run" if title == DONT_RUN else "dismissed")
 
-    async def ask_input(self, prompt: str, password: bool) -> str | None:
-        """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`)."""
-        answer = await self.server.protocol.send_request_async(
-            INPUT_REQUEST, {"prompt": prompt, "password": password}
-        )
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
+        """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`),
+        saying how long it waits (`timeout`: the folder's other runs wait behind this one)."""
+        params = {"prompt": prompt, "password": password, "timeout": timeout}
+        try:
+            answer = await asyncio.wait_for(
+                self.server.protocol.send_request_async(INPUT_REQUEST, params), timeout
+            )
+        except asyncio.TimeoutError:
+            self.tell(
+                f"runfix: no answer to input() within {timeout:g} s: the run was cancelled "
+                "(setting inputTimeout).",
+                Level.WARNING,
+            )
+            return None
         # pygls hands an untyped result over as an object with attributes, or a dict.
         value = answer.get("value") if isinstance(answer, dict) else getattr(answer, "value", None)
+        if answer is not None and not isinstance(value, str):
+            log.warning('runfix/input: the answer is not {"value": <text>}: %r', answer)
         return value if isinstance(value, str) else None
 
     # -- edits --------------------------------------------------------------------------

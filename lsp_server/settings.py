@@ -53,6 +53,9 @@ class Settings:
     """Seconds an interrupted kernel gets to stop before it is restarted."""
     kernel_start_timeout: float = 60.0
     """Seconds a kernel (or its container) may take to start."""
+    input_timeout: float = 300.0
+    """Seconds the code's `input()` waits for the user's answer before its run is cancelled
+    (the folder's other runs wait behind it)."""
     transport: str = "auto"
     """How the server talks to a local kernel: ipc | tcp | auto (IPC where ZeroMQ has it)."""
     model_base_url: str | None = None
@@ -274,6 +277,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "results": ("results", _results),
     "interruptGrace": ("interrupt_grace", _number(0.1)),
     "kernelStartTimeout": ("kernel_start_timeout", _number(1)),
+    "inputTimeout": ("input_timeout", _number(1)),
     "transport": ("transport", _choice("auto", "ipc", "tcp")),
     "model.baseUrl": ("model_base_url", _optional_text("a URL")),
     "model.name": ("model_name", _optional_text("a model name")),

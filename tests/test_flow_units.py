@@ -125,7 +125,7 @@ class FakeEditor:
     def report(self, message: str, percentage: int | None = None) -> None:
         self.remarks.append(f"progress: {message}")
 
-    async def ask_input(self, prompt: str, password: bool) -> str | None:
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
         return None
 
     def kernel_state(self, folder: Path, kernel: Any) -> None:

@@ -77,3 +77,41 @@ async def test_a_client_that_cannot_ask_gets_a_clear_error(
     assert answer["status"] == "error"
     [error] = errors(client, uri)
     assert error.message.startswith("StdinNotImplementedError")
+
+
+async def test_an_input_nobody_answers_ends_its_run_and_frees_the_folder(
+    client: LanguageClient, folder: Path
+) -> None:
+    away = asyncio.Event()  # the user is away until the test ends
+
+    @client.feature("runfix/input")
+    async def never(params: Any) -> Any:
+        await away.wait()
+
+    await client.initialize_session(_can_ask(folder, {"inputTimeout": 2}))
+    uri = open_doc(client, folder / "ask.py", "x = input('Continue? ')\n")
+    other = open_doc(client, folder / "other.py", "6 * 7\n")
+    asking = asyncio.ensure_future(run(client, uri))
+    await asyncio.sleep(0.5)
+    queued = asyncio.ensure_future(run(client, other))
+
+    answer = await asyncio.wait_for(asking, 15)
+
+    assert answer["status"] == "cancelled"
+    assert (await asyncio.wait_for(queued, 15))["status"] == "ok"  # the folder is free again
+    assert any("no answer to input() within 2 s" in m.message for m in client.messages)
+    away.set()
+
+
+async def test_an_answer_of_the_wrong_shape_is_a_refusal_not_a_traceback(
+    client: LanguageClient, folder: Path
+) -> None:
+    @client.feature("runfix/input")
+    async def odd(params: Any) -> Any:
+        return {"value": 42}
+
+    await client.initialize_session(_can_ask(folder))
+    uri = open_doc(client, folder / "ask.py", "x = input('Name? ')\n")
+    answer = await run(client, uri)
+    assert answer["status"] == "cancelled"
+    assert not any("could not be handled" in m.message for m in client.log_messages)

@@ -140,9 +140,14 @@ const experimentalFeature: StaticFeature = {
 };
 
 /** `runfix/input`: an input box (a password box for `getpass`); Escape declines (the run is cancelled). */
-async function askInput(params: { prompt?: string; password?: boolean }): Promise<{ value: string } | null> {
+async function askInput(params: {
+  prompt?: string;
+  password?: boolean;
+  timeout?: number;
+}): Promise<{ value: string } | null> {
+  const within = params.timeout ? ` (answer within ${Math.round(params.timeout)} s)` : "";
   const value = await vscode.window.showInputBox({
-    title: "runfix: the running code asks",
+    title: `runfix: the running code asks${within}`,
     prompt: params.prompt || "input()",
     password: params.password === true,
     ignoreFocusOut: true,
