@@ -86,12 +86,24 @@ def format_results(shown: str, lines: Sequence[str], results: DocumentResults) -
 
 def _notes(where: str, result: StatementResult) -> list[str]:
     text = result.text.rstrip("\n").splitlines() or [""]
+    for output in result.outputs:  # where a plot or a table went, beside what it is
+        if output.file is not None and (shown := output.text.strip()) in text:
+            at = text.index(shown)
+            text[at] = f"{shown} ({_shown_path(output.file)})"
     out = [f"{where}: note: {line}" for line in text[:NOTE_LINES]]
     if len(text) > NOTE_LINES:
         out.append(f"{where}: note: … {len(text) - NOTE_LINES} more lines")
     if result.truncated:
         out.append(f"{where}: note: … output truncated ({result.truncated:,} characters dropped)")
     return out
+
+
+def _shown_path(path: Path) -> str:
+    """A stored file's path as the person at the terminal would type it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _problem(where: str, p: Problem, at: Any) -> list[str]:

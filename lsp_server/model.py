@@ -80,9 +80,10 @@ class ModelConfig:
         """Why no request can be made (OpenAI's endpoint without a key), else None."""
         if self.base_url == OPENAI_URL and self.api_key(environ) is None:
             return (
-                f"No model is configured: set {self.api_key_env} for OpenAI, or point "
-                "runfix's model.baseUrl at an OpenAI-compatible server (Ollama, vLLM, "
-                "llama.cpp, LM Studio), e.g. http://localhost:11434/v1."
+                f"No model is configured: set {self.api_key_env} for OpenAI, or point runfix "
+                "at an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), e.g. "
+                "http://localhost:11434/v1: the setting model.baseUrl in an editor; in a "
+                "terminal the variables OPENAI_BASE_URL (and RUNFIX_MODEL for the model)."
             )
         return None
 
@@ -190,7 +191,7 @@ class ModelClient:
                 cause = exc.__cause__ or exc
                 raise ModelError(
                     f"Cannot reach the model at {self.config.base_url}: {cause}. Is the "
-                    "server running? (setting model.baseUrl)"
+                    "server running? (setting model.baseUrl; in a terminal OPENAI_BASE_URL)"
                 ) from None
             except openai.APIStatusError as exc:
                 raise ModelError(

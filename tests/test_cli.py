@@ -194,3 +194,17 @@ def test_history_json_counts_lines_from_1_like_its_text(tmp_path: Path) -> None:
     text = runfix("history", cwd=tmp_path).stdout
     assert (run["first"], run["last"]) == (1, 3) and "h.py:1-3" in text
     assert [o["line"] for o in run["outputs"]] == [3]
+
+
+def test_run_names_the_file_a_plot_was_stored_in(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    script = tmp_path / "plot.py"
+    script.write_text(
+        "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+        "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\n"
+    )
+    done = runfix("run", "plot.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [line] = [x for x in done.stdout.splitlines() if "<figure" in x]
+    stored = line.rsplit("(", 1)[1].rstrip(")")
+    assert stored.startswith(".runfix/outputs/") and (tmp_path / stored).is_file()

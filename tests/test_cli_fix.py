@@ -55,3 +55,20 @@ def test_fix_leaves_the_file_when_no_candidate_runs_clean(tmp_path: Path) -> Non
     assert path.read_text() == source
     assert "not fixed: no fix ran clean in 3 attempts" in done.stdout
     assert len(model.requests) == 3
+
+
+def test_fix_without_a_model_says_what_works_from_a_terminal(tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text("print(undefined_name)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    said = done.stdout + done.stderr
+    assert "OPENAI_BASE_URL" in said and "RUNFIX_MODEL" in said, said
+    assert script.read_text() == "print(undefined_name)\n"
