@@ -206,9 +206,14 @@ def _image(mime: str, content: str, plain: str, files: OutputFiles | None) -> Ou
 
 
 def _png_size(png: bytes) -> str:
-    if png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) >= 24:
-        return f"{int.from_bytes(png[16:20], 'big')}×{int.from_bytes(png[20:24], 'big')}"
-    return ""
+    """Width × height from the IHDR chunk, if the header is one (PNG allows 1 to 2³¹−1 each:
+    a malformed header shows no size rather than a made-up one)."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR" or len(png) < 24:
+        return ""
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    if not (0 < width < 2**31 and 0 < height < 2**31):
+        return ""
+    return f"{width}×{height}"
 
 
 def _jpeg_size(jpeg: bytes) -> str:

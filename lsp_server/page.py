@@ -34,6 +34,11 @@ from lsp_server.outputs import Output, latest_images
 
 log = logging.getLogger(__name__)
 
+CONNECTIONS = 32
+"""Connections the page serves at once."""
+IDLE = 10.0
+"""Seconds a connection may stay silent before it is closed."""
+
 _TYPES = {
     "png": "image/png",
     "jpg": "image/jpeg",
@@ -82,8 +87,7 @@ class OutputPage:
             class Handler(_Handler):
                 owner = page
 
-            self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-            self._server.daemon_threads = True
+            self._server = _BoundedServer(("127.0.0.1", 0), Handler)
             threading.Thread(
                 target=self._server.serve_forever, name="runfix-page", daemon=True
             ).start()
@@ -167,10 +171,40 @@ def _modified(path: Path) -> float:
         return 0.0
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """One thread per connection, at most `CONNECTIONS` at once (more are closed at once),
+    each closed after `IDLE` seconds of silence: idle connections cannot use up the
+    server's threads and file descriptors."""
+
+    daemon_threads = True
+    request_queue_size = 128  # connections waiting to be taken (or closed)
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # busy: this one is closed, the page goes on
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 class _Handler(BaseHTTPRequestHandler):
     owner: OutputPage
     server_version = "runfix"
     sys_version = ""
+    timeout = IDLE  # seconds a connection may stay silent
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("page: " + format, *args)

@@ -143,3 +143,14 @@ def test_latest_images_are_the_folders_stored_images_newest_first(tmp_path: Path
     assert latest_images(tmp_path, 10) == [new, old]
     assert latest_images(tmp_path, 1) == [new]
     assert latest_images(tmp_path / "nowhere", 10) == []
+
+
+def test_a_malformed_png_header_shows_no_made_up_size() -> None:
+    from lsp_server.outputs import _png_size
+
+    header = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\x0dIHDR"
+    assert _png_size(header + (640).to_bytes(4, "big") + (480).to_bytes(4, "big")) == "640×480"
+    assert (
+        _png_size(header + (2476854340).to_bytes(4, "big") + (3135205546).to_bytes(4, "big")) == ""
+    )
+    assert _png_size(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16) == ""  # no IHDR where it must be

@@ -88,3 +88,33 @@ def test_no_token_another_host_or_another_file_is_refused(
     link = image.parent / ("f" * 16 + ".png")
     link.symlink_to(secret)
     assert get(page, f"/{page.token}/file?path={quote(str(link))}")[0] == 404  # leads outside
+
+
+def test_idle_connections_cannot_use_up_the_page(
+    served: tuple[OutputPage, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connections that say nothing: at most CONNECTIONS are served at once (the rest are
+    closed at once), each closed after its idle time; then the page answers."""
+    import socket
+    import threading
+    import time
+
+    from lsp_server import page as page_module
+
+    page, image, _ = served
+    monkeypatch.setattr(page_module._Handler, "timeout", 1.0)
+    idle = []
+    for _ in range(300):
+        idle.append(socket.create_connection(("127.0.0.1", page.port), timeout=5))
+    time.sleep(0.3)
+    threads = sum(
+        1
+        for t in threading.enumerate()
+        if "process_request" in t.name or t.name.startswith("Thread-")
+    )
+    assert threads <= page_module.CONNECTIONS + 5
+    time.sleep(1.5)  # their idle time is over
+    status, _, body = get(page, f"/{page.token}/file?path={quote(str(image))}")
+    assert status == 200 and body.startswith(b"\x89PNG")
+    for s in idle:
+        s.close()
