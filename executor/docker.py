@@ -541,8 +541,23 @@ class DockerKernel(JupyterKernel):
         return f"The kernel died (its container exited with code {state.get('ExitCode')})"
 
     async def _after_run(self, outcome: RunOutcome) -> RunOutcome:
-        outcome = self._host_paths(outcome)
+        outcome = self._explain_denied(self._host_paths(outcome))
         return await self._stop_strays(outcome)
+
+    def _explain_denied(self, outcome: RunOutcome) -> RunOutcome:
+        """A write the folder refused to the sandbox's unprivileged user says why, and what
+        changes it (a bare `PermissionError` does not)."""
+        error = outcome.error
+        if error is None or error.ename != "PermissionError" or self.user != UNPRIVILEGED:
+            return outcome
+        why = (
+            " (the sandbox runs as nobody, uid 65534: runfix runs as root and root owns "
+            f"{self.folder}; set docker.user to a uid that may write there, or give the "
+            "folder to one)"
+        )
+        explained = replace(error, evalue=error.evalue + why, text=error.text.rstrip() + why + "\n")
+        events = tuple(explained if e is error else e for e in outcome.events)
+        return replace(outcome, events=events)
 
     def _host_paths(self, outcome: RunOutcome) -> RunOutcome:
         """Traceback frames in /workspace name the folder's files, as the editor knows them."""

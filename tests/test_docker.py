@@ -299,3 +299,17 @@ async def test_a_container_that_cannot_start_says_why_and_leaves_nothing(
     await kernel.shutdown()
     label = f"{FOLDER_LABEL}={folder}"
     assert engine().containers.list(all=True, filters={"label": label}) == []
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the sandbox runs as nobody only when runfix is root")
+async def test_a_write_the_folder_refuses_to_nobody_says_why_and_what_changes_it(
+    folder: Path, sandbox_image: str
+) -> None:
+    kernel = await sandbox(folder, image=sandbox_image)
+    folder.chmod(0o755)  # root's folder: nobody may enter it, not write in it
+    try:
+        outcome = await kernel.execute(request("open('out.csv', 'w')"))
+    finally:
+        await kernel.shutdown()
+    assert outcome.error is not None and outcome.error.ename == "PermissionError"
+    assert "runs as nobody" in outcome.error.message and "docker.user" in outcome.error.message
