@@ -89,12 +89,9 @@ class _Budget:
     and passed on when the run ends, after a line saying how much was dropped between. A
     flood of output never hides what the run printed last (its result)."""
 
-    MARK_ROOM = 200
-    """Characters left for the line that says what was dropped."""
-
     def __init__(self, limit: int) -> None:
         self.left = limit // 2
-        self.tail_room = max(limit - self.left - self.MARK_ROOM, 0)
+        self.tail_room = limit - self.left
         self.tail: list[list[Any]] = []
         """[stream, statement span, text], oldest first: what passed the head."""
         self.tail_size = 0

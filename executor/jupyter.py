@@ -48,6 +48,8 @@ HELPER_CODE = _HELPER.format(source=Path(_kernel_side.__file__).read_text(encodi
 STATEMENT_FILE = "statement"
 """In the runtime folder: the statement running now (`RUNFIX_STATEMENT_FILE` in the kernel)."""
 
+DROPPED_LINE_ROOM = 100
+"""Characters of a run's output, beyond `outputLimit`, for the line saying what was dropped."""
 RESTARTED_NOTE = "Cancelled: the kernel was restarted, and its state was lost."
 
 DIED_NOTE = (
@@ -447,7 +449,9 @@ class JupyterKernel:
     ) -> RunOutcome:
         """Read the run's messages until the kernel is idle again, watching everything else."""
         loop = asyncio.get_running_loop()
-        collector = MessageCollector(request.output_limit)
+        # The kernel-side helper keeps `output_limit` characters of the code's own output,
+        # plus the line saying how much it dropped between the head and the tail.
+        collector = MessageCollector(request.output_limit + DROPPED_LINE_ROOM)
         deadline = began + request.timeout
         interrupted_at: float | None = None
         status = RunStatus.OK
