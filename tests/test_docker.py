@@ -234,7 +234,7 @@ async def test_print_flood_is_capped(kernel: DockerKernel) -> None:
     outcome = await kernel.execute(request("print('x' * 100_000_000)", limit=10_000))
     assert outcome.status == RunStatus.OK
     assert outcome.truncated > 99_000_000
-    assert len(printed(outcome)) <= 10_000
+    assert len(printed(outcome)) <= 10_000 + 100  # and the line saying what was dropped
 
 
 async def test_missing_image_says_how_to_build_it(folder: Path, sandbox_image: str) -> None:
@@ -313,3 +313,12 @@ async def test_a_write_the_folder_refuses_to_nobody_says_why_and_what_changes_it
         await kernel.shutdown()
     assert outcome.error is not None and outcome.error.ename == "PermissionError"
     assert "runs as nobody" in outcome.error.message and "docker.user" in outcome.error.message
+
+
+async def test_a_missing_image_of_another_tag_says_how_to_build_that_tag(folder: Path) -> None:
+    kernel = DockerKernel(folder, DockerConfig(image="runfix-no-such-image:0"))
+    with pytest.raises(
+        ExecutorUnavailable, match="runfix sandbox build --tag runfix-no-such-image:0"
+    ):
+        await kernel.start()
+    await kernel.shutdown()
