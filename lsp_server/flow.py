@@ -17,6 +17,7 @@ else through the `session.Session`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import time
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
-from executor.events import RunOutcome, RunRequest, RunStatus, Variable
+from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
 from executor.interpreter import find_interpreter
 from executor.jupyter import JupyterKernel
 from executor.safety import Finding, describe, scan
@@ -115,6 +116,14 @@ def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[
         source = tuple(strip_eol(line) for line in lines[first : last + 1])
         out.append(Problem(first, last, message, "warning", message, kind="safety", source=source))
     return out
+
+
+def _rich(outcome: RunOutcome) -> bool:
+    """Whether a run showed more than text (images, HTML, …: files to store)."""
+    return any(
+        isinstance(e, (Display, Value)) and any(m != "text/plain" for m in e.data)
+        for e in outcome.events
+    )
 
 
 def _outcome_error(outcome: RunOutcome) -> str:
@@ -448,7 +457,8 @@ class Flow:
             ask_input=self._asker(settings) if self.editor.features.input else None,
         )
         folder = self.editor.folder_for(uri)
-        results = build(
+        making = functools.partial(
+            build,
             outcome,
             path=path,
             lines=text.lines,
@@ -458,6 +468,9 @@ class Flow:
             files=files or output_files(folder, settings),
             ran=ran_text(outcome),
         )
+        # Rich outputs are decoded and stored as files: off the loop, which keeps answering
+        # (a cell that shows 4,000 images); plain text is made at once.
+        results = await asyncio.to_thread(making) if _rich(outcome) else making()
         self.keep(uri, text.version, results)
         recorded = entry(path, (piece.first, piece.last), code, origin, outcome, results)
         run_id = self.record(folder, settings, recorded)

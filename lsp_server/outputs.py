@@ -75,6 +75,9 @@ class OutputFiles:
         self.run_limit = run_limit
         self.folder_limit = folder_limit
         self.used = 0
+        self._folder_size: int | None = None
+        """The outputs folder's size as this run knows it: counted once, at its first new
+        file, then kept up to date (a run showing 4,000 images counts the folder once)."""
 
     def save(self, data: bytes, suffix: str) -> Path | None:
         """The file holding `data` (the same content, the same file); None past the run's limit
@@ -102,11 +105,16 @@ class OutputFiles:
 
     def _make_room(self, fd: int, size: int) -> None:
         """Remove the least recently used stored outputs until `size` more bytes fit the
-        folder limit: only regular files with the names runfix gives."""
+        folder limit: only regular files with the names runfix gives. The folder is listed
+        only when the limit may be reached."""
+        if self._folder_size is not None and self._folder_size + size <= self.folder_limit:
+            self._folder_size += size
+            return
         files = []
         for name, info in _stored(fd, self.folder):
             files.append((info.st_mtime, info.st_size, name))
         total = sum(size for _, size, _ in files)
+        self._folder_size = total + size
         for _, old_size, old in sorted(files):
             if total + size <= self.folder_limit:
                 break
@@ -116,6 +124,7 @@ class OutputFiles:
                 else:
                     os.unlink(self.folder / old)
                 total -= old_size
+                self._folder_size -= old_size
             except OSError:
                 pass
 

@@ -7,7 +7,9 @@
 - the same rich cell through raw jupyter_client (`execute_interactive`), interleaved:
   what runfix adds to what the kernel itself takes to render a table and a plot;
 - hover p95 on a document with 200 stored figures, and `runfix.outputs` (what the output
-  views ask on each cursor move) there.
+  views ask on each cursor move) there;
+- one cell displaying 4,000 small images (issue 23): through runfix vs the same cell
+  through raw jupyter_client, and the hover's p95 while it runs.
 
 Usage: python scripts/bench_outputs.py [--runs N]
 """
@@ -36,6 +38,22 @@ SETUP = (
 # so this way raw jupyter_client renders the same table and the same plot.
 RICH = "plt.plot(df['c0'][:50])\ndf\n"
 TEXT = "print(len(df))\nprint(df['c0'][:50].sum())\n"
+IMAGES = """\
+import struct, zlib
+from IPython.display import Image, display
+
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+def png(i):
+    raw = b"\\x00" + bytes([i % 256, (i // 256) % 256, 7])
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+    body = chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return b"\\x89PNG\\r\\n\\x1a\\n" + ihdr + body
+
+for i in range(4000):
+    display(Image(png(i)))
+"""
 
 
 VERSIONS = itertools.count(2)
@@ -133,7 +151,41 @@ async def main() -> None:
             f"runfix.outputs (the output view) with {stored} stored figures: "
             f"p50 {ms(pct(times, 0.5))}  p95 {ms(pct(times, 0.95))}"
         )
+        await images_row(wire, folder)
         await wire.stop()
+
+
+async def images_row(wire: Wire, folder: Path) -> None:
+    """4,000 images from one cell: runfix (with hovers every 50 ms meanwhile) vs raw."""
+    km = AsyncKernelManager(transport="ipc", ip=str(folder / "raw2"))
+    await km.start_kernel(cwd=str(folder))
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    t = time.perf_counter()
+    await kc.execute_interactive(IMAGES, store_history=False, output_hook=lambda m: None)
+    raw = time.perf_counter() - t
+    kc.stop_channels()
+    await km.shutdown_kernel(now=True)
+    uri = wire.open(folder / "images.py", IMAGES)
+    hovers: list[float] = []
+    t = time.perf_counter()
+    running = asyncio.ensure_future(wire.run(uri))
+    while not running.done():
+        h = time.perf_counter()
+        position = {"line": 0, "character": 0}
+        await wire.request(
+            "textDocument/hover", {"textDocument": {"uri": uri}, "position": position}
+        )
+        hovers.append(time.perf_counter() - h)
+        await asyncio.sleep(0.05)
+    ran = time.perf_counter() - t
+    assert (await running)["status"] == "ok"
+    print(
+        f"4,000 images from one cell: runfix {ran:.2f} s vs raw jupyter_client {raw:.2f} s "
+        f"= {ran / raw:.2f}x; hover during it p50 {ms(pct(hovers, 0.5))} "
+        f"p95 {ms(pct(hovers, 0.95))} ({len(hovers)} hovers)"
+    )
 
 
 if __name__ == "__main__":
