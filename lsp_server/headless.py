@@ -98,6 +98,14 @@ def _notes(where: str, result: StatementResult) -> list[str]:
     return out
 
 
+def _read_line(prompt: str, password: bool) -> str:
+    if password:
+        import getpass
+
+        return getpass.getpass(prompt)
+    return input(prompt)
+
+
 def _shown_path(path: Path) -> str:
     """A stored file's path as the person at the terminal would type it."""
     try:
@@ -122,11 +130,12 @@ class _Quiet:
 class HeadlessEditor:
     """One file, in a terminal."""
 
-    features = ClientFeatures()
-
     def __init__(
         self, shown: str, path: Path, folder: Path, lines: list[str], out: TextIO | None = None
     ) -> None:
+        # At a terminal the code's input() and getpass() ask there; without one they raise
+        # (and a note says why).
+        self.features = ClientFeatures(input=sys.stdin.isatty())
         self.shown, self.path, self.folder, self.out = shown, path, folder, out
         self.uri = path.as_uri()
         self.lines = lines
@@ -163,6 +172,10 @@ class HeadlessEditor:
         return self.folder
 
     def published(self, uri: str, added: DocumentResults) -> None:
+        if not self.features.input and any(
+            p.message.startswith("StdinNotImplementedError") for p in added.problems
+        ):
+            self.note(f"{self.shown}: note: input() asks at a terminal; stdin is not one here")
         if self.report != "text":
             return  # said once, in that format, when the run ends
         for line in format_results(self.shown, self.lines, added):
@@ -214,7 +227,11 @@ class HeadlessEditor:
         return self._progress()
 
     async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
-        return None  # `features.input` is off: the code's input() raises as in a notebook
+        """The line typed at the terminal (hidden for `getpass`); None at its end (Ctrl-D)."""
+        try:
+            return await asyncio.to_thread(_read_line, prompt, password)
+        except EOFError:
+            return None
 
     def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
         pass

@@ -208,3 +208,40 @@ def test_run_names_the_file_a_plot_was_stored_in(tmp_path: Path) -> None:
     [line] = [x for x in done.stdout.splitlines() if "<figure" in x]
     stored = line.rsplit("(", 1)[1].rstrip(")")
     assert stored.startswith(".runfix/outputs/") and (tmp_path / stored).is_file()
+
+
+def test_input_at_a_terminal_asks_there(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    script = tmp_path / "ask.py"
+    script.write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
+    main, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [*RUNFIX, "run", str(script)], stdin=terminal, stdout=subprocess.PIPE, text=True
+    )
+    os.close(terminal)
+    assert process.stdout is not None
+    seen = ""
+    while "Your name? " not in seen:
+        seen += process.stdout.read(1)
+    os.write(main, b"Ada\n")
+    out, _ = process.communicate(timeout=60)
+    os.close(main)
+    assert process.returncode == 0
+    assert "note: 'Hello, Ada'" in out
+
+
+def test_input_without_a_terminal_says_why_it_cannot_ask(tmp_path: Path) -> None:
+    script = tmp_path / "ask.py"
+    script.write_text("name = input('Your name? ')\n")
+    done = subprocess.run(
+        [*RUNFIX, "run", str(script)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "StdinNotImplementedError" in done.stdout
+    assert "input() asks at a terminal; stdin is not one here" in done.stdout
