@@ -55,7 +55,7 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.executors import sandboxed
-from lsp_server.fixing import Fixer, FixResult
+from lsp_server.fixing import Fixer, FixResult, import_for, import_line, missing_name
 from lsp_server.model import ModelCancelled, ModelError
 from lsp_server.outputs import MB, OutputFiles
 from lsp_server.positions import strip_eol
@@ -521,6 +521,7 @@ class Flow:
         attempts = 0
         after = -1
         fixed = False
+        imported: set[str] = set()
         while True:
             runs: list[PieceRun] = []
             ran = await self.run(uri, line_range, cancel, runs=runs, after=after, say_stop=False)
@@ -532,6 +533,17 @@ class Flow:
                 return FixAnswer(Status.FAILED, attempts, message)
             failed = runs[-1]
             first, last = failed.piece.first, failed.piece.last
+            error = failed.outcome.error
+            at = await self.import_first(uri, error.message if error else "", imported, cancel)
+            if at is not None:  # an offline fix: the missing import, added and run
+                fixed = True
+                shift = 1 if at <= first else 0
+                if line_range is not None:
+                    line_range = Range.lines(
+                        line_range.start.line + shift, max(line_range.end.line - 1, 0) + shift
+                    )
+                after = first + shift - 1
+                continue
             report = await self.fix_piece(
                 uri,
                 failed.lines,
@@ -550,6 +562,28 @@ class Flow:
                 return FixAnswer(Status.FIXED, attempts)
             code = report.edit.code if report.edit else code_of(failed.lines, first, last)
             after = first + code.rstrip("\n").count("\n")
+
+    async def import_first(
+        self, uri: str, error: str, imported: set[str], cancel: asyncio.Event
+    ) -> int | None:
+        """The offline fix a model is not needed for, tried first: a `NameError` on a common
+        alias or a standard-library module gets its import, inserted with the imports and run
+        (once per name). The line it went in at; None: no such fix."""
+        name = missing_name(error)
+        statement = import_for(name) if name else None
+        if name is None or statement is None or name in imported:
+            return None
+        imported.add(name)
+        text = self.text(uri)
+        at = import_line(text.lines)
+        if not await self.editor.apply(
+            uri, text.version, LineEdit(at, at - 1, statement), "import"
+        ):
+            return None
+        self.editor.remark(Place(uri, at), f"added `{statement}` (no model needed)")
+        await self.shown(uri, at, statement + "\n")
+        ran = await self.run(uri, Range.lines(at, at), cancel, say_stop=False)
+        return at if ran.status == Status.OK else None
 
     def _fixer(
         self,

@@ -72,3 +72,23 @@ def test_fix_without_a_model_says_what_works_from_a_terminal(tmp_path: Path) -> 
     said = done.stdout + done.stderr
     assert "OPENAI_BASE_URL" in said and "RUNFIX_MODEL" in said, said
     assert script.read_text() == "print(undefined_name)\n"
+
+
+def test_fix_adds_a_missing_common_import_without_a_model(tmp_path: Path) -> None:
+    """The offline fix first, as the editor offers it: no model is asked (none is set)."""
+    script = tmp_path / "mean.py"
+    script.write_text("# %%\nvalues = [1, 2, 3]\n\n# %%\nmath.fsum(values)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "added `import math` (no model needed)" in done.stdout
+    assert (
+        script.read_text() == "# %%\nimport math\nvalues = [1, 2, 3]\n\n# %%\nmath.fsum(values)\n"
+    )
+    assert "note: 6.0" in done.stdout
