@@ -118,6 +118,13 @@ def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[
     return out
 
 
+def _sandbox_ready(image: str) -> bool:
+    """Whether the sandbox can run here (docker-py is imported here, off the loop)."""
+    from executor.docker import sandbox_ready
+
+    return sandbox_ready(image)
+
+
 def _rich(outcome: RunOutcome) -> bool:
     """Whether a run showed more than text (images, HTML, …: files to store)."""
     return any(
@@ -281,10 +288,8 @@ class Flow:
     async def _ask_trust(self, folder: Path, settings: Settings) -> TrustAnswer:
         interpreter = find_interpreter(folder, settings.python)
         try:
-            from executor.docker import sandbox_ready
-
             sandbox = await asyncio.wait_for(
-                asyncio.to_thread(sandbox_ready, settings.docker_image), SANDBOX_CHECK
+                asyncio.to_thread(_sandbox_ready, settings.docker_image), SANDBOX_CHECK
             )
         except Exception:  # no engine, no image, no docker package: no sandbox to offer
             sandbox = False
