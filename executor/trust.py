@@ -26,9 +26,10 @@ import hmac
 import json
 import os
 import secrets
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from executor.files import replace_file
 
 
 class Choice(str, enum.Enum):
@@ -50,19 +51,6 @@ def _private_folder() -> Path:
     folder = state_folder()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step, readable by the user only."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def resolved(folder: Path) -> Path:
@@ -102,7 +90,7 @@ class TrustStore:
     def _save(self, folders: dict[str, Choice]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         body = {"version": 1, "folders": {k: v.value for k, v in sorted(folders.items())}}
-        _write_private(self.path, json.dumps(body, indent=1).encode())
+        replace_file(self.path, json.dumps(body, indent=1).encode(), 0o600)
         self._seen = None
 
     def decision(self, folder: Path) -> tuple[Path, Choice] | None:

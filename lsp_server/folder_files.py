@@ -141,18 +141,3 @@ def safe_target(target: Path) -> str | None:
     if target.exists() and not target.is_file():
         return f"{target} is not a regular file"
     return None
-
-
-def write_replacing(target: Path, data: bytes) -> None:
-    """Write `target` in one step: a new file beside it, renamed over it (a link at
-    `target` is replaced, never written through)."""
-    tmp = target.with_name(f".{target.name}.runfix-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from executor.files import replace_file
 from lsp_server.cells import code_of, split_cells
-from lsp_server.folder_files import read_regular, safe_target, stored_output, write_replacing
+from lsp_server.folder_files import read_regular, safe_target, stored_output
 from lsp_server.history import record_folder
 from lsp_server.record import RESTORE_RUNS, RecordedOutput, RecordedRun, RunRecord, standing
 
@@ -102,7 +103,7 @@ def write_notebook(
     )
     nbformat.validate(notebook)
     written = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
-    write_replacing(out, written.encode())
+    replace_file(out, written.encode())
     return len(notebook.cells), with_outputs
 
 
@@ -157,7 +158,7 @@ def import_notebook(source: Path, target: Path | None, force: bool) -> int:
     notebook.metadata.get("jupytext", {}).pop("text_representation", None)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        write_replacing(out, jupytext.writes(notebook, fmt="py:percent").encode())
+        replace_file(out, jupytext.writes(notebook, fmt="py:percent").encode())
     except OSError as exc:
         print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
         return 2

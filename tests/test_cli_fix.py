@@ -57,17 +57,22 @@ def test_fix_leaves_the_file_when_no_candidate_runs_clean(tmp_path: Path) -> Non
     assert len(model.requests) == 3
 
 
-def test_fix_without_a_model_says_what_works_from_a_terminal(tmp_path: Path) -> None:
-    script = tmp_path / "broken.py"
-    script.write_text("print(undefined_name)\n")
+def fix_without_a_model(script: Path) -> subprocess.CompletedProcess[str]:
+    """`runfix run --fix` with no model configured (no key, no endpoint in the environment)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_fix_without_a_model_says_what_works_from_a_terminal(tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text("print(undefined_name)\n")
+    done = fix_without_a_model(script)
     assert done.returncode == 1
     said = done.stdout + done.stderr
     assert "OPENAI_BASE_URL" in said and "RUNFIX_MODEL" in said, said
@@ -78,14 +83,7 @@ def test_fix_adds_a_missing_common_import_without_a_model(tmp_path: Path) -> Non
     """The offline fix first, as the editor offers it: no model is asked (none is set)."""
     script = tmp_path / "mean.py"
     script.write_text("# %%\nvalues = [1, 2, 3]\n\n# %%\nmath.fsum(values)\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    done = subprocess.run(
-        [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = fix_without_a_model(script)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "added `import math` (no model needed)" in done.stdout
     assert (
