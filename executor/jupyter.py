@@ -27,7 +27,16 @@ from typing import Any
 from executor import _kernel_side
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
-from executor.events import Error, RunOutcome, RunRequest, RunStatus, Span, Usage, Variable
+from executor.events import (
+    Error,
+    RunOutcome,
+    RunRequest,
+    RunStatus,
+    Span,
+    Stream,
+    Usage,
+    Variable,
+)
 from executor.install import InstallResult
 from executor.messages import MessageCollector
 
@@ -340,12 +349,14 @@ class JupyterKernel:
         asked_at: float | None = None,
         ask_input: AskInput | None = None,
         on_stream: Callable[[str], None] | None = None,
+        on_output: Callable[[Stream], None] | None = None,
     ) -> RunOutcome:
         """Run the request; `asked_at` (loop time) is when the user asked, for `start()`.
 
         With `ask_input`, the code's `input()`/`getpass()` ask the user through it (None:
         they declined, and the run is cancelled); without, they raise as in a notebook
-        that cannot ask. `on_stream` is told what the code prints as it comes."""
+        that cannot ask. `on_stream` is told what the code prints as it comes; `on_output`
+        the same with the statement that printed it."""
         asked_at = asyncio.get_running_loop().time() if asked_at is None else asked_at
         async with self._queue:
             if cancel is not None and cancel.is_set():
@@ -370,13 +381,13 @@ class JupyterKernel:
             self._state = ExecutorState.BUSY
             self._running, self._interrupt_sent = True, False
             try:
-                outcome = await self._run(request, cancel, ask_input, on_stream)
+                outcome = await self._run(request, cancel, ask_input, on_stream, on_output)
                 if self.retired is not None:
                     return self._retired_outcome(outcome)
                 if outcome.status == RunStatus.ERROR and _helper_gone(outcome):
                     log.warning("runfix's helper was gone from the kernel; loading it again")
                     await self._load_helper(self._kc)
-                    outcome = await self._run(request, cancel, ask_input, on_stream)
+                    outcome = await self._run(request, cancel, ask_input, on_stream, on_output)
                 outcome = await self._after_run(outcome)
             except Exception:
                 if self.retired is None:
@@ -408,6 +419,7 @@ class JupyterKernel:
         cancel: asyncio.Event | None,
         ask_input: AskInput | None,
         on_stream: Callable[[str], None] | None = None,
+        on_output: Callable[[Stream], None] | None = None,
     ) -> RunOutcome:
         kc = self._kc
         loop = asyncio.get_running_loop()
@@ -432,7 +444,9 @@ class JupyterKernel:
         )
         relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
         try:
-            return await self._follow(request, cancel, kc, msg_id, began, relay, on_stream)
+            return await self._follow(
+                request, cancel, kc, msg_id, began, relay, on_stream, on_output
+            )
         finally:
             if relay is not None:
                 relay.close()
@@ -446,6 +460,7 @@ class JupyterKernel:
         began: float,
         relay: _InputRelay | None,
         on_stream: Callable[[str], None] | None = None,
+        on_output: Callable[[Stream], None] | None = None,
     ) -> RunOutcome:
         """Read the run's messages until the kernel is idle again, watching everything else."""
         loop = asyncio.get_running_loop()
@@ -504,8 +519,14 @@ class JupyterKernel:
                     break
                 continue
             collector.feed(msg)
-            if on_stream is not None and msg["msg_type"] == "stream":
-                on_stream(str(msg["content"].get("text", "")))
+            if (on_stream or on_output) is not None and msg["msg_type"] == "stream":
+                text = str(msg["content"].get("text", ""))
+                if on_stream is not None:
+                    on_stream(text)
+                if on_output is not None:
+                    on_output(
+                        Stream(str(msg["content"].get("name", "stdout")), text, collector.span)
+                    )
         reply = await self._drain_reply(msg_id)
         if status == RunStatus.OK and collector.interrupted is not None:
             if self._interrupt_sent:

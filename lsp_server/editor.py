@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from executor.events import Stream
 from executor.jupyter import JupyterKernel
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
@@ -96,6 +97,9 @@ class Editor(Protocol):
 
     def published(self, uri: str, added: DocumentResults) -> None:
         """The document's stored results changed (`added` are the new ones)."""
+
+    def live(self, uri: str) -> Callable[[Stream], None] | None:
+        """Where what a run prints goes as it comes (None: only with the run's results)."""
 
     def runs_done(self) -> None:
         """A run ended: a client that draws results lazily may redraw them."""

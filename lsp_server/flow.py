@@ -460,6 +460,7 @@ class Flow:
             cancel=cancel,
             asked_at=asked_at,
             ask_input=self._asker(settings) if self.editor.features.input else None,
+            on_output=self.editor.live(uri),
         )
         folder = self.editor.folder_for(uri)
         making = functools.partial(

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import tokenize
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from executor.base import ExecutorUnavailable
+from executor.events import Stream
 from executor.jupyter import JupyterKernel
 from executor.text import split_lines
 from executor.trust import Choice
@@ -68,8 +69,14 @@ def _column(line: str) -> int:
     return len(line) - len(line.lstrip()) + 1
 
 
-def format_results(shown: str, lines: Sequence[str], results: DocumentResults) -> list[str]:
-    """Compiler-style lines: `path:line:col: error|warning|note: message`."""
+def format_results(
+    shown: str,
+    lines: Sequence[str],
+    results: DocumentResults,
+    printed: Mapping[int, str] | None = None,
+) -> list[str]:
+    """Compiler-style lines: `path:line:col: error|warning|note: message`; what `printed`
+    says was shown already (per statement's last line, 1-based) is not said again."""
 
     def at(line: int, col: int | None = None) -> str:
         text = lines[line] if 0 <= line < len(lines) else ""
@@ -77,15 +84,20 @@ def format_results(shown: str, lines: Sequence[str], results: DocumentResults) -
 
     items: list[tuple[int, int, list[str]]] = []
     for s in results.statements:
-        items.append((s.last, 0, _notes(at(s.last), s)))
+        items.append((s.last, 0, _notes(at(s.last), s, (printed or {}).get(s.last + 1, ""))))
     for p in results.problems:
         col = p.column + 1 if p.column is not None else None
         items.append((p.first, 1, _problem(at(p.first, col), p, at)))
     return [line for _, _, out in sorted(items, key=lambda i: (i[0], i[1])) for line in out]
 
 
-def _notes(where: str, result: StatementResult) -> list[str]:
-    text = result.text.rstrip("\n").splitlines() or [""]
+def _notes(where: str, result: StatementResult, printed: str = "") -> list[str]:
+    whole = result.text
+    if printed and whole.startswith(printed):
+        whole = whole[len(printed) :]
+        if not whole.strip() and not result.truncated:
+            return []
+    text = whole.rstrip("\n").splitlines() or [""]
     for output in result.outputs:  # where a plot or a table went, beside what it is
         if output.file is not None and (shown := output.text.strip()) in text:
             at = text.index(shown)
@@ -136,6 +148,9 @@ class HeadlessEditor:
         # At a terminal the code's input() and getpass() ask there; without one they raise
         # (and a note says why).
         self.features = ClientFeatures(input=sys.stdin.isatty())
+        self._partial: dict[tuple[str, int], str] = {}
+        self._streamed: dict[int, str] = {}
+        """What was printed live, per statement's last line (1-based): not printed again."""
         self.shown, self.path, self.folder, self.out = shown, path, folder, out
         self.uri = path.as_uri()
         self.lines = lines
@@ -171,6 +186,25 @@ class HeadlessEditor:
     def folder_for(self, uri: str) -> Path:
         return self.folder
 
+    def live(self, uri: str) -> Callable[[Stream], None] | None:
+        """With text output, what the code prints is shown line by line as it comes, on its
+        statement's line (a long cell is not silent until it ends)."""
+        return self._print_live if self.report == "text" else None
+
+    def _print_live(self, stream: Stream) -> None:
+        if stream.span is None:
+            return  # not a statement's: said with the results
+        line = stream.span.last
+        key = (stream.name, line)
+        pending = self._partial.pop(key, "") + stream.text
+        *complete, rest = pending.split("\n")
+        if rest:
+            self._partial[key] = rest
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        for done in complete:
+            self._say(f"{self.shown}:{line}:{_column(text)}: note: {done}")
+            self._streamed[line] = self._streamed.get(line, "") + done + "\n"
+
     def published(self, uri: str, added: DocumentResults) -> None:
         if not self.features.input and any(
             p.message.startswith("StdinNotImplementedError") for p in added.problems
@@ -178,7 +212,9 @@ class HeadlessEditor:
             self.note(f"{self.shown}: note: input() asks at a terminal; stdin is not one here")
         if self.report != "text":
             return  # said once, in that format, when the run ends
-        for line in format_results(self.shown, self.lines, added):
+        shown = {s.last + 1: self._streamed.pop(s.last + 1, "") for s in added.statements}
+        self._partial.clear()
+        for line in format_results(self.shown, self.lines, added, shown):
             self._say(line)
 
     def runs_done(self) -> None:

@@ -149,6 +149,10 @@ class LspEditor:
         doc = self.server.workspace.text_documents.get(uri)
         return None if doc is None else Snapshot(doc.version or 0, tuple(doc.lines))
 
+    def live(self, uri: str) -> None:
+        """An editor shows a run's output with its results (a hint per statement)."""
+        return None
+
     def open_documents(self) -> list[str]:
         return list(self.server.workspace.text_documents)
 

@@ -245,3 +245,22 @@ def test_input_without_a_terminal_says_why_it_cannot_ask(tmp_path: Path) -> None
     assert done.returncode == 1
     assert "StdinNotImplementedError" in done.stdout
     assert "input() asks at a terminal; stdin is not one here" in done.stdout
+
+
+def test_what_a_long_cell_prints_shows_as_it_comes(tmp_path: Path) -> None:
+    """The cell waits for a file the test makes only after reading the cell's first line:
+    that line came while the cell still ran (and is not said twice at its end)."""
+    go = tmp_path / "go"
+    script = tmp_path / "long.py"
+    script.write_text(
+        "import os, time\nprint('ready', flush=True)\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\nprint('after')\n"
+    )
+    process = subprocess.Popen([*RUNFIX, "run", str(script)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    assert first.strip() == f"{script}:2:1: note: ready"
+    go.touch()
+    rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert rest.strip() == f"{script}:5:1: note: after"

@@ -80,6 +80,9 @@ class FakeEditor:
     def open_documents(self) -> list[str]:
         return [URI]
 
+    def live(self, uri: str) -> None:
+        return None
+
     def path_of(self, uri: str) -> str:
         return "/ws/doc.py"
 
