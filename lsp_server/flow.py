@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
-from executor.cancel import CANCELLED, or_cancelled
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
 from executor.interpreter import find_interpreter
 from executor.jupyter import JupyterKernel
@@ -70,6 +69,7 @@ log = logging.getLogger(__name__)
 
 SHOWN_TEXT = 80  # characters of streamed text shown in progress
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
+QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
 SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"
@@ -156,6 +156,8 @@ class Flow:
         self.editor = editor
         self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
         """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
+        self._doing: dict[Path, str] = {}
+        """What a folder's run in progress waits for, for the runs queued behind it."""
 
     # -- reading ------------------------------------------------------------------------
 
@@ -345,11 +347,29 @@ class Flow:
 
     async def _locked(self, folder_uri: str, cancel: asyncio.Event) -> asyncio.Lock | None:
         """The folder's run lock, held; None if cancelled while waiting for it."""
-        lock = self.session.run_lock(self.editor.folder_for(folder_uri))
+        folder = self.editor.folder_for(folder_uri)
+        lock = self.session.run_lock(folder)
         if not lock.locked():  # free: taken at once, without a task to watch `cancel`
             await lock.acquire()
-        elif await or_cancelled(lock.acquire(), cancel) is CANCELLED:
-            return None
+            return lock
+        # Queued: the progress says behind what (a run waiting for input() can take long).
+        acquired = asyncio.ensure_future(lock.acquire())
+        cancelled = asyncio.ensure_future(cancel.wait())
+        said: str | None = None
+        try:
+            async with self.editor.progress(cancel) as progress:
+                while not acquired.done():
+                    doing = self._doing.get(folder, "")
+                    if doing != said:
+                        why = f" ({doing})" if doing else ""
+                        progress.report(f"Waiting for the folder's run in progress{why}")
+                        said = doing
+                    await asyncio.wait({acquired, cancelled}, timeout=QUEUE_REPORTS)
+                    if cancelled.done() and not acquired.done():
+                        return None
+        finally:
+            cancelled.cancel()
+            acquired.cancel()  # (a no-op once it holds the lock)
         return lock
 
     async def run(
@@ -459,7 +479,11 @@ class Flow:
             run_request(settings, path, code, piece.first),
             cancel=cancel,
             asked_at=asked_at,
-            ask_input=self._asker(settings) if self.editor.features.input else None,
+            ask_input=(
+                self._asker(self.editor.folder_for(uri), f"{path}:{piece.first + 1}", settings)
+                if self.editor.features.input
+                else None
+            ),
             on_output=self.editor.live(uri),
         )
         folder = self.editor.folder_for(uri)
@@ -482,11 +506,18 @@ class Flow:
         run_id = self.record(folder, settings, recorded)
         return PieceRun(piece, outcome, text.lines, text.version, run_id)
 
-    def _asker(self, settings: Settings) -> Callable[[str, bool], Awaitable[str | None]]:
-        """The code's `input()` asked through the editor, within `inputTimeout`."""
+    def _asker(
+        self, folder: Path, where: str, settings: Settings
+    ) -> Callable[[str, bool], Awaitable[str | None]]:
+        """The code's `input()` asked through the editor, within `inputTimeout`; meanwhile
+        the runs queued behind it say what they wait for."""
 
         async def ask(prompt: str, password: bool) -> str | None:
-            return await self.editor.ask_input(prompt, password, settings.input_timeout)
+            self._doing[folder] = f"it waits for input() at {where}"
+            try:
+                return await self.editor.ask_input(prompt, password, settings.input_timeout)
+            finally:
+                self._doing.pop(folder, None)
 
         return ask
 

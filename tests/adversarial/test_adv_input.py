@@ -100,6 +100,9 @@ async def test_an_input_nobody_answers_ends_its_run_and_frees_the_folder(
     assert answer["status"] == "cancelled"
     assert (await asyncio.wait_for(queued, 15))["status"] == "ok"  # the folder is free again
     assert any("no answer to input() within 2 s" in m.message for m in client.messages)
+    # Meanwhile the queued run said what it waited for.
+    said = [str(r.message) for rs in client.progress_reports.values() for r in rs if r.message]
+    assert any("it waits for input() at" in m and "ask.py:1" in m for m in said), said
     away.set()
 
 
