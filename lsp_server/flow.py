@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
+from executor.distributions import provider_for
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
 from executor.interpreter import find_interpreter
 from executor.jupyter import JupyterKernel
@@ -54,7 +55,14 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.executors import sandboxed
-from lsp_server.fixing import Fixer, FixResult, import_for, import_line, missing_name
+from lsp_server.fixing import (
+    Fixer,
+    FixResult,
+    import_for,
+    import_line,
+    missing_module,
+    missing_name,
+)
 from lsp_server.model import ModelCancelled, ModelError
 from lsp_server.outputs import MB, OutputFiles
 from lsp_server.positions import strip_eol
@@ -581,6 +589,10 @@ class Flow:
                     )
                 after = first + shift - 1
                 continue
+            if await self.install_first(uri, error.message if error else "", imported, cancel):
+                fixed = True  # the missing package a published wheel provides: run it again
+                after = first - 1
+                continue
             report = await self.fix_piece(
                 uri,
                 failed.lines,
@@ -621,6 +633,20 @@ class Flow:
         await self.shown(uri, at, statement + "\n")
         ran = await self.run(uri, Range.lines(at, at), cancel, say_stop=False)
         return at if ran.status == Status.OK else None
+
+    async def install_first(
+        self, uri: str, error: str, tried: set[str], cancel: asyncio.Event
+    ) -> bool:
+        """The other offline fix, tried before a model: a `ModuleNotFoundError` whose import
+        data vouches for a distribution installs it (once); a name no data vouches for is
+        left to the question the quick fix asks. Whether it was installed."""
+        module = missing_module(error)
+        found = provider_for(module) if module else None
+        if found is None or not found.vouched or found.distribution in tried:
+            return False
+        tried.add(found.distribution)
+        answer = await self.install(uri, [found.distribution], None, cancel)
+        return answer.status == Status.OK
 
     def _fixer(
         self,

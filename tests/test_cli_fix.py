@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import make_wheel
 from tests.model_server import ModelServer, code
 
 pytestmark = [pytest.mark.kernel, pytest.mark.model]
@@ -90,3 +92,33 @@ def test_fix_adds_a_missing_common_import_without_a_model(tmp_path: Path) -> Non
         script.read_text() == "# %%\nimport math\nvalues = [1, 2, 3]\n\n# %%\nmath.fsum(values)\n"
     )
     assert "note: 6.0" in done.stdout
+
+
+def test_fix_installs_a_missing_package_data_vouches_for_without_a_model(
+    tmp_path: Path,
+) -> None:
+    """`import pyfiglet` on a machine without it: published wheels say `pyfiglet` provides it,
+    so --fix installs it (from a folder of wheels here: no index is reached) and runs on."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    make_wheel(wheels, "pyfiglet", "def figlet_format(text):\n    return text.upper()\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    venv = project / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    [site] = list(venv.glob("lib/python*/site-packages"))
+    (site / "_runfix_tests_parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    script = project / "banner.py"
+    script.write_text("import pyfiglet\npyfiglet.figlet_format('hi')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels), PATH=os.defpath)  # pip, not uv
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: 'HI'" in done.stdout
+    assert list(site.glob("pyfiglet"))
