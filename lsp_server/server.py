@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ from pygls.exceptions import (
 )
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 from executor.pool import KernelPool
 from lsp_server import __version__
@@ -117,12 +118,20 @@ class RunfixProtocol(LanguageServerProtocol):
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
         future = self._request_futures.get(msg_id)
         if future is not None:
-            # Later, not from inside the callback: pygls's shutdown cancels the futures while
-            # it iterates over them, and a future may run its callbacks as it is cancelled.
-            loop = asyncio.get_running_loop()
-            future.add_done_callback(
-                lambda done: loop.call_soon_threadsafe(self._forget, msg_id, done)
-            )
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    @lsp_method(lsp.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls's `shutdown`, cancelling the requests in flight from a copy of its table: a
+        future cancelled runs its callbacks at once, and those take it out of the table (pygls
+        iterated the table itself: "dictionary changed size during iteration", -32603)."""
+        if (user_handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
 
     def _forget(self, msg_id: Any, future: Any) -> None:
         if self._request_futures.get(msg_id) is future:
