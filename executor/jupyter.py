@@ -479,9 +479,8 @@ class JupyterKernel:
                     RunStatus.CANCELLED, collector, began, lost=True, note=RESTARTED_NOTE
                 )
             if self.retired is not None:  # another kernel replaces this one: stop waiting
-                return self._retired_outcome(
-                    self._ended(RunStatus.CANCELLED, collector, began, lost=True, note="")
-                )
+                # (`execute` says why, for this and for a run that ended meanwhile)
+                return self._ended(RunStatus.CANCELLED, collector, began, lost=True, note="")
             declined = relay is not None and not await relay.poll(now)
             if interrupted_at is None:
                 if (cancel is not None and cancel.is_set()) or declined:

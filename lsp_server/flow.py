@@ -578,8 +578,8 @@ class Flow:
                 return FixAnswer(Status.FAILED, attempts, message)
             failed = runs[-1]
             first, last = failed.piece.first, failed.piece.last
-            error = failed.outcome.error
-            at = await self.import_first(uri, error.message if error else "", imported, cancel)
+            error = failed.outcome.error.message if failed.outcome.error else ""
+            at = await self.import_first(uri, error, imported, cancel)
             if at is not None:  # an offline fix: the missing import, added and run
                 fixed = True
                 shift = 1 if at <= first else 0
@@ -589,7 +589,7 @@ class Flow:
                     )
                 after = first + shift - 1
                 continue
-            if await self.install_first(uri, error.message if error else "", imported, cancel):
+            if await self.install_first(uri, error, imported, cancel):
                 fixed = True  # the missing package a published wheel provides: run it again
                 after = first - 1
                 continue
@@ -626,7 +626,7 @@ class Flow:
         text = self.text(uri)
         at = import_line(text.lines)
         if not await self.editor.apply(
-            uri, text.version, LineEdit(at, at - 1, statement), "import"
+            uri, text.version, LineEdit(at, at - 1, statement), f"runfix: {statement}"
         ):
             return None
         self.editor.remark(Place(uri, at), f"added `{statement}` (no model needed)")

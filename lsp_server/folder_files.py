@@ -109,10 +109,6 @@ def read_regular(path: Path) -> bytes:
         return f.read()
 
 
-def outputs_folder(folder: Path) -> Path:
-    return folder / RUNFIX / OUTPUTS
-
-
 def stored_output(folder: Path | None, recorded: str | Path | None) -> Path | None:
     """The stored output a record or a view names, if it is one runfix stored: a name
     runfix gives, directly in the folder's `.runfix/outputs/`, a regular file reached
@@ -122,7 +118,7 @@ def stored_output(folder: Path | None, recorded: str | Path | None) -> Path | No
     path = Path(recorded)
     if not STORED_NAME.fullmatch(path.name):
         return None
-    home = outputs_folder(folder)
+    home = folder / RUNFIX / OUTPUTS
     if len(path.parts) > 1 and Path(os.path.normpath(path.parent)) != home:
         return None
     try:

@@ -297,70 +297,56 @@ class LspEditor:
         line = f":{place.line + 1}" if place.line is not None else ""
         log.info("%s%s: %s", place.uri, line, message)
 
-    async def confirm(self, reason: str, place: Place) -> bool:
-        params = lsp.ShowMessageRequestParams(
-            type=lsp.MessageType.Warning,
-            message=f"runfix: {reason} Run it in the local kernel?",
-            actions=[lsp.MessageActionItem(title=RUN_ANYWAY), lsp.MessageActionItem(title=NO_RUN)],
-        )
-        try:
-            answer = await asyncio.wait_for(
-                self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
-            )
-        except Exception as exc:  # no answer is a no
-            log.warning("no answer to the run confirmation (%s): not running", exc or "timeout")
-            return False
-        return answer is not None and answer.title == RUN_ANYWAY
-
-    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+    async def _question(self, message: str, titles: Sequence[str]) -> tuple[str | None, str]:
+        """`window/showMessageRequest`: the title chosen, else None and why there is none
+        (no answer by `CONFIRM_TIMEOUT`, dismissed, an editor that cannot ask)."""
         params = lsp.ShowMessageRequestParams(
             type=lsp.MessageType.Warning,
             message=message,
-            actions=[lsp.MessageActionItem(title=c) for c in choices],
-        )
-        try:
-            answer = await asyncio.wait_for(
-                self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
-            )
-        except Exception as exc:  # no answer (or none possible) is no
-            log.warning("no answer to %r (%s)", message, exc or "timeout")
-            return None
-        title = getattr(answer, "title", None)
-        return title if title in choices else None
-
-    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
-        """`window/showMessageRequest` naming the folder and the interpreter that would run."""
-        if self.restricted is not None:
-            return TrustAnswer(None, self.restricted)
-        titles = [t for t, c in TRUST_ACTIONS.items() if question.sandbox or c != Choice.SANDBOX]
-        params = lsp.ShowMessageRequestParams(
-            type=lsp.MessageType.Warning,
-            message=(
-                f"runfix: run code from {question.folder}? Its kernel would start "
-                f"{question.python} ({question.source}). What a folder ships (its interpreter, "
-                ".pth files, modules beside your code) runs with your rights: trust it only if "
-                "you trust where it came from."
-            ),
-            actions=[lsp.MessageActionItem(title=t) for t in [*titles, DONT_RUN]],
+            actions=[lsp.MessageActionItem(title=t) for t in titles],
         )
         try:
             answer = await asyncio.wait_for(
                 self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
             )
         except asyncio.TimeoutError:
-            return TrustAnswer(None, "no answer to runfix's question")
+            return None, "no answer to runfix's question"
         except JsonRpcException as exc:
             if exc.code == METHOD_NOT_FOUND:
-                return TrustAnswer(None, "this editor cannot show runfix's question")
-            log.warning("the trust question failed: %s", exc)
-            return TrustAnswer(None, f"the editor answered runfix's question with an error: {exc}")
+                return None, "this editor cannot show runfix's question"
+            log.warning("runfix's question failed: %s", exc)
+            return None, f"the editor answered runfix's question with an error: {exc}"
         except Exception as exc:
-            log.warning("the trust question failed: %s", exc)
-            return TrustAnswer(None, "no answer to runfix's question")
+            log.warning("runfix's question failed: %s", exc)
+            return None, "no answer to runfix's question"
         title = getattr(answer, "title", None)
+        return (title, "") if title in titles else (None, "dismissed")
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        message = f"runfix: {reason} Run it in the local kernel?"
+        title, why = await self._question(message, (RUN_ANYWAY, NO_RUN))
+        if title is None:
+            log.info("flagged code not run: %s", why)
+        return title == RUN_ANYWAY
+
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        return (await self._question(message, choices))[0]
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        """`window/showMessageRequest` naming the folder and the interpreter that would run."""
+        if self.restricted is not None:
+            return TrustAnswer(None, self.restricted)
+        titles = [t for t, c in TRUST_ACTIONS.items() if question.sandbox or c != Choice.SANDBOX]
+        message = (
+            f"runfix: run code from {question.folder}? Its kernel would start "
+            f"{question.python} ({question.source}). What a folder ships (its interpreter, "
+            ".pth files, modules beside your code) runs with your rights: trust it only if "
+            "you trust where it came from."
+        )
+        title, why = await self._question(message, [*titles, DONT_RUN])
         if title in TRUST_ACTIONS:
             return TrustAnswer(TRUST_ACTIONS[title])
-        return TrustAnswer(None, "you chose Don't run" if title == DONT_RUN else "dismissed")
+        return TrustAnswer(None, "you chose Don't run" if title == DONT_RUN else why)
 
     async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
         """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`),

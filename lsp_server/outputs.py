@@ -41,7 +41,7 @@ from lsp_server.folder_files import (
 
 log = logging.getLogger(__name__)
 
-FOLDER = Path(".runfix") / "outputs"
+FOLDER = Path(RUNFIX) / OUTPUTS
 MB = 1024 * 1024
 
 # The richest first: what a statement is shown as when it sent several.

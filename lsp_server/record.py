@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # `runfix history` reads the record without loading the rest 
 
 log = logging.getLogger(__name__)
 
-FILE = Path(".runfix") / "runs.db"
+FILE = Path(RUNFIX) / "runs.db"
 SCHEMA = "runfix-record"
 VERSION = 3
 """2 added `error_line`; 3 the owner mark. A record without the mark is moved aside: runfix
@@ -244,8 +244,7 @@ class RunRecord:
         if self._db is not None or self._off or self.max_runs <= 0:
             return self._db if self.max_runs > 0 else None
         try:
-            with opened_folder(self.folder, RUNFIX, create=True):
-                _no_links(self.path)
+            _unlinked(self.folder, create=True)
             try:
                 self._db = _connect(self.path, owner_mark(self.folder))
             except (NotARecord, sqlite3.DatabaseError) as exc:
@@ -452,11 +451,14 @@ def entry(
     )
 
 
-def _no_links(path: Path) -> None:
-    """The record and SQLite's files beside it must not be links (SQLite follows them)."""
-    for name in (path, *(Path(f"{path}{s}") for s in ("-wal", "-shm", "-journal"))):
-        if name.is_symlink():
-            raise LinkRefused(0, f"{name} is a symbolic link; runfix does not follow it")
+def _unlinked(folder: Path, *, create: bool = False) -> None:
+    """`.runfix/` (made, with `create`), the record and SQLite's files beside it must not be
+    links: SQLite opens them by path and follows them."""
+    with opened_folder(folder, RUNFIX, create=create):
+        path = folder / FILE
+        for name in (path, *(Path(f"{path}{s}") for s in ("-wal", "-shm", "-journal"))):
+            if name.is_symlink():
+                raise LinkRefused(0, f"{name} is a symbolic link; runfix does not follow it")
 
 
 def _check_schema(db: sqlite3.Connection) -> set[str]:
@@ -515,25 +517,18 @@ def open_for_reading(folder: Path) -> sqlite3.Connection | None:
     path = folder / FILE
     if not path.is_file():
         return None
-    _no_links(path)
-    with opened_folder(folder, RUNFIX):
-        pass
+    _unlinked(folder)
     db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
         _check_schema(db)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-    except sqlite3.DatabaseError:
+        if meta.get("schema") != SCHEMA:
+            raise NotARecord(f"{path} is not a runfix run record")
+        if meta.get("owner") != owner_mark(folder):
+            raise NotARecord(f"{path} was not written by runfix on this machine for this folder")
+    except BaseException:
         db.close()
         raise
-    except NotARecord:
-        db.close()
-        raise
-    if meta.get("schema") != SCHEMA:
-        db.close()
-        raise NotARecord(f"{path} is not a runfix run record")
-    if meta.get("owner") != owner_mark(folder):
-        db.close()
-        raise NotARecord(f"{path} was not written by runfix on this machine for this folder")
     return db
 
 

@@ -69,12 +69,18 @@ def argument(ls: RunfixServer, command: str, arguments: Sequence[Any], kind: typ
     return arg
 
 
-def _document(command: str, arguments: Sequence[Any]) -> DocumentArgs | None:
-    """`[{"uri"}]` (a document, open or not), or no argument."""
+def optional(command: str, arguments: Sequence[Any], kind: type[T]) -> T | None:
+    """The command's argument as `kind`, or None when there is none; InvalidParams naming
+    the command and the field when it does not fit."""
     try:
-        return optional_argument(arguments, DocumentArgs)
+        return optional_argument(arguments, kind)
     except BadArguments as exc:
         raise JsonRpcInvalidParams(f"{command}: {exc}") from None
+
+
+def _document(command: str, arguments: Sequence[Any]) -> DocumentArgs | None:
+    """`[{"uri"}]` (a document, open or not), or no argument."""
+    return optional(command, arguments, DocumentArgs)
 
 
 def _within(ls: RunfixServer, command: str, uri: str, line_range: Range | None) -> None:

@@ -12,14 +12,12 @@ from pygls.exceptions import JsonRpcInvalidParams
 from lsp_server.contract import (
     EXPORT,
     HISTORY,
-    BadArguments,
     ExportAnswer,
     ExportArgs,
     HistoryArgs,
-    optional_argument,
     to_json,
 )
-from lsp_server.features.commands import argument
+from lsp_server.features.commands import argument, optional
 from lsp_server.record import RESTORE_RUNS, RecordedRun, RunRecord
 from lsp_server.server import RunfixServer
 
@@ -75,8 +73,5 @@ def register(server: RunfixServer) -> None:
 
     @server.command(HISTORY)
     def history(ls: RunfixServer, *args: Any) -> list[dict[str, Any]]:
-        try:
-            arg = optional_argument(args, HistoryArgs) or HistoryArgs()
-        except BadArguments as exc:
-            raise JsonRpcInvalidParams(f"{HISTORY}: {exc}") from None
+        arg = optional(HISTORY, args, HistoryArgs) or HistoryArgs()
         return [{**run.to_json(), "uri": Path(run.path).as_uri()} for run in _history(ls, arg)]

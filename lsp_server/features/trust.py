@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from executor.trust import Choice
@@ -24,11 +23,11 @@ from lsp_server.contract import (
     BadArguments,
     TrustArgs,
     TrustState,
-    optional_argument,
     structure,
     to_json,
 )
 from lsp_server.contract import ProblemData as Data
+from lsp_server.features.commands import optional
 from lsp_server.server import RunfixServer
 
 QUICK_FIXES = (
@@ -78,10 +77,7 @@ def trust_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.Cod
 def register(server: RunfixServer) -> None:
     @server.command(TRUST)
     def trust(ls: RunfixServer, *args: Any) -> list[Any]:
-        try:
-            arg = optional_argument(args, TrustArgs) or TrustArgs()
-        except BadArguments as exc:
-            raise JsonRpcInvalidParams(f"{TRUST}: {exc}") from None
+        arg = optional(TRUST, args, TrustArgs) or TrustArgs()
         answers = []
         for folder in folders_of(ls, arg.uri):
             ls.flow.decided(folder, Choice(arg.choice), keep=not arg.session)
@@ -90,10 +86,7 @@ def register(server: RunfixServer) -> None:
 
     @server.command(UNTRUST)
     async def untrust(ls: RunfixServer, *args: Any) -> list[Any]:
-        try:
-            arg = optional_argument(args, TrustArgs) or TrustArgs()
-        except BadArguments as exc:
-            raise JsonRpcInvalidParams(f"{UNTRUST}: {exc}") from None
+        arg = optional(UNTRUST, args, TrustArgs) or TrustArgs()
         answers = []
         for folder in folders_of(ls, arg.uri):
             await ls.session.revoke(folder)
