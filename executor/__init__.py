@@ -1,6 +1,6 @@
 """The execution side of runfix: where code runs. Knows nothing of LSP.
 
-The kernels live in `executor.kernel` (local) and `executor.docker` (the sandbox),
+The kernels live in `executor.local` (local) and `executor.docker` (the sandbox),
 imported where they are used: importing this package loads neither jupyter_client
 nor docker-py."""
 

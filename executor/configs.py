@@ -1,6 +1,6 @@
 """What a folder's kernel is made of: plain frozen data, cheap to import.
 
-The kernels themselves (`executor.kernel`, `executor.docker`) import
+The kernels themselves (`executor.local`, `executor.docker`) import
 jupyter_client and docker-py, ~0.3 s together; the language server reads its
 settings into these configs long before it starts a kernel, and `runfix serve`
 answers `initialize` without importing either (`pool.create` does, on first use).

@@ -26,7 +26,7 @@ def create(
         from executor.remote import RemoteKernel
 
         return RemoteKernel(folder, config, grace=grace, startup_timeout=startup_timeout)
-    from executor.kernel import LocalKernel
+    from executor.local import LocalKernel
 
     return LocalKernel(
         folder,

@@ -1,5 +1,5 @@
 import sys
 
-from lsp_server.cli import main
+from lsp_server.cli.main import main
 
 sys.exit(main())

@@ -12,7 +12,7 @@ from executor.configs import (
     default_transport,
 )
 from executor.interpreter import find_interpreter
-from lsp_server.model import secret_names
+from lsp_server.model.client import secret_names
 from lsp_server.settings import Settings
 
 

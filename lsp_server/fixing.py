@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from executor.events import RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan
 from lsp_server.cells import is_marker
-from lsp_server.context import Attempt, ReplyError, error_text, extract_code, fix_messages
-from lsp_server.model import ModelCancelled, ModelError
+from lsp_server.model.client import ModelCancelled, ModelError
+from lsp_server.model.context import Attempt, ReplyError, error_text, extract_code, fix_messages
 
 # -- offline fixes ----------------------------------------------------------------------
 

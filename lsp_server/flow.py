@@ -34,7 +34,6 @@ from executor.jupyter import JupyterKernel
 from executor.safety import Finding, describe, scan
 from executor.trust import Choice
 from lsp_server.cells import cell_at, code_of, split_cells
-from lsp_server.context import ReplyError, error_text, extract_code, generate_messages
 from lsp_server.contract import (
     FixAnswer,
     GenerateAnswer,
@@ -63,11 +62,12 @@ from lsp_server.fixing import (
     missing_module,
     missing_name,
 )
-from lsp_server.model import ModelCancelled, ModelError
-from lsp_server.outputs import MB, OutputFiles
+from lsp_server.model.client import ModelCancelled, ModelError
+from lsp_server.model.context import ReplyError, error_text, extract_code, generate_messages
+from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
-from lsp_server.record import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
+from lsp_server.record.store import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
 from lsp_server.session import NotTrusted, Session

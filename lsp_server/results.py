@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from executor.events import Display, Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
-from lsp_server.outputs import Output, OutputFiles, colored_html, render
+from lsp_server.outputs.bundles import Output, OutputFiles, colored_html, render
 from lsp_server.positions import strip_eol
 
 SUMMARY_WIDTH = 60

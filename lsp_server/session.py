@@ -26,9 +26,9 @@ from executor.jupyter import JupyterKernel
 from executor.pool import KernelPool
 from executor.trust import Choice, TrustStore
 from lsp_server.executors import kernel_config
-from lsp_server.model import ModelClient, ModelConfig
-from lsp_server.record import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
-from lsp_server.record import FILE as RECORD_FILE
+from lsp_server.model.client import ModelClient, ModelConfig
+from lsp_server.record.store import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
+from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.results import ResultStore
 from lsp_server.settings import Settings
 

@@ -29,7 +29,7 @@ from lsprotocol import types as lsp
 
 from executor.configs import DEFAULT_IMAGE, DockerConfig
 from executor.docker import DockerKernel, engine
-from executor.kernel import LocalKernel
+from executor.local import LocalKernel
 
 
 async def cold_starts(folder: Path, starts: int) -> tuple[list[float], list[float], list[float]]:

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_lsp import bench_client, start_server, stop_server
 
 from executor.events import RunRequest
-from executor.kernel import LocalKernel
+from executor.local import LocalKernel
 from tests.conftest import apply_edits
-from tests.model_server import ModelServer, code
+from tests.support.model_server import ModelServer, code
 
 SETUP = "\n".join(f"var_{i} = list(range({i}))" for i in range(50)) + "\n"
 FAILING = "result = var_3[0] + missing_name\n"

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from bench_perf import INLAY, Wire, ms
 
-from lsp_server.record import RecordedOutput, RecordedRun, RunRecord
+from lsp_server.record.store import RecordedOutput, RecordedRun, RunRecord
 
 RUNS = 100_000
 

@@ -38,8 +38,9 @@ from bench_perf import INLAY, Wire, ms
 from websockets.asyncio.client import ClientConnection, connect
 
 from executor.configs import RemoteConfig
-from executor.remote import RemoteKernel, _ack_now
-from tests.remote_server import TOKEN, TOKEN_ENV, JupyterServer, Proxy
+from executor.kernel_socket import _ack_now
+from executor.remote import RemoteKernel
+from tests.support.remote_server import TOKEN, TOKEN_ENV, JupyterServer, Proxy
 
 
 class RawKernel:
@@ -48,7 +49,7 @@ class RawKernel:
     def __init__(self, url: str, *, ack_now: bool = True) -> None:
         self.url, self.headers = url, {"Authorization": f"token {TOKEN}"}
         self.ack_now = ack_now
-        """Acknowledge each message at once, as runfix does (`executor.remote._ack_now`)."""
+        """Acknowledge each message at once, as runfix does (`executor.kernel_socket._ack_now`)."""
         self.session = uuid.uuid4().hex
         self.id = ""
         self.ws: ClientConnection | None = None

@@ -24,7 +24,7 @@ from bench_lsp import bench_client, ms, start_server, stop_server
 from jupyter_client.manager import AsyncKernelManager
 from lsprotocol import types as lsp
 
-from executor.kernel import LocalKernel
+from executor.local import LocalKernel
 
 
 def pct(values: list[float], q: float) -> float:

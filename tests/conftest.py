@@ -26,7 +26,7 @@ from executor.base import ExecutorUnavailable
 from executor.configs import DEFAULT_IMAGE
 from executor.docker import describe_engine, describe_image
 from executor.trust import Choice, TrustStore
-from tests.remote_server import TOKEN_ENV, JupyterServer
+from tests.support.remote_server import TOKEN_ENV, JupyterServer
 
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
 CLIENTS = ["visual_studio_code", "neovim@v0.7.0", "neovim@v0.11.0"]

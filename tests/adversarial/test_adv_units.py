@@ -12,8 +12,8 @@ from lsprotocol import types as lsp
 
 from executor.cancel import CANCELLED, or_cancelled
 from executor.text import split_lines
-from lsp_server.app import create_server
-from lsp_server.frames import read_frame
+from lsp_server.lsp.app import create_server
+from lsp_server.lsp.frames import read_frame
 from lsp_server.results import terminal_text
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.kernel import kernel_log
+from executor.local import kernel_log
 from tests.adversarial.conftest import Wire
 from tests.conftest import STATE
 

@@ -1,0 +1,1 @@
+"""The `runfix` command line: a module per subcommand (`run` drives the flow headless)."""

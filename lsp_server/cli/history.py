@@ -1,0 +1,83 @@
+"""`runfix history`: a folder's recent runs from its run record, as lines or JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+from lsp_server.record.store import (
+    FILE,
+    NotARecord,
+    RecordedRun,
+    open_for_reading,
+    recent,
+)
+
+
+def record_folder(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that has a run record."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / FILE).is_file():
+            return candidate
+    return None
+
+
+def line_of(run: RecordedRun, folder: Path | None) -> str:
+    """One run as a line: when, where, who, how it ended, its figures, what it showed."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started))
+    path = Path(run.path)
+    if folder is not None and path.is_relative_to(folder):
+        path = path.relative_to(folder)
+    lines = f"{run.first + 1}" if run.first == run.last else f"{run.first + 1}-{run.last + 1}"
+    said = run.said
+    return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {run.figures}" + (
+        f"  {said}" if said else ""
+    )
+
+
+def one_based(run: RecordedRun) -> dict[str, object]:
+    """A run as JSON for a terminal: lines counted from 1, as in `runfix history`'s text and
+    `runfix run --format json` (the editors' `runfix.history` keeps LSP's 0-based lines)."""
+    out = run.to_json()
+    out["first"], out["last"] = run.first + 1, run.last + 1
+    for output in out["outputs"]:
+        output["line"] += 1
+        if "last" in output:
+            output["last"] += 1
+    return out
+
+
+def show_history(target: Path | None, as_json: bool, limit: int) -> int:
+    """Print the latest runs (of `target` if it is a file) of the record above it."""
+    start = (target or Path.cwd()).resolve()
+    folder = record_folder(start)
+    if folder is None:
+        print(f"runfix: no run record at or above {start} (runs are recorded in .runfix/runs.db)")
+        return 1
+    try:
+        db = open_for_reading(folder)
+        if db is None:
+            return 1
+        try:
+            path = str(start) if start.is_file() else None
+            runs = recent(db, path, limit)
+        finally:
+            db.close()
+    except (NotARecord, sqlite3.DatabaseError) as exc:
+        print(f"runfix: {folder / FILE} cannot be read: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if as_json:
+            print(json.dumps([one_based(r) for r in runs], ensure_ascii=False, indent=1))
+        else:
+            for run in runs:
+                print(line_of(run, folder))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `runfix history | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

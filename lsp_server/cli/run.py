@@ -1,0 +1,345 @@
+"""`runfix run FILE [--fix]`: the run-and-fix flow in a terminal.
+
+`HeadlessEditor` is the editor interface for a file on disk: results print
+compiler-style (`path:line:col: error|warning|note: message`), fixes are
+applied to the text in memory and written back at the end, and flagged
+model-written code is never run unasked (there is no one to ask; in the
+sandbox the flow needs no question). Nothing here imports LSP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tokenize
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from executor.base import ExecutorUnavailable
+from executor.events import Stream
+from executor.jupyter import JupyterKernel
+from executor.text import split_lines
+from executor.trust import Choice
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.contract import Range, Status
+from lsp_server.editor import (
+    Level,
+    LineEdit,
+    Place,
+    Progress,
+    Snapshot,
+    TrustAnswer,
+    TrustQuestion,
+    apply_to_lines,
+)
+from lsp_server.flow import Flow
+from lsp_server.record.ci_formats import render
+from lsp_server.results import DocumentResults, Problem, StatementResult
+from lsp_server.runs import pieces_for
+from lsp_server.session import Session
+from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
+
+NOTE_LINES = 20  # output lines shown per statement; the rest is counted
+_LEVELS = {Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "note"}
+
+
+def project_folder(start: Path) -> Path:
+    """The nearest folder above `start` that looks like a project root, else its own folder."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / m).exists() for m in ("pyproject.toml", ".git", ".venv", "venv")):
+            return candidate
+    return folder
+
+
+def project_settings(folder: Path, command_line: Mapping[str, Any] | None = None) -> Settings:
+    """The project file's settings, then the command line's (`--remote`, …): without an
+    editor, the one who runs the command is the user."""
+    table, problem = read_pyproject(folder)
+    settings = resolve((PROJECT, table), ("command line", command_line or None))
+    for message in ([problem] if problem else []) + list(settings.problems):
+        print(f"runfix: warning: {message}", file=sys.stderr)
+    return settings
+
+
+def _column(line: str) -> int:
+    return len(line) - len(line.lstrip()) + 1
+
+
+def format_results(
+    shown: str,
+    lines: Sequence[str],
+    results: DocumentResults,
+    printed: Mapping[int, str] | None = None,
+) -> list[str]:
+    """Compiler-style lines: `path:line:col: error|warning|note: message`; what `printed`
+    says was shown already (per statement's last line, 1-based) is not said again."""
+
+    def at(line: int, col: int | None = None) -> str:
+        text = lines[line] if 0 <= line < len(lines) else ""
+        return f"{shown}:{line + 1}:{col if col is not None else _column(text)}"
+
+    items: list[tuple[int, int, list[str]]] = []
+    for s in results.statements:
+        items.append((s.last, 0, _notes(at(s.last), s, (printed or {}).get(s.last + 1, ""))))
+    for p in results.problems:
+        col = p.column + 1 if p.column is not None else None
+        items.append((p.first, 1, _problem(at(p.first, col), p, at)))
+    return [line for _, _, out in sorted(items, key=lambda i: (i[0], i[1])) for line in out]
+
+
+def _notes(where: str, result: StatementResult, printed: str = "") -> list[str]:
+    whole = result.text
+    if printed and whole.startswith(printed):
+        whole = whole[len(printed) :]
+        if not whole.strip() and not result.truncated:
+            return []
+    text = whole.rstrip("\n").splitlines() or [""]
+    for output in result.outputs:  # where a plot or a table went, beside what it is
+        if output.file is not None and (shown := output.text.strip()) in text:
+            at = text.index(shown)
+            text[at] = f"{shown} ({_shown_path(output.file)})"
+    out = [f"{where}: note: {line}" for line in text[:NOTE_LINES]]
+    if len(text) > NOTE_LINES:
+        out.append(f"{where}: note: … {len(text) - NOTE_LINES} more lines")
+    if result.truncated:
+        out.append(f"{where}: note: … output truncated ({result.truncated:,} characters dropped)")
+    return out
+
+
+def _read_line(prompt: str, password: bool) -> str:
+    if password:
+        import getpass
+
+        return getpass.getpass(prompt)
+    return input(prompt)
+
+
+def _shown_path(path: Path) -> str:
+    """A stored file's path as the person at the terminal would type it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _problem(where: str, p: Problem, at: Any) -> list[str]:
+    out = [f"{where}: {p.severity}: {p.message}"]
+    for r in p.related:
+        place = f"{r.path}:{r.line + 1}:1" if r.path else at(r.line)
+        out.append(f"{place}: note: {r.name}")
+    return out
+
+
+class _Quiet:
+    def report(self, message: str, percentage: int | None = None) -> None:
+        pass
+
+
+class HeadlessEditor:
+    """One file, in a terminal."""
+
+    def __init__(
+        self, shown: str, path: Path, folder: Path, lines: list[str], out: TextIO | None = None
+    ) -> None:
+        # At a terminal the code's input() and getpass() ask there; without one they raise
+        # (and a note says why).
+        self.features = ClientFeatures(input=sys.stdin.isatty())
+        self._partial: dict[tuple[str, int], str] = {}
+        self._streamed: dict[int, str] = {}
+        """What was printed live, per statement's last line (1-based): not printed again."""
+        self.shown, self.path, self.folder, self.out = shown, path, folder, out
+        self.uri = path.as_uri()
+        self.lines = lines
+        self.version = 1
+        self.changed = False
+        self.report = "text"
+        """text: each result as it comes; github, sarif, json: all of them at the end."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.out or sys.stdout, flush=True)
+
+    def note(self, line: str) -> None:
+        """A line about the run, not a result: with a machine format (`--format json`…),
+        stdout holds the document alone, so it goes to stderr."""
+        if self.report == "text":
+            self._say(line)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def _where(self, place: Place) -> str:
+        return self.shown if place.line is None else f"{self.shown}:{place.line + 1}:1"
+
+    def text(self, uri: str) -> Snapshot | None:
+        return Snapshot(self.version, tuple(self.lines)) if uri == self.uri else None
+
+    def open_documents(self) -> list[str]:
+        return [self.uri]
+
+    def path_of(self, uri: str) -> str:
+        return str(self.path)
+
+    def folder_for(self, uri: str) -> Path:
+        return self.folder
+
+    def live(self, uri: str) -> Callable[[Stream], None] | None:
+        """With text output, what the code prints is shown line by line as it comes, on its
+        statement's line (a long cell is not silent until it ends)."""
+        return self._print_live if self.report == "text" else None
+
+    def _print_live(self, stream: Stream) -> None:
+        if stream.span is None:
+            return  # not a statement's: said with the results
+        line = stream.span.last
+        key = (stream.name, line)
+        pending = self._partial.pop(key, "") + stream.text
+        *complete, rest = pending.split("\n")
+        if rest:
+            self._partial[key] = rest
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        for done in complete:
+            self._say(f"{self.shown}:{line}:{_column(text)}: note: {done}")
+            self._streamed[line] = self._streamed.get(line, "") + done + "\n"
+
+    def published(self, uri: str, added: DocumentResults) -> None:
+        if not self.features.input and any(
+            p.message.startswith("StdinNotImplementedError") for p in added.problems
+        ):
+            self.note(f"{self.shown}: note: input() asks at a terminal; stdin is not one here")
+        if self.report != "text":
+            return  # said once, in that format, when the run ends
+        shown = {s.last + 1: self._streamed.pop(s.last + 1, "") for s in added.statements}
+        self._partial.clear()
+        for line in format_results(self.shown, self.lines, added, shown):
+            self._say(line)
+
+    def runs_done(self) -> None:
+        pass
+
+    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
+        if place is None:
+            print(message, file=sys.stderr, flush=True)
+            return
+        self.note(f"{self._where(place)}: {_LEVELS[level]}: {message.removeprefix('runfix: ')}")
+
+    def tell_once(self, message: str, level: Level) -> None:
+        self.tell(message, level)
+
+    def remark(self, place: Place, message: str) -> None:
+        self.note(f"{self._where(place)}: note: {message}")
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        self.note(
+            f"{self._where(place)}: warning: {reason.rstrip('.')}; not run headless "
+            "(review it, or run it in the editor)"
+        )
+        return False
+
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        self.note(f"{self.shown}: warning: {message.removeprefix('runfix: ')} (not asked headless)")
+        return None
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        """Never asked: `runfix run` typed in a terminal is the user's decision."""
+        return TrustAnswer(Choice.TRUST)
+
+    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
+        if uri != self.uri or version != self.version:
+            return False
+        self.lines = apply_to_lines(self.lines, edit.first, edit.last, edit.code)
+        self.version += 1
+        self.changed = True
+        return True
+
+    @asynccontextmanager
+    async def _progress(self) -> AsyncIterator[Progress]:
+        yield _Quiet()
+
+    def progress(self, cancel: asyncio.Event) -> Any:
+        return self._progress()
+
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
+        """The line typed at the terminal (hidden for `getpass`); None at its end (Ctrl-D)."""
+        try:
+            return await asyncio.to_thread(_read_line, prompt, password)
+        except EOFError:
+            return None
+
+    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+        pass
+
+    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def run_file(
+    path: Path,
+    cell: int | None,
+    timeout: float | None,
+    fix: bool = False,
+    report: str = "text",
+    command_line: Mapping[str, Any] | None = None,
+) -> int:
+    """Run the file's cells (or one), printing results; 0 clean, 1 failed, 2 could not run."""
+    shown = str(path)
+    path = path.resolve()
+    try:
+        with tokenize.open(path) as f:  # the coding cookie (or BOM) decides, as for Python
+            source, encoding = f.read(), f.encoding
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+        print(f"runfix: error: cannot read {shown}: {exc}", file=sys.stderr)
+        return 2
+    lines = split_lines(source)
+    folder = project_folder(path)
+    settings = project_settings(folder, command_line)
+    if timeout is not None:
+        settings = replace(settings, timeout=timeout)
+    line_range = None
+    if cell is not None:
+        pieces = pieces_for(lines, None, settings.prompt_markers)
+        if not 1 <= cell <= len(pieces):
+            print(f"runfix: error: {shown} has {len(pieces)} cells with code", file=sys.stderr)
+            return 2
+        line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
+    editor = HeadlessEditor(shown, path, folder, lines)
+    editor.report = report
+    code = asyncio.run(_run(editor, settings, line_range, fix))
+    if editor.changed:
+        path.write_text("".join(editor.lines), encoding=encoding)
+        editor.note(f"{shown}: note: wrote the fixes")
+    return code
+
+
+async def _run(
+    editor: HeadlessEditor, settings: Settings, line_range: Range | None, fix: bool
+) -> int:
+    async def read_settings(folder: Path) -> Settings:
+        return settings
+
+    # A person who typed `runfix run` has decided: this session trusts the folder.
+    session = Session(read_settings, editor.kernel_state, decided=Choice.TRUST)
+    flow = Flow(session, editor)
+    try:
+        kernel = await session.kernel_for(editor.folder)
+        try:
+            await kernel.start()
+        except ExecutorUnavailable as exc:
+            editor.note(f"{editor.shown}:1:1: error: {exc}")
+            return 2
+        cancel = asyncio.Event()
+        if fix:
+            fixed = await flow.run_and_fix(editor.uri, line_range, cancel)
+            return 0 if fixed.status in (Status.OK, Status.FIXED) else 1
+        ran = await flow.run(editor.uri, line_range, cancel)
+        return 0 if ran.status == Status.OK else 1
+    finally:
+        if editor.report != "text":
+            found = session.store.get(editor.uri)
+            editor._say(render(editor.report, editor.shown, editor.lines, found, editor.folder))
+        await session.close()

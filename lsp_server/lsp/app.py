@@ -1,0 +1,83 @@
+"""`runfix serve`: the server built with its features, its logging, and its message loop
+(`launch` starts it on stdio or TCP).
+
+Kept apart from `server.py` so that building the server needs no import back
+into it from the features (`features/*` import `server`; this imports both).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from executor.pool import KernelPool
+from lsp_server.lsp.features import register_all
+from lsp_server.lsp.frames import LineReader
+from lsp_server.lsp.server import RunfixServer
+from lsp_server.lsp.transport import handle_frame, run_frames
+
+log = logging.getLogger(__name__)
+
+
+def create_server(kernels: KernelPool | None = None) -> RunfixServer:
+    server = RunfixServer(kernels)
+    register_all(server)
+    return server
+
+
+class _ClientLogHandler(logging.Handler):
+    """Python logging → `window/logMessage`, once the client is there."""
+
+    _TYPES = (
+        (logging.ERROR, lsp.MessageType.Error),
+        (logging.WARNING, lsp.MessageType.Warning),
+        (logging.INFO, lsp.MessageType.Info),
+    )
+
+    def __init__(self, server: RunfixServer) -> None:
+        super().__init__(logging.INFO)
+        self.server = server
+        self._inside = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self._inside, "busy", False) or self.server.protocol.writer is None:
+            return
+        self._inside.busy = True
+        try:
+            kind = next((t for level, t in self._TYPES if record.levelno >= level), None)
+            if kind is not None:
+                message = self.format(record)
+                self.server.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+        except Exception:
+            pass
+        finally:
+            self._inside.busy = False
+
+
+def log_to_client(server: RunfixServer) -> None:
+    """runfix's own logs also go to the client (`window/logMessage`), from INFO up."""
+    handler = _ClientLogHandler(server)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    for name in ("lsp_server", "executor"):
+        logging.getLogger(name).addHandler(handler)
+
+
+async def serve_frames(
+    server: RunfixServer, reader: LineReader, writer: Any, first: bytes | None = None
+) -> None:
+    """Handle the client's messages (`first` read already) until `exit` or the end of
+    input; then stop every kernel."""
+    server.protocol.set_writer(writer)
+    # What start-up made (lsprotocol's ~600 classes, pygls, the handlers) lives as long as
+    # the server: kept out of the collector's generations, a full collection skips it.
+    gc.freeze()
+    try:
+        if first is not None:
+            handle_frame(server.protocol, first)
+        await run_frames(reader, server.protocol)
+    finally:
+        await server.close()

@@ -1,0 +1,442 @@
+"""The editor interface over LSP: what the flow asks, as requests and notifications to
+the client (`publishDiagnostics`, `showMessage`, `showMessageRequest`,
+`applyEdit`, work-done progress, `runfix/input`, `runfix/status`)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from executor.cancel import stop
+from executor.jupyter import JupyterKernel
+from executor.trust import Choice
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.contract import (
+    INPUT_REQUEST,
+    OUTPUTS_NOTIFICATION,
+    STATUS_NOTIFICATION,
+    KernelStatus,
+    OutputsChanged,
+    to_json,
+)
+from lsp_server.editor import Level, LineEdit, Place, Snapshot, TrustAnswer, TrustQuestion
+from lsp_server.lsp.convert import diagnostics
+from lsp_server.lsp.edits import replace_lines
+from lsp_server.results import DocumentResults, Front, StatementResult
+from lsp_server.session import Session
+
+log = logging.getLogger(__name__)
+
+RUN_ANYWAY = "Run"
+NO_RUN = "Don't run"
+CONFIRM_TIMEOUT = 300.0  # seconds; no answer by then means no
+TRUST_ACTIONS = {
+    "Trust folder": Choice.TRUST,
+    "Run in the sandbox": Choice.SANDBOX,
+    "Use runfix's own Python": Choice.OWN,
+}
+DONT_RUN = "Don't run"
+METHOD_NOT_FOUND = -32601
+PROGRESS_DELAY = 0.3  # seconds: quicker work shows no progress at all
+STATE_SETTLE = 0.05  # seconds "busy" must last to be worth a status bar's update
+TRANSIENT = ("new", "busy")
+PUBLISH_EVERY = 0.1  # seconds between a document's diagnostics while work is under way
+_MESSAGE_TYPES = {
+    Level.ERROR: lsp.MessageType.Error,
+    Level.WARNING: lsp.MessageType.Warning,
+    Level.INFO: lsp.MessageType.Info,
+}
+_tokens = itertools.count(1)
+
+
+def kernel_status(folder: Path, kernel: JupyterKernel) -> KernelStatus:
+    return KernelStatus(folder.as_uri(), kernel.state.value, kernel.label)
+
+
+class LspProgress:
+    """Work-done progress that appears only if the work lasts; cancelling it sets `cancel`."""
+
+    def __init__(
+        self, editor: LspEditor, server: LanguageServer, enabled: bool, cancel: asyncio.Event
+    ) -> None:
+        self.editor = editor
+        self.server = server
+        self.enabled = enabled
+        self.cancel = cancel
+        self.token: str | None = None
+        self.message = "Running"
+        self._starter: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LspProgress:
+        self.editor.working += 1
+        if self.enabled:
+            self._starter = asyncio.ensure_future(self._begin())
+        return self
+
+    async def _begin(self) -> None:
+        await asyncio.sleep(PROGRESS_DELAY)
+        token = f"runfix-run-{next(_tokens)}"
+        progress = self.server.work_done_progress
+        await progress.create_async(token)
+        future = progress.tokens.get(token)
+        if future is not None:
+            future.add_done_callback(lambda f: self.cancel.set() if f.cancelled() else None)
+        progress.begin(
+            token,
+            lsp.WorkDoneProgressBegin(title="runfix", message=self.message, cancellable=True),
+        )
+        self.token = token
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        self.message = message
+        if self.token is not None:
+            self.server.work_done_progress.report(
+                self.token, lsp.WorkDoneProgressReport(message=message, percentage=percentage)
+            )
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.editor.working -= 1
+        if not self.editor.working:
+            self.editor.flush()
+        if self._starter is not None and not self._starter.done():
+            await stop(self._starter)
+        if self.token is not None:
+            self.server.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd())
+            self.server.work_done_progress.tokens.pop(self.token, None)
+
+
+class LspEditor:
+    def __init__(self, server: LanguageServer, session: Session) -> None:
+        self.server = server
+        self.session = session
+        self.features = ClientFeatures()
+        self._told: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.working = 0
+        """Pieces of work under way (runs, fixes): their results are published at most
+        every PUBLISH_EVERY per document, and all of them when the last one ends."""
+        self._published_at: dict[str, float] = {}
+        self._pending: set[str] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._sent: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}
+        """What each document's last publication said (the same is not said twice)."""
+        self._folders: dict[str, tuple[list[str], Path]] = {}
+        self._kernels: dict[Path, JupyterKernel] = {}
+        self._touched: set[str] = set()
+        self._hinted: dict[str, tuple[tuple[StatementResult, ...], tuple[Front, ...]]] = {}
+        """Each document's results when the client was last asked to redraw its hints."""
+        self.restricted: str | None = None
+        """Why this client's workspace may run nothing (VS Code's Restricted Mode): said on
+        the line instead of asking."""
+        self._state_timers: dict[Path, asyncio.TimerHandle] = {}
+        self._states_sent: dict[Path, KernelStatus] = {}
+        """Each document's folder, and the workspace folders it was found among."""
+
+    # -- documents and folders ----------------------------------------------------------
+
+    def text(self, uri: str) -> Snapshot | None:
+        doc = self.server.workspace.text_documents.get(uri)
+        return None if doc is None else Snapshot(doc.version or 0, tuple(doc.lines))
+
+    def live(self, uri: str) -> None:
+        """An editor shows a run's output with its results (a hint per statement)."""
+        return None
+
+    def open_documents(self) -> list[str]:
+        return list(self.server.workspace.text_documents)
+
+    def path_of(self, uri: str) -> str:
+        return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
+
+    def folder_for(self, uri: str) -> Path:
+        """The workspace folder holding the document (the innermost), else its directory.
+
+        A document with no file (`untitled:`) belongs to the first workspace folder,
+        else to the home folder: that is where its code runs."""
+        workspace = self.server.workspace
+        roots = [f.uri for f in workspace.folders.values()]
+        if workspace.root_uri:
+            roots.append(workspace.root_uri)
+        known = self._folders.get(uri)
+        if known is not None and known[0] == roots:
+            return known[1]
+        folder = self._folder_among(uri, roots)
+        self._folders[uri] = (roots, folder)
+        return folder
+
+    def _folder_among(self, uri: str, roots: list[str]) -> Path:
+        if not uri.startswith("file:"):
+            first = next((to_fs_path(r) for r in roots if r.startswith("file:")), None)
+            return Path(first) if first else Path.home()
+        path = Path(to_fs_path(uri) or unquote(urlparse(uri).path))
+        best: Path | None = None
+        for root in roots:
+            folder = Path(to_fs_path(root) or "")
+            inside = folder != Path() and path.is_relative_to(folder)
+            if inside and (best is None or len(folder.parts) > len(best.parts)):
+                best = folder
+        return best or path.parent
+
+    # -- results ------------------------------------------------------------------------
+
+    def publish(self, uri: str) -> None:
+        self._pending.discard(uri)
+        self._touched.add(uri)
+        doc = self.server.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        setting = self.session.cached_settings(self.folder_for(uri)).results
+        with_results = self.features.results_mode(setting) in ("diagnostics", "both")
+        items = diagnostics(
+            uri,
+            doc.lines,
+            self.session.store.get(uri),
+            with_results=with_results,
+            width=self.features.width,
+        )
+        if self._sent.get(uri) == (doc.version, items):
+            return  # the client has exactly these
+        self._sent[uri] = (doc.version, items)
+        self.server.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
+        )
+        self._published_at[uri] = time.monotonic()
+
+    def closed(self, uri: str) -> None:
+        """The document closed: its diagnostics go, and what was known of it."""
+        self._sent.pop(uri, None)
+        self._folders.pop(uri, None)
+        self._hinted.pop(uri, None)
+        self._pending.discard(uri)
+        self.server.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
+
+    def published(self, uri: str, added: DocumentResults) -> None:
+        """Publish now, unless this document's were published a moment ago while work is
+        under way: then once the moment is over (a whole-file run of a thousand cells
+        sends tens of publications, not a thousand)."""
+        since = time.monotonic() - self._published_at.get(uri, 0.0)
+        if not self.working or since >= PUBLISH_EVERY:
+            self.publish(uri)
+            return
+        self._pending.add(uri)
+        if self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(PUBLISH_EVERY - since, self.flush)
+
+    def flush(self) -> None:
+        """Publish what is waiting."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for uri in list(self._pending):
+            self.publish(uri)
+
+    def runs_done(self) -> None:
+        """Ask the client to redraw its inlay hints, if a document's hints changed."""
+        touched, self._touched = self._touched, set()
+        changed = False
+        for uri in touched:
+            results = self.session.store.get(uri)
+            now = tuple(results.statements)
+            before, fronts = self._hinted.get(uri, ((), ()))
+            if before != now or fronts != results.fronts:
+                self._hinted[uri] = (now, results.fronts)
+                changed = True
+                if self.features.outputs and before != now:
+                    self._tell_outputs(uri, before, now)
+        if changed and self.features.inlay_refresh:
+            self.spawn(self._refresh_inlay_hints(), "inlay hint refresh")
+
+    def _tell_outputs(
+        self, uri: str, before: tuple[StatementResult, ...], now: tuple[StatementResult, ...]
+    ) -> None:
+        """`runfix/outputs`: the document has results it did not have (an output view
+        refreshes; a plot or table may open one)."""
+        known = {id(s) for s in before}
+        new = [s for s in now if id(s) not in known]
+        if not new or self.server.protocol.writer is None:
+            return
+        rich = [s.first for s in new if any(o.kind != "text" for o in s.outputs)]
+        self.server.protocol.notify(OUTPUTS_NOTIFICATION, to_json(OutputsChanged(uri, rich)))
+
+    async def _refresh_inlay_hints(self) -> None:
+        try:
+            await self.server.workspace_inlay_hint_refresh_async(None)
+        except Exception as exc:  # the client said it could; it is only a hint to redraw
+            log.warning("the client did not take workspace/inlayHint/refresh: %s", exc)
+
+    # -- telling and asking -------------------------------------------------------------
+
+    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
+        log.log(logging.INFO if level == Level.INFO else logging.WARNING, "%s", message)
+        params = lsp.ShowMessageParams(type=_MESSAGE_TYPES[level], message=message)
+        self.server.window_show_message(params)
+
+    def tell_once(self, message: str, level: Level) -> None:
+        """Shown once per server life (repeats go to the log only)."""
+        if message in self._told:
+            log.log(logging.INFO if level == Level.INFO else logging.WARNING, "%s", message)
+            return
+        self._told.add(message)
+        self.tell(message, level)
+
+    def remark(self, place: Place, message: str) -> None:
+        line = f":{place.line + 1}" if place.line is not None else ""
+        log.info("%s%s: %s", place.uri, line, message)
+
+    async def _question(self, message: str, titles: Sequence[str]) -> tuple[str | None, str]:
+        """`window/showMessageRequest`: the title chosen, else None and why there is none
+        (no answer by `CONFIRM_TIMEOUT`, dismissed, an editor that cannot ask)."""
+        params = lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning,
+            message=message,
+            actions=[lsp.MessageActionItem(title=t) for t in titles],
+        )
+        try:
+            answer = await asyncio.wait_for(
+                self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
+            )
+        except asyncio.TimeoutError:
+            return None, "no answer to runfix's question"
+        except JsonRpcException as exc:
+            if exc.code == METHOD_NOT_FOUND:
+                return None, "this editor cannot show runfix's question"
+            log.warning("runfix's question failed: %s", exc)
+            return None, f"the editor answered runfix's question with an error: {exc}"
+        except Exception as exc:
+            log.warning("runfix's question failed: %s", exc)
+            return None, "no answer to runfix's question"
+        title = getattr(answer, "title", None)
+        return (title, "") if title in titles else (None, "dismissed")
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        message = f"runfix: {reason} Run it in the local kernel?"
+        title, why = await self._question(message, (RUN_ANYWAY, NO_RUN))
+        if title is None:
+            log.info("flagged code not run: %s", why)
+        return title == RUN_ANYWAY
+
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        return (await self._question(message, choices))[0]
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        """`window/showMessageRequest` naming the folder and the interpreter that would run."""
+        if self.restricted is not None:
+            return TrustAnswer(None, self.restricted)
+        titles = [t for t, c in TRUST_ACTIONS.items() if question.sandbox or c != Choice.SANDBOX]
+        message = (
+            f"runfix: run code from {question.folder}? Its kernel would start "
+            f"{question.python} ({question.source}). What a folder ships (its interpreter, "
+            ".pth files, modules beside your code) runs with your rights: trust it only if "
+            "you trust where it came from."
+        )
+        title, why = await self._question(message, [*titles, DONT_RUN])
+        if title in TRUST_ACTIONS:
+            return TrustAnswer(TRUST_ACTIONS[title])
+        return TrustAnswer(None, "you chose Don't run" if title == DONT_RUN else why)
+
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
+        """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`),
+        saying how long it waits (`timeout`: the folder's other runs wait behind this one)."""
+        params = {"prompt": prompt, "password": password, "timeout": timeout}
+        try:
+            answer = await asyncio.wait_for(
+                self.server.protocol.send_request_async(INPUT_REQUEST, params), timeout
+            )
+        except asyncio.TimeoutError:
+            self.tell(
+                f"runfix: no answer to input() within {timeout:g} s: the run was cancelled "
+                "(setting inputTimeout).",
+                Level.WARNING,
+            )
+            return None
+        # pygls hands an untyped result over as an object with attributes, or a dict.
+        value = answer.get("value") if isinstance(answer, dict) else getattr(answer, "value", None)
+        if answer is not None and not isinstance(value, str):
+            log.warning('runfix/input: the answer is not {"value": <text>}: %r', answer)
+        return value if isinstance(value, str) else None
+
+    # -- edits --------------------------------------------------------------------------
+
+    def workspace_edit(self, uri: str, version: int, edit: LineEdit) -> lsp.WorkspaceEdit | None:
+        """The edit of the document as it is at `version`, versioned where the client can
+        check it; None if the document is no longer at that version."""
+        doc = self.server.workspace.text_documents.get(uri)
+        if doc is None or (doc.version or 0) != version:
+            return None
+        change = replace_lines(doc.lines, edit.first, edit.last, edit.code, self.features.width)
+        if self.features.document_changes:
+            identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version)
+            return lsp.WorkspaceEdit(
+                document_changes=[lsp.TextDocumentEdit(text_document=identifier, edits=[change])]
+            )
+        return lsp.WorkspaceEdit(changes={uri: [change]})
+
+    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
+        """One `workspace/applyEdit` (one undo step)."""
+        change = self.workspace_edit(uri, version, edit)
+        if change is None:
+            log.warning("%s changed before the edit could be sent; not applied", uri)
+            return False
+        try:
+            result = await self.server.workspace_apply_edit_async(
+                lsp.ApplyWorkspaceEditParams(edit=change, label=label)
+            )
+        except Exception as exc:
+            log.warning("workspace/applyEdit failed: %s", exc)
+            return False
+        if not result.applied:
+            log.warning("the editor did not apply the edit: %s", result.failure_reason)
+        return bool(result.applied)
+
+    def progress(self, cancel: asyncio.Event) -> LspProgress:
+        return LspProgress(self, self.server, self.features.progress, cancel)
+
+    # -- kernels and background work ----------------------------------------------------
+
+    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+        """`runfix/status`: the folder's kernel state and executor, for status bars.
+
+        "busy" is told once it has lasted STATE_SETTLE, every other state at once: a run
+        of a few milliseconds tells nothing (it told "busy" and "idle", a third of the
+        server's work for a trivial run), a long one is "busy" until it ends."""
+        self._kernels[folder] = kernel
+        if kernel.state.value in TRANSIENT:
+            if folder not in self._state_timers:
+                loop = asyncio.get_running_loop()
+                self._state_timers[folder] = loop.call_later(STATE_SETTLE, self._tell_state, folder)
+            return
+        self._tell_state(folder)
+
+    def _tell_state(self, folder: Path) -> None:
+        if (timer := self._state_timers.pop(folder, None)) is not None:
+            timer.cancel()
+        status = kernel_status(folder, self._kernels[folder])
+        if self.server.protocol.writer is None or self._states_sent.get(folder) == status:
+            return
+        self._states_sent[folder] = status
+        self.server.protocol.notify(STATUS_NOTIFICATION, to_json(status))
+
+    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and (exc := t.exception()) is not None:
+                log.error("%s failed: %s", what, exc, exc_info=exc)
+
+        task.add_done_callback(done)

@@ -1,0 +1,35 @@
+"""One module per LSP feature, each with `register(server)`."""
+
+from __future__ import annotations
+
+from lsp_server.lsp.features import (
+    code_actions,
+    code_lens,
+    commands,
+    documents,
+    history,
+    hover,
+    inlay_hints,
+    lifecycle,
+    outputs,
+    trust,
+)
+from lsp_server.lsp.server import RunfixServer
+
+_FEATURES = (
+    lifecycle,
+    documents,
+    commands,
+    code_actions,
+    code_lens,
+    inlay_hints,
+    history,
+    hover,
+    outputs,
+    trust,
+)
+
+
+def register_all(server: RunfixServer) -> None:
+    for feature in _FEATURES:
+        feature.register(server)

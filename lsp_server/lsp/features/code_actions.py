@@ -1,0 +1,243 @@
+"""Code actions: runs, prompts, run and fix, and quick fixes on runfix's error diagnostics.
+
+- Run cell / selection / file (`runfix.run`), Run and fix (`runfix.runAndFix`);
+- on a prompt line: Generate (or Regenerate) code, Generate and run (`runfix.generate`);
+- quick fixes rebuilt from `Diagnostic.data`: Install <dist> (`runfix.install`; a name no
+  data vouches for reads `Install `x`? (…)` and asks before installing),
+  Add `import numpy as np` (an edit, then the import runs), and Fix with model —
+  its edit is resolved lazily (`codeAction/resolve`), or a command when the
+  client cannot resolve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lsprotocol import types as lsp
+
+from executor.cancel import graceful
+from executor.distributions import provider_for
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.cells import cell_at, split_cells
+from lsp_server.contract import (
+    FIX_WITH_MODEL,
+    GENERATE,
+    INSTALL,
+    RUN,
+    RUN_AND_FIX,
+    SOURCE,
+    BadArguments,
+    FixArgs,
+    GenerateArgs,
+    InstallArgs,
+    Position,
+    ProblemData,
+    Range,
+    RunArgs,
+    Status,
+    structure,
+    to_json,
+)
+from lsp_server.executors import install_blocked
+from lsp_server.fixing import import_for, import_line, missing_module, missing_name
+from lsp_server.lsp.edits import replace_lines
+from lsp_server.lsp.features.trust import trust_fixes
+from lsp_server.lsp.server import RunfixServer
+from lsp_server.prompts import prompt_at
+from lsp_server.settings import Settings
+
+KIND = "runfix.run"  # a kind of our own: not a quick fix, not a refactoring
+FIX_KIND = "runfix.run.fix"
+GENERATE_KIND = "runfix.generate"
+QUICKFIX = lsp.CodeActionKind.QuickFix.value
+FIX_WITH_MODEL_TITLE = "Fix with model"
+
+
+def _kind(kind: str | lsp.CodeActionKind) -> str:
+    return kind.value if isinstance(kind, lsp.CodeActionKind) else str(kind)
+
+
+def _wanted(only: Sequence[str | lsp.CodeActionKind] | None, kind: str) -> bool:
+    return not only or any(k == kind or kind.startswith(f"{k}.") for k in map(_kind, only))
+
+
+def run_command(title: str, uri: str, rng: Range | None = None, command: str = RUN) -> lsp.Command:
+    return lsp.Command(title=title, command=command, arguments=[to_json(RunArgs(uri, rng))])
+
+
+def _range(rng: lsp.Range) -> Range:
+    start, end = rng.start, rng.end
+    return Range(Position(start.line, start.character), Position(end.line, end.character))
+
+
+def actions_for(
+    uri: str, lines: Sequence[str], rng: lsp.Range, markers: Sequence[str] = ()
+) -> list[lsp.CodeAction]:
+    def action(title: str, arg: Range | None, command: str = RUN) -> lsp.CodeAction:
+        kind = FIX_KIND if command == RUN_AND_FIX else KIND
+        return lsp.CodeAction(title=title, kind=kind, command=run_command(title, uri, arg, command))
+
+    out = []
+    cell = cell_at(split_cells(lines, markers), rng.start.line)
+    cell_lines = None
+    if cell is not None and cell.code_first <= cell.last:
+        cell_lines = Range.lines(cell.code_first, cell.last)
+        out.append(action("Run cell", cell_lines))
+    selection = None
+    if rng.start != rng.end:
+        selection = _range(rng)
+        out.append(action("Run selection", selection))
+    out.append(action("Run file", None))
+    if selection is not None:
+        out.append(action("Run and fix selection", selection, RUN_AND_FIX))
+    elif cell_lines is not None:
+        out.append(action("Run and fix cell", cell_lines, RUN_AND_FIX))
+    return out
+
+
+def prompt_actions(
+    uri: str, lines: Sequence[str], line: int, markers: Sequence[str]
+) -> list[lsp.CodeAction]:
+    prompt = prompt_at(lines, line, markers)
+    if prompt is None:
+        return []
+    out = []
+    for title, run in (
+        ("Regenerate code" if prompt.has_body else "Generate code", False),
+        ("Generate and run", True),
+    ):
+        arg = to_json(GenerateArgs(uri, Position(line, 0), run))
+        command = lsp.Command(title=title, command=GENERATE, arguments=[arg])
+        out.append(lsp.CodeAction(title=title, kind=GENERATE_KIND, command=command))
+    return out
+
+
+def _ours(diagnostic: lsp.Diagnostic) -> ProblemData | None:
+    """What a runfix error diagnostic carries (None: not ours, or not a run's error)."""
+    if diagnostic.source != SOURCE:
+        return None
+    try:
+        data = structure(diagnostic.data, ProblemData)
+    except BadArguments:
+        return None
+    return data if data.kind == "run" and data.piece is not None else None
+
+
+def _quickfix(title: str, diagnostic: lsp.Diagnostic, preferred: bool = True) -> lsp.CodeAction:
+    return lsp.CodeAction(
+        title=title, kind=QUICKFIX, diagnostics=[diagnostic], is_preferred=preferred or None
+    )
+
+
+def quick_fixes(
+    uri: str,
+    lines: Sequence[str],
+    diagnostics: Sequence[lsp.Diagnostic],
+    features: ClientFeatures,
+    settings: Settings,
+) -> list[lsp.CodeAction]:
+    """The fixes for runfix's error diagnostics, rebuilt from their `data` alone."""
+    out: list[lsp.CodeAction] = []
+    for diagnostic in diagnostics:
+        data = _ours(diagnostic)
+        if data is None:
+            continue
+        message, piece = data.message, data.piece
+        assert piece is not None
+        rerun = Range.lines(*piece)
+        if (module := missing_module(message)) and (found := provider_for(module)):
+            dist = found.distribution
+            # A name no data vouches for is offered as a question, and asked again.
+            also = f"; also {', '.join(found.others[:4])}" if found.others else ""
+            ask = None if found.vouched else f"{found.why} (`import {module}`){also}"
+            title = f"Install {dist}" if ask is None else f"Install `{dist}`? ({found.why})"
+            install = _quickfix(title, diagnostic, preferred=ask is None)
+            blocked = install_blocked(settings)
+            if blocked and features.disabled_code_actions:
+                install.disabled = lsp.CodeActionDisabled(reason=blocked)
+            else:  # the command says why it cannot install, if it cannot
+                arg = to_json(InstallArgs(uri, [dist], rerun, ask))
+                install.command = lsp.Command(install.title, INSTALL, arguments=[arg])
+            out.append(install)
+        if (name := missing_name(message)) and (statement := import_for(name)):
+            at = import_line(lines)
+            add = _quickfix(f"Add `{statement}`", diagnostic)
+            add.edit = lsp.WorkspaceEdit(
+                changes={uri: [replace_lines(lines, at, at - 1, statement, features.width)]}
+            )
+            # The import runs too, so that re-running the cell works.
+            add.command = run_command(add.title, uri, Range.lines(at, at))
+            out.append(add)
+        fix_arg = to_json(FixArgs(uri, piece, message))
+        fix = _quickfix(FIX_WITH_MODEL_TITLE, diagnostic, preferred=False)
+        if features.code_action_resolve:
+            fix.data = fix_arg  # the edit comes in codeAction/resolve
+        else:
+            fix.command = lsp.Command(FIX_WITH_MODEL_TITLE, FIX_WITH_MODEL, arguments=[fix_arg])
+        out.append(fix)
+    return out
+
+
+async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeAction:
+    """Ask the model, run its candidate, and add the edit only if the candidate ran clean.
+
+    A client that cancels the resolve stops the model and the kernel (`graceful`)."""
+    try:
+        fix = structure(action.data, FixArgs)
+    except BadArguments:
+        return action
+    now = ls.editor.text(fix.uri)
+    if now is None:
+        return action
+    error = ls.flow.error_text_for(fix.uri, fix.piece, fix.message)
+    first, last = fix.piece
+    report = await graceful(
+        lambda cancel: ls.flow.fix_piece(
+            fix.uri, now.lines, first, last, error, cancel, apply=False
+        )
+    )
+    answer = report.answer
+    edit = ls.editor.workspace_edit(fix.uri, report.version, report.edit) if report.edit else None
+    if answer.status == Status.FIXED and edit is not None:
+        action.edit = edit
+        action.title = f"{FIX_WITH_MODEL_TITLE} (ran clean on attempt {answer.attempts})"
+    else:
+        reason = answer.message or (
+            "the document changed meanwhile"
+            if answer.status == Status.FIXED
+            else answer.status.value
+        )
+        action.disabled = lsp.CodeActionDisabled(reason=f"not fixed: {reason}")
+    return action
+
+
+def register(server: RunfixServer) -> None:
+    options = lsp.CodeActionOptions(
+        code_action_kinds=[KIND, FIX_KIND, GENERATE_KIND, QUICKFIX], resolve_provider=True
+    )
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, options)
+    def code_action(ls: RunfixServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        only = params.context.only
+        doc = ls.workspace.get_text_document(uri)
+        settings = ls.session.cached_settings(ls.editor.folder_for(uri))
+        markers = settings.prompt_markers
+        out: list[lsp.CodeAction] = []
+        if _wanted(only, QUICKFIX):
+            diagnostics = params.context.diagnostics
+            out.extend(quick_fixes(uri, doc.lines, diagnostics, ls.editor.features, settings))
+            out.extend(trust_fixes(uri, diagnostics))
+        if _wanted(only, GENERATE_KIND):
+            out.extend(prompt_actions(uri, doc.lines, params.range.start.line, markers))
+        if _wanted(only, KIND) or _wanted(only, FIX_KIND):
+            out.extend(
+                a
+                for a in actions_for(uri, doc.lines, params.range, markers)
+                if a.kind is not None and _wanted(only, _kind(a.kind))
+            )
+        return out
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeAction:
+        return await resolve_fix(ls, action)

@@ -1,0 +1,42 @@
+"""Code lens "▶ Run cell" over each `# %%` marker (line 0 of a file without markers).
+
+The lenses of a document are made once per text and prompt markers
+(`prepared.Memo`) and sent as the JSON they already are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from lsp_server.cells import split_cells
+from lsp_server.contract import RUN, Range, RunArgs, to_json
+from lsp_server.lsp.prepared import Memo, Prepared
+from lsp_server.lsp.server import RunfixServer
+
+TITLE = "▶ Run cell"
+
+
+def lenses(uri: str, lines: Sequence[str], markers: Sequence[str]) -> list[dict[str, Any]]:
+    """A lens over the first line of each cell with code, running that cell's code."""
+    out = []
+    for cell in split_cells(lines, markers):
+        if cell.code_first > cell.last and cell.has_marker:
+            continue
+        at = {"line": cell.first, "character": 0}
+        argument = to_json(RunArgs(uri, Range.lines(cell.code_first, cell.last)))
+        command = {"title": TITLE, "command": RUN, "arguments": [argument]}
+        out.append({"range": {"start": at, "end": at}, "command": command})
+    return out
+
+
+def register(server: RunfixServer) -> None:
+    made: Memo[Prepared] = Memo()
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))
+    def code_lens(ls: RunfixServer, params: lsp.CodeLensParams) -> Prepared:
+        uri = params.text_document.uri
+        lines = ls.workspace.get_text_document(uri).lines
+        markers = ls.session.cached_settings(ls.editor.folder_for(uri)).prompt_markers
+        return made.get(uri, (lines, markers), lambda: Prepared.of(lenses(uri, lines, markers)))

@@ -1,0 +1,239 @@
+"""Commands: runs, the model's commands (generate, run and fix, fix with model), install,
+and kernel control (interrupt, restart, variables, status, clear results).
+
+Each command's argument is a type of `contract`, converted strictly; a malformed
+one is an InvalidParams error naming the command and the field, never a popup.
+Long commands are cancellable by `$/cancelRequest` and by their progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+from pygls.exceptions import JsonRpcInvalidParams
+
+from executor import install as installer
+from executor.cancel import graceful
+from executor.jupyter import JupyterKernel
+from lsp_server.cells import cell_at, split_cells
+from lsp_server.contract import (
+    CLEAR,
+    FIX_WITH_MODEL,
+    GENERATE,
+    INSTALL,
+    INTERRUPT,
+    RESTART,
+    RESTART_AND_RUN_TO,
+    RUN,
+    RUN_ABOVE,
+    RUN_AND_FIX,
+    RUN_BELOW,
+    STATUS,
+    VARIABLES,
+    BadArguments,
+    DocumentArgs,
+    FixArgs,
+    GenerateArgs,
+    InstallArgs,
+    Interrupted,
+    Range,
+    Restarted,
+    RunArgs,
+    Status,
+    one_argument,
+    optional_argument,
+    to_json,
+)
+from lsp_server.editor import Level
+from lsp_server.flow import Flow
+from lsp_server.lsp.editor import kernel_status
+from lsp_server.lsp.server import RunfixServer
+
+T = TypeVar("T")
+
+
+def argument(ls: RunfixServer, command: str, arguments: Sequence[Any], kind: type[T]) -> T:
+    """The command's one argument as `kind`; its document must be open in the editor
+    (commands act on the editor's text, never on a file the editor has not opened)."""
+    try:
+        arg = one_argument(arguments, kind)
+    except BadArguments as exc:
+        raise JsonRpcInvalidParams(f"{command}: {exc}") from None
+    uri = getattr(arg, "uri", None)
+    if uri is not None and uri not in ls.workspace.text_documents:
+        raise JsonRpcInvalidParams(f"{command}: {uri} is not open in the editor")
+    return arg
+
+
+def optional(command: str, arguments: Sequence[Any], kind: type[T]) -> T | None:
+    """The command's argument as `kind`, or None when there is none; InvalidParams naming
+    the command and the field when it does not fit."""
+    try:
+        return optional_argument(arguments, kind)
+    except BadArguments as exc:
+        raise JsonRpcInvalidParams(f"{command}: {exc}") from None
+
+
+def _document(command: str, arguments: Sequence[Any]) -> DocumentArgs | None:
+    """`[{"uri"}]` (a document, open or not), or no argument."""
+    return optional(command, arguments, DocumentArgs)
+
+
+def _within(ls: RunfixServer, command: str, uri: str, line_range: Range | None) -> None:
+    size = len(ls.workspace.text_documents[uri].lines)
+    if line_range is not None and line_range.start.line > size:
+        raise JsonRpcInvalidParams(
+            f"{command}: the range starts at line {line_range.start.line}, past the end of "
+            f"the document ({size} lines)"
+        )
+
+
+async def _cancellable(ls: RunfixServer, work: Callable[[asyncio.Event], Awaitable[T]]) -> T:
+    """Run `work` with an event that `$/cancelRequest` for this request sets."""
+    cancel = asyncio.Event()
+    msg_id = ls.protocol.msg_id
+    if msg_id is not None:
+        ls.protocol.run_cancels[msg_id] = cancel
+    try:
+        answer = await graceful(work, cancel)
+    finally:
+        if msg_id is not None:
+            ls.protocol.run_cancels.pop(msg_id, None)
+    if ls.shutting_down and getattr(answer, "status", None) == Status.CANCELLED:
+        answer = attrs.evolve(answer, message="the server is shutting down")  # type: ignore[misc]
+    return answer
+
+
+def _cell_range(ls: RunfixServer, uri: str, line: int) -> Range:
+    """The code lines of the cell holding `line` (a marker line belongs to its cell)."""
+    lines = ls.workspace.get_text_document(uri).lines
+    markers = ls.session.cached_settings(ls.editor.folder_for(uri)).prompt_markers
+    cell = cell_at(split_cells(lines, markers), min(line, max(len(lines) - 1, 0)))
+    if cell is None or cell.code_first > cell.last:
+        return Range.lines(line, line - 1)
+    return Range.lines(cell.code_first, cell.last)
+
+
+def _run_range(ls: RunfixServer, name: str, arg: RunArgs) -> Range | None:
+    """What a run covers: the range, else the cell holding the position, else everything."""
+    line_range = arg.range
+    if line_range is None and arg.position is not None:
+        line_range = _cell_range(ls, arg.uri, arg.position.line)
+    _within(ls, name, arg.uri, line_range)
+    return line_range
+
+
+def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[JupyterKernel]:
+    """The kernel of the argument's folder, or every kernel when there is no argument."""
+    arg = _document(name, args)
+    if arg is None:
+        return ls.session.kernels.all()
+    kernel = ls.session.kernels.find(ls.editor.folder_for(arg.uri))
+    return [kernel] if kernel is not None else []
+
+
+RangeWork = Callable[[Flow, str, Range | None, asyncio.Event], Awaitable[Any]]
+
+
+def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
+    """A command over a document's range (`RunArgs`), cancellable, answered as JSON."""
+
+    @server.command(name)
+    async def handler(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, name, args, RunArgs)
+        line_range = _run_range(ls, name, arg)
+        answer = await _cancellable(ls, lambda c: work(ls.flow, arg.uri, line_range, c))
+        return to_json(answer)
+
+
+def _cells_command(server: RunfixServer, name: str, which: str) -> None:
+    """A command over the cells around the one at a position (`Flow.run_cells`)."""
+
+    @server.command(name)
+    async def handler(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, name, args, RunArgs)
+        where = arg.position or (arg.range.start if arg.range else None)
+        if where is None:
+            raise JsonRpcInvalidParams(f"{name}: expected a position (or a range)")
+        _within(ls, name, arg.uri, Range(where, where))
+        line = where.line
+        answer = await _cancellable(ls, lambda c: ls.flow.run_cells(arg.uri, line, which, c))
+        return to_json(answer)
+
+
+def register(server: RunfixServer) -> None:
+    _range_command(server, RUN, Flow.run)
+    _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
+    for name, which in ((RUN_ABOVE, "above"), (RUN_BELOW, "below"), (RESTART_AND_RUN_TO, "to")):
+        _cells_command(server, name, which)
+
+    @server.command(GENERATE)
+    async def generate(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, GENERATE, args, GenerateArgs)
+        line = arg.position.line
+        answer = await _cancellable(ls, lambda c: ls.flow.generate(arg.uri, line, arg.run, c))
+        return to_json(answer)
+
+    @server.command(FIX_WITH_MODEL)
+    async def fix_with_model(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, FIX_WITH_MODEL, args, FixArgs)
+        now = ls.editor.text(arg.uri)
+        assert now is not None
+        first, last = arg.piece
+        error = ls.flow.error_text_for(arg.uri, arg.piece, arg.message)
+        report = await _cancellable(
+            ls,
+            lambda c: ls.flow.fix_piece(arg.uri, now.lines, first, last, error, c, apply=True),
+        )
+        return to_json(report.answer)
+
+    @server.command(INSTALL)
+    async def install(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, INSTALL, args, InstallArgs)
+        if not all(installer.valid_distribution(p) for p in arg.packages):
+            raise JsonRpcInvalidParams(f"{INSTALL}: packages must be plain distribution names")
+        _within(ls, INSTALL, arg.uri, arg.range)
+        answer = await _cancellable(
+            ls, lambda c: ls.flow.install(arg.uri, arg.packages, arg.range, c, arg.ask)
+        )
+        return to_json(answer)
+
+    @server.command(INTERRUPT)
+    async def interrupt(ls: RunfixServer, *args: Any) -> Any:
+        kernels = _kernels(ls, INTERRUPT, args)
+        await asyncio.gather(*(k.interrupt() for k in kernels))
+        return to_json(Interrupted(len(kernels)))
+
+    @server.command(RESTART)
+    async def restart(ls: RunfixServer, *args: Any) -> Any:
+        kernels = _kernels(ls, RESTART, args)
+        await asyncio.gather(*(k.restart() for k in kernels))
+        ls.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
+        return to_json(Restarted(len(kernels)))
+
+    @server.command(VARIABLES)
+    async def variables(ls: RunfixServer, *args: Any) -> list[dict[str, Any]]:
+        arg = _document(VARIABLES, args)
+        if arg is None:
+            raise JsonRpcInvalidParams(
+                f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
+            )
+        kernel = await ls.flow.kernel(arg.uri)
+        return [dataclasses.asdict(v) for v in await kernel.variables()] if kernel else []
+
+    @server.command(STATUS)
+    def status(ls: RunfixServer, *args: Any) -> Any:
+        """Each folder's kernel state and executor (also sent as `runfix/status`)."""
+        return [to_json(kernel_status(k.folder, k)) for k in ls.session.kernels.all()]
+
+    @server.command(CLEAR)
+    def clear(ls: RunfixServer, *args: Any) -> None:
+        arg = _document(CLEAR, args)
+        for target in [arg.uri] if arg else list(ls.workspace.text_documents):
+            ls.session.store.clear(target)
+            ls.editor.publish(target)
+        ls.editor.runs_done()

@@ -1,0 +1,58 @@
+"""Open, change, close: kernels start ahead of the first run; results follow edits.
+
+Only in a folder whose code may run: opening a file of an undecided folder starts
+nothing (its first run asks)."""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types as lsp
+
+from executor.base import ExecutorUnavailable
+from lsp_server.lsp.server import RunfixServer
+from lsp_server.results import line_change
+
+log = logging.getLogger(__name__)
+
+
+async def _start_kernel(ls: RunfixServer, uri: str) -> None:
+    folder = ls.editor.folder_for(uri)
+    if not ls.session.may_start(folder, await ls.session.settings(folder)):
+        log.info("%s is not trusted: no kernel starts until a run asks", folder)
+        return
+    kernel = await ls.session.kernel_for(folder)
+    try:
+        await kernel.start()
+    except ExecutorUnavailable as exc:
+        ls.flow.explain_unavailable(uri, str(exc))
+
+
+def register(server: RunfixServer) -> None:
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
+        ls.editor.spawn(ls.flow.restore(params.text_document.uri), "restoring results")
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: RunfixServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        doc = ls.workspace.get_text_document(uri)
+        store = ls.session.store
+        changes = []
+        for change in params.content_changes:
+            if not isinstance(change, lsp.TextDocumentContentChangePartial):
+                store.reset(uri, doc.version or 0)  # a whole new text: nothing can stay
+                ls.editor.publish(uri)
+                return
+            start, end = change.range.start, change.range.end
+            deleted = (start.line, start.character) != (end.line, end.character)
+            changes.append(line_change(start.line, end.line, change.text, deleted))
+        if store.edit(uri, doc.version or 0, changes, doc.lines):
+            ls.editor.publish(uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: RunfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.session.store.close(uri)
+        ls.editor.closed(uri)

@@ -1,0 +1,55 @@
+"""initialize / shutdown / configuration changes.
+
+The client's capabilities are read once, at `initialize`, into `ClientFeatures`.
+Settings are read per folder on first use and again after
+`workspace/didChangeConfiguration`; a changed interpreter replaces the
+folder's kernel at its next use.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from executor.trust import Choice
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.lsp.server import RunfixServer
+from lsp_server.lsp.text import DocumentWorkspace
+from lsp_server.settings import CLIENT_TRUST
+
+RESTRICTED = (
+    "VS Code's Restricted Mode runs nothing; trust the workspace "
+    "(Workspaces: Manage Workspace Trust) to run its code"
+)
+
+
+def register(server: RunfixServer) -> None:
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: RunfixServer, params: lsp.InitializeParams) -> None:
+        ls.init_options = params.initialization_options
+        # The client's own trust decision (VS Code's Workspace Trust), never a setting.
+        said = ls.init_options.get(CLIENT_TRUST) if isinstance(ls.init_options, dict) else None
+        if said == "trusted":
+            ls.session.decided = Choice.TRUST
+        elif said == "restricted":
+            ls.editor.restricted = RESTRICTED
+        # pygls made its workspace just before this handler; ours splits lines as LSP does.
+        ls.protocol._workspace = DocumentWorkspace.like(ls.workspace)
+        encoding = ls.workspace.position_encoding
+        ls.editor.features = ClientFeatures.from_client(
+            params.capabilities, str(encoding) if encoding else None
+        )
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(ls: RunfixServer, params: None) -> None:
+        await ls.shut_down()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: RunfixServer, params: lsp.DidChangeConfigurationParams
+    ) -> None:
+        ls.session.forget_settings()
+        for uri in list(ls.workspace.text_documents):
+            folder = ls.editor.folder_for(uri)
+            if ls.session.kernels.find(folder) is not None:
+                await ls.session.kernel_for(folder)  # replaces it if the interpreter changed
+            ls.editor.publish(uri)

@@ -1,0 +1,212 @@
+"""The runfix language server: pygls's server and protocol, and the wiring of its parts.
+
+What the server holds: the `Session` (results, kernels, settings, models,
+locks), the `LspEditor` (the editor interface over LSP, with the client's
+features read at `initialize`) and the `Flow` that runs and fixes. Handlers in
+`lsp_server/lsp/features/` call those; `app.create_server()` registers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import typing
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types as lsp
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from executor.pool import KernelPool
+from lsp_server import __version__
+from lsp_server.editor import Level
+from lsp_server.flow import Flow
+from lsp_server.lsp.editor import LspEditor
+from lsp_server.lsp.prepared import Prepared
+from lsp_server.lsp.transport import send_error, send_prepared
+from lsp_server.lsp.uris import ClientUris
+from lsp_server.outputs.page import OutputPage
+from lsp_server.session import Session
+from lsp_server.settings import Settings, folder_settings
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CONFIGURATION_TIMEOUT = 5.0  # seconds to wait for the client's workspace/configuration
+SHUTDOWN_GRACE = 10.0  # seconds `shutdown` waits for the runs it cancelled to answer
+
+
+class RunfixProtocol(LanguageServerProtocol):
+    """pygls's protocol, with what LSP asks of a server that pygls leaves out.
+
+    - `$/cancelRequest` reaches a running command. pygls runs
+      `workspace/executeCommand` handlers behind a wrapper future, and cancelling
+      the request only cancels that wrapper: the command would go on and the
+      kernel would keep running. Runs register an event here instead; the run
+      interrupts the kernel and answers `cancelled` itself.
+    - A request before `initialize` is answered -32002, one after `shutdown`
+      -32600 (pygls answers neither, so the client waits for ever).
+    - The inner futures of pygls's generator handlers (`executeCommand`) are
+      forgotten once done (pygls keeps one per request for the server's life).
+    - A `Prepared` result (JSON text, see `prepared`) is written as it is.
+    - URIs come in in one canonical form and go out in the client's own (`uris`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.run_cancels: dict[int | str, asyncio.Event] = {}
+        self.initialize_seen = False
+        self.uris = ClientUris()
+
+    def _send_data(self, data: Any) -> None:
+        """As pygls sends it, each document URI in the form the client used (`uris`)."""
+        if data and self.uris.theirs:
+            plain = json.loads(json.dumps(data, default=self._serialize_message))
+            data = self.uris.outgoing(plain)
+        super()._send_data(data)
+
+    def _handle_cancel_notification(self, msg_id: int | str) -> None:
+        if (event := self.run_cancels.get(msg_id)) is not None:
+            event.set()
+            return
+        super()._handle_cancel_notification(msg_id)
+
+    def refusal(self, method: str) -> JsonRpcException | None:
+        """Why a message must not be handled now (None: handle it); for a notification
+        the message is dropped, for a request this is the error it is answered with."""
+        if method == lsp.EXIT:
+            return None
+        if not self.initialize_seen and method != lsp.INITIALIZE:
+            return JsonRpcServerNotInitialized(f"{method}: the server is not initialized yet")
+        if self._shutdown:
+            return JsonRpcInvalidRequest(f"{method}: the server is shut down")
+        return None
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None)
+        if isinstance(method, str):
+            refused = self.refusal(method)
+            if refused is not None:
+                if msg_id is not None:
+                    send_error(self, msg_id, refused)
+                return
+            if method == lsp.INITIALIZE:
+                self.initialize_seen = True
+        super().handle_message(message)
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if error is None and isinstance(result, Prepared):
+            self._result_types.pop(msg_id, None)
+            send_prepared(self, msg_id, result.text)
+            return
+        super()._send_response(msg_id, result, error)
+
+    def _execute_handler(
+        self, msg_id: Any, handler: Any, callback: Any, args: Any = None, kwargs: Any = None
+    ) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda done: self._forget(msg_id, done))
+
+    @lsp_method(lsp.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls's `shutdown`, cancelling the requests in flight from a copy of its table: a
+        future cancelled runs its callbacks at once, and those take it out of the table (pygls
+        iterated the table itself: "dictionary changed size during iteration", -32603)."""
+        if (user_handler := self.fm.features.get(lsp.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+
+    def _forget(self, msg_id: Any, future: Any) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
+
+
+class RunfixServer(LanguageServer):
+    protocol: RunfixProtocol
+
+    def __init__(self, kernels: KernelPool | None = None) -> None:
+        super().__init__(
+            "runfix",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=RunfixProtocol,
+        )
+        self.init_options: Any = None
+        self.page: OutputPage | None = None
+        self.shutting_down = False
+        """`shutdown` came: a run cancelled now says so."""
+        """The local output page (`features/output_page.py`), once asked for."""
+        self.session = Session(
+            self._read_settings, lambda f, k: self.editor.kernel_state(f, k), kernels
+        )
+        self.editor = LspEditor(self, self.session)
+        self.flow = Flow(self.session, self.editor)
+
+    def command(self, command_name: str) -> Callable[[F], F]:
+        """pygls's `command`, with the handler's annotations evaluated once: pygls reads
+        them with `typing.get_type_hints` on every call, evaluating each string again."""
+        register = super().command(command_name)
+
+        def decorate(handler: F) -> F:
+            handler.__annotations__ = typing.get_type_hints(handler)
+            return register(handler)
+
+        return decorate
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Log, never pop up: one broken request must not become a storm of popups."""
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    async def _read_settings(self, folder: Path) -> Settings:
+        """The project file, then `initializationOptions`, then `workspace/configuration`."""
+        client = None
+        if self.editor.features.configuration:
+            item = lsp.ConfigurationItem(scope_uri=folder.as_uri(), section="runfix")
+            try:
+                answer = await asyncio.wait_for(
+                    self.workspace_configuration_async(lsp.ConfigurationParams(items=[item])),
+                    CONFIGURATION_TIMEOUT,
+                )
+                client = answer[0] if answer else None
+            except Exception as exc:  # a client that cannot answer is no reason to stop
+                log.warning("workspace/configuration failed: %s", exc)
+        settings, problem = folder_settings(folder, self.init_options, client)
+        for message in ([problem] if problem else []) + list(settings.problems):
+            self.editor.tell_once(f"runfix settings: {message}", Level.WARNING)
+        return settings
+
+    async def shut_down(self) -> None:
+        """`shutdown`: every run in flight is cancelled and answered first (`cancelled`, "the
+        server is shutting down"), then the kernels stop."""
+        self.shutting_down = True
+        for event in list(self.protocol.run_cancels.values()):
+            event.set()
+        loop = asyncio.get_running_loop()
+        until = loop.time() + SHUTDOWN_GRACE
+        while self.protocol.run_cancels and loop.time() < until:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)  # each run unregisters once it has answered
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop every kernel and the output page; called on shutdown, exit and when the
+        client goes away."""
+        if self.page is not None:
+            await asyncio.to_thread(self.page.close)
+        await self.session.close()

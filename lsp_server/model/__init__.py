@@ -1,0 +1,1 @@
+"""The model: its client (any OpenAI-compatible endpoint) and what runfix tells it."""

@@ -1,0 +1,193 @@
+"""Notebooks in and out: `runfix export` (a percent script and its recorded outputs →
+`.ipynb`) and `runfix import` (`.ipynb` → a percent script).
+
+Jupytext does the conversion between the two formats (markdown cells, cell
+metadata, the header); runfix adds each code cell's last outputs from the run
+record: text as a stream, a DataFrame or HTML as `text/html`, images as
+`image/png`/`image/jpeg`/`image/svg+xml`, an error as an `error` output. nbformat
+validates what is written.
+
+What a record names is read only if runfix stored it (`folder_files.stored_output`):
+a record can come with a repository. Notebooks and scripts are written as new
+files renamed into place, never through a link.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from executor.files import replace_file
+from lsp_server.cells import code_of, split_cells
+from lsp_server.cli.history import record_folder
+from lsp_server.folder_files import read_regular, safe_target, stored_output
+from lsp_server.record.store import RESTORE_RUNS, RecordedOutput, RecordedRun, RunRecord, standing
+
+_IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
+
+
+def _outputs(run: RecordedRun, folder: Path | None) -> list[dict[str, Any]]:
+    from nbformat import v4
+
+    outputs = []
+    for output in run.outputs:
+        outputs.append(_output(output, v4, folder))
+    if run.error:
+        name, _, value = run.error.partition(": ")
+        error = v4.new_output("error", ename=name, evalue=value, traceback=[run.error])  # type: ignore[no-untyped-call]
+        outputs.append(error)
+    return outputs
+
+
+def _output(output: RecordedOutput, v4: Any, folder: Path | None) -> Any:
+    path = stored_output(folder, output.file)
+    data: dict[str, Any] = {"text/plain": output.text}
+    try:
+        body = read_regular(path) if path is not None else None
+    except OSError:
+        body = None
+    if path is not None and body is not None:
+        if path.suffix in _IMAGES:
+            data[_IMAGES[path.suffix]] = base64.b64encode(body).decode()
+        elif path.suffix == ".svg":
+            data["image/svg+xml"] = body.decode(errors="replace")
+        elif path.suffix == ".html":
+            data["text/html"] = body.decode(errors="replace")
+        elif path.suffix == ".md":
+            data["text/markdown"] = body.decode(errors="replace")
+    if len(data) == 1 and output.kind == "text":
+        return v4.new_output("stream", name="stdout", text=output.text)
+    return v4.new_output("display_data", data=data)
+
+
+def write_notebook(
+    text: str, runs: Sequence[RecordedRun], out: Path, folder: Path | None
+) -> tuple[int, int]:
+    """Write the percent script `text` as a notebook at `out`, each code cell with the
+    outputs of its latest recorded `runs` whose code still stands (their stored files read
+    from `folder`'s outputs); (cells, with outputs). OSError where `out` must not be
+    written (`folder_files.safe_target`)."""
+    if (why := safe_target(out)) is not None:
+        raise OSError(why)
+    import jupytext
+    import nbformat
+
+    lines = text.splitlines(keepends=True)
+    notebook = jupytext.reads(text, fmt="py:percent")
+    code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+    ours = [
+        cell
+        for cell in split_cells(lines)
+        if code_of(lines, cell.code_first, cell.last).strip()
+        and not lines[cell.first].rstrip().endswith(("[markdown]", "[md]"))
+    ]
+    with_outputs = 0
+    at = 0
+    for cell in code_cells:
+        # The script's cell with this code (jupytext and runfix split the same markers;
+        # a cell that cannot be matched is left without outputs rather than guessed).
+        for i in range(at, len(ours)):
+            mine = ours[i]
+            if cell.source.strip() == code_of(lines, mine.code_first, mine.last).strip():
+                at = i + 1
+                cell_runs = standing(runs, lines, mine.code_first, mine.last)
+                cell.outputs = [o for run in cell_runs for o in _outputs(run, folder)]
+                with_outputs += bool(cell.outputs)
+                break
+    notebook.metadata.pop("jupytext", None)
+    notebook.metadata.setdefault(
+        "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
+    )
+    nbformat.validate(notebook)
+    written = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    replace_file(out, written.encode())
+    return len(notebook.cells), with_outputs
+
+
+def export(source: Path, target: Path | None, force: bool = False) -> int:
+    """`runfix export`: write `source`'s notebook, each code cell with its last outputs; never
+    over a file without --force (as `import`); a missing folder of `-o` is made."""
+    if not source.is_file():
+        print(f"runfix: error: {source} does not exist", file=sys.stderr)
+        return 2
+    out = target or source.with_suffix(".ipynb")
+    if (why := safe_target(out)) is not None:
+        print(f"runfix: error: {why}", file=sys.stderr)
+        return 2
+    if out.exists() and not force:
+        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
+        return 1
+    folder = record_folder(source.resolve())
+    runs: list[RecordedRun] = []
+    if folder is not None:
+        record = RunRecord(folder)
+        runs = record.recent(str(source.resolve()), RESTORE_RUNS)
+        record.close()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cells, with_outputs = write_notebook(source.read_text(), runs, out, folder)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
+        return 2
+    print(f"runfix: wrote {out} ({cells} cells, {with_outputs} with outputs)")
+    return 0
+
+
+def import_notebook(source: Path, target: Path | None, force: bool) -> int:
+    """Write `source` (a notebook) as a percent script; never over a file without --force."""
+    if not source.is_file():
+        print(f"runfix: error: {source} does not exist", file=sys.stderr)
+        return 2
+    out = target or source.with_suffix(".py")
+    if (why := safe_target(out)) is not None:
+        print(f"runfix: error: {why}", file=sys.stderr)
+        return 2
+    if out.exists() and not force:
+        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
+        return 1
+    try:
+        notebook = read_notebook(source)
+    except ValueError as exc:
+        print(f"runfix: error: {source} is not a notebook runfix can read: {exc}", file=sys.stderr)
+        return 2
+    import jupytext
+
+    notebook.metadata.get("jupytext", {}).pop("text_representation", None)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(out, jupytext.writes(notebook, fmt="py:percent").encode())
+    except OSError as exc:
+        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
+        return 2
+    print(f"runfix: wrote {out} ({len(notebook.cells)} cells)")
+    return 0
+
+
+def read_notebook(source: Path) -> Any:
+    """The notebook at `source` (nbformat 4); ValueError saying why it is not one: empty, not
+    JSON, JSON that is not a notebook, an nbformat older than 4."""
+    import json
+
+    import jupytext
+
+    text = source.read_bytes()
+    if not text.strip():
+        raise ValueError("the file is empty")
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(raw, dict) or ("cells" not in raw and "worksheets" not in raw):
+        raise ValueError("JSON, but not a notebook (no cells)")
+    version = raw.get("nbformat")
+    if not isinstance(version, int) or version < 4:
+        raise ValueError(
+            f"nbformat {version}: open and save it in Jupyter first (runfix reads nbformat 4)"
+        )
+    try:
+        return jupytext.read(source)
+    except Exception as exc:  # jupytext's and nbformat's own errors, whatever their class
+        raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None

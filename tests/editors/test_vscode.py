@@ -1,0 +1,150 @@
+"""The VS Code extension, packaged, in a real VS Code (code-server) driven in headless
+Chromium: open an example, run the cell from the command palette, and check what a user sees
+— the result hint in the editor, the error in the Problems panel on the right line, the
+kernel state in the status bar, a project's pyproject.toml setting honoured; and `input()`
+answered in VS Code's input box; and the output panel with a plot and a DataFrame, where no
+script of the kernel's HTML runs. The screenshots land in the test's output folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import editor_missing
+
+ROOT = Path(__file__).parents[2]
+VSCODE = ROOT / "editors" / "vscode"
+CODE_SERVER = VSCODE / ".e2e" / "node_modules" / ".bin" / "code-server"
+VSIX = VSCODE / "runfix.vsix"
+EXAMPLE = """\
+prices = {"tea": 3.5, "cake": 4.2}
+print("total", sum(prices.values()))
+prices["coffee"]
+"""
+
+pytestmark = [pytest.mark.editor, pytest.mark.kernel]
+
+
+def _missing() -> str | None:
+    if not CODE_SERVER.exists():
+        return "code-server is not set up (scripts/editors sets it up under editors/vscode/.e2e)"
+    if not VSIX.exists():
+        return "the extension is not packaged (scripts/editors builds editors/vscode/runfix.vsix)"
+    if shutil.which("chromium") is None:
+        return "chromium is not installed (apt-get install chromium, or scripts/editors)"
+    return None
+
+
+def _code_server(
+    tmp_path: Path, scenario: str, prepare: Callable[[Path], None] | None = None
+) -> tuple[dict[str, Any], Path]:
+    """Run editors/vscode/test/e2e.mjs in one scenario (`prepare` fills the workspace
+    folder first); its report and output folder."""
+    if (why := _missing()) is not None:
+        editor_missing(why)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    if prepare is not None:
+        prepare(workspace)
+    (workspace / "example.py").write_text(EXAMPLE)
+    (workspace / "ask.py").write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
+    # A project setting reaches the server through VS Code (which must not send its defaults
+    # over it): values show in the Problems panel too.
+    (workspace / "pyproject.toml").write_text('[tool.runfix]\nresults = "both"\n')
+    out = tmp_path / "vscode"
+    out.mkdir()
+    runfix = Path(sys.executable).parent / "runfix"
+    env = {
+        **os.environ,
+        "RUNFIX_E2E_SCENARIO": scenario,
+        "RUNFIX_E2E_WORKSPACE": str(workspace),
+        "RUNFIX_E2E_OUT": str(out),
+        "RUNFIX_E2E_VSIX": str(VSIX),
+        "RUNFIX_E2E_RUNFIX": str(runfix),
+        "RUNFIX_E2E_PYTHON": sys.executable,
+    }
+    subprocess.run(["node", str(VSCODE / "test" / "e2e.mjs")], env=env, timeout=300, check=False)
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report, out
+
+
+@pytest.mark.timeout(360)
+def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
+    report, out = _code_server(tmp_path, "main")
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    shots = ("vscode.png", "vscode-input.png", "vscode-output.png", "failure.png")
+    for name in (*shots, "report.json", "code-server.log"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / name)
+    assert "error" not in report, report["error"]
+    assert report["installed"] is True, report["installed"]
+    assert report["hint"], report.get("editorText")
+    assert report["problem"], report.get("problems")
+    assert "KeyError: 'coffee'" in report["problems"]
+    assert "[Ln 3, Col 1]" in report["problems"]  # the raising line
+    assert "total 7.7" in report["problems"]  # results = "both" from pyproject.toml
+    assert report["idle"] and "runfix: idle · kernel" in report["statusBar"]
+    assert (out / "vscode.png").stat().st_size > 10_000
+    assert report["asked"], "no input box for input()"
+    assert report["answered"], "the answer did not reach the code"
+
+    # The output panel opened by itself (runfix.openOutput: always) on the plotting cell.
+    panel = report["panel"]
+    assert report["panel"], f"no output panel with the plot and the table: {panel}"
+    assert "plots.py, lines 1–5" in panel["text"]
+    assert "<figure 640×480>" in panel["text"] and "DataFrame 2×2" in panel["text"]
+    assert any(width > 100 for width in panel["images"]), panel  # the plot, loaded
+    frames = "\n".join(panel["frameTexts"])
+    assert "Lima" in frames and "19.5" in frames, frames  # the DataFrame's table
+    # It followed the cursor to the next cell, whose HTML's scripts did not run.
+    assert report["followed"], report["canary"]
+    canary = report["canary"]
+    assert "plots.py, lines 6–8" in canary["text"]
+    assert canary["frameTexts"] == ["no script ran"], canary
+    # runfix: Show History lists the file's runs, newest first; Enter reveals the newest.
+    assert report["history"], report.get("historyRows")
+    rows = report["historyRows"]
+    assert rows.index("plots.py:7") < rows.index("plots.py:2"), rows
+    assert "user" in rows and "CPU" in rows
+    assert report["revealed"], "the chosen run's code was not revealed"
+    assert report["calls"] == [], "a kernel script ran and called out"
+
+
+@pytest.mark.timeout(360)
+def test_setting_runfix_path_after_it_was_not_found_starts_the_server(tmp_path: Path) -> None:
+    """No runfix to be found: the extension says so; the user clicks "Open Settings", types
+    runfix.path into the Settings UI while the window is open, and Run Cell works."""
+    report, _ = _code_server(tmp_path, "path-later")
+    assert "error" not in report, report["error"]
+    assert report["notFound"], "no 'not found' notification"
+    assert report["pathSet"], "runfix.path could not be typed into the Settings UI"
+    assert report["idle"], "the server did not start after runfix.path was set"
+    assert report["hint"], report.get("editorText")
+
+
+@pytest.mark.timeout(360)
+def test_restricted_mode_runs_nothing_of_a_hostile_repository(tmp_path: Path) -> None:
+    """Workspace Trust on and the folder not trusted: opening its file runs nothing it ships
+    (its `.venv` python, `.pth`, a shadowing launcher), and Run Cell says why."""
+    from tests.e2e.test_trust import hostile
+
+    marks: list[Path] = []
+    report, out = _code_server(tmp_path, "restricted", lambda ws: marks.append(hostile(ws)))
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    if (out / "vscode-restricted.png").exists():
+        shutil.copy(out / "vscode-restricted.png", saved / "vscode-restricted.png")
+    assert "error" not in report, report["error"]
+    assert report["opened"], report
+    assert report["restrictedSaid"], "Run Cell did not say the workspace must be trusted"
+    assert "runfix: idle" not in report["statusBar"]
+    assert list(marks[0].iterdir()) == []

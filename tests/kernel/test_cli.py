@@ -1,0 +1,266 @@
+"""`runfix run` and `runfix doctor` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.remote_server import TOKEN, TOKEN_ENV, JupyterServer
+
+pytestmark = pytest.mark.kernel
+
+RUNFIX = [sys.executable, "-m", "lsp_server"]
+EXAMPLE = Path(__file__).parents[2] / "examples" / "demo.py"
+
+
+def runfix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*RUNFIX, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_run_prints_compiler_style_lines_and_fails_on_an_error() -> None:
+    done = runfix("run", str(EXAMPLE))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert f"{EXAMPLE}:9:1: note: total 10.5" in lines
+    assert f"{EXAMPLE}:12:1: note: 18.84955592153876" in lines
+    assert f"{EXAMPLE}:16:5: error: KeyError: 'coffee'" in lines
+    assert f"{EXAMPLE}:19:1: note: called from here" in lines
+
+
+def test_run_one_cell_that_passes_exits_zero(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("# %%\nprint('first')\n# %%\n1/0\n")
+    done = runfix("run", "s.py", "--cell", "1", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == ["s.py:2:1: note: first"]
+    assert runfix("run", "s.py", "--cell", "3", cwd=tmp_path).returncode == 2
+
+
+def test_run_timeout_is_reported(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("import time\ntime.sleep(30)\n")
+    done = runfix("run", str(script), "--timeout", "1")
+    assert done.returncode == 1
+    assert f"{script}:2:1: warning: Timed out after 1s" in done.stdout
+
+
+def test_doctor_reports_a_missing_ipykernel(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True
+    )
+    done = runfix("doctor", str(tmp_path))
+    assert done.returncode == 1
+    assert "ipykernel:      MISSING" in done.stdout
+    assert "-m pip install ipykernel" in done.stdout
+
+
+def test_doctor_starts_a_kernel(tmp_path: Path) -> None:
+    done = runfix("doctor", str(tmp_path))
+    assert done.returncode == 0, done.stdout
+    assert "kernel start:" in done.stdout
+
+
+def _sandboxed_project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    project.chmod(0o777)  # the sandbox's user (nobody, when the tests run as root) enters it
+    (project / "pyproject.toml").write_text('[tool.runfix]\nexecutor = "docker"\n')
+    return project
+
+
+@pytest.mark.docker
+def test_doctor_reports_the_engine_the_image_and_a_container_start(
+    tmp_path: Path, sandbox_image: str
+) -> None:
+    done = runfix("doctor", str(_sandboxed_project(tmp_path)))
+    assert done.returncode == 0, done.stdout
+    assert "executor:       docker" in done.stdout
+    assert "docker:         engine " in done.stdout
+    assert f"sandbox image:  {sandbox_image} (" in done.stdout
+    assert "container start:" in done.stdout
+
+
+@pytest.mark.docker
+def test_run_headless_in_the_sandbox(tmp_path: Path, sandbox_image: str) -> None:
+    project = _sandboxed_project(tmp_path)
+    (project / "s.py").write_text("import os\nprint(os.getcwd(), os.getuid() != 0)\n")
+    done = runfix("run", "s.py", cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["s.py:2:1: note: /workspace True"]
+
+
+@pytest.mark.remote
+def test_doctor_and_run_on_a_remote_server(tmp_path: Path, jupyter_server: JupyterServer) -> None:
+    where = ["--remote", jupyter_server.url, "--token-env", TOKEN_ENV]
+    before = jupyter_server.kernels()
+
+    done = runfix("doctor", str(tmp_path), *where)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"remote:         {jupyter_server.url}  (token from {TOKEN_ENV} (set))" in done.stdout
+    assert "server:         Jupyter Server (server API 2." in done.stdout
+    assert "round trip:" in done.stdout
+    assert TOKEN not in done.stdout + done.stderr
+    script = tmp_path / "s.py"
+    script.write_text(f"import os\nprint(os.getcwd() == os.path.realpath({str(tmp_path)!r}))\n")
+    ran = runfix("run", str(script), *where)
+    assert ran.stdout.splitlines() == [f"{script}:2:1: note: False"]  # it ran over there
+    assert jupyter_server.kernels() == before  # neither left a kernel behind
+    refused = runfix("doctor", str(tmp_path), "--remote", jupyter_server.url)
+    assert refused.returncode == 1
+    assert "refused runfix (HTTP 403)" in refused.stdout
+    assert "set runfix's remote.tokenEnv" in refused.stdout
+
+
+def test_a_syntax_error_in_a_later_cell_has_its_own_column(tmp_path: Path) -> None:
+    """Python reads a SyntaxError's line from the file on disk by the cell's own line number
+    (the file's line 1, here `# %%`) and clamps the column to it: the cell is parsed under a
+    name that is no file."""
+    script = tmp_path / "later.py"
+    script.write_text("# %%\nx = 1\n\n# %%\ntotal = 3 -* 4\n")
+    done = runfix("run", str(script))
+    assert f"{script}:5:12: error: SyntaxError: invalid syntax" in done.stdout, done.stdout
+
+
+def test_ctrl_c_says_interrupted_once_and_exits_130(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    process = subprocess.Popen(
+        [*RUNFIX, "run", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "started" not in (process.stdout.readline() or ""):
+        pass
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert err.strip() == "runfix: interrupted", err
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("", "the file is empty"),
+        ("not json", "not JSON"),
+        ('{"metadata": {}}', "not a notebook"),
+        ('{"nbformat": 3, "worksheets": []}', "nbformat 3"),
+    ],
+)
+def test_import_of_what_is_not_a_notebook_is_one_clear_line(
+    tmp_path: Path, content: str, why: str
+) -> None:
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(content)
+    done = runfix("import", str(notebook))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and why in done.stderr, done.stderr
+    assert not (tmp_path / "nb.py").exists()
+
+
+def test_export_makes_a_missing_folder_and_like_import_never_overwrites(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("# %%\n1 + 1\n")
+    target = tmp_path / "missing" / "dir" / "s.ipynb"
+    assert runfix("export", str(script), "-o", str(target)).returncode == 0
+    again = runfix("export", str(script), "-o", str(target))
+    assert again.returncode == 1 and "--force" in again.stderr
+    assert runfix("export", str(script), "-o", str(target), "--force").returncode == 0
+
+
+def test_doctor_on_a_missing_folder_is_an_error(tmp_path: Path) -> None:
+    done = runfix("doctor", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "is not a folder" in done.stderr
+
+
+def test_help_texts_say_what_each_command_takes() -> None:
+    top = runfix("--help").stdout
+    assert "exit status" in top and "130" in top
+    assert "(# %)" not in top
+    assert "`# %%` lines split it into cells" in runfix("run", "--help").stdout
+
+
+def test_history_json_counts_lines_from_1_like_its_text(tmp_path: Path) -> None:
+    script = tmp_path / "h.py"
+    script.write_text("x = 1\n\nprint(x + 1)\n")
+    assert runfix("run", str(script), cwd=tmp_path).returncode == 0
+    [run] = json.loads(runfix("history", "--json", cwd=tmp_path).stdout)
+    text = runfix("history", cwd=tmp_path).stdout
+    assert (run["first"], run["last"]) == (1, 3) and "h.py:1-3" in text
+    assert [o["line"] for o in run["outputs"]] == [3]
+
+
+def test_run_names_the_file_a_plot_was_stored_in(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    script = tmp_path / "plot.py"
+    script.write_text(
+        "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+        "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\n"
+    )
+    done = runfix("run", "plot.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [line] = [x for x in done.stdout.splitlines() if "<figure" in x]
+    stored = line.rsplit("(", 1)[1].rstrip(")")
+    assert stored.startswith(".runfix/outputs/") and (tmp_path / stored).is_file()
+
+
+def test_input_at_a_terminal_asks_there(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    script = tmp_path / "ask.py"
+    script.write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
+    main, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [*RUNFIX, "run", str(script)], stdin=terminal, stdout=subprocess.PIPE, text=True
+    )
+    os.close(terminal)
+    assert process.stdout is not None
+    seen = ""
+    while "Your name? " not in seen:
+        seen += process.stdout.read(1)
+    os.write(main, b"Ada\n")
+    out, _ = process.communicate(timeout=60)
+    os.close(main)
+    assert process.returncode == 0
+    assert "note: 'Hello, Ada'" in out
+
+
+def test_input_without_a_terminal_says_why_it_cannot_ask(tmp_path: Path) -> None:
+    script = tmp_path / "ask.py"
+    script.write_text("name = input('Your name? ')\n")
+    done = subprocess.run(
+        [*RUNFIX, "run", str(script)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "StdinNotImplementedError" in done.stdout
+    assert "input() asks at a terminal; stdin is not one here" in done.stdout
+
+
+def test_what_a_long_cell_prints_shows_as_it_comes(tmp_path: Path) -> None:
+    """The cell waits for a file the test makes only after reading the cell's first line:
+    that line came while the cell still ran (and is not said twice at its end)."""
+    go = tmp_path / "go"
+    script = tmp_path / "long.py"
+    script.write_text(
+        "import os, time\nprint('ready', flush=True)\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\nprint('after')\n"
+    )
+    process = subprocess.Popen([*RUNFIX, "run", str(script)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    assert first.strip() == f"{script}:2:1: note: ready"
+    go.touch()
+    rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert rest.strip() == f"{script}:5:1: note: after"

@@ -1,0 +1,124 @@
+"""`runfix run FILE --fix`: the fix loop headless, against the loopback model server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_wheel
+from tests.support.model_server import ModelServer, code
+
+pytestmark = [pytest.mark.kernel, pytest.mark.model]
+
+
+def run_fix(path: Path, model: ModelServer) -> subprocess.CompletedProcess[str]:
+    (path.parent / "pyproject.toml").write_text(
+        f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
+    )
+    # The endpoint is the user's to choose (a project file cannot): the environment.
+    env = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url}
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", str(path), "--fix"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def test_fix_writes_the_file_when_a_candidate_runs_clean(tmp_path: Path) -> None:
+    path = tmp_path / "job.py"
+    path.write_text("items = [1, 2, 3]\n# %%\nprint(sum(itmes))\n# %%\nprint('done')\n")
+    with ModelServer() as model:
+        model.script(code("print(sum(items))"))
+        done = run_fix(path, model)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == "items = [1, 2, 3]\n# %%\nprint(sum(items))\n# %%\nprint('done')\n"
+    out = done.stdout.splitlines()
+    assert f"{path}:3:1: error: NameError: name 'itmes' is not defined" in out
+    assert f"{path}:3:1: note: fixed on attempt 1" in out
+    assert f"{path}:3:1: note: 6" in out
+    assert f"{path}:5:1: note: done" in out  # later cells ran after the fix
+
+
+def test_fix_leaves_the_file_when_no_candidate_runs_clean(tmp_path: Path) -> None:
+    path = tmp_path / "job.py"
+    source = "print(undefined)\n"
+    path.write_text(source)
+    with ModelServer() as model:
+        model.script(*(code("print(still_undefined)") for _ in range(3)))
+        done = run_fix(path, model)
+    assert done.returncode == 1
+    assert path.read_text() == source
+    assert "not fixed: no fix ran clean in 3 attempts" in done.stdout
+    assert len(model.requests) == 3
+
+
+def fix_without_a_model(script: Path) -> subprocess.CompletedProcess[str]:
+    """`runfix run --fix` with no model configured (no key, no endpoint in the environment)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_fix_without_a_model_says_what_works_from_a_terminal(tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text("print(undefined_name)\n")
+    done = fix_without_a_model(script)
+    assert done.returncode == 1
+    said = done.stdout + done.stderr
+    assert "OPENAI_BASE_URL" in said and "RUNFIX_MODEL" in said, said
+    assert script.read_text() == "print(undefined_name)\n"
+
+
+def test_fix_adds_a_missing_common_import_without_a_model(tmp_path: Path) -> None:
+    """The offline fix first, as the editor offers it: no model is asked (none is set)."""
+    script = tmp_path / "mean.py"
+    script.write_text("# %%\nvalues = [1, 2, 3]\n\n# %%\nmath.fsum(values)\n")
+    done = fix_without_a_model(script)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "added `import math` (no model needed)" in done.stdout
+    assert (
+        script.read_text() == "# %%\nimport math\nvalues = [1, 2, 3]\n\n# %%\nmath.fsum(values)\n"
+    )
+    assert "note: 6.0" in done.stdout
+
+
+def test_fix_installs_a_missing_package_data_vouches_for_without_a_model(
+    tmp_path: Path,
+) -> None:
+    """`import pyfiglet` on a machine without it: published wheels say `pyfiglet` provides it,
+    so --fix installs it (from a folder of wheels here: no index is reached) and runs on."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    make_wheel(wheels, "pyfiglet", "def figlet_format(text):\n    return text.upper()\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    venv = project / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    [site] = list(venv.glob("lib/python*/site-packages"))
+    (site / "_runfix_tests_parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    script = project / "banner.py"
+    script.write_text("import pyfiglet\npyfiglet.figlet_format('hi')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels), PATH=os.defpath)  # pip, not uv
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "note: 'HI'" in done.stdout
+    assert list(site.glob("pyfiglet"))

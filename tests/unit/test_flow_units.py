@@ -1,0 +1,469 @@
+"""The run-and-fix flow, the fix driver and quick-fix building, without a client or a kernel.
+
+A fake editor stands in for the editor interface (it is an interface of runfix's
+own: the LSP and headless implementations are tested end to end elsewhere).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import client_capabilities
+
+from executor.events import Error, RunOutcome, RunStatus, Span, Stream, Variable
+from executor.safety import scan
+from executor.trust import Choice
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.cli.run import HeadlessEditor
+from lsp_server.contract import (
+    FIX_WITH_MODEL,
+    INSTALL,
+    SOURCE,
+    VARIABLE_FIELDS,
+    FixArgs,
+    ProblemData,
+    Status,
+    structure,
+    to_json,
+)
+from lsp_server.editor import (
+    Level,
+    LineEdit,
+    Place,
+    Snapshot,
+    TrustAnswer,
+    TrustQuestion,
+    apply_to_lines,
+)
+from lsp_server.fixing import Fixer, FixResult
+from lsp_server.flow import Flow
+from lsp_server.lsp.convert import hover, inlay_hints, tooltip_at
+from lsp_server.lsp.features.code_actions import quick_fixes
+from lsp_server.lsp.launch import root_folder
+from lsp_server.lsp.prepared import ByLine, Memo, Prepared
+from lsp_server.model.client import ModelCancelled
+from lsp_server.positions import utf16_len
+from lsp_server.results import DocumentResults, build
+from lsp_server.session import Session
+from lsp_server.settings import PROJECT, Settings, resolve
+from tests.conftest import CLIENTS
+
+URI = "file:///ws/doc.py"
+
+
+class FakeEditor:
+    """Records what the flow asked of the editor; applies edits to its text at once."""
+
+    def __init__(self, text: str, answer: bool = False) -> None:
+        self.features = ClientFeatures()
+        self.lines = text.splitlines(True)
+        self.version = 1
+        self.answer = answer
+        self.told: list[tuple[str, Level]] = []
+        self.remarks: list[str] = []
+        self.asked: list[str] = []
+        self.applied: list[LineEdit] = []
+        self.published_results: list[DocumentResults] = []
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    def text(self, uri: str) -> Snapshot | None:
+        return Snapshot(self.version, tuple(self.lines))
+
+    def open_documents(self) -> list[str]:
+        return [URI]
+
+    def live(self, uri: str) -> None:
+        return None
+
+    def path_of(self, uri: str) -> str:
+        return "/ws/doc.py"
+
+    def folder_for(self, uri: str) -> Path:
+        return Path("/ws")
+
+    def published(self, uri: str, added: DocumentResults) -> None:
+        self.published_results.append(added)
+
+    def runs_done(self) -> None:
+        pass
+
+    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
+        self.told.append((message, level))
+
+    def tell_once(self, message: str, level: Level) -> None:
+        self.tell(message, level)
+
+    def remark(self, place: Place, message: str) -> None:
+        self.remarks.append(message)
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        self.asked.append(reason)
+        return self.answer
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        self.asked.append(f"trust {question.folder}")
+        return TrustAnswer(Choice.TRUST if self.answer else None, "you chose Don't run")
+
+    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
+        self.applied.append(edit)
+        self.lines = apply_to_lines(self.lines, edit.first, edit.last, edit.code)
+        self.version += 1
+        return True
+
+    @asynccontextmanager
+    async def _progress(self) -> AsyncIterator[Any]:
+        yield self
+
+    def progress(self, cancel: asyncio.Event) -> Any:
+        return self._progress()
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        self.remarks.append(f"progress: {message}")
+
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
+        return None
+
+    def kernel_state(self, folder: Path, kernel: Any) -> None:
+        pass
+
+    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        self.tasks.append(asyncio.ensure_future(work))
+
+
+def flow_for(editor: FakeEditor, settings: Settings | None = None) -> Flow:
+    async def read(folder: Path) -> Settings:
+        return settings or Settings()
+
+    return Flow(Session(read, editor.kernel_state, decided=Choice.TRUST), editor)
+
+
+def printed(text: str, line: int) -> RunOutcome:
+    return RunOutcome(RunStatus.OK, (Stream("stdout", text, Span(line, line)),), 0.01)
+
+
+def raised(message: str) -> RunOutcome:
+    name, _, value = message.partition(": ")
+    error = Error(name, value, (), f"Traceback …\n{message}")
+    return RunOutcome(RunStatus.ERROR, (error,), 0.01)
+
+
+# -- client features ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_client_features_are_read_once_from_real_capabilities(client: str) -> None:
+    features = ClientFeatures.from_client(client_capabilities(client), "utf-16")
+    if client == "visual_studio_code":
+        assert features.code_action_resolve
+        assert features.disabled_code_actions and features.document_changes
+    if client == "neovim@v0.7.0":
+        assert not features.inlay_hints
+        assert features.results_mode(None) == "diagnostics"  # Hint diagnostics instead
+    assert features.results_mode("both") == "both"
+    assert not features.input  # only clients that say `experimental.runfixInput`
+
+
+def test_client_features_read_the_runfix_input_capability_and_the_encoding() -> None:
+    caps = lsp.ClientCapabilities(experimental={"runfixInput": True})
+    features = ClientFeatures.from_client(caps, "utf-8")
+    assert features.input and features.width("é") == 2
+    assert ClientFeatures.from_client(None, None) == ClientFeatures()
+
+
+# -- quick fixes from Diagnostic.data -------------------------------------------------
+
+
+def _diagnostic(message: str, piece: tuple[int, int] = (0, 0)) -> lsp.Diagnostic:
+    return lsp.Diagnostic(
+        range=lsp.Range(lsp.Position(piece[0], 0), lsp.Position(piece[0], 1)),
+        message=message,
+        source=SOURCE,
+        data=to_json(ProblemData("run", message, piece)),
+    )
+
+
+@pytest.mark.parametrize("resolve", [True, False])
+def test_fix_with_model_is_resolved_lazily_or_a_command(resolve: bool) -> None:
+    features = ClientFeatures(code_action_resolve=resolve)
+    diagnostic = _diagnostic("ValueError: no", (2, 3))
+    [fix] = quick_fixes(URI, ["a\n"] * 4, [diagnostic], features, Settings())
+    assert fix.title == "Fix with model" and fix.kind == lsp.CodeActionKind.QuickFix
+    if resolve:
+        assert fix.command is None and fix.edit is None
+        assert structure(fix.data, FixArgs) == FixArgs(URI, (2, 3), "ValueError: no")
+    else:
+        assert fix.command is not None and fix.command.command == FIX_WITH_MODEL
+
+
+def test_quick_fixes_for_a_missing_module_and_a_missing_name() -> None:
+    lines = ["import os\n", "x = np.zeros(3)\n", "import sklearn\n"]
+    diagnostics = [
+        _diagnostic("NameError: name 'np' is not defined", (1, 1)),
+        _diagnostic("ModuleNotFoundError: No module named 'sklearn'", (2, 2)),
+        lsp.Diagnostic(range=diagnostics_range(), message="not ours", source="pyright"),
+    ]
+    actions = quick_fixes(URI, lines, diagnostics, ClientFeatures(), Settings())
+    titles = [a.title for a in actions]
+    assert titles == [
+        "Add `import numpy as np`",
+        "Fix with model",
+        "Install scikit-learn",
+        "Fix with model",
+    ]
+    add, install = actions[0], actions[2]
+    assert add.edit is not None and add.edit.changes is not None
+    [edit] = add.edit.changes[URI]
+    assert edit.range.start.line == 1 and edit.new_text == "import numpy as np\n"
+    assert install.command is not None and install.command.command == INSTALL
+    assert install.command.arguments == [
+        {
+            "uri": URI,
+            "packages": ["scikit-learn"],
+            "range": {"start": {"line": 2, "character": 0}, "end": {"line": 3, "character": 0}},
+        }
+    ]
+
+
+def test_an_install_the_sandbox_cannot_do_is_disabled_where_the_client_shows_why() -> None:
+    sandboxed = resolve((PROJECT, {"executor": "docker"}))
+    diagnostic = _diagnostic("ModuleNotFoundError: No module named 'yaml'")
+    for disabled_support in (True, False):
+        features = ClientFeatures(disabled_code_actions=disabled_support)
+        install = quick_fixes(URI, ["import yaml\n"], [diagnostic], features, sandboxed)[0]
+        assert install.title.lower() == "install pyyaml"
+        if disabled_support:
+            assert install.disabled is not None and "docker" in install.disabled.reason
+        else:  # the command runs and says why it cannot install
+            assert install.command is not None
+
+
+def diagnostics_range() -> lsp.Range:
+    return lsp.Range(lsp.Position(0, 0), lsp.Position(0, 1))
+
+
+# -- the fix driver -------------------------------------------------------------------
+
+
+def _fixer(
+    replies: list[str], outcomes: list[RunOutcome], confirm: bool = True
+) -> tuple[Fixer, list[list[dict[str, str]]], list[str]]:
+    asked: list[list[dict[str, str]]] = []
+    ran: list[str] = []
+
+    async def ask(messages: list[dict[str, str]], what: str) -> str:
+        asked.append(messages)
+        reply = replies.pop(0)
+        if reply == "cancel":
+            raise ModelCancelled()
+        return reply
+
+    async def run(code: str) -> RunOutcome:
+        ran.append(code)
+        return outcomes.pop(0)
+
+    async def variables() -> list[Any]:
+        return []
+
+    async def confirmed(code: str, findings: Any) -> bool:
+        return confirm
+
+    fixer = Fixer(ask, run, variables, confirmed, lambda m: None, max_attempts=3, budget=4000)
+    return fixer, asked, ran
+
+
+async def test_the_fix_driver_sends_each_failure_into_the_next_request() -> None:
+    fixer, asked, ran = _fixer(
+        ["```python\nprint(itmes)\n```", "```python\nprint(items)\n```"],
+        [raised("NameError: name 'itmes' is not defined"), printed("[1]\n", 1)],
+    )
+    result = await fixer.fix(["print(itms)\n"], 0, 0, "print(itms)\n", "NameError: itms")
+    assert (result.status, result.attempts, result.code) == ("fixed", 2, "print(items)\n")
+    assert ran == ["print(itmes)\n", "print(items)\n"]
+    assert "name 'itmes' is not defined" in asked[1][-1]["content"]
+
+
+async def test_the_fix_driver_never_runs_a_flagged_candidate_it_may_not() -> None:
+    fixer, _, ran = _fixer(["```python\nimport os\nos.remove('x')\n```"], [], confirm=False)
+    result = await fixer.fix(["x\n"], 0, 0, "x\n", "NameError: x")
+    assert result.status == "failed" and "not confirmed" in result.message
+    assert ran == []
+
+
+async def test_the_fix_driver_stops_when_the_model_request_is_cancelled() -> None:
+    fixer, _, ran = _fixer(["cancel"], [])
+    result = await fixer.fix(["x\n"], 0, 0, "x\n", "NameError: x")
+    assert result.status == "cancelled" and ran == []
+
+
+# -- what a fix comes to --------------------------------------------------------------
+
+
+async def test_a_fix_that_ran_clean_is_applied_and_its_output_shown() -> None:
+    editor = FakeEditor("total = sum(valus)\nprint(total)\n")
+    flow = flow_for(editor)
+    lines = tuple(editor.lines)
+    fixed = FixResult("fixed", "total = sum([1])\nprint(total)\n", printed("1\n", 2), 2)
+    report = await flow._settle(URI, lines, 0, 1, fixed, apply=True)
+    assert report.answer.status == Status.FIXED and report.answer.attempts == 2
+    assert editor.applied == [LineEdit(0, 1, "total = sum([1])\nprint(total)\n")]
+    assert "fixed on attempt 2" in editor.remarks
+    [shown] = [r for r in editor.published_results if r.statements]
+    assert shown.statements[0].text == "1\n" and shown.statements[0].last == 1
+
+
+async def test_a_fix_offered_for_resolve_is_not_applied() -> None:
+    editor = FakeEditor("print(x)\n")
+    flow = flow_for(editor)
+    fixed = FixResult("fixed", "x = 1\nprint(x)\n", printed("1\n", 2), 1)
+    report = await flow._settle(URI, tuple(editor.lines), 0, 0, fixed, apply=False)
+    assert report.answer.status == Status.FIXED
+    assert report.edit == LineEdit(0, 0, "x = 1\nprint(x)\n")
+    assert report.version == editor.version  # the text the edit was checked against
+    assert editor.applied == []
+
+
+async def test_a_fix_for_code_that_changed_meanwhile_is_not_applied() -> None:
+    editor = FakeEditor("print(y)\n")
+    flow = flow_for(editor)
+    fixed = FixResult("fixed", "print(1)\n", printed("1\n", 1), 1)
+    report = await flow._settle(URI, ("print(x)\n",), 0, 0, fixed, apply=True)
+    assert report.answer.status == Status.ERROR and editor.applied == []
+    assert "changed while it was being fixed" in editor.told[0][0]
+
+
+async def test_no_fix_is_said_and_nothing_applied() -> None:
+    editor = FakeEditor("print(x)\n")
+    flow = flow_for(editor)
+    failed = FixResult("failed", attempts=3, message="no fix ran clean in 3 attempts")
+    report = await flow._settle(URI, tuple(editor.lines), 0, 0, failed, apply=True)
+    assert report.answer.status == Status.FAILED and report.answer.attempts == 3
+    assert editor.told == [("runfix: not fixed: no fix ran clean in 3 attempts", Level.WARNING)]
+    assert editor.applied == []
+
+
+# -- confirming flagged code: one rule for the editor and the terminal ----------------
+
+
+async def test_flagged_code_needs_a_yes_in_the_local_kernel_and_the_yes_is_kept() -> None:
+    code = "import os\nos.remove('data.csv')\n"
+    assert scan(code)  # flagged
+    editor = FakeEditor(code, answer=True)
+    flow = flow_for(editor)
+    place = Place(URI, 0)
+    assert await flow.confirm_run(code, "it deletes", Settings(), place)
+    assert await flow.confirm_run(code, "it deletes", Settings(), place)
+    assert editor.asked == ["it deletes"]  # asked once for this exact code
+    editor.answer = False
+    assert not await flow.confirm_run(code + "\n", "it deletes", Settings(), place)
+
+
+async def test_flagged_code_in_the_sandbox_runs_unasked() -> None:
+    editor = FakeEditor("")
+    flow = flow_for(editor)
+    sandboxed = resolve((PROJECT, {"executor": "docker"}))
+    assert await flow.confirm_run("os.remove('x')", "it deletes", sandboxed, Place(URI))
+    assert editor.asked == []
+
+
+async def test_the_headless_editor_never_runs_flagged_code_unasked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    editor = HeadlessEditor("job.py", Path("/ws/job.py"), Path("/ws"), ["x\n"])
+    flow = Flow(
+        Session(lambda folder: _settings(), editor.kernel_state, decided=Choice.TRUST), editor
+    )
+    assert not await flow.confirm_run("os.remove('x')", "It deletes.", Settings(), Place("u", 4))
+    assert capsys.readouterr().out == (
+        "job.py:5:1: warning: It deletes; not run headless (review it, or run it in the editor)\n"
+    )
+    assert await editor.apply(editor.uri, 1, LineEdit(0, 0, "y = 1\n"), "fix")
+    assert editor.lines == ["y = 1\n"] and editor.changed
+    assert not await editor.apply(editor.uri, 1, LineEdit(0, 0, "z\n"), "stale version")
+
+
+async def _settings() -> Settings:
+    return Settings()
+
+
+# -- results as the client sees them: inlay hints and hovers ---------------------------
+
+
+def test_an_inlay_hint_sits_at_the_end_of_its_statement_with_the_full_output() -> None:
+    lines = ["names = ['é𝄞']\n", "for n in names:\n", "    print(n * 3)\n", "names[9]\n"]
+    outcome = RunOutcome(
+        RunStatus.ERROR,
+        (
+            Stream("stdout", "é𝄞é𝄞é𝄞\n" * 30, Span(2, 3)),
+            Error("IndexError", "list index out of range", (), "Traceback …\nIndexError"),
+        ),
+        0.01,
+    )
+    results = build(outcome, path="/ws/doc.py", lines=lines, fallback_line=3, folder=None)
+    [(line, hint)] = inlay_hints(lines, results, utf16_len)
+    assert line == 2 and hint["position"] == {"line": 2, "character": len("    print(n * 3)")}
+    assert hint["label"].startswith("→ é𝄞é𝄞é𝄞")
+    assert hint["tooltip"]["kind"] == "markdown" and hint["tooltip"]["value"].count("é𝄞") == 90
+    by_line = ByLine.of(inlay_hints(lines, results, utf16_len))
+    assert json.loads(by_line.between(3, 4).text) == []
+    assert json.loads(by_line.between(0, 4).text) == [hint]
+
+    [(_, lazy)] = inlay_hints(lines, results, utf16_len, resolve_uri="file:///ws/doc.py")
+    assert "tooltip" not in lazy and lazy["data"] == {"uri": "file:///ws/doc.py", "line": 2}
+    assert tooltip_at(results, 2) == hint["tooltip"]
+    assert tooltip_at(results, 1) is None  # no statement's output ends on line 1
+
+    on_error = hover(lines, results, 3)
+    assert on_error is not None and isinstance(on_error.contents, lsp.MarkupContent)
+    assert on_error.contents.value.startswith("**IndexError: list index out of range**")
+    assert "Traceback" in on_error.contents.value
+    assert hover(lines, results, 0) is None  # nothing came from line 1
+
+
+def test_the_variables_answer_has_the_fields_the_contract_names() -> None:
+    variable = Variable("df", "DataFrame", "2 rows", (2, 1), 2, {"a": "int64"})
+    assert tuple(dataclasses.asdict(variable)) == VARIABLE_FIELDS
+
+
+def test_a_memo_makes_again_only_when_an_input_is_another_object_with_other_content() -> None:
+    made: list[int] = []
+    memo: Memo[int] = Memo(size=2)
+
+    def make() -> int:
+        made.append(1)
+        return len(made)
+
+    lines = ("a\n", "b\n")
+    assert memo.get("u", (lines, ("ai:",)), make) == 1
+    assert memo.get("u", (lines, ("ai:",)), make) == 1  # the same lines, equal markers
+    assert memo.get("u", (("a\n", "b\n"), ("ai:",)), make) == 1  # equal lines
+    assert memo.get("u", (("a\n", "c\n"), ("ai:",)), make) == 2
+    memo.get("v", (), make)
+    memo.get("w", (), make)  # beyond its size: the oldest document goes
+    assert memo.get("u", (("a\n", "c\n"), ("ai:",)), make) == 5
+
+
+def test_a_prepared_answer_is_compact_json() -> None:
+    assert Prepared.of([{"a": 1, "b": "→"}]).text == '[{"a":1,"b":"\\u2192"}]'
+
+
+def test_the_early_kernels_folder_is_the_first_workspace_folder_else_the_root(
+    tmp_path: Path,
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    folders = [{"uri": b.as_uri(), "name": "b"}, {"uri": a.as_uri(), "name": "a"}]
+    assert root_folder({"rootUri": a.as_uri(), "workspaceFolders": folders}) == b
+    assert root_folder({"rootUri": a.as_uri(), "workspaceFolders": None}) == a
+    assert root_folder({"rootUri": (tmp_path / "gone").as_uri()}) is None  # no such folder
+    assert root_folder({"rootUri": "untitled:x"}) is None
+    assert root_folder({"rootUri": None}) is None
+    assert root_folder([]) is None
