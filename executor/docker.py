@@ -47,9 +47,9 @@ from executor.base import ExecutorUnavailable
 from executor.cancel import stop
 from executor.configs import DEFAULT_IMAGE, DockerConfig
 from executor.events import Error, Frame, RunOutcome, RunStatus
-from executor.install import InstallResult, refused, take_line, until_done
+from executor.install import InstallResult, take_line, until_done
 from executor.interpreter import module_command
-from executor.jupyter import STATEMENT_FILE, JupyterKernel
+from executor.jupyter import STATEMENT_FILE, JupyterKernel, Say
 from executor.owner import owner, owner_alive, pid_exists
 
 log = logging.getLogger(__name__)
@@ -253,7 +253,9 @@ class _Cgroup:
             return []
 
 
-class DockerKernel(JupyterKernel):
+class DockerKernel(JupyterKernel[DockerConfig]):
+    """A kernel in a locked-down container of its own, the folder mounted at /workspace."""
+
     where = "container"
     executor = "docker"
     _replaced = "the container was replaced and the kernel's state was lost."
@@ -266,8 +268,7 @@ class DockerKernel(JupyterKernel):
         grace: float = 3.0,
         startup_timeout: float = 60.0,
     ) -> None:
-        super().__init__(folder, grace=grace, startup_timeout=startup_timeout)
-        self.config: DockerConfig = config
+        super().__init__(folder, config, grace=grace, startup_timeout=startup_timeout)
         self.uid, self.gid = container_user(folder, config.user)
         self.container: Container | None = None
         self._site: Path | None = None
@@ -609,10 +610,25 @@ class DockerKernel(JupyterKernel):
         log.warning("%s", note)
         return replace(outcome, note=_join(outcome.note, note))
 
+    async def diagnose(self, say: Say) -> bool:
+        """The engine, the sandbox image, and how long a container kernel takes to start."""
+        try:
+            found = await asyncio.to_thread(describe_engine)
+        except ExecutorUnavailable as exc:
+            say(f"docker:         unavailable — {exc}")
+            return False
+        say(f"docker:         {found}")
+        image = await asyncio.to_thread(describe_image, self.config.image)
+        if image is None:
+            say(f"sandbox image:  {self.config.image} MISSING — build it: runfix sandbox build")
+            return False
+        say(f"sandbox image:  {image}")
+        return await self.try_start("container", say)
+
     async def _reap(self) -> None:
         """Have the kernel collect its dead children: as zombies they still count as pids."""
         with contextlib.suppress(Exception):
-            await self._kc.execute_interactive(
+            await self._channels.execute_interactive(
                 "__import__('_runfix_kernel').reap()", silent=True, store_history=False, timeout=10
             )
 
@@ -621,19 +637,14 @@ class DockerKernel(JupyterKernel):
     def install_blocked(self) -> str | None:
         return self.config.install_blocked()
 
-    async def install(
+    async def _install(
         self,
         distributions: list[str],
-        *,
-        on_line: Callable[[str], None] | None = None,
-        cancel: asyncio.Event | None = None,
-        timeout: float = 600.0,
+        on_line: Say | None,
+        cancel: asyncio.Event | None,
+        timeout: float,
     ) -> InstallResult:
         """pip inside the container, into the folder's site directory (the root is read-only)."""
-        if (refusal := refused(distributions)) is not None:
-            return refusal
-        if (why := self.install_blocked()) is not None:
-            return InstallResult(False, why, [])
         await self.start()
         command = module_command(
             "python3",

@@ -6,9 +6,12 @@ then the shell reply. While it waits, the loop also watches the clock (timeout:
 interrupt, then restart after a grace period), the cancel event (interrupt)
 and the kernel itself (death: restart) — it never waits on a dead kernel.
 
-Subclasses say where the kernel lives: `LocalKernel` (a process here) and
-`DockerKernel` (a process in a locked-down container). They provide the
-launch, relaunch, discard, interrupt and liveness hooks below.
+Subclasses say where the kernel lives: `LocalKernel` (a process here),
+`DockerKernel` (a process in a locked-down container), `RemoteKernel` (on a
+Jupyter Server). They provide the abstract hooks below (launch, relaunch,
+discard, interrupt, liveness, install, doctor's check); `executor.kinds` names
+each kind with its config. A kernel drives a `KernelClient`: jupyter_client's
+(local, container) or the remote server's WebSocket (`kernel_socket`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import json
 import logging
 import queue
 import struct
+import time
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from executor import _kernel_side
 from executor.base import ExecutorState, ExecutorUnavailable
@@ -37,7 +42,7 @@ from executor.events import (
     Usage,
     Variable,
 )
-from executor.install import InstallResult
+from executor.install import InstallResult, refused
 from executor.messages import MessageCollector
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,49 @@ _HELPER = (
 
 HELPER_CODE = _HELPER.format(source=Path(_kernel_side.__file__).read_text(encoding="utf-8"))
 
+Say = Callable[[str], None]
+"""Where a check says what it found, a line at a time (`runfix doctor`: print)."""
+
+C = TypeVar("C", bound=Hashable)
+
+
+class KernelClient(Protocol):
+    """The calls the run loop makes of a kernel's channels: jupyter_client's
+    `AsyncKernelClient` has them, and so does `kernel_socket.KernelSocket`."""
+
+    def execute(
+        self,
+        code: str,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, str] | None = None,
+        allow_stdin: bool = False,
+    ) -> str: ...
+
+    def input(self, value: str) -> None: ...
+
+    async def execute_interactive(
+        self,
+        code: str,
+        *,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, str] | None = None,
+        allow_stdin: bool = False,
+        timeout: float = 60.0,
+    ) -> Any: ...
+
+    async def wait_for_ready(self, timeout: float = 60.0) -> None: ...
+
+    async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def get_stdin_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    def stop_channels(self) -> None: ...
+
+
 STATEMENT_FILE = "statement"
 """In the runtime folder: the statement running now (`RUNFIX_STATEMENT_FILE` in the kernel)."""
 
@@ -67,7 +115,7 @@ DIED_NOTE = (
 )
 
 
-class JupyterKernel:
+class JupyterKernel(ABC, Generic[C]):
     """The run loop, the queue and the lifecycle; where the kernel lives is the subclass's."""
 
     where = "kernel"
@@ -75,17 +123,19 @@ class JupyterKernel:
     executor = "kernel"
     """The `executor` setting that makes this kind ("kernel", "docker", "remote")."""
     _replaced = "the kernel was restarted and its state was lost."
-    config: Hashable
-    """What the kernel is made of: the pool replaces it when the settings change this."""
 
-    def __init__(self, folder: Path, *, grace: float = 3.0, startup_timeout: float = 60.0) -> None:
+    def __init__(
+        self, folder: Path, config: C, *, grace: float = 3.0, startup_timeout: float = 60.0
+    ) -> None:
         self.folder = folder
+        self.config = config
+        """What the kernel is made of: the pool replaces it when the settings change this."""
         self.grace = grace
         self.startup_timeout = startup_timeout
         self._state_now = ExecutorState.NEW
         self.on_state: Callable[[ExecutorState], None] | None = None
         """Told every change of state (the server shows it in the editor's status)."""
-        self._kc: Any = None
+        self._kc: KernelClient | None = None
         self._runtime: Path | None = None
         """The kernel's private folder on this host (connection file, sockets), once launched."""
         self._queue = asyncio.Lock()  # FIFO: runs in one folder queue in order
@@ -116,6 +166,13 @@ class JupyterKernel:
         return self.executor
 
     @property
+    def _channels(self) -> KernelClient:
+        """The connected client (a run holds the queue, so it stays while the run reads it)."""
+        if self._kc is None:
+            raise ExecutorUnavailable(f"The {self.where} is not connected.")
+        return self._kc
+
+    @property
     def _state(self) -> ExecutorState:
         return self._state_now
 
@@ -132,42 +189,43 @@ class JupyterKernel:
     # -- hooks -------------------------------------------------------------------------
 
     @property
+    @abstractmethod
     def launched(self) -> bool:
         """Whether a kernel process (or container) exists, alive or not."""
-        raise NotImplementedError
 
     @property
     def booting(self) -> bool:
         """Whether its process runs, answering or not yet (a start got that far)."""
         return self.launched
 
+    @abstractmethod
     async def _launch(self) -> None:
         """Start the kernel and connect (`_connect`); raise `ExecutorUnavailable` if it cannot."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _relaunch(self) -> None:
         """Replace the kernel with a fresh one, and connect to it."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _discard(self) -> None:
         """Kill the kernel (if any) and free what it held. Never raises."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _stop_gracefully(self) -> None:
         """Ask the kernel to exit (the caller bounds the wait, then discards)."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _interrupt(self) -> None:
         """Send the kernel SIGINT (or what stands for it where it lives)."""
-        raise NotImplementedError
 
     async def interrupt(self) -> None:
         """Interrupt what runs now (`runfix.interrupt`): the run ends `cancelled`."""
         self._interrupt_sent = True
         await self._interrupt()
 
+    @abstractmethod
     async def is_alive(self) -> bool:
-        raise NotImplementedError
+        """Whether the kernel process (or the server's kernel) is still there."""
 
     @property
     def statement_file(self) -> Path | None:
@@ -194,18 +252,60 @@ class JupyterKernel:
 
     def install_blocked(self) -> str | None:
         """Why installing packages cannot work here (and how to allow it), else None."""
-        raise NotImplementedError
+        return None
 
     async def install(
         self,
         distributions: list[str],
         *,
-        on_line: Callable[[str], None] | None = None,
+        on_line: Say | None = None,
         cancel: asyncio.Event | None = None,
         timeout: float = 600.0,
     ) -> InstallResult:
-        """Install distributions where the kernel imports from; streamed, cancellable."""
-        raise NotImplementedError
+        """Install distributions where the kernel imports from; streamed (`on_line`),
+        cancellable. What is no distribution name, or cannot be installed here, is refused
+        before anything runs."""
+        if (refusal := refused(distributions)) is not None:
+            return refusal
+        if (why := self.install_blocked()) is not None:
+            return InstallResult(False, why, [])
+        return await self._install(distributions, on_line, cancel, timeout)
+
+    @abstractmethod
+    async def _install(
+        self,
+        distributions: list[str],
+        on_line: Say | None,
+        cancel: asyncio.Event | None,
+        timeout: float,
+    ) -> InstallResult:
+        """Install valid distribution names where the kernel imports from."""
+
+    @abstractmethod
+    async def diagnose(self, say: Say) -> bool:
+        """`runfix doctor`'s check of this kind of kernel: what it needs is here, it starts
+        and runs something trivial (`try_start`); said line by line. True if it can run."""
+
+    async def try_start(self, label: str, say: Say, *, shutdown: bool = True) -> bool:
+        """Start the kernel, run something trivial, stop it (unless the caller will); say how
+        long each took."""
+        began = time.perf_counter()
+        try:
+            await self.start()
+            started = time.perf_counter() - began
+            doctor = str(self.folder / "<doctor>")
+            outcome = await self.execute(RunRequest("1 + 1", doctor, timeout=30))
+        except ExecutorUnavailable as exc:
+            say(f"{label + ':':<15} FAILED — {exc}")
+            return False
+        finally:
+            if shutdown:
+                await self.shutdown()
+        if outcome.status != RunStatus.OK:
+            say(f"{label + ':':<15} started, but a trivial run ended {outcome.status.value}")
+            return False
+        say(f"{label + ' start:':<15} {started:.2f}s; trivial run {outcome.duration * 1000:.1f} ms")
+        return True
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -254,7 +354,7 @@ class JupyterKernel:
             raise
         self._state = ExecutorState.IDLE
 
-    async def _connect(self, kc: Any) -> None:
+    async def _connect(self, kc: KernelClient) -> None:
         """Take a started client: wait for the kernel, then load runfix's helper into it."""
         if self._kc is not None:
             self._kc.stop_channels()
@@ -267,7 +367,7 @@ class JupyterKernel:
         self._kc = kc
         await self._load_helper(kc)
 
-    async def _load_helper(self, kc: Any) -> None:
+    async def _load_helper(self, kc: KernelClient) -> None:
         reply = await kc.execute_interactive(
             HELPER_CODE,
             silent=True,
@@ -386,7 +486,7 @@ class JupyterKernel:
                     return self._retired_outcome(outcome)
                 if outcome.status == RunStatus.ERROR and _helper_gone(outcome):
                     log.warning("runfix's helper was gone from the kernel; loading it again")
-                    await self._load_helper(self._kc)
+                    await self._load_helper(self._channels)
                     outcome = await self._run(request, cancel, ask_input, on_stream, on_output)
                 outcome = await self._after_run(outcome)
             except Exception:
@@ -421,7 +521,7 @@ class JupyterKernel:
         on_stream: Callable[[str], None] | None = None,
         on_output: Callable[[Stream], None] | None = None,
     ) -> RunOutcome:
-        kc = self._kc
+        kc = self._channels
         loop = asyncio.get_running_loop()
         began = loop.time()
         # Code that may hold a top-level `await` runs on the kernel's loop, as IPython runs it.
@@ -551,7 +651,7 @@ class JupyterKernel:
         """Take our shell reply off the channel (and any stale ones before it)."""
         while True:
             try:
-                reply: dict[str, Any] = await self._kc.get_shell_msg(timeout=1.0)
+                reply: dict[str, Any] = await self._channels.get_shell_msg(timeout=1.0)
             except queue.Empty:
                 return None
             if reply["parent_header"].get("msg_id") == msg_id:
@@ -579,7 +679,7 @@ class JupyterKernel:
     async def variables(self) -> list[Variable]:
         async with self._queue:
             await self.start()
-            reply = await self._kc.execute_interactive(
+            reply = await self._channels.execute_interactive(
                 "",
                 silent=True,
                 store_history=False,
@@ -612,7 +712,7 @@ class _InputRelay:
 
     The time spent waiting for the user does not count against the run's timeout."""
 
-    def __init__(self, kc: Any, msg_id: str, ask: AskInput) -> None:
+    def __init__(self, kc: KernelClient, msg_id: str, ask: AskInput) -> None:
         self.kc, self.msg_id, self.ask = kc, msg_id, ask
         self._asking: asyncio.Future[str | None] | None = None
         self._since = 0.0
@@ -692,3 +792,7 @@ def _stopped_note(status: RunStatus, timeout: float, *, restarted: bool) -> str:
     if status == RunStatus.CANCELLED:
         return "Cancelled: the kernel was interrupted." + lost
     return ""
+
+
+Kernel = JupyterKernel[Any]
+"""A kernel of any kind, as the services hold it."""

@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +34,14 @@ from jupyter_client.manager import AsyncKernelManager
 
 from executor import install as installer
 from executor.base import ExecutorUnavailable
-from executor.configs import LocalConfig, default_transport
+from executor.configs import LocalConfig
 from executor.interpreter import (
     install_hint,
     ipykernel_version,
     kernel_environment,
     module_command,
 )
-from executor.jupyter import STATEMENT_FILE, JupyterKernel
+from executor.jupyter import STATEMENT_FILE, JupyterKernel, Say
 
 log = logging.getLogger(__name__)
 
@@ -123,22 +122,20 @@ class _GroupWatch:
             return None
 
 
-class LocalKernel(JupyterKernel):
+class LocalKernel(JupyterKernel[LocalConfig]):
+    """A kernel process of the folder's interpreter on this machine, watched as a group."""
+
     def __init__(
         self,
         folder: Path,
-        python: str,
+        config: LocalConfig,
         *,
-        hidden_env: Iterable[str] = (),
-        transport: str | None = None,
         grace: float = 3.0,
         startup_timeout: float = 60.0,
     ) -> None:
-        super().__init__(folder, grace=grace, startup_timeout=startup_timeout)
-        transport = transport or default_transport()
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {TRANSPORTS}, not {transport!r}")
-        self.config: LocalConfig = LocalConfig(python, tuple(sorted(set(hidden_env))), transport)
+        if config.transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, not {config.transport!r}")
+        super().__init__(folder, config, grace=grace, startup_timeout=startup_timeout)
         self._km: AsyncKernelManager | None = None
         self._log: Any = None
         self._watch: _GroupWatch | None = None
@@ -265,16 +262,12 @@ class LocalKernel(JupyterKernel):
     async def is_alive(self) -> bool:
         return self._km is not None and bool(await self._km.is_alive())
 
-    def install_blocked(self) -> str | None:
-        return None
-
-    async def install(
+    async def _install(
         self,
         distributions: list[str],
-        *,
-        on_line: Callable[[str], None] | None = None,
-        cancel: asyncio.Event | None = None,
-        timeout: float = 600.0,
+        on_line: Say | None,
+        cancel: asyncio.Event | None,
+        timeout: float,
     ) -> installer.InstallResult:
         """Install into the kernel's interpreter (uv if present, else its pip)."""
         return await installer.install(
@@ -286,3 +279,15 @@ class LocalKernel(JupyterKernel):
             cancel=cancel,
             timeout=timeout,
         )
+
+    async def diagnose(self, say: Say) -> bool:
+        """ipykernel in the interpreter, where the kernel logs, and a start."""
+        version = await ipykernel_version(self.python)
+        if version is None:
+            say("ipykernel:      MISSING — runfix cannot run code with this interpreter.")
+            say(f"  fix: {install_hint(self.python)}")
+            say("  or point the `python` setting at an interpreter that has it.")
+            return False
+        say(f"ipykernel:      {version}")
+        say(f"kernel log:     {self.log_path}  (its stdout, stderr and ipykernel's own log)")
+        return await self.try_start("kernel", say)

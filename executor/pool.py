@@ -5,42 +5,27 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from executor.configs import DockerConfig, KernelConfig, RemoteConfig
-from executor.jupyter import JupyterKernel
+from executor.configs import KernelConfig
+from executor.kinds import kind_of
+
+if TYPE_CHECKING:
+    from executor.jupyter import Kernel
 
 log = logging.getLogger(__name__)
 
 
 def create(
     folder: Path, config: KernelConfig, *, grace: float = 3.0, startup_timeout: float = 60.0
-) -> JupyterKernel:
-    """A kernel for `folder` as `config` says. Its module is imported here, on first use:
-    jupyter_client, docker-py and httpx take ~0.3 s to import, and a server has answered
-    `initialize` before it needs either."""
-    if isinstance(config, DockerConfig):
-        from executor.docker import DockerKernel
-
-        return DockerKernel(folder, config, grace=grace, startup_timeout=startup_timeout)
-    if isinstance(config, RemoteConfig):
-        from executor.remote import RemoteKernel
-
-        return RemoteKernel(folder, config, grace=grace, startup_timeout=startup_timeout)
-    from executor.local import LocalKernel
-
-    return LocalKernel(
-        folder,
-        config.python,
-        hidden_env=config.hidden_env,
-        transport=config.transport,
-        grace=grace,
-        startup_timeout=startup_timeout,
-    )
+) -> Kernel:
+    """A kernel for `folder` as `config` says (its module imported now, on first use)."""
+    return kind_of(config).kernel(folder, config, grace=grace, startup_timeout=startup_timeout)
 
 
 class KernelPool:
     def __init__(self) -> None:
-        self._kernels: dict[Path, JupyterKernel] = {}
+        self._kernels: dict[Path, Kernel] = {}
         self._retired: set[asyncio.Task[None]] = set()
 
     def get(
@@ -50,7 +35,7 @@ class KernelPool:
         *,
         grace: float = 3.0,
         startup_timeout: float = 60.0,
-    ) -> JupyterKernel:
+    ) -> Kernel:
         """The folder's kernel; a new one (the old one stopped) when its config changed."""
         kernel = self._kernels.get(folder)
         if kernel is not None and kernel.config == config:
@@ -71,10 +56,10 @@ class KernelPool:
         if kernel is not None:
             await kernel.shutdown()
 
-    def find(self, folder: Path) -> JupyterKernel | None:
+    def find(self, folder: Path) -> Kernel | None:
         return self._kernels.get(folder)
 
-    def all(self) -> list[JupyterKernel]:
+    def all(self) -> list[Kernel]:
         return list(self._kernels.values())
 
     async def shutdown(self) -> None:

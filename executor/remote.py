@@ -35,7 +35,7 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -46,8 +46,8 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from executor.base import ExecutorUnavailable
 from executor.configs import RemoteConfig
 from executor.events import RunRequest, RunStatus
-from executor.install import InstallResult, refused, take_line
-from executor.jupyter import JupyterKernel
+from executor.install import InstallResult, take_line
+from executor.jupyter import JupyterKernel, Say
 from executor.kernel_socket import KernelSocket, _short
 from executor.owner import owner, owner_alive
 
@@ -159,7 +159,7 @@ _swept: set[str] = set()
 # -- the executor --------------------------------------------------------------------------
 
 
-class RemoteKernel(JupyterKernel):
+class RemoteKernel(JupyterKernel[RemoteConfig]):
     """A kernel on a Jupyter Server or an Enterprise Gateway, one per workspace folder."""
 
     where = "remote kernel"
@@ -174,8 +174,7 @@ class RemoteKernel(JupyterKernel):
         grace: float = 3.0,
         startup_timeout: float = 60.0,
     ) -> None:
-        super().__init__(folder, grace=grace, startup_timeout=startup_timeout)
-        self.config: RemoteConfig = config
+        super().__init__(folder, config, grace=grace, startup_timeout=startup_timeout)
         self.base = (config.url or "").rstrip("/")
         self._http: httpx.AsyncClient | None = None
         self._kernel_id: str | None = None
@@ -616,23 +615,55 @@ class RemoteKernel(JupyterKernel):
         await self._socket.execute_interactive("", silent=True, store_history=False, timeout=30)
         return time.perf_counter() - began
 
+    async def diagnose(self, say: Say) -> bool:
+        """The server: its URL, the token (whether it is set and taken, never the token
+        itself), the kernel spec, a kernel's start and its round trip."""
+        config = self.config
+        if not config.url:
+            say("remote:         no URL — set runfix's remote.url (or --remote URL)")
+            return False
+        if config.token_env:
+            is_set = "set" if os.environ.get(config.token_env) else "NOT SET"
+            said = f"token from {config.token_env} ({is_set})"
+        else:
+            said = "no token (remote.tokenEnv is not set)"
+        say(f"remote:         {config.url}  ({said})")
+        try:
+            return await self._diagnose_server(say)
+        finally:
+            await self.shutdown()
+
+    async def _diagnose_server(self, say: Say) -> bool:
+        try:
+            about = await self.about_server()
+        except ExecutorUnavailable as exc:
+            say(f"server:         FAILED — {exc}")
+            return False
+        say(f"server:         {about}")
+        names = await self.kernel_names()
+        wanted = self.config.kernel_name
+        if names and wanted not in names:
+            say(f"kernel spec:    {wanted} MISSING — it has {', '.join(names)}")
+            say("  fix: set runfix's remote.kernelName to one of them")
+            return False
+        say(f"kernel spec:    {wanted}" + (f"  (of {', '.join(names)})" if names else ""))
+        if not await self.try_start("remote", say, shutdown=False):
+            return False
+        trips = sorted([await self.round_trip() for _ in range(5)])
+        say(f"round trip:     {trips[2] * 1000:.1f} ms (median of 5 empty executes)")
+        return True
+
     # -- installing --------------------------------------------------------------------
 
-    def install_blocked(self) -> str | None:
-        return None
-
-    async def install(
+    async def _install(
         self,
         distributions: list[str],
-        *,
-        on_line: Callable[[str], None] | None = None,
-        cancel: asyncio.Event | None = None,
-        timeout: float = 600.0,
+        on_line: Say | None,
+        cancel: asyncio.Event | None,
+        timeout: float,
     ) -> InstallResult:
         """pip in the remote kernel's own interpreter, run by the kernel (the server gives no
         other way in); its lines are passed on as pip prints them."""
-        if (refusal := refused(distributions)) is not None:
-            return refusal
         arguments = [
             "install",
             "--disable-pip-version-check",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from executor.events import Stream
-from executor.jupyter import JupyterKernel
+from executor.jupyter import Kernel
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.results import DocumentResults
@@ -133,7 +133,7 @@ class Editor(Protocol):
         """A line the user types for the code's `input()` (None: they declined, or gave no
         answer within `timeout` seconds)."""
 
-    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+    def kernel_state(self, folder: Path, kernel: Kernel) -> None:
         """The folder's kernel changed state (for status bars)."""
 
     def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:

@@ -30,7 +30,7 @@ from executor.base import ExecutorState, ExecutorUnavailable
 from executor.distributions import provider_for
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
 from executor.interpreter import find_interpreter
-from executor.jupyter import JupyterKernel
+from executor.jupyter import Kernel
 from executor.safety import Finding, describe, scan
 from executor.trust import Choice
 from lsp_server.cells import cell_at, code_of, split_cells
@@ -268,7 +268,7 @@ class Flow:
 
     # -- trust ----------------------------------------------------------------------------
 
-    async def kernel(self, uri: str, line: int | None = None) -> JupyterKernel | None:
+    async def kernel(self, uri: str, line: int | None = None) -> Kernel | None:
         """The folder's kernel, once its code may run: the first time, an undecided folder's
         user is asked how (one question per folder; runs meanwhile wait for its answer).
         None: nothing may run, and the document says so at `line`."""
@@ -299,7 +299,7 @@ class Flow:
         interpreter = find_interpreter(folder, settings.python)
         try:
             sandbox = await asyncio.wait_for(
-                asyncio.to_thread(_sandbox_ready, settings.docker_image), SANDBOX_CHECK
+                asyncio.to_thread(_sandbox_ready, settings.docker.image), SANDBOX_CHECK
             )
         except Exception:  # no engine, no image, no docker package: no sandbox to offer
             sandbox = False
@@ -463,7 +463,7 @@ class Flow:
         uri: str,
         text: Snapshot,
         piece: Piece,
-        kernel: JupyterKernel,
+        kernel: Kernel,
         settings: Settings,
         cancel: asyncio.Event,
         flagged: list[Problem],

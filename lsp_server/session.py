@@ -22,7 +22,8 @@ from pathlib import Path
 
 from executor.base import ExecutorUnavailable
 from executor.interpreter import find_interpreter
-from executor.jupyter import JupyterKernel
+from executor.jupyter import Kernel
+from executor.kinds import KINDS
 from executor.pool import KernelPool
 from executor.trust import Choice, TrustStore
 from lsp_server.executors import kernel_config
@@ -33,7 +34,7 @@ from lsp_server.results import ResultStore
 from lsp_server.settings import Settings
 
 SettingsReader = Callable[[Path], Awaitable[Settings]]
-KernelWatcher = Callable[[Path, JupyterKernel], None]
+KernelWatcher = Callable[[Path, Kernel], None]
 
 
 class NotTrusted(ExecutorUnavailable):
@@ -52,7 +53,7 @@ class NotTrusted(ExecutorUnavailable):
 def needs_trust(settings: Settings) -> bool:
     """Whether these settings run the folder's code on this machine (the local kernel): the
     sandbox and a remote server run nothing of the folder's here until a run sends code."""
-    return settings.executor == "kernel"
+    return KINDS[settings.executor].asks_trust
 
 
 def with_choice(settings: Settings, choice: Choice | None) -> Settings:
@@ -141,7 +142,7 @@ class Session:
     def forget_settings(self) -> None:
         self._settings.clear()
 
-    async def kernel_for(self, folder: Path) -> JupyterKernel:
+    async def kernel_for(self, folder: Path) -> Kernel:
         """The folder's kernel (made, or replaced when its settings changed; not started);
         `NotTrusted` while the folder is undecided and its code would run here."""
         settings = await self.settings(folder)

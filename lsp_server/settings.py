@@ -16,11 +16,12 @@ import math
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from executor.configs import DockerConfig, RemoteConfig
+from executor.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +29,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 RESULTS_MODES = ("inlay", "diagnostics", "both")
-EXECUTORS = ("kernel", "docker", "remote")
+EXECUTORS = tuple(KINDS)
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-5-mini"
 
@@ -78,23 +79,11 @@ class Settings:
     executor: str = "kernel"
     """kernel: a local Jupyter kernel; docker: a kernel in a locked-down container;
     remote: a kernel on a Jupyter Server or Enterprise Gateway (`remote.*`)."""
-    # The sandbox's settings, with DockerConfig's defaults (documented there).
-    docker_image: str = DockerConfig.image
-    docker_network: str = DockerConfig.network
-    docker_memory: str = DockerConfig.memory
-    docker_cpus: float = DockerConfig.cpus
-    docker_pids: int = DockerConfig.pids
-    docker_tmpfs_size: str = DockerConfig.tmpfs_size
-    docker_workspace: str = DockerConfig.workspace
-    docker_user: str | None = DockerConfig.user
-    docker_wheels: str | None = DockerConfig.wheels
-    # The remote server's settings (RemoteConfig documents them); never the token itself.
-    remote_url: str | None = RemoteConfig.url
-    remote_token_env: str | None = RemoteConfig.token_env
-    remote_kernel_name: str = RemoteConfig.kernel_name
-    remote_kernel_env: tuple[tuple[str, str], ...] = RemoteConfig.kernel_env
-    remote_headers: tuple[tuple[str, str], ...] = RemoteConfig.headers
-    remote_verify_tls: bool = RemoteConfig.verify_tls
+    docker: DockerConfig = field(default_factory=DockerConfig)
+    """The sandbox's settings (`docker.*`), documented on `DockerConfig`."""
+    remote: RemoteConfig = field(default_factory=RemoteConfig)
+    """The remote server's settings (`remote.*`), documented on `RemoteConfig`; never the
+    token itself."""
     problems: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -266,7 +255,8 @@ def _results(value: Any) -> str | None:
     return str(value)
 
 
-# raw key → (Settings field, check)
+# raw key → (Settings field, check); an executor's options (`docker.image`) are the fields of
+# its config (`Settings.docker.image`), checked by `_SECTION_CHECKS`.
 _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "python": ("python", _python),
     "timeout": ("timeout", _number(0.1)),
@@ -290,22 +280,47 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "promptMarkers": ("prompt_markers", _markers),
     "contextBudget": ("context_budget", _integer(1000)),
     "executor": ("executor", _choice(*EXECUTORS)),
-    "docker.image": ("docker_image", _image),
-    "docker.network": ("docker_network", _network),
-    "docker.memory": ("docker_memory", _size("6m")),
-    "docker.cpus": ("docker_cpus", _number(0.01)),
-    "docker.pids": ("docker_pids", _integer(16)),
-    "docker.tmpfsSize": ("docker_tmpfs_size", _size("1m")),
-    "docker.workspace": ("docker_workspace", _choice("rw", "ro")),
-    "docker.user": ("docker_user", _user),
-    "docker.wheels": ("docker_wheels", _folder),
-    "remote.url": ("remote_url", _url),
-    "remote.tokenEnv": ("remote_token_env", _optional_env_name),
-    "remote.kernelName": ("remote_kernel_name", _kernel_name),
-    "remote.kernelEnv": ("remote_kernel_env", _pairs("environment variable", env_names=True)),
-    "remote.headers": ("remote_headers", _pairs("HTTP header", env_names=False)),
-    "remote.verifyTls": ("remote_verify_tls", _boolean),
 }
+_SECTION_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "docker.image": _image,
+    "docker.network": _network,
+    "docker.memory": _size("6m"),
+    "docker.cpus": _number(0.01),
+    "docker.pids": _integer(16),
+    "docker.tmpfsSize": _size("1m"),
+    "docker.workspace": _choice("rw", "ro"),
+    "docker.user": _user,
+    "docker.wheels": _folder,
+    "remote.url": _url,
+    "remote.tokenEnv": _optional_env_name,
+    "remote.kernelName": _kernel_name,
+    "remote.kernelEnv": _pairs("environment variable", env_names=True),
+    "remote.headers": _pairs("HTTP header", env_names=False),
+    "remote.verifyTls": _boolean,
+}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+def _section_keys() -> dict[str, tuple[str, Callable[[Any], Any]]]:
+    """`docker.tmpfsSize` → ("docker.tmpfs_size", its check), for each field of each kind's
+    config; a field without a check is a mistake caught at import."""
+    keys = {}
+    for kind in KINDS.values():
+        if kind.section is None:
+            continue
+        for option in fields(kind.config):
+            key = f"{kind.section}.{_camel(option.name)}"
+            keys[key] = (f"{kind.section}.{option.name}", _SECTION_CHECKS[key])
+    if missing := set(_SECTION_CHECKS) - set(keys):
+        raise AssertionError(f"checks for options no config has: {sorted(missing)}")
+    return keys
+
+
+_KEYS.update(_section_keys())
 PROJECT = "pyproject.toml [tool.runfix]"
 USER_ONLY = {
     "model.baseUrl": "it decides where your API key is sent",
@@ -385,8 +400,18 @@ def resolve(*layers: tuple[str, Any]) -> Settings:
             except ValueError as exc:
                 shown = "<hidden>" if key in _NO_ECHO else repr(value)
                 problems.append(f"{source}: {key} = {shown}: {exc}; using the default")
-        settings = replace(settings, **changes)
+        settings = _apply(settings, changes)
     return replace(settings, problems=tuple(problems))
+
+
+def _apply(settings: Settings, changes: dict[str, Any]) -> Settings:
+    """Settings with `changes` made; "docker.image" changes `settings.docker.image`."""
+    top = {name: value for name, value in changes.items() if "." not in name}
+    for name, value in changes.items():
+        if "." in name:
+            section, option = name.split(".", 1)
+            top[section] = replace(top.get(section, getattr(settings, section)), **{option: value})
+    return replace(settings, **top)
 
 
 def read_pyproject(folder: Path) -> tuple[Mapping[str, Any] | None, str | None]:

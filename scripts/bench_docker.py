@@ -27,7 +27,7 @@ from typing import Any
 from bench_lsp import bench_client, ms, start_server, stop_server
 from lsprotocol import types as lsp
 
-from executor.configs import DEFAULT_IMAGE, DockerConfig
+from executor.configs import DEFAULT_IMAGE, DockerConfig, LocalConfig
 from executor.docker import DockerKernel, engine
 from executor.local import LocalKernel
 
@@ -38,7 +38,7 @@ async def cold_starts(folder: Path, starts: int) -> tuple[list[float], list[floa
     for _ in range(starts):
         for kernel, times in (
             (DockerKernel(folder, DockerConfig()), docker_times),
-            (LocalKernel(folder, sys.executable), local_times),
+            (LocalKernel(folder, LocalConfig(sys.executable)), local_times),
         ):
             began = time.perf_counter()
             await kernel.start()  # type: ignore[attr-defined]

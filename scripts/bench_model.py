@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_lsp import bench_client, start_server, stop_server
 
+from executor.configs import LocalConfig
 from executor.events import RunRequest
 from executor.local import LocalKernel
 from tests.conftest import apply_edits
@@ -145,7 +146,7 @@ async def baselines(runs: int, folder: Path, model: ModelServer) -> tuple[float,
 
     t_model = await timed(runs, ask)
     await client.close()
-    kernel = LocalKernel(folder, sys.executable)
+    kernel = LocalKernel(folder, LocalConfig(sys.executable))
     await kernel.start()
     path = str(folder / "fix.py")
     await kernel.execute(RunRequest(SETUP, path))

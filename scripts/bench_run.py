@@ -24,6 +24,7 @@ from bench_lsp import bench_client, ms, start_server, stop_server
 from jupyter_client.manager import AsyncKernelManager
 from lsprotocol import types as lsp
 
+from executor.configs import LocalConfig
 from executor.local import LocalKernel
 
 
@@ -54,7 +55,7 @@ async def raw_jupyter(runs: int, folder: Path) -> tuple[float, float]:
 
 
 async def runfix_cold_start(folder: Path) -> float:
-    kernel = LocalKernel(folder, sys.executable)
+    kernel = LocalKernel(folder, LocalConfig(sys.executable))
     began = time.perf_counter()
     await kernel.start()
     cold = time.perf_counter() - began

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sqlite3
@@ -15,16 +16,8 @@ from lsp_server.record.store import (
     RecordedRun,
     open_for_reading,
     recent,
+    record_folder,
 )
-
-
-def record_folder(start: Path) -> Path | None:
-    """The nearest folder at or above `start` that has a run record."""
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if (candidate / FILE).is_file():
-            return candidate
-    return None
 
 
 def line_of(run: RecordedRun, folder: Path | None) -> str:
@@ -50,6 +43,10 @@ def one_based(run: RecordedRun) -> dict[str, object]:
         if "last" in output:
             output["last"] += 1
     return out
+
+
+def command(args: argparse.Namespace) -> int:
+    return show_history(args.file, args.json, args.limit)
 
 
 def show_history(target: Path | None, as_json: bool, limit: int) -> int:

@@ -9,6 +9,7 @@ sandbox the flow needs no question). Nothing here imports LSP.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import tokenize
@@ -20,7 +21,7 @@ from typing import Any, TextIO
 
 from executor.base import ExecutorUnavailable
 from executor.events import Stream
-from executor.jupyter import JupyterKernel
+from executor.jupyter import Kernel
 from executor.text import split_lines
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
@@ -269,13 +270,37 @@ class HeadlessEditor:
         except EOFError:
             return None
 
-    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+    def kernel_state(self, folder: Path, kernel: Kernel) -> None:
         pass
 
     def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def command(args: argparse.Namespace) -> int:
+    try:
+        return run_file(
+            args.file, args.cell, args.timeout, args.fix, args.format, command_line(args)
+        )
+    except KeyboardInterrupt:  # the kernel is stopped by then; one line, not a traceback
+        print("runfix: interrupted", file=sys.stderr)
+        return 130
+
+
+def command_line(args: argparse.Namespace) -> dict[str, Any]:
+    """Settings given on the command line (`--remote`…): the user's own, like an editor's."""
+    remote = {
+        key: value
+        for key, value in (
+            ("url", args.remote),
+            ("tokenEnv", args.token_env),
+            ("kernelName", args.kernel_name),
+        )
+        if value is not None
+    }
+    return {"executor": "remote", "remote": remote} if args.remote else {}
 
 
 def run_file(

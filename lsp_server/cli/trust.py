@@ -7,6 +7,7 @@ a user of an editor that cannot show runfix's question decides.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -17,6 +18,10 @@ MEANING = {
     Choice.SANDBOX: "in the Docker sandbox",
     Choice.OWN: "on runfix's own Python",
 }
+
+
+def command(args: argparse.Namespace) -> int:
+    return trust_command(args.folder, args.choice, args.revoke, args.list)
 
 
 def trust_command(folder: Path | None, choice: str, revoke: bool, listing: bool) -> int:

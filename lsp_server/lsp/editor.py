@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from executor.cancel import stop
-from executor.jupyter import JupyterKernel
+from executor.jupyter import Kernel
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.contract import (
@@ -60,7 +60,7 @@ _MESSAGE_TYPES = {
 _tokens = itertools.count(1)
 
 
-def kernel_status(folder: Path, kernel: JupyterKernel) -> KernelStatus:
+def kernel_status(folder: Path, kernel: Kernel) -> KernelStatus:
     return KernelStatus(folder.as_uri(), kernel.state.value, kernel.label)
 
 
@@ -132,7 +132,7 @@ class LspEditor:
         self._sent: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}
         """What each document's last publication said (the same is not said twice)."""
         self._folders: dict[str, tuple[list[str], Path]] = {}
-        self._kernels: dict[Path, JupyterKernel] = {}
+        self._kernels: dict[Path, Kernel] = {}
         self._touched: set[str] = set()
         self._hinted: dict[str, tuple[tuple[StatementResult, ...], tuple[Front, ...]]] = {}
         """Each document's results when the client was last asked to redraw its hints."""
@@ -407,7 +407,7 @@ class LspEditor:
 
     # -- kernels and background work ----------------------------------------------------
 
-    def kernel_state(self, folder: Path, kernel: JupyterKernel) -> None:
+    def kernel_state(self, folder: Path, kernel: Kernel) -> None:
         """`runfix/status`: the folder's kernel state and executor, for status bars.
 
         "busy" is told once it has lasted STATE_SETTLE, every other state at once: a run

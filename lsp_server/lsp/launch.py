@@ -19,6 +19,7 @@ This module imports neither pygls nor a kernel library at its top.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -161,6 +162,19 @@ def _log_to_stderr(level: int) -> None:
     )
     for noisy in ("pygls", "httpx", "httpcore", "openai"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def command(args: argparse.Namespace) -> int:
+    level = getattr(logging, args.log_level)
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not host or not port.isdigit():
+            print(
+                "runfix serve: error: --tcp takes HOST:PORT, e.g. 127.0.0.1:2087", file=sys.stderr
+            )
+            return 2
+        return serve_tcp(level, host, int(port))
+    return serve_stdio(level)
 
 
 def serve_stdio(level: int) -> int:

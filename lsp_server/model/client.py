@@ -45,7 +45,8 @@ def secret_names(settings: Settings) -> set[str]:
     """Environment variables that hold secrets (model keys, the remote server's token):
     never passed to a kernel or an installer."""
     names = {"OPENAI_API_KEY", settings.model_api_key_env}
-    return names | ({settings.remote_token_env} if settings.remote_token_env else set())
+    token = settings.remote.token_env
+    return names | ({token} if token else set())
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Notebooks in and out: `runfix export` (a percent script and its recorded outputs →
-`.ipynb`) and `runfix import` (`.ipynb` → a percent script).
+"""Notebooks in and out: a percent script and its recorded outputs → `.ipynb`
+(`runfix export`, `runfix.export`), and `.ipynb` → a percent script (`runfix import`).
 
 Jupytext does the conversion between the two formats (markdown cells, cell
 metadata, the header); runfix adds each code cell's last outputs from the run
@@ -15,16 +15,14 @@ files renamed into place, never through a link.
 from __future__ import annotations
 
 import base64
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from executor.files import replace_file
 from lsp_server.cells import code_of, split_cells
-from lsp_server.cli.history import record_folder
 from lsp_server.folder_files import read_regular, safe_target, stored_output
-from lsp_server.record.store import RESTORE_RUNS, RecordedOutput, RecordedRun, RunRecord, standing
+from lsp_server.record.store import RecordedOutput, RecordedRun, standing
 
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
 
@@ -105,65 +103,6 @@ def write_notebook(
     written = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
     replace_file(out, written.encode())
     return len(notebook.cells), with_outputs
-
-
-def export(source: Path, target: Path | None, force: bool = False) -> int:
-    """`runfix export`: write `source`'s notebook, each code cell with its last outputs; never
-    over a file without --force (as `import`); a missing folder of `-o` is made."""
-    if not source.is_file():
-        print(f"runfix: error: {source} does not exist", file=sys.stderr)
-        return 2
-    out = target or source.with_suffix(".ipynb")
-    if (why := safe_target(out)) is not None:
-        print(f"runfix: error: {why}", file=sys.stderr)
-        return 2
-    if out.exists() and not force:
-        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
-        return 1
-    folder = record_folder(source.resolve())
-    runs: list[RecordedRun] = []
-    if folder is not None:
-        record = RunRecord(folder)
-        runs = record.recent(str(source.resolve()), RESTORE_RUNS)
-        record.close()
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        cells, with_outputs = write_notebook(source.read_text(), runs, out, folder)
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
-        return 2
-    print(f"runfix: wrote {out} ({cells} cells, {with_outputs} with outputs)")
-    return 0
-
-
-def import_notebook(source: Path, target: Path | None, force: bool) -> int:
-    """Write `source` (a notebook) as a percent script; never over a file without --force."""
-    if not source.is_file():
-        print(f"runfix: error: {source} does not exist", file=sys.stderr)
-        return 2
-    out = target or source.with_suffix(".py")
-    if (why := safe_target(out)) is not None:
-        print(f"runfix: error: {why}", file=sys.stderr)
-        return 2
-    if out.exists() and not force:
-        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
-        return 1
-    try:
-        notebook = read_notebook(source)
-    except ValueError as exc:
-        print(f"runfix: error: {source} is not a notebook runfix can read: {exc}", file=sys.stderr)
-        return 2
-    import jupytext
-
-    notebook.metadata.get("jupytext", {}).pop("text_representation", None)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(out, jupytext.writes(notebook, fmt="py:percent").encode())
-    except OSError as exc:
-        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
-        return 2
-    print(f"runfix: wrote {out} ({len(notebook.cells)} cells)")
-    return 0
 
 
 def read_notebook(source: Path) -> Any:

@@ -659,3 +659,12 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str], folder: Path) ->
             )
     results.statements.sort(key=lambda s: s.first)
     return results
+
+
+def record_folder(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that has a run record."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / FILE).is_file():
+            return candidate
+    return None

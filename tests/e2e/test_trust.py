@@ -28,9 +28,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from executor import install as installer
 from executor.trust import Choice, TrustStore
+from lsp_server.cli.notebooks import export, import_notebook
 from lsp_server.folder_files import stored_output
 from lsp_server.outputs.bundles import OutputFiles, latest_images
-from lsp_server.record.notebooks import export, import_notebook
 from lsp_server.record.store import RecordedOutput, RecordedRun, RunRecord
 from tests.conftest import (
     SERVER,

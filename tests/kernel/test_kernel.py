@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from executor import RunRequest, RunStatus, Span, Stream, Value
+from executor.configs import LocalConfig
 from executor.interpreter import find_interpreter
 from executor.local import LocalKernel
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.kernel
 
 @pytest.fixture
 async def kernel(tmp_path: Path) -> AsyncIterator[LocalKernel]:
-    k = LocalKernel(tmp_path, sys.executable, hidden_env=["RUNFIX_TEST_SECRET"])
+    k = LocalKernel(tmp_path, LocalConfig(sys.executable, hidden_env=("RUNFIX_TEST_SECRET",)))
     os.environ["RUNFIX_TEST_SECRET"] = "canary"
     try:
         await k.start()
@@ -69,7 +70,7 @@ async def test_variables_summarise_names_types_and_shapes(kernel: LocalKernel) -
 async def test_interrupt_grace_then_restart_when_the_kernel_ignores_sigint(
     tmp_path: Path,
 ) -> None:
-    k = LocalKernel(tmp_path, sys.executable, grace=1.0)
+    k = LocalKernel(tmp_path, LocalConfig(sys.executable), grace=1.0)
     try:
         await k.start()
         code = (

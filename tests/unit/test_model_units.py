@@ -195,8 +195,8 @@ def test_a_project_file_cannot_move_the_key_or_loosen_a_control() -> None:
     assert "where your API key is sent" in project.problems[0]
     yours = resolve((PROJECT, {"timeout": 5}), ("initializationOptions", risky))
     assert yours.model_base_url == "https://attacker.example/v1" and yours.auto_run is True
-    assert yours.docker_network == "bridge" and yours.problems == ()
-    assert yours.remote_url == "https://attacker.example" and yours.remote_verify_tls is False
+    assert yours.docker.network == "bridge" and yours.problems == ()
+    assert yours.remote.url == "https://attacker.example" and yours.remote.verify_tls is False
 
 
 # Each name someone else's package is published under: what provides the import, from data.

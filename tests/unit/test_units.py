@@ -438,12 +438,12 @@ def test_remote_settings_check_their_values_and_a_project_cannot_point_them_else
     assert isinstance(local, LocalConfig) and "GPU_TOKEN" in local.hidden_env
     # A token pasted where its variable's name belongs is refused and never repeated.
     pasted = resolve(("workspace/configuration", {"remote": {"tokenEnv": "abc 123-secret"}}))
-    assert pasted.remote_token_env is None
+    assert pasted.remote.token_env is None
     assert "abc 123-secret" not in pasted.problems[0] and "<hidden>" in pasted.problems[0]
     assert "expected an http(s) URL" in resolve(("x", {"remote.url": "gpu:8888"})).problems[0]
     project = resolve(("pyproject.toml [tool.runfix]", user))
-    assert project.remote_url is None and project.remote_token_env is None
+    assert project.remote.url is None and project.remote.token_env is None
     # Nor choose who the kernel runs as on the user's gateway (KERNEL_UID=0, a namespace).
-    assert project.remote_kernel_env == ()
+    assert project.remote.kernel_env == ()
     assert any("remote.kernelEnv is ignored" in p for p in project.problems)
     assert any("remote.url is ignored" in p for p in project.problems)

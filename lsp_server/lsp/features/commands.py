@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from executor import install as installer
 from executor.cancel import graceful
-from executor.jupyter import JupyterKernel
+from executor.jupyter import Kernel
 from lsp_server.cells import cell_at, split_cells
 from lsp_server.contract import (
     CLEAR,
@@ -127,7 +127,7 @@ def _run_range(ls: RunfixServer, name: str, arg: RunArgs) -> Range | None:
     return line_range
 
 
-def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[JupyterKernel]:
+def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[Kernel]:
     """The kernel of the argument's folder, or every kernel when there is no argument."""
     arg = _document(name, args)
     if arg is None:

@@ -1,0 +1,80 @@
+"""`runfix export` (a percent script and its last outputs → `.ipynb`) and `runfix import`
+(`.ipynb` → a percent script); the conversions are `record.notebooks`'."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from executor.files import replace_file
+from lsp_server.folder_files import safe_target
+from lsp_server.record.notebooks import read_notebook, write_notebook
+from lsp_server.record.store import RESTORE_RUNS, RecordedRun, RunRecord, record_folder
+
+
+def export_command(args: argparse.Namespace) -> int:
+    return export(args.file, args.output, args.force)
+
+
+def import_command(args: argparse.Namespace) -> int:
+    return import_notebook(args.notebook, args.output, args.force)
+
+
+def export(source: Path, target: Path | None, force: bool = False) -> int:
+    """`runfix export`: write `source`'s notebook, each code cell with its last outputs; never
+    over a file without --force (as `import`); a missing folder of `-o` is made."""
+    if not source.is_file():
+        print(f"runfix: error: {source} does not exist", file=sys.stderr)
+        return 2
+    out = target or source.with_suffix(".ipynb")
+    if (why := safe_target(out)) is not None:
+        print(f"runfix: error: {why}", file=sys.stderr)
+        return 2
+    if out.exists() and not force:
+        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
+        return 1
+    folder = record_folder(source.resolve())
+    runs: list[RecordedRun] = []
+    if folder is not None:
+        record = RunRecord(folder)
+        runs = record.recent(str(source.resolve()), RESTORE_RUNS)
+        record.close()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cells, with_outputs = write_notebook(source.read_text(), runs, out, folder)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
+        return 2
+    print(f"runfix: wrote {out} ({cells} cells, {with_outputs} with outputs)")
+    return 0
+
+
+def import_notebook(source: Path, target: Path | None, force: bool) -> int:
+    """Write `source` (a notebook) as a percent script; never over a file without --force."""
+    if not source.is_file():
+        print(f"runfix: error: {source} does not exist", file=sys.stderr)
+        return 2
+    out = target or source.with_suffix(".py")
+    if (why := safe_target(out)) is not None:
+        print(f"runfix: error: {why}", file=sys.stderr)
+        return 2
+    if out.exists() and not force:
+        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
+        return 1
+    try:
+        notebook = read_notebook(source)
+    except ValueError as exc:
+        print(f"runfix: error: {source} is not a notebook runfix can read: {exc}", file=sys.stderr)
+        return 2
+    import jupytext
+
+    notebook.metadata.get("jupytext", {}).pop("text_representation", None)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(out, jupytext.writes(notebook, fmt="py:percent").encode())
+    except OSError as exc:
+        print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
+        return 2
+    print(f"runfix: wrote {out} ({len(notebook.cells)} cells)")
+    return 0
