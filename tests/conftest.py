@@ -32,6 +32,27 @@ SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
 CLIENTS = ["visual_studio_code", "neovim@v0.7.0", "neovim@v0.11.0"]
 
 
+TESTS = Path(__file__).parent
+TIERS = {
+    "unit": "unit",
+    "kernel": "kernel",
+    "e2e": "e2e",
+    "editors": "editor",
+    "adversarial": "adversarial",
+}
+"""Folder → the tier marker its tests get: the folder sets a test's tier, nothing else."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0]
+        if folder not in TIERS:
+            raise pytest.UsageError(
+                f"{item.nodeid}: tests live in a tier folder ({', '.join(TIERS)}), not {folder}"
+            )
+        item.add_marker(TIERS[folder])
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     ws = tmp_path / "project"

@@ -8,13 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from tests.conftest import errors, hints, init_params, open_doc, run
-
-pytestmark = pytest.mark.e2e
 
 ASKS = """\
 name = input('Your name? ')

@@ -26,8 +26,6 @@ from tests.conftest import (
     run,
 )
 
-pytestmark = pytest.mark.e2e
-
 
 def _command(command: str, *arguments: Any) -> lsp.ExecuteCommandParams:
     return lsp.ExecuteCommandParams(command=command, arguments=list(arguments))

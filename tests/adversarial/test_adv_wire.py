@@ -17,8 +17,6 @@ from executor.local import kernel_log
 from tests.adversarial.conftest import Wire
 from tests.conftest import STATE
 
-pytestmark = pytest.mark.e2e
-
 FD_LEVEL = """\
 import os, subprocess, sys
 subprocess.run(['echo', 'from a child'])

@@ -12,8 +12,6 @@ from pytest_lsp import LanguageClient
 from lsp_server.contract import RESTART_AND_RUN_TO, RUN_ABOVE, RUN_BELOW
 from tests.conftest import change, command_at, hints, hover_text, init_params, open_doc, run
 
-pytestmark = pytest.mark.e2e
-
 CELLS = """\
 # %% a
 log = ["a"]

@@ -29,7 +29,7 @@ from tests.conftest import (
 )
 from tests.support.model_server import ModelServer, code
 
-pytestmark = [pytest.mark.e2e, pytest.mark.docker, pytest.mark.kernel]
+pytestmark = pytest.mark.docker
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from tests.conftest import (
 )
 from tests.support.model_server import ModelServer, Reply, code
 
-pytestmark = [pytest.mark.e2e, pytest.mark.kernel, pytest.mark.model]
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture

@@ -9,14 +9,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from lsp_server.contract import OUTPUTS, SHOW_OUTPUT
 from tests.conftest import command_at, hints, hover_text, init_params, open_doc, run
-
-pytestmark = pytest.mark.e2e
 
 CELLS = """\
 # %% a plot

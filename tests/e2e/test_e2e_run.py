@@ -23,8 +23,6 @@ from tests.conftest import (
     run,
 )
 
-pytestmark = pytest.mark.e2e
-
 DOC = """\
 # %% setup
 import math

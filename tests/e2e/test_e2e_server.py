@@ -28,8 +28,6 @@ from tests.conftest import (
     run_args,
 )
 
-pytestmark = pytest.mark.e2e
-
 CELLS = "# %% one\nx = 1\n# %% two\nx + 1\n"
 
 
@@ -360,3 +358,25 @@ async def test_run_cell_at_a_position_and_status_notifications(
         await client.workspace_execute_command_async(
             lsp.ExecuteCommandParams("runfix.run", [{"uri": uri, "position": {"line": -1}}])
         )
+
+
+def test_the_server_answers_initialize_before_it_loads_kernel_or_model_libraries() -> None:
+    """jupyter_client, docker-py and openai take ~0.5 s to import: a server answers
+    `initialize` without them, and loads each when a kernel or a model is first needed."""
+    init = {"processId": None, "rootUri": None, "capabilities": {}}
+    probe = (
+        "import json, sys\n"
+        "from lsp_server.lsp.app import create_server\n"
+        "from lsp_server.lsp.transport import handle_frame\n"
+        "server = create_server()\n"
+        "sent = []\n"
+        "server.protocol.set_writer(type('W', (), {'write': lambda self, b: sent.append(b)})())\n"
+        f"message = {{'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {init!r}}}\n"
+        "handle_frame(server.protocol, json.dumps(message).encode())\n"
+        "print(json.dumps({'answered': len(sent), 'modules': sorted(sys.modules)}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["answered"] == 1, done.stdout + done.stderr
+    heavy = {"jupyter_client", "docker", "openai", "zmq", "executor.local", "executor.docker"}
+    assert not set(report["modules"]) & heavy, sorted(set(report["modules"]) & heavy)

@@ -19,7 +19,7 @@ from pytest_lsp import LanguageClient
 from tests.conftest import HandDriven, errors, hints, init_params, open_doc, run
 from tests.support.remote_server import GATEWAY, EnterpriseGateway
 
-pytestmark = [pytest.mark.e2e, pytest.mark.remote, pytest.mark.kernel]
+pytestmark = pytest.mark.remote
 
 
 @pytest.fixture(scope="module")

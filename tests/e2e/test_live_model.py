@@ -21,8 +21,6 @@ URL = os.environ.get("RUNFIX_TEST_MODEL_URL")
 NAME = os.environ.get("RUNFIX_TEST_MODEL")
 
 pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.kernel,
     pytest.mark.model,
     pytest.mark.skipif(
         not (URL and NAME), reason="set RUNFIX_TEST_MODEL_URL and RUNFIX_TEST_MODEL"

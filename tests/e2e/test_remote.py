@@ -38,7 +38,7 @@ from tests.conftest import (
 )
 from tests.support.remote_server import TOKEN_ENV, JupyterServer, Proxy, free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.remote, pytest.mark.kernel]
+pytestmark = pytest.mark.remote
 
 
 @pytest.fixture

@@ -8,13 +8,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 
 from tests.conftest import SERVER, SERVER_ENV, editor_like, init_params, open_doc, run
-
-pytestmark = pytest.mark.e2e
 
 
 async def test_shutdown_answers_every_run_in_flight_then_itself(folder: Path) -> None:

@@ -43,8 +43,6 @@ from tests.conftest import (
     run,
 )
 
-pytestmark = pytest.mark.e2e
-
 # A state folder of these tests' own: nothing is trusted in it until a test says so.
 STATE = Path(tempfile.mkdtemp(prefix="runfix-trust-state-"))
 ENV = {**SERVER_ENV, "XDG_STATE_HOME": str(STATE)}

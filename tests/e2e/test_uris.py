@@ -13,7 +13,6 @@ from lsprotocol import types as lsp
 from lsp_server.lsp.uris import ClientUris, canonical
 from tests.conftest import hints, init_params
 
-pytestmark = pytest.mark.e2e
 TEXT = "x = 6 * 7\nx\nundefined_name\n"
 
 

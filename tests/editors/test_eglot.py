@@ -9,12 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.conftest import SERVER, SERVER_ENV, editor_missing
 from tests.e2e.test_trust import hostile
 
-pytestmark = [pytest.mark.editor, pytest.mark.kernel]
 SCRIPT = Path(__file__).parent / "emacs" / "trust.el"
 
 

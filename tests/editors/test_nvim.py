@@ -32,8 +32,6 @@ print("total", sum(prices.values()))
 math.pi * 2 ** 2
 """
 
-pytestmark = [pytest.mark.editor, pytest.mark.kernel]
-
 
 @pytest.fixture
 def nvim() -> str:

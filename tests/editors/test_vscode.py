@@ -30,8 +30,6 @@ print("total", sum(prices.values()))
 prices["coffee"]
 """
 
-pytestmark = [pytest.mark.editor, pytest.mark.kernel]
-
 
 def _missing() -> str | None:
     if not CODE_SERVER.exists():

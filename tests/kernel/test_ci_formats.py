@@ -23,8 +23,6 @@ def ratio(a, b):
 ratio(total, 0)
 """
 
-pytestmark = pytest.mark.kernel
-
 
 def run(folder: Path, kind: str) -> subprocess.CompletedProcess[str]:
     (folder / "job.py").write_text(SCRIPT)

@@ -13,8 +13,6 @@ import pytest
 
 from tests.support.remote_server import TOKEN, TOKEN_ENV, JupyterServer
 
-pytestmark = pytest.mark.kernel
-
 RUNFIX = [sys.executable, "-m", "lsp_server"]
 EXAMPLE = Path(__file__).parents[2] / "examples" / "demo.py"
 
@@ -264,3 +262,27 @@ def test_what_a_long_cell_prints_shows_as_it_comes(tmp_path: Path) -> None:
     rest, _ = process.communicate(timeout=60)
     assert process.returncode == 0
     assert rest.strip() == f"{script}:5:1: note: after"
+
+
+def test_runfix_run_imports_neither_pygls_nor_the_server(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text("print('headless')\n")
+    probe = (
+        "import json, sys\n"
+        "from lsp_server.cli.main import main\n"
+        f"code = main(['run', {str(script)!r}])\n"
+        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    *printed, last = done.stdout.splitlines()
+    report = json.loads(last)
+    assert report["code"] == 0, done.stdout + done.stderr
+    assert printed == [f"{script}:1:1: note: headless"]
+    loaded = set(report["modules"])
+    lsp_machinery = {"pygls", "lsprotocol", "lsp_server.lsp.server", "lsp_server.lsp.app"}
+    lsp_machinery |= {"lsp_server.lsp.editor", "lsp_server.lsp.features", "lsp_server.lsp.convert"}
+    assert not loaded & lsp_machinery, sorted(loaded & lsp_machinery)
+    assert {"lsp_server.flow", "lsp_server.cli.run"} <= loaded  # the same flow as the editor's
+    assert "openai" not in loaded  # imported when a model is first asked, not before

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import make_wheel
 from tests.support.model_server import ModelServer, code
 
-pytestmark = [pytest.mark.kernel, pytest.mark.model]
+pytestmark = pytest.mark.model
 
 
 def run_fix(path: Path, model: ModelServer) -> subprocess.CompletedProcess[str]:

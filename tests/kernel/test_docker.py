@@ -22,7 +22,7 @@ from executor.configs import DockerConfig
 from executor.docker import FOLDER_LABEL, LABEL, DockerKernel, engine, sandbox_environment
 from tests.conftest import open_to_sandbox
 
-pytestmark = [pytest.mark.docker, pytest.mark.kernel]
+pytestmark = pytest.mark.docker
 
 HOST_CANARY = "RUNFIX_HOST_CANARY"
 HOST_CANARY_VALUE = "host-canary-5b1d"

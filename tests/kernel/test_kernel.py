@@ -17,8 +17,6 @@ from executor.configs import LocalConfig
 from executor.interpreter import find_interpreter
 from executor.local import LocalKernel
 
-pytestmark = pytest.mark.kernel
-
 
 @pytest.fixture
 async def kernel(tmp_path: Path) -> AsyncIterator[LocalKernel]:

@@ -9,12 +9,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
-from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient
-
-from lsp_server.contract import EXPORT
-from tests.conftest import change, init_params, open_doc, run
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
 SCRIPT = """\
@@ -35,8 +29,6 @@ plt.plot(df.temp)
 # %%
 1 / 0
 """
-
-pytestmark = pytest.mark.kernel
 
 
 def runfix(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -91,22 +83,3 @@ def test_import_then_export_keeps_the_cells(folder: Path) -> None:
     assert [(c.cell_type, c.source) for c in back.cells] == [
         (c.cell_type, c.source) for c in notebook.cells
     ]
-
-
-@pytest.mark.e2e
-async def test_the_export_command_writes_the_editors_text_and_its_outputs(
-    client: LanguageClient, folder: Path
-) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "unsaved.py", "# %%\nx = 6 * 7\nx\n# %%\nprint(x + 1)\n")
-    assert (await run(client, uri))["status"] == "ok"
-    change(client, uri, 2, (4, 10), (4, 11), "2")  # unsaved: print(x + 2), not run
-    answer = await client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams(EXPORT, [{"uri": uri}])
-    )
-    assert answer == {"path": str(folder / "unsaved.ipynb"), "cells": 2, "withOutputs": 1}
-    notebook = nbformat.read(folder / "unsaved.ipynb", as_version=4)
-    nbformat.validate(notebook)
-    first, second = notebook.cells
-    assert [o.get("text") for o in first.outputs] == ["42\n"]
-    assert second.source == "print(x + 2)" and second.outputs == []  # the editor's text

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import ast
-import json
+import functools
 import re
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from lsp_server import contract
 
@@ -22,6 +18,7 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
 def _modules() -> dict[str, Path]:
     return {_module_name(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
 
@@ -58,6 +55,13 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     return {m for m in found if m in known and m != name}
 
 
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """Each project module → the project modules it imports when it runs."""
+    modules = _modules()
+    return {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+
+
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One import cycle, as the modules along it, or None."""
     state: dict[str, int] = {}  # 1: on the path, 2: done
@@ -87,84 +91,80 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycle_in_the_server_or_the_executor() -> None:
-    modules = _modules()
-    graph = {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+    graph = _graph()
     assert graph["lsp_server.lsp.app"] >= {"lsp_server.lsp.server", "lsp_server.lsp.features"}
     assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
 
 
-def test_the_executor_and_the_flow_know_nothing_of_lsp() -> None:
-    """`executor/` never imports LSP; the services reach the editor only through its interface."""
-    modules = _modules()
-    lsp_side = {"lsprotocol", "pygls"}
-    plain = [m for m in modules if m.startswith("executor")] + [
-        "lsp_server.flow",
-        "lsp_server.session",
-        "lsp_server.editor",
-        "lsp_server.contract",
-        "lsp_server.capabilities",
-        "lsp_server.cli.run",
-    ]
-    for name in plain:
-        tree = ast.parse(modules[name].read_text())
-        imported = {
-            (node.module or "").split(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom)
-        } | {
-            alias.name.split(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        }
-        assert not imported & lsp_side, f"{name} imports {imported & lsp_side}"
+def _external(path: Path) -> set[str]:
+    """The top-level packages outside the project a module imports (type-checking ones too)."""
+    tree = ast.parse(path.read_text())
+    found = {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and not node.level
+    }
+    found |= {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    return found
 
 
-@pytest.mark.kernel
-def test_runfix_run_imports_neither_pygls_nor_the_server(tmp_path: Path) -> None:
-    script = tmp_path / "s.py"
-    script.write_text("print('headless')\n")
-    probe = (
-        "import json, sys\n"
-        "from lsp_server.cli.main import main\n"
-        f"code = main(['run', {str(script)!r}])\n"
-        "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
-    *printed, last = done.stdout.splitlines()
-    report = json.loads(last)
-    assert report["code"] == 0, done.stdout + done.stderr
-    assert printed == [f"{script}:1:1: note: headless"]
-    loaded = set(report["modules"])
-    lsp_machinery = {"pygls", "lsprotocol", "lsp_server.lsp.server", "lsp_server.lsp.app"}
-    lsp_machinery |= {"lsp_server.lsp.editor", "lsp_server.lsp.features", "lsp_server.lsp.convert"}
-    assert not loaded & lsp_machinery, sorted(loaded & lsp_machinery)
-    assert {"lsp_server.flow", "lsp_server.cli.run"} <= loaded  # the same flow as the editor's
-    assert "openai" not in loaded  # imported when a model is first asked, not before
+FRONT_END = "lsp_server.lsp"
+"""The LSP front end: the only folder that speaks LSP."""
 
 
-def test_the_server_answers_initialize_before_it_loads_kernel_or_model_libraries() -> None:
-    """jupyter_client, docker-py and openai take ~0.5 s to import: a server answers
-    `initialize` without them, and loads each when a kernel or a model is first needed."""
-    init = {"processId": None, "rootUri": None, "capabilities": {}}
-    probe = (
-        "import json, sys\n"
-        "from lsp_server.lsp.app import create_server\n"
-        "from lsp_server.lsp.transport import handle_frame\n"
-        "server = create_server()\n"
-        "sent = []\n"
-        "server.protocol.set_writer(type('W', (), {'write': lambda self, b: sent.append(b)})())\n"
-        f"message = {{'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {init!r}}}\n"
-        "handle_frame(server.protocol, json.dumps(message).encode())\n"
-        "print(json.dumps({'answered': len(sent), 'modules': sorted(sys.modules)}))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    report = json.loads(done.stdout.splitlines()[-1])
-    assert report["answered"] == 1, done.stdout + done.stderr
-    heavy = {"jupyter_client", "docker", "openai", "zmq", "executor.local", "executor.docker"}
-    assert not set(report["modules"]) & heavy, sorted(set(report["modules"]) & heavy)
+def _role(module: str) -> str:
+    if module == FRONT_END or module.startswith(FRONT_END + "."):
+        return "lsp"
+    if module.startswith("executor"):
+        return "executor"
+    if module.startswith("lsp_server.cli") or module == "lsp_server.__main__":
+        return "cli"
+    return "core"  # the flow, the session, settings…, and model/, outputs/, record/
+
+
+def test_only_the_lsp_front_end_speaks_lsp() -> None:
+    """pygls and lsprotocol are imported in `lsp_server/lsp/` and nowhere else."""
+    speaking = {
+        name: _external(path) & {"pygls", "lsprotocol"}
+        for name, path in _modules().items()
+        if _role(name) != "lsp"
+    }
+    assert {name: found for name, found in speaking.items() if found} == {}
+
+
+def test_the_core_and_the_cli_never_import_the_lsp_front_end() -> None:
+    """The LSP front end sits on the core; the CLI's `serve` names it in its table of commands
+    (imported when `runfix serve` runs), so no module outside it imports it."""
+    crossing = {
+        name: sorted(m for m in imported if _role(m) == "lsp")
+        for name, imported in _graph().items()
+        if _role(name) in ("core", "cli")
+    }
+    assert {name: found for name, found in crossing.items() if found} == {}
+
+
+def test_the_executor_imports_nothing_of_the_server() -> None:
+    crossing = {
+        name: sorted(m for m in imported if _role(m) != "executor")
+        for name, imported in _graph().items()
+        if _role(name) == "executor"
+    }
+    assert {name: found for name, found in crossing.items() if found} == {}
+
+
+def test_the_core_never_imports_the_cli() -> None:
+    """The CLI is a front end like the LSP one: the core serves both and knows neither."""
+    crossing = {
+        name: sorted(m for m in imported if _role(m) == "cli")
+        for name, imported in _graph().items()
+        if _role(name) == "core"
+    }
+    assert {name: found for name, found in crossing.items() if found} == {}
 
 
 def test_the_editors_speak_only_what_the_contract_names() -> None:
