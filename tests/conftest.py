@@ -238,11 +238,28 @@ async def client(lsp_client: LanguageClient) -> Any:
     await asyncio.wait_for(lsp_client.shutdown_session(), 30)
 
 
-@pytest.fixture(params=["visual_studio_code", "neovim@v0.11.0"])
-async def initialized(client: LanguageClient, folder: Path, request: pytest.FixtureRequest) -> Any:
-    """`client`, initialized on `folder` as each real client in turn (their capabilities,
-    default settings): for e2e tests whose assertions hold for every client."""
-    await client.initialize_session(init_params(folder, request.param))
+EVERY_CLIENT = ["visual_studio_code", "neovim@v0.11.0"]
+"""For `@pytest.mark.parametrize("client_name", EVERY_CLIENT)`: assertions that hold for each."""
+
+
+@pytest.fixture
+def client_name() -> str:
+    """As which client `initialized` initializes (its capabilities): parametrize to change."""
+    return "neovim@v0.11.0"
+
+
+@pytest.fixture
+async def initialized(
+    client: LanguageClient, folder: Path, client_name: str, request: pytest.FixtureRequest
+) -> Any:
+    """`client`, initialized on `folder` with the default settings, or those of the test's
+    `@pytest.mark.settings({...})` (its `initializationOptions`); on each executor when the
+    test takes the `executor` fixture too."""
+    marker = request.node.get_closest_marker("settings")
+    options = dict(marker.args[0]) if marker is not None else {}
+    if "executor" in request.fixturenames:  # the test runs on each executor
+        options["executor"] = request.getfixturevalue("executor")
+    await client.initialize_session(init_params(folder, client_name, options))
     return client
 
 

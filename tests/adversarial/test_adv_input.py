@@ -66,13 +66,12 @@ async def test_a_declined_input_cancels_the_run(client: LanguageClient, folder: 
 
 
 async def test_a_client_that_cannot_ask_gets_a_clear_error(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "ask.py", "x = input('Name? ')\n")
-    answer = await run(client, uri)
+    uri = open_doc(initialized, folder / "ask.py", "x = input('Name? ')\n")
+    answer = await run(initialized, uri)
     assert answer["status"] == "error"
-    [error] = errors(client, uri)
+    [error] = errors(initialized, uri)
     assert error.message.startswith("StdinNotImplementedError")
 
 

@@ -52,45 +52,42 @@ print('three ran')
 
 
 async def test_editing_during_a_run_never_changes_what_runs(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"executor": executor}))
-    uri = open_doc(client, folder / "doc.py", EDITED_WHILE_RUNNING)
-    await run(client, uri, 0, 0)  # the kernel is up
+    uri = open_doc(initialized, folder / "doc.py", EDITED_WHILE_RUNNING)
+    await run(initialized, uri, 0, 0)  # the kernel is up
 
-    running = asyncio.ensure_future(run(client, uri))
+    running = asyncio.ensure_future(run(initialized, uri))
     await asyncio.sleep(0.5)  # cell one sleeps
-    change(client, uri, 2, (0, 0), (0, 0), "# a comment\n# another\n")
+    change(initialized, uri, 2, (0, 0), (0, 0), "# a comment\n# another\n")
     answer = await running
 
     assert answer["status"] == "ok"
-    labels = {h.position.line: h.label for h in await hints(client, uri)}
+    labels = {h.position.line: h.label for h in await hints(initialized, uri)}
     # Every cell ran whole, as it stood; results sit on the lines those statements moved to.
     assert labels == {8: "→ three ran", 10: "→ 'four ran'"}
 
 
 async def test_a_statement_edited_during_its_run_loses_its_result_not_its_line(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "doc.py", "import time\ntime.sleep(1); print('old')\n")
-    running = asyncio.ensure_future(run(client, uri))
+    uri = open_doc(initialized, folder / "doc.py", "import time\ntime.sleep(1); print('old')\n")
+    running = asyncio.ensure_future(run(initialized, uri))
     await asyncio.sleep(0.5)
-    change(client, uri, 2, (1, 0), (1, 26), "print('new text')")
+    change(initialized, uri, 2, (1, 0), (1, 26), "print('new text')")
     assert (await running)["status"] == "ok"
-    assert await hints(client, uri) == []
+    assert await hints(initialized, uri) == []
 
 
 async def test_restart_during_a_run_answers_the_run(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"executor": executor}))
-    uri = open_doc(client, folder / "doc.py", "x = 1\nimport time\ntime.sleep(30)\n")
-    await run(client, uri, 0, 0)
+    uri = open_doc(initialized, folder / "doc.py", "x = 1\nimport time\ntime.sleep(30)\n")
+    await run(initialized, uri, 0, 0)
 
-    running = asyncio.ensure_future(run(client, uri, 1, 2))
+    running = asyncio.ensure_future(run(initialized, uri, 1, 2))
     await asyncio.sleep(1.0)
-    restarted = await client.workspace_execute_command_async(
+    restarted = await initialized.workspace_execute_command_async(
         _command("runfix.restart", {"uri": uri})
     )
     answer = await asyncio.wait_for(running, 20)
@@ -98,27 +95,26 @@ async def test_restart_during_a_run_answers_the_run(
     assert restarted == {"restarted": 1}
     assert answer["status"] == "cancelled"
     assert "restarted" in answer.get("message", "") or any(
-        "restarted" in d.message for d in client.diagnostics.get(uri, [])
+        "restarted" in d.message for d in initialized.diagnostics.get(uri, [])
     )
     # and the kernel is fresh and usable
-    fresh = open_doc(client, folder / "fresh.py", "'x' in dir()\n")
-    assert (await run(client, fresh))["status"] == "ok"
-    assert [h.label for h in await hints(client, fresh)] == ["→ False"]
+    fresh = open_doc(initialized, folder / "fresh.py", "'x' in dir()\n")
+    assert (await run(initialized, fresh))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, fresh)] == ["→ False"]
 
 
 async def test_untitled_documents_run_in_the_first_folder(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
     uri = "untitled:Untitled-1"
-    client.text_document_did_open(
+    initialized.text_document_did_open(
         lsp.DidOpenTextDocumentParams(
             lsp.TextDocumentItem(
                 uri=uri, language_id="python", version=1, text="import os\nos.getcwd()\n1/0\n"
             )
         )
     )
-    actions = await client.text_document_code_action_async(
+    actions = await initialized.text_document_code_action_async(
         lsp.CodeActionParams(
             lsp.TextDocumentIdentifier(uri),
             lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
@@ -127,56 +123,54 @@ async def test_untitled_documents_run_in_the_first_folder(
     )
     run_cell = next(a for a in actions or [] if a.title == "Run cell")
     assert isinstance(run_cell, lsp.CodeAction) and run_cell.command is not None
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         _command(run_cell.command.command, *(run_cell.command.arguments or []))
     )
     assert answer["status"] == "error"
-    [hint] = await hints(client, uri)
+    [hint] = await hints(initialized, uri)
     assert hint.position.line == 1
-    assert repr(str(folder)) in await hover_text(client, uri, 1)  # its cwd
-    [error] = errors(client, uri)
+    assert repr(str(folder)) in await hover_text(initialized, uri, 1)  # its cwd
+    [error] = errors(initialized, uri)
     assert error.message == "ZeroDivisionError: division by zero"
     assert error.range.start.line == 2
 
 
 async def test_a_syntax_error_below_the_first_cell_quotes_the_document(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
     text = "# %% one\nx = 1\n# %% two\ny = 2\nz = (1 +\n"
     path = folder / "doc.py"
-    uri = open_doc(client, path, text)
+    uri = open_doc(initialized, path, text)
     path.write_text("something else entirely on disk\n" * 10)  # what the editor has differs
 
-    await run(client, uri)
+    await run(initialized, uri)
 
-    [error] = errors(client, uri)
+    [error] = errors(initialized, uri)
     assert error.range.start.line == 4
     assert error.range.start.character == 4  # the "(" of `z = (1 +`
-    hover = await hover_text(client, uri, 4)
+    hover = await hover_text(initialized, uri, 4)
     assert "z = (1 +" in hover
     assert "on disk" not in hover
 
 
 async def test_huge_messages_and_deep_recursion_are_capped(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "big.py", "raise ValueError('x' * 10_000_000)\n")
-    await run(client, uri)
-    [error] = errors(client, uri)
+    uri = open_doc(initialized, folder / "big.py", "raise ValueError('x' * 10_000_000)\n")
+    await run(initialized, uri)
+    [error] = errors(initialized, uri)
     assert error.message.startswith("ValueError: xxxx")
     assert len(error.message) < 3_000
     assert "more characters" in error.message
 
-    deep = open_doc(client, folder / "deep.py", "def f(n):\n    return f(n + 1)\n\nf(0)\n")
-    await run(client, deep)
-    [error] = errors(client, deep)
+    deep = open_doc(initialized, folder / "deep.py", "def f(n):\n    return f(n + 1)\n\nf(0)\n")
+    await run(initialized, deep)
+    [error] = errors(initialized, deep)
     assert error.message.startswith("RecursionError")
     related = error.related_information or []
     assert 1 <= len(related) <= 20
     assert any("more times" in r.message for r in related)
-    assert len(await hover_text(client, deep, 1)) < 30_000
+    assert len(await hover_text(initialized, deep, 1)) < 30_000
 
 
 async def test_a_kernel_that_never_starts_is_bounded_and_cancellable(
@@ -225,151 +219,152 @@ threading.Thread(target=later).start()
 
 
 async def test_output_of_an_old_thread_never_lands_on_another_run(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    first = open_doc(client, folder / "first.py", THREAD)
-    other = open_doc(client, folder / "other.py", "import time\ntime.sleep(2)\nprint('mine')\n")
-    await run(client, first)
-    await run(client, other)
-    labels = [h.label for h in await hints(client, other)]
+    first = open_doc(initialized, folder / "first.py", THREAD)
+    other = open_doc(
+        initialized, folder / "other.py", "import time\ntime.sleep(2)\nprint('mine')\n"
+    )
+    await run(initialized, first)
+    await run(initialized, other)
+    labels = [h.label for h in await hints(initialized, other)]
     assert labels == ["→ mine"]
-    assert "late" not in await hover_text(client, other, 1)
+    assert "late" not in await hover_text(initialized, other, 1)
 
 
 async def test_form_feeds_and_unicode_line_separators_keep_lines(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
     text = "a = 1\n\x0c\nb = 'x\u2028y'\nlen(b)\n1/0\n"
-    uri = open_doc(client, folder / "ff.py", text)
-    await run(client, uri)
-    [error] = errors(client, uri)
+    uri = open_doc(initialized, folder / "ff.py", text)
+    await run(initialized, uri)
+    [error] = errors(initialized, uri)
     assert error.range.start.line == 4
-    assert [(h.position.line, h.label) for h in await hints(client, uri)] == [(3, "→ 3")]
+    assert [(h.position.line, h.label) for h in await hints(initialized, uri)] == [(3, "→ 3")]
 
 
 async def test_top_level_await_and_cell_magics_run_as_in_jupyter(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
     text = (
         "# %% await\nimport asyncio\nawait asyncio.sleep(0.01)\n"
         "async def two():\n    return 2\nawait two()\n"
         "# %% magic\n%%bash\necho from bash\n"
     )
-    uri = open_doc(client, folder / "nb.py", text)
-    answer = await run(client, uri)
-    assert answer["status"] == "ok", client.diagnostics.get(uri)
-    labels = {h.position.line: h.label for h in await hints(client, uri)}
+    uri = open_doc(initialized, folder / "nb.py", text)
+    answer = await run(initialized, uri)
+    assert answer["status"] == "ok", initialized.diagnostics.get(uri)
+    labels = {h.position.line: h.label for h in await hints(initialized, uri)}
     assert labels[5] == "→ 2"
     assert any("from bash" in label for label in labels.values())
 
 
 async def test_exit_and_keyboard_interrupt_say_what_happened(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "exit.py", "x = 1\nexit()\n")
-    await run(client, uri)
-    [note] = client.diagnostics[uri]
+    uri = open_doc(initialized, folder / "exit.py", "x = 1\nexit()\n")
+    await run(initialized, uri)
+    [note] = initialized.diagnostics[uri]
     assert note.range.start.line == 1
     assert "exit()" in note.message and "state was lost" in note.message
 
-    raised = open_doc(client, folder / "kbd.py", "raise KeyboardInterrupt('by the code')\n")
-    answer = await run(client, raised)
+    raised = open_doc(initialized, folder / "kbd.py", "raise KeyboardInterrupt('by the code')\n")
+    answer = await run(initialized, raised)
     assert answer["status"] == "error"
-    [error] = errors(client, raised)
+    [error] = errors(initialized, raised)
     assert error.message == "KeyboardInterrupt: by the code"
 
 
 async def test_progress_bars_show_their_last_frame_without_control_codes(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
     text = (
         "import sys\n"
         "for i in range(0, 101, 25):\n"
         "    sys.stdout.write(f'\\r\\x1b[32m{i:3d}%\\x1b[0m |' + '#' * (i // 25))\n"
         "print()\n"
     )
-    uri = open_doc(client, folder / "bar.py", text)
-    await run(client, uri)
-    [hint] = await hints(client, uri)
+    uri = open_doc(initialized, folder / "bar.py", text)
+    await run(initialized, uri)
+    [hint] = await hints(initialized, uri)
     assert hint.label == "→ 100% |####"
 
 
-async def test_bom_latin1_cookie_and_lone_surrogates(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
-    bom = open_doc(client, folder / "bom.py", "\ufeffx = 'bom'\nx\n")
-    assert (await run(client, bom))["status"] == "ok"
-    assert [h.label for h in await hints(client, bom)] == ["→ 'bom'"]
+async def test_bom_latin1_cookie_and_lone_surrogates(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    bom = open_doc(initialized, folder / "bom.py", "\ufeffx = 'bom'\nx\n")
+    assert (await run(initialized, bom))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, bom)] == ["→ 'bom'"]
 
-    cookie = open_doc(client, folder / "latin.py", "# -*- coding: latin-1 -*-\ns = 'é'\ns\n")
-    assert (await run(client, cookie))["status"] == "ok"
-    assert [h.label for h in await hints(client, cookie)] == ["→ 'é'"]
+    cookie = open_doc(initialized, folder / "latin.py", "# -*- coding: latin-1 -*-\ns = 'é'\ns\n")
+    assert (await run(initialized, cookie))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, cookie)] == ["→ 'é'"]
 
-    lone = open_doc(client, folder / "lone.py", "print('a\\ud800')\nraise ValueError('\\ud800')\n")
-    answer = await run(client, lone)
+    lone = open_doc(
+        initialized, folder / "lone.py", "print('a\\ud800')\nraise ValueError('\\ud800')\n"
+    )
+    answer = await run(initialized, lone)
     assert answer["status"] == "error"
-    [error] = errors(client, lone)
+    [error] = errors(initialized, lone)
     assert error.message == "ValueError: \\ud800"
-    assert [h.label for h in await hints(client, lone)] == ["→ a\\ud800"]
+    assert [h.label for h in await hints(initialized, lone)] == ["→ a\\ud800"]
 
 
 async def test_deleting_the_helper_does_not_break_later_runs(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "del.py", "import sys\ndel sys.modules['_runfix_kernel']\n")
-    await run(client, uri)
-    after = open_doc(client, folder / "after.py", "40 + 2\n")
-    assert (await run(client, after))["status"] == "ok"
-    assert [h.label for h in await hints(client, after)] == ["→ 42"]
+    uri = open_doc(
+        initialized, folder / "del.py", "import sys\ndel sys.modules['_runfix_kernel']\n"
+    )
+    await run(initialized, uri)
+    after = open_doc(initialized, folder / "after.py", "40 + 2\n")
+    assert (await run(initialized, after))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, after)] == ["→ 42"]
 
 
-async def test_printed_fences_do_not_close_the_hover(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "fence.py", "print('  ```  \\nafter the fence')\n")
-    await run(client, uri)
-    hover = await hover_text(client, uri, 0)
+async def test_printed_fences_do_not_close_the_hover(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    uri = open_doc(initialized, folder / "fence.py", "print('  ```  \\nafter the fence')\n")
+    await run(initialized, uri)
+    hover = await hover_text(initialized, uri, 0)
     assert hover.startswith("````text\n  ```  \nafter the fence\n````\n")  # the longer fence
     assert hover.count("````") == 2
 
 
 async def test_runs_of_unopened_documents_and_ranges_past_the_end_are_refused(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
     on_disk = folder / "never_opened.py"
     on_disk.write_text("open('ran', 'w').write('yes')\n")
     with pytest.raises(JsonRpcInvalidParams, match="not open"):
-        await client.workspace_execute_command_async(
+        await initialized.workspace_execute_command_async(
             _command("runfix.run", {"uri": on_disk.as_uri()})
         )
     assert not (folder / "ran").exists()
 
-    uri = open_doc(client, folder / "short.py", "print('last line')\n")
+    uri = open_doc(initialized, folder / "short.py", "print('last line')\n")
     past = {"start": {"line": 5, "character": 0}, "end": {"line": 6, "character": 0}}
     with pytest.raises(JsonRpcInvalidParams, match="past the end"):
-        await client.workspace_execute_command_async(
+        await initialized.workspace_execute_command_async(
             _command("runfix.run", {"uri": uri, "range": past})
         )
-    assert await hints(client, uri) == []
+    assert await hints(initialized, uri) == []
 
 
+@pytest.mark.settings({"transport": "tcp"})
 async def test_the_tcp_transport_runs_on_loopback_with_a_key(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"transport": "tcp"}))
     text = (
         "import json\nfrom ipykernel import get_connection_info\n"
         "info = json.loads(get_connection_info())\n"
         "(info['transport'], info['ip'], len(info['key']) >= 32)\n"
     )
-    uri = open_doc(client, folder / "tcp.py", text)
-    assert (await run(client, uri))["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ ('tcp', '127.0.0.1', True)"]
+    uri = open_doc(initialized, folder / "tcp.py", text)
+    assert (await run(initialized, uri))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, uri)] == ["→ ('tcp', '127.0.0.1', True)"]
 
 
 def test_a_bad_timeout_is_refused_by_runfix_run(folder: Path) -> None:

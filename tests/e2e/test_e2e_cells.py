@@ -10,7 +10,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from lsp_server.contract import RESTART_AND_RUN_TO, RUN_ABOVE, RUN_BELOW
-from tests.conftest import change, command_at, hints, hover_text, init_params, open_doc, run
+from tests.conftest import change, command_at, hints, hover_text, open_doc, run
 
 CELLS = """\
 # %% a
@@ -24,54 +24,53 @@ log
 
 
 async def test_run_above_below_and_restart_and_run_to_here(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "cells.py", CELLS)
+    uri = open_doc(initialized, folder / "cells.py", CELLS)
 
-    assert (await command_at(client, RUN_ABOVE, uri, 5))["status"] == "ok"  # a, b: not c
-    assert [h.label for h in await hints(client, uri)] == []
-    assert (await command_at(client, RUN_BELOW, uri, 3))["status"] == "ok"  # b again, then c
-    assert [h.label for h in await hints(client, uri)] == ["→ ['a', 'b', 'b', 'c']"]
+    assert (await command_at(initialized, RUN_ABOVE, uri, 5))["status"] == "ok"  # a, b: not c
+    assert [h.label for h in await hints(initialized, uri)] == []
+    assert (await command_at(initialized, RUN_BELOW, uri, 3))["status"] == "ok"  # b again, then c
+    assert [h.label for h in await hints(initialized, uri)] == ["→ ['a', 'b', 'b', 'c']"]
 
     # A fresh kernel, then a and b: c alone then sees exactly their state.
-    assert (await command_at(client, RESTART_AND_RUN_TO, uri, 2))["status"] == "ok"
-    answer = await run(client, uri, 4, 6)
+    assert (await command_at(initialized, RESTART_AND_RUN_TO, uri, 2))["status"] == "ok"
+    answer = await run(initialized, uri, 4, 6)
     assert answer["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ ['a', 'b', 'c']"]
+    assert [h.label for h in await hints(initialized, uri)] == ["→ ['a', 'b', 'c']"]
 
 
-async def test_a_cells_command_needs_a_position(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "cells.py", CELLS)
+async def test_a_cells_command_needs_a_position(initialized: LanguageClient, folder: Path) -> None:
+    uri = open_doc(initialized, folder / "cells.py", CELLS)
     with pytest.raises(Exception, match="expected a position"):
-        await client.workspace_execute_command_async(
+        await initialized.workspace_execute_command_async(
             lsp.ExecuteCommandParams(RUN_ABOVE, [{"uri": uri}])
         )
     with pytest.raises(Exception, match="past the end"):
-        await command_at(client, RUN_BELOW, uri, 99)
+        await command_at(initialized, RUN_BELOW, uri, 99)
 
 
+@pytest.mark.settings({"results": "both"})
+@pytest.mark.parametrize("client_name", ["visual_studio_code"])
 async def test_results_below_an_edit_are_stale_until_they_run_again(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder, "visual_studio_code", {"results": "both"}))
     text = "# %% a\nrate = 2\n# %% b\nrate * 10\n"
-    uri = open_doc(client, folder / "stale.py", text)
-    assert (await run(client, uri))["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ 20"]
+    uri = open_doc(initialized, folder / "stale.py", text)
+    assert (await run(initialized, uri))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 20"]
 
-    change(client, uri, 2, (1, 7), (1, 8), "3")  # rate = 3: the result below is from before
-    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    assert [h.label for h in await hints(client, uri)] == ["→ 20 (stale)"]
-    [info] = [d for d in client.diagnostics[uri] if d.message.startswith("→")]
+    change(initialized, uri, 2, (1, 7), (1, 8), "3")  # rate = 3: the result below is from before
+    await initialized.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 20 (stale)"]
+    [info] = [d for d in initialized.diagnostics[uri] if d.message.startswith("→")]
     assert list(info.tags or []) == [lsp.DiagnosticTag.Unnecessary]  # shown faded
     assert "stale: line 2 was edited at" in info.message
-    assert "*stale: line 2 was edited at" in await hover_text(client, uri, 3)
+    assert "*stale: line 2 was edited at" in await hover_text(initialized, uri, 3)
 
-    assert (await run(client, uri, 3, 3))["status"] == "ok"  # b again, on the old state
-    assert [h.label for h in await hints(client, uri)] == ["→ 20"]
-    assert (await command_at(client, RUN_ABOVE, uri, 3))["status"] == "ok"  # a ran again
-    assert [h.label for h in await hints(client, uri)] == ["→ 20 (stale)"]
-    assert (await command_at(client, RUN_BELOW, uri, 3))["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ 30"]
+    assert (await run(initialized, uri, 3, 3))["status"] == "ok"  # b again, on the old state
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 20"]
+    assert (await command_at(initialized, RUN_ABOVE, uri, 3))["status"] == "ok"  # a ran again
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 20 (stale)"]
+    assert (await command_at(initialized, RUN_BELOW, uri, 3))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 30"]

@@ -35,27 +35,26 @@ print()
 
 
 async def test_plots_tables_html_svg_and_progress_bars(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "analysis.py", CELLS)
-    answer = await run(client, uri)
+    uri = open_doc(initialized, folder / "analysis.py", CELLS)
+    answer = await run(initialized, uri)
     assert answer["status"] == "ok", answer
 
-    labels = {h.position.line: h.label for h in await hints(client, uri)}
+    labels = {h.position.line: h.label for h in await hints(initialized, uri)}
     assert labels[2] == "→ <figure 640×480>"
     assert labels[6] == "→ DataFrame 1,000×2"
     assert labels[9] == "→ <html table 1×2>"
     assert labels[10] == "→ <svg 80×20>"
     assert labels[13] == "→ loading 100%"  # the bar's last frame, at the end of its loop
 
-    plot = await hover_text(client, uri, 2)
+    plot = await hover_text(initialized, uri, 2)
     stored = folder / ".runfix" / "outputs"
     [png] = stored.glob("*.png")
     assert f"![<figure 640×480>]({png.as_uri()})" in plot
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    table = await hover_text(client, uri, 6)
+    table = await hover_text(initialized, uri, 6)
     assert table.startswith("*DataFrame 1,000×2 (first 5 of 1,000 rows)*")
     assert "|  | n | name\\|x |" in table
     assert "| *type* | *int64* |" in table
@@ -63,7 +62,7 @@ async def test_plots_tables_html_svg_and_progress_bars(
     [html] = [p for p in stored.glob("*.html") if "dataframe" in p.read_text()]
     assert "row 999" in html.read_text()  # the whole table is kept, the hover shows its head
 
-    svg = await hover_text(client, uri, 10)
+    svg = await hover_text(initialized, uri, 10)
     [svg_file] = stored.glob("*.svg")
     assert f"({svg_file.as_uri()})" in svg
 
@@ -83,21 +82,20 @@ async def test_rich_outputs_past_the_run_limit_are_said_but_not_stored(
 
 
 async def test_show_output_opens_a_local_page_with_the_plot(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
     """What an eglot, Helix or Zed user gets: the client is asked to open a loopback page
     that shows the statement's figure, served by the server."""
-    await client.initialize_session(init_params(folder))
     uri = open_doc(
-        client, folder / "plot.py", "import matplotlib.pyplot as plt\nplt.plot([3, 1])\n"
+        initialized, folder / "plot.py", "import matplotlib.pyplot as plt\nplt.plot([3, 1])\n"
     )
-    assert (await run(client, uri))["status"] == "ok"
+    assert (await run(initialized, uri))["status"] == "ok"
 
     position = {"line": 1, "character": 0}
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(SHOW_OUTPUT, [{"uri": uri, "position": position}])
     )
-    [shown] = client.shown_documents  # type: ignore[attr-defined]  # the test client says yes
+    [shown] = initialized.shown_documents  # type: ignore[attr-defined]  # the test client says yes
     assert answer["shown"] is True and shown.uri == answer["url"] and shown.external
     assert answer["url"].startswith("http://127.0.0.1:")
 

@@ -24,13 +24,12 @@ RUNFIX = [sys.executable, "-m", "lsp_server"]
 
 
 async def test_each_run_is_recorded_with_its_memory_and_shown_in_the_hover(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
     text = "big = b'x' * (200 * 2**20)\nlen(big)\n# %%\ndel big\n1 / 0\n"
-    uri = open_doc(client, folder / "memory.py", text)
-    assert (await run(client, uri))["status"] == "error"
-    history = await client.workspace_execute_command_async(
+    uri = open_doc(initialized, folder / "memory.py", text)
+    assert (await run(initialized, uri))["status"] == "error"
+    history = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(HISTORY, [{"uri": uri}])
     )
     failed, allocated = history
@@ -42,7 +41,7 @@ async def test_each_run_is_recorded_with_its_memory_and_shown_in_the_hover(
     assert allocated["cpuMs"] > 0 and allocated["durationMs"] > 0
     assert failed["status"] == "error" and failed["error"].startswith("ZeroDivisionError")
     assert failed["memoryChangeBytes"] <= -190 * 2**20  # `del big` gave it back
-    hover = await hover_text(client, uri, 1)
+    hover = await hover_text(initialized, uri, 1)
     assert "*ran " in hover and "peak +200.0 MB" in hover, hover
 
 
@@ -136,16 +135,15 @@ async def test_results_come_back_after_a_restart_only_on_unchanged_code(
 
 
 async def test_opening_and_asking_create_nothing_in_the_folder(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "quiet.py", "x = 1\n")
-    history = await client.workspace_execute_command_async(
+    uri = open_doc(initialized, folder / "quiet.py", "x = 1\n")
+    history = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(HISTORY, [{"uri": uri}])
     )
     assert (
         history == []
-        and await client.workspace_execute_command_async(lsp.ExecuteCommandParams(HISTORY, []))
+        and await initialized.workspace_execute_command_async(lsp.ExecuteCommandParams(HISTORY, []))
         == []
     )
     await asyncio.sleep(0.5)  # the restore spawned by didOpen has looked
@@ -153,13 +151,12 @@ async def test_opening_and_asking_create_nothing_in_the_folder(
 
 
 async def test_the_export_command_writes_the_editors_text_and_its_outputs(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "unsaved.py", "# %%\nx = 6 * 7\nx\n# %%\nprint(x + 1)\n")
-    assert (await run(client, uri))["status"] == "ok"
-    change(client, uri, 2, (4, 10), (4, 11), "2")  # unsaved: print(x + 2), not run
-    answer = await client.workspace_execute_command_async(
+    uri = open_doc(initialized, folder / "unsaved.py", "# %%\nx = 6 * 7\nx\n# %%\nprint(x + 1)\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+    change(initialized, uri, 2, (4, 10), (4, 11), "2")  # unsaved: print(x + 2), not run
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(EXPORT, [{"uri": uri}])
     )
     assert answer == {"path": str(folder / "unsaved.ipynb"), "cells": 2, "withOutputs": 1}

@@ -41,16 +41,15 @@ price_of(prices, "coffee")
 
 @pytest.mark.parametrize("client_name", CLIENTS)
 async def test_run_file_puts_error_on_the_raising_line(
-    client: LanguageClient, folder: Path, client_name: str, executor: str
+    initialized: LanguageClient, folder: Path, client_name: str, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, client_name, {"executor": executor}))
-    uri = open_doc(client, folder / "doc.py", DOC)
+    uri = open_doc(initialized, folder / "doc.py", DOC)
 
-    answer = await run(client, uri)
+    answer = await run(initialized, uri)
 
     assert answer["status"] == "error"
     assert answer["durationMs"] > 0
-    [error] = errors(client, uri)
+    [error] = errors(initialized, uri)
     assert error.source == "runfix"
     assert error.message == "KeyError: 'coffee'"
     assert error.range.start == lsp.Position(7, 4)  # `return d[item]`, in an earlier cell
@@ -59,35 +58,34 @@ async def test_run_file_puts_error_on_the_raising_line(
     assert call_site.location.uri == uri
     assert call_site.location.range.start.line == 11
     if client_name == "neovim@v0.11.0":  # inlay hints supported: results come as hints
-        labels = {h.position.line: h.label for h in await hints(client, uri)}
+        labels = {h.position.line: h.label for h in await hints(initialized, uri)}
         assert labels == {3: "→ total 7.7", 10: "→ 18.8495…"}
-        assert infos(client, uri) == []
-        assert client.inlay_refreshes >= 1  # type: ignore[attr-defined]
+        assert infos(initialized, uri) == []
+        assert initialized.inlay_refreshes >= 1  # type: ignore[attr-defined]
     else:  # no inlay hints: results come as Information diagnostics
-        messages = {d.range.start.line: d.message for d in infos(client, uri)}
+        messages = {d.range.start.line: d.message for d in infos(initialized, uri)}
         assert messages == {3: "→ total 7.7", 10: "→ 18.8495…"}
 
 
 async def test_hover_shows_full_output_and_traceback(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "for i in range(3):\n    print('line', i)\n1/0\n"
-    uri = open_doc(client, folder / "doc.py", text)
-    await run(client, uri)
+    uri = open_doc(initialized, folder / "doc.py", text)
+    await run(initialized, uri)
 
-    [hint] = await hints(client, uri)
+    [hint] = await hints(initialized, uri)
     assert hint.position == lsp.Position(1, len("    print('line', i)"))
     assert hint.label == "→ line 0 …"
     assert hint.tooltip is None  # this client resolves tooltips: the output comes on resolve
-    resolved = await client.inlay_hint_resolve_async(hint)
+    resolved = await initialized.inlay_hint_resolve_async(hint)
     assert isinstance(resolved.tooltip, lsp.MarkupContent) and "line 2" in resolved.tooltip.value
-    shown = await hover_text(client, uri, 0)
+    shown = await hover_text(initialized, uri, 0)
     assert "line 0\nline 1\nline 2" in shown
-    on_error = await hover_text(client, uri, 2)
+    on_error = await hover_text(initialized, uri, 2)
     assert "ZeroDivisionError: division by zero" in on_error
     assert "Traceback" in on_error
-    assert await hover_text(client, uri, 5) == ""
+    assert await hover_text(initialized, uri, 5) == ""
 
 
 @pytest.mark.parametrize(
@@ -95,109 +93,103 @@ async def test_hover_shows_full_output_and_traceback(
     [("neovim@v0.11.0", 20, 19), ("visual_studio_code", 17, 15)],
     ids=["utf-8 (neovim 0.11 asks for it)", "utf-16"],
 )
+@pytest.mark.settings({"results": "both"})
 async def test_non_ascii_positions_follow_the_position_encoding(
-    client: LanguageClient, folder: Path, client_name: str, hint_column: int, error_column: int
+    initialized: LanguageClient, folder: Path, client_name: str, hint_column: int, error_column: int
 ) -> None:
-    await client.initialize_session(init_params(folder, client_name, {"results": "both"}))
     text = 's = "héllo 🐍"; s\nbad = "🐍🐍" + )\n'
-    uri = open_doc(client, folder / "doc.py", text)
+    uri = open_doc(initialized, folder / "doc.py", text)
 
-    answer = await run(client, uri, 0, 0)
+    answer = await run(initialized, uri, 0, 0)
     assert answer["status"] == "ok"
-    [info] = infos(client, uri)
+    [info] = infos(initialized, uri)
     assert info.message == "→ 'héllo 🐍'"
     assert info.range.end == lsp.Position(0, hint_column)
     if client_name == "neovim@v0.11.0":
-        [hint] = await hints(client, uri)
+        [hint] = await hints(initialized, uri)
         assert hint.position == lsp.Position(0, hint_column)
 
-    answer = await run(client, uri, 1, 1)
+    answer = await run(initialized, uri, 1, 1)
     assert answer["status"] == "error"
-    [error] = errors(client, uri)
+    [error] = errors(initialized, uri)
     assert error.message.startswith("SyntaxError")
     # the `)` after two snakes: code-point column 13, 19 in UTF-8, 15 in UTF-16
     assert error.range.start == lsp.Position(1, error_column)
 
 
 async def test_range_runs_exactly_its_lines(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "a = 1\nb = 2\nprint('b is', b)\nraise SystemExit('not me')\n"
-    uri = open_doc(client, folder / "doc.py", text)
+    uri = open_doc(initialized, folder / "doc.py", text)
 
-    answer = await run(client, uri, 1, 2)
+    answer = await run(initialized, uri, 1, 2)
 
     assert answer["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ b is 2"]
-    variables = await client.workspace_execute_command_async(
+    assert [h.label for h in await hints(initialized, uri)] == ["→ b is 2"]
+    variables = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="runfix.variables", arguments=[{"uri": uri}])
     )
     assert {v["name"] for v in variables} == {"b"}
 
 
+@pytest.mark.settings({"timeout": 1.5})
 async def test_timeout_interrupts_and_keeps_state(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(
-        init_params(folder, options={"executor": executor, "timeout": 1.5})
-    )
     text = "x = 41\nimport time\ntime.sleep(60)\nx + 1\n"
-    uri = open_doc(client, folder / "doc.py", text)
+    uri = open_doc(initialized, folder / "doc.py", text)
 
-    answer = await run(client, uri)
+    answer = await run(initialized, uri)
 
     assert answer["status"] == "timeout"
-    [warning] = client.diagnostics[uri]
+    [warning] = initialized.diagnostics[uri]
     assert warning.severity == lsp.DiagnosticSeverity.Warning
     assert warning.range.start.line == 2
     assert "Timed out after 1.5s" in warning.message and "state is kept" in warning.message
-    assert (await run(client, uri, 3, 3))["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ 42"]
+    assert (await run(initialized, uri, 3, 3))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 42"]
 
 
 async def test_killed_kernel_is_restarted(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = (
         "x = 1\n"
         "import os, signal, time\n"
         "print('dying'); time.sleep(0.3); os.kill(os.getpid(), signal.SIGKILL)\n"
         "print('after')\n"
     )
-    uri = open_doc(client, folder / "doc.py", text)
-    await run(client, uri, 0, 0)
+    uri = open_doc(initialized, folder / "doc.py", text)
+    await run(initialized, uri, 0, 0)
 
-    answer = await run(client, uri, 1, 2)
+    answer = await run(initialized, uri, 1, 2)
 
     assert answer["status"] == "error"
-    [error] = errors(client, uri)
+    [error] = errors(initialized, uri)
     assert error.range.start.line == 2
     assert "kernel died" in error.message and "state was lost" in error.message
-    assert (await run(client, uri, 3, 3))["status"] == "ok"
-    labels = {h.position.line: h.label for h in await hints(client, uri)}
+    assert (await run(initialized, uri, 3, 3))["status"] == "ok"
+    labels = {h.position.line: h.label for h in await hints(initialized, uri)}
     assert labels == {2: "→ dying", 3: "→ after"}
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="runfix.variables", arguments=[{"uri": uri}])
     )
     assert answer == []  # x went with the old kernel
 
 
+@pytest.mark.settings({"outputLimit": 1000})
 async def test_output_flood_is_capped_and_server_stays_responsive(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(
-        init_params(folder, options={"executor": executor, "outputLimit": 1000})
-    )
     text = "for i in range(2_000_000):\n    print(i)\nprint('x' * 100_000_000)\n"
-    uri = open_doc(client, folder / "doc.py", text)
+    uri = open_doc(initialized, folder / "doc.py", text)
 
-    running = asyncio.ensure_future(run(client, uri))
+    running = asyncio.ensure_future(run(initialized, uri))
     await asyncio.sleep(0.5)
     answered_during_run = []
     while not running.done():
-        await hover_text(client, uri, 0)
+        await hover_text(initialized, uri, 0)
         answered_during_run.append(not running.done())
         await asyncio.sleep(0.1)
     answer = await running
@@ -205,61 +197,59 @@ async def test_output_flood_is_capped_and_server_stays_responsive(
     assert answer["status"] == "ok"
     assert answered_during_run and answered_during_run[0]
     # The head (the loop's first lines) and the tail (what the last statement printed).
-    first, last = await hints(client, uri)
+    first, last = await hints(initialized, uri)
     assert first.label.startswith("→ 0") and last.label.endswith("(truncated)")
-    shown = await hover_text(client, uri, 2)
+    shown = await hover_text(initialized, uri, 2)
     assert "Output truncated" in shown and "characters of output dropped" in shown
     assert len(shown) < 5000
 
 
 async def test_cancel_request_interrupts_the_kernel(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "y = 'kept'\nimport time\ntime.sleep(60)\ny\n"
-    uri = open_doc(client, folder / "doc.py", text)
-    await run(client, uri, 0, 0)
+    uri = open_doc(initialized, folder / "doc.py", text)
+    await run(initialized, uri, 0, 0)
 
     params = lsp.ExecuteCommandParams(command="runfix.run", arguments=[{"uri": uri}])
     pending = asyncio.ensure_future(
-        client.protocol.send_request_async(
+        initialized.protocol.send_request_async(
             lsp.WORKSPACE_EXECUTE_COMMAND, params, msg_id="run-to-cancel"
         )
     )
     await asyncio.sleep(1.0)
-    client.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id="run-to-cancel"))
+    initialized.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id="run-to-cancel"))
     answer = await asyncio.wait_for(pending, 10)
 
     assert answer["status"] == "cancelled"
-    assert (await run(client, uri, 3, 3))["status"] == "ok"  # interrupted, not restarted
-    assert [h.label for h in await hints(client, uri)] == ["→ 'kept'"]
+    assert (await run(initialized, uri, 3, 3))["status"] == "ok"  # interrupted, not restarted
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 'kept'"]
 
 
 async def test_progress_cancel_interrupts_the_kernel(
-    client: LanguageClient, folder: Path, executor: str
+    initialized: LanguageClient, folder: Path, executor: str
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"executor": executor}))
     text = "# %%\nimport time\n# %%\ntime.sleep(60)\n"
-    uri = open_doc(client, folder / "doc.py", text)
+    uri = open_doc(initialized, folder / "doc.py", text)
 
-    running = asyncio.ensure_future(run(client, uri))
+    running = asyncio.ensure_future(run(initialized, uri))
 
     def reported(token: object) -> list[str | None]:
-        return [getattr(r, "message", None) for r in client.progress_reports[token]]
+        return [getattr(r, "message", None) for r in initialized.progress_reports[token]]
 
     for _ in range(100):  # cancel once the second cell (the sleep) is running
-        tokens = [t for t in client.progress_reports if "Running cell 2/2" in reported(t)]
+        tokens = [t for t in initialized.progress_reports if "Running cell 2/2" in reported(t)]
         if tokens:
             break
         await asyncio.sleep(0.1)
     [token] = tokens
-    begin = client.progress_reports[token][0]
+    begin = initialized.progress_reports[token][0]
     assert isinstance(begin, lsp.WorkDoneProgressBegin) and begin.cancellable
-    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    initialized.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
     answer = await asyncio.wait_for(running, 10)
 
     assert answer["status"] == "cancelled"
-    assert isinstance(client.progress_reports[token][-1], lsp.WorkDoneProgressEnd)
+    assert isinstance(initialized.progress_reports[token][-1], lsp.WorkDoneProgressEnd)
 
 
 async def test_results_move_with_edits_and_drop_when_edited(
@@ -297,29 +287,29 @@ async def test_results_move_with_edits_and_drop_when_edited(
     assert not client.diagnostics[uri]
 
 
-async def test_initialization_options_are_honoured(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(
-        init_params(folder, options={"results": "both", "outputLimit": 200})
-    )
-    uri = open_doc(client, folder / "doc.py", "print('a' * 1000)\n")
-    await run(client, uri)
+@pytest.mark.settings({"results": "both", "outputLimit": 200})
+async def test_initialization_options_are_honoured(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    uri = open_doc(initialized, folder / "doc.py", "print('a' * 1000)\n")
+    await run(initialized, uri)
 
-    [info] = infos(client, uri)
-    [hint] = await hints(client, uri)
+    [info] = infos(initialized, uri)
+    [hint] = await hints(initialized, uri)
     assert hint.label == info.message
     assert info.message.endswith("(truncated)")
-    assert "801 characters dropped" in await hover_text(client, uri, 0)
+    assert "801 characters dropped" in await hover_text(initialized, uri, 0)
 
 
+@pytest.mark.settings({"timeout": "soon", "colour": 1})
 async def test_bad_settings_fall_back_with_one_message(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder, options={"timeout": "soon", "colour": 1}))
-    uri = open_doc(client, folder / "doc.py", "1 + 1\n")
-    answer = await run(client, uri)
+    uri = open_doc(initialized, folder / "doc.py", "1 + 1\n")
+    answer = await run(initialized, uri)
 
     assert answer["status"] == "ok"
-    texts = [m.message for m in client.messages]
+    texts = [m.message for m in initialized.messages]
     assert any("timeout = 'soon'" in t for t in texts)
     assert any("unknown setting 'colour'" in t for t in texts)
 

@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
 from tests.conftest import (
+    EVERY_CLIENT,
     HandDriven,
     change,
     errors,
@@ -47,20 +48,19 @@ def action_command(item: lsp.CodeAction | lsp.Command) -> lsp.Command:
 
 
 async def test_code_actions_offer_cell_selection_and_file(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "doc.py", CELLS)
+    uri = open_doc(initialized, folder / "doc.py", CELLS)
     doc = lsp.TextDocumentIdentifier(uri=uri)
     context = lsp.CodeActionContext(diagnostics=[])
 
-    at_cursor = await client.text_document_code_action_async(
+    at_cursor = await initialized.text_document_code_action_async(
         lsp.CodeActionParams(doc, lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0)), context)
     )
-    selected = await client.text_document_code_action_async(
+    selected = await initialized.text_document_code_action_async(
         lsp.CodeActionParams(doc, lsp.Range(lsp.Position(1, 0), lsp.Position(3, 5)), context)
     )
-    quickfix_only = await client.text_document_code_action_async(
+    quickfix_only = await initialized.text_document_code_action_async(
         lsp.CodeActionParams(
             doc,
             lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0)),
@@ -78,28 +78,27 @@ async def test_code_actions_offer_cell_selection_and_file(
     assert not quickfix_only
     run_cell = action_command((at_cursor or [])[0])
     # the action's command runs the second cell only: x is not defined yet
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(run_cell.command, run_cell.arguments)
     )
     assert answer["status"] == "error"
-    assert errors(client, uri)[0].message == "NameError: name 'x' is not defined"
+    assert errors(initialized, uri)[0].message == "NameError: name 'x' is not defined"
     run_selection = action_command((selected or [])[1])
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(run_selection.command, run_selection.arguments)
     )
     assert answer["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ 2"]
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 2"]
 
 
-async def test_code_lens_over_each_cell_marker(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
-    marked = open_doc(client, folder / "cells.py", CELLS)
-    plain = open_doc(client, folder / "plain.py", "print('no markers')\n")
+async def test_code_lens_over_each_cell_marker(initialized: LanguageClient, folder: Path) -> None:
+    marked = open_doc(initialized, folder / "cells.py", CELLS)
+    plain = open_doc(initialized, folder / "plain.py", "print('no markers')\n")
 
-    lenses = await client.text_document_code_lens_async(
+    lenses = await initialized.text_document_code_lens_async(
         lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=marked))
     )
-    plain_lenses = await client.text_document_code_lens_async(
+    plain_lenses = await initialized.text_document_code_lens_async(
         lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=plain))
     )
 
@@ -111,15 +110,15 @@ async def test_code_lens_over_each_cell_marker(client: LanguageClient, folder: P
     ]
     [lens] = plain_lenses or []
     assert lens.range.start.line == 0 and lens.command is not None
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(lens.command.command, lens.command.arguments)
     )
     assert answer["status"] == "ok"
-    assert [h.label for h in await hints(client, plain)] == ["→ no markers"]
+    assert [h.label for h in await hints(initialized, plain)] == ["→ no markers"]
 
     # asked again after an edit: the lenses of the new text, not those kept for the old one
-    change(client, marked, 2, (4, 0), (4, 0), "# %% three\nx + 2\n")
-    again = await client.text_document_code_lens_async(
+    change(initialized, marked, 2, (4, 0), (4, 0), "# %% three\nx + 2\n")
+    again = await initialized.text_document_code_lens_async(
         lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=marked))
     )
     assert [lens.range.start.line for lens in again or []] == [0, 2, 4]
@@ -127,21 +126,22 @@ async def test_code_lens_over_each_cell_marker(client: LanguageClient, folder: P
     assert last is not None and list(last.arguments or []) == run_args(marked, 5, 5)
 
 
-async def test_inlay_hints_answer_the_lines_asked_for(client: LanguageClient, folder: Path) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "many.py", "".join(f"{i}\n" for i in range(30)))
-    assert (await run(client, uri))["status"] == "ok"
+async def test_inlay_hints_answer_the_lines_asked_for(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    uri = open_doc(initialized, folder / "many.py", "".join(f"{i}\n" for i in range(30)))
+    assert (await run(initialized, uri))["status"] == "ok"
 
-    asked = await client.text_document_inlay_hint_async(
+    asked = await initialized.text_document_inlay_hint_async(
         lsp.InlayHintParams(
             text_document=lsp.TextDocumentIdentifier(uri=uri),
             range=lsp.Range(lsp.Position(10, 0), lsp.Position(12, 0)),
         )
     )
     assert [h.label for h in asked or []] == ["→ 10", "→ 11", "→ 12"]
-    assert len(await hints(client, uri)) == 30
-    change(client, uri, 2, (0, 0), (0, 0), "# a comment\n")
-    moved = await client.text_document_inlay_hint_async(
+    assert len(await hints(initialized, uri)) == 30
+    change(initialized, uri, 2, (0, 0), (0, 0), "# a comment\n")
+    moved = await initialized.text_document_inlay_hint_async(
         lsp.InlayHintParams(
             text_document=lsp.TextDocumentIdentifier(uri=uri),
             range=lsp.Range(lsp.Position(10, 0), lsp.Position(12, 0)),
@@ -153,18 +153,18 @@ async def test_inlay_hints_answer_the_lines_asked_for(client: LanguageClient, fo
 MALFORMED = [[], ["file:///x.py"], [{"uri": 3}], [{"uri": "file:///x.py", "range": {"start": 1}}]]
 
 
+@pytest.mark.parametrize("client_name", EVERY_CLIENT)
 async def test_malformed_run_arguments_get_a_clear_error(
     initialized: LanguageClient, folder: Path
 ) -> None:
-    client = initialized
     for arguments in MALFORMED:
         with pytest.raises(JsonRpcInvalidParams, match=r"runfix\.run: \S"):
-            await client.workspace_execute_command_async(
+            await initialized.workspace_execute_command_async(
                 lsp.ExecuteCommandParams(command="runfix.run", arguments=arguments)
             )
-    uri = open_doc(client, folder / "doc.py", "1 + 1\n")
-    assert (await run(client, uri))["status"] == "ok"  # the server is still there
-    assert client.messages == []  # and it did not pop anything up
+    uri = open_doc(initialized, folder / "doc.py", "1 + 1\n")
+    assert (await run(initialized, uri))["status"] == "ok"  # the server is still there
+    assert initialized.messages == []  # and it did not pop anything up
 
 
 async def test_interpreter_without_ipykernel_is_explained(
@@ -322,40 +322,39 @@ def _connection_of(pid: int) -> str:
 
 
 async def test_run_cell_at_a_position_and_status_notifications(
-    client: LanguageClient, folder: Path
+    initialized: LanguageClient, folder: Path
 ) -> None:
-    await client.initialize_session(init_params(folder))
-    uri = open_doc(client, folder / "cells.py", "# %% one\nx = 1\n# %% two\nx + 1\n")
+    uri = open_doc(initialized, folder / "cells.py", "# %% one\nx = 1\n# %% two\nx + 1\n")
 
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(
             "runfix.run", [{"uri": uri, "position": {"line": 1, "character": 0}}]
         )
     )
     assert answer["status"] == "ok"
-    answer = await client.workspace_execute_command_async(
+    answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(
             "runfix.run", [{"uri": uri, "position": {"line": 2, "character": 3}}]
         )
     )  # the marker line runs its own cell
     assert answer["status"] == "ok"
-    assert [h.label for h in await hints(client, uri)] == ["→ 2"]
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 2"]
 
     await asyncio.sleep(0.2)
-    states = [s["state"] for s in client.statuses]  # type: ignore[attr-defined]
+    states = [s["state"] for s in initialized.statuses]  # type: ignore[attr-defined]
     assert states == ["starting", "idle"]  # runs of a few milliseconds flash nothing
-    slow = open_doc(client, folder / "slow.py", "import time\ntime.sleep(0.5)\n")
-    assert (await run(client, slow))["status"] == "ok"
+    slow = open_doc(initialized, folder / "slow.py", "import time\ntime.sleep(0.5)\n")
+    assert (await run(initialized, slow))["status"] == "ok"
     await asyncio.sleep(0.2)
-    states = [s["state"] for s in client.statuses]  # type: ignore[attr-defined]
+    states = [s["state"] for s in initialized.statuses]  # type: ignore[attr-defined]
     assert states == ["starting", "idle", "busy", "idle"]
-    assert {s["executor"] for s in client.statuses} == {"kernel"}  # type: ignore[attr-defined]
-    [status] = await client.workspace_execute_command_async(
+    assert {s["executor"] for s in initialized.statuses} == {"kernel"}  # type: ignore[attr-defined]
+    [status] = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams("runfix.status", [])
     )
     assert status == {"folder": folder.as_uri(), "state": "idle", "executor": "kernel"}
     with pytest.raises(JsonRpcInvalidParams, match="position"):
-        await client.workspace_execute_command_async(
+        await initialized.workspace_execute_command_async(
             lsp.ExecuteCommandParams("runfix.run", [{"uri": uri, "position": {"line": -1}}])
         )
 
