@@ -25,7 +25,7 @@ import struct
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -555,7 +555,7 @@ class JupyterKernel(ABC, Generic[C]):
         self,
         request: RunRequest,
         cancel: asyncio.Event | None,
-        kc: Any,
+        kc: KernelClient,
         msg_id: str,
         began: float,
         relay: _InputRelay | None,
@@ -567,50 +567,14 @@ class JupyterKernel(ABC, Generic[C]):
         # The kernel-side helper keeps `output_limit` characters of the code's own output,
         # plus the line saying how much it dropped between the head and the tail.
         collector = MessageCollector(request.output_limit + DROPPED_LINE_ROOM)
-        deadline = began + request.timeout
-        interrupted_at: float | None = None
-        status = RunStatus.OK
-        next_alive_check = began + _ALIVE_EVERY
+        watch = _Watch(deadline=began + request.timeout, next_alive_check=began + _ALIVE_EVERY)
         while True:
             now = loop.time()
-            if self._restart_asked is not None:
-                await self._restart_for_caller()
-                return self._ended(
-                    RunStatus.CANCELLED, collector, began, lost=True, note=RESTARTED_NOTE
-                )
-            if self.retired is not None:  # another kernel replaces this one: stop waiting
-                # (`execute` says why, for this and for a run that ended meanwhile)
-                return self._ended(RunStatus.CANCELLED, collector, began, lost=True, note="")
-            declined = relay is not None and not await relay.poll(now)
-            if interrupted_at is None:
-                if (cancel is not None and cancel.is_set()) or declined:
-                    status, interrupted_at = RunStatus.CANCELLED, now
-                    await self._interrupt()
-                elif now >= deadline + (relay.waited(now) if relay is not None else 0.0):
-                    status, interrupted_at = RunStatus.TIMEOUT, now
-                    await self._interrupt()
-            elif now >= interrupted_at + self.grace:
-                log.warning(
-                    "%s for %s ignored the interrupt; restarting it", self.where, self.folder
-                )
-                await self._restart_locked()
-                return self._ended(
-                    status,
-                    collector,
-                    began,
-                    lost=True,
-                    note=_stopped_note(status, request.timeout, restarted=True),
-                )
-            if now >= next_alive_check:
-                next_alive_check = now + _ALIVE_EVERY
-                if not await self.is_alive():
-                    cause = await self._death_cause()
-                    note = f"{cause}: {self._replaced}" if cause else DIED_NOTE
-                    log.warning("%s for %s died during a run: %s", self.where, self.folder, note)
-                    where = self._last_statement()
-                    await self._restart_locked()
-                    outcome = self._ended(RunStatus.DIED, collector, began, lost=True, note=note)
-                    return replace(outcome, span=where or outcome.span)
+            ended = await self._between_messages(
+                watch, now, request, cancel, relay, collector, began
+            )
+            if ended is not None:
+                return ended
             try:
                 msg = await kc.get_iopub_msg(timeout=_POLL)
             except queue.Empty:
@@ -622,15 +586,69 @@ class JupyterKernel(ABC, Generic[C]):
                     break
                 continue
             collector.feed(msg)
-            if (on_stream or on_output) is not None and msg["msg_type"] == "stream":
-                text = str(msg["content"].get("text", ""))
-                if on_stream is not None:
-                    on_stream(text)
-                if on_output is not None:
-                    on_output(
-                        Stream(str(msg["content"].get("name", "stdout")), text, collector.span)
-                    )
+            if msg["msg_type"] == "stream":
+                _pass_on(msg, collector, on_stream, on_output)
         reply = await self._drain_reply(msg_id)
+        return self._finished(watch.status, collector, request, began, reply)
+
+    async def _between_messages(
+        self,
+        watch: _Watch,
+        now: float,
+        request: RunRequest,
+        cancel: asyncio.Event | None,
+        relay: _InputRelay | None,
+        collector: MessageCollector,
+        began: float,
+    ) -> RunOutcome | None:
+        """Between messages: a restart asked for, the kernel replaced, a cancel, the timeout,
+        an interrupt ignored, the kernel dead. The run's outcome if it ends here, else None."""
+        if self._restart_asked is not None:
+            await self._restart_for_caller()
+            return self._ended(
+                RunStatus.CANCELLED, collector, began, lost=True, note=RESTARTED_NOTE
+            )
+        if self.retired is not None:  # another kernel replaces this one: stop waiting
+            # (`execute` says why, for this and for a run that ended meanwhile)
+            return self._ended(RunStatus.CANCELLED, collector, began, lost=True, note="")
+        declined = relay is not None and not await relay.poll(now)
+        if watch.interrupted_at is None:
+            if (cancel is not None and cancel.is_set()) or declined:
+                watch.status, watch.interrupted_at = RunStatus.CANCELLED, now
+                await self._interrupt()
+            elif now >= watch.deadline + (relay.waited(now) if relay is not None else 0.0):
+                watch.status, watch.interrupted_at = RunStatus.TIMEOUT, now
+                await self._interrupt()
+        elif now >= watch.interrupted_at + self.grace:
+            log.warning("%s for %s ignored the interrupt; restarting it", self.where, self.folder)
+            await self._restart_locked()
+            note = _stopped_note(watch.status, request.timeout, restarted=True)
+            return self._ended(watch.status, collector, began, lost=True, note=note)
+        if now >= watch.next_alive_check:
+            watch.next_alive_check = now + _ALIVE_EVERY
+            if not await self.is_alive():
+                return await self._died(collector, began)
+        return None
+
+    async def _died(self, collector: MessageCollector, began: float) -> RunOutcome:
+        """The kernel died during a run: say why if it can be told, and start a new one."""
+        cause = await self._death_cause()
+        note = f"{cause}: {self._replaced}" if cause else DIED_NOTE
+        log.warning("%s for %s died during a run: %s", self.where, self.folder, note)
+        where = self._last_statement()
+        await self._restart_locked()
+        outcome = self._ended(RunStatus.DIED, collector, began, lost=True, note=note)
+        return replace(outcome, span=where or outcome.span)
+
+    def _finished(
+        self,
+        status: RunStatus,
+        collector: MessageCollector,
+        request: RunRequest,
+        began: float,
+        reply: dict[str, Any] | None,
+    ) -> RunOutcome:
+        """The outcome of a run the kernel finished (idle again)."""
         if status == RunStatus.OK and collector.interrupted is not None:
             if self._interrupt_sent:
                 status = RunStatus.CANCELLED
@@ -705,6 +723,31 @@ class JupyterKernel(ABC, Generic[C]):
 
 AskInput = Callable[[str, bool], Awaitable["str | None"]]
 """Ask the user for a line of input: (prompt, password) → the line, or None if declined."""
+
+
+@dataclass
+class _Watch:
+    """What a run's watch keeps between messages."""
+
+    deadline: float
+    next_alive_check: float
+    status: RunStatus = RunStatus.OK
+    interrupted_at: float | None = None
+    """When the run was interrupted (cancelled or timed out); then `grace` counts."""
+
+
+def _pass_on(
+    msg: dict[str, Any],
+    collector: MessageCollector,
+    on_stream: Callable[[str], None] | None,
+    on_output: Callable[[Stream], None] | None,
+) -> None:
+    """A stream message, as it comes, to whoever follows the run's output."""
+    text = str(msg["content"].get("text", ""))
+    if on_stream is not None:
+        on_stream(text)
+    if on_output is not None:
+        on_output(Stream(str(msg["content"].get("name", "stdout")), text, collector.span))
 
 
 class _InputRelay:

@@ -33,7 +33,9 @@ from executor.local import LocalKernel
 
 
 async def cold_starts(folder: Path, starts: int) -> tuple[list[float], list[float], list[float]]:
-    docker_times, local_times, bare_times = [], [], []
+    docker_times: list[float] = []
+    local_times: list[float] = []
+    bare_times: list[float] = []
     client = engine()
     for _ in range(starts):
         for kernel, times in (
@@ -41,9 +43,9 @@ async def cold_starts(folder: Path, starts: int) -> tuple[list[float], list[floa
             (LocalKernel(folder, LocalConfig(sys.executable)), local_times),
         ):
             began = time.perf_counter()
-            await kernel.start()  # type: ignore[attr-defined]
+            await kernel.start()
             times.append(time.perf_counter() - began)
-            await kernel.shutdown()  # type: ignore[attr-defined]
+            await kernel.shutdown()
         began = time.perf_counter()
         await asyncio.to_thread(
             client.containers.run, DEFAULT_IMAGE, ["true"], remove=True, network_mode="none"

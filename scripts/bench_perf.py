@@ -35,7 +35,10 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "WARNING"]
-INLAY = {"textDocument": {"inlayHint": {}}, "workspace": {"inlayHint": {"refreshSupport": True}}}
+INLAY: dict[str, Any] = {
+    "textDocument": {"inlayHint": {}},
+    "workspace": {"inlayHint": {"refreshSupport": True}},
+}
 
 
 class Wire:

@@ -47,7 +47,7 @@ async def soak(runs: int) -> None:
     client.feature(lsp.WINDOW_SHOW_MESSAGE)(lambda params: None)  # "kernel restarted"
     options = {"python": sys.executable, "timeout": 0.3, "outputLimit": 10_000, "interruptGrace": 2}
     await start_server(client, folder, options)
-    pid = client._server.pid  # type: ignore[attr-defined]
+    pid = client._server.pid
     names = list(CASES)
     order = random.Random(7).choices(names, weights=[CASES[n][1] for n in names], k=runs)
     uris: dict[str, str] = {}

@@ -13,8 +13,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, Union
+from typing import Any, NoReturn, Union, cast
 
 import pytest
 import pytest_lsp
@@ -270,7 +271,7 @@ def _read_code_actions_whole(client: LanguageClient) -> None:
 
     def hook(obj: Any, _: Any) -> lsp.Command | lsp.CodeAction:
         kind = lsp.Command if isinstance(obj.get("command"), str) else lsp.CodeAction
-        return converter.structure(obj, kind)
+        return cast(Union[lsp.Command, lsp.CodeAction], converter.structure(obj, kind))  # noqa: UP007
 
     converter.register_structure_hook(Union[lsp.Command, lsp.CodeAction], hook)  # noqa: UP007
 
@@ -291,7 +292,7 @@ def _offset(text: str, position: lsp.Position) -> int:
     return sum(len(line) + 1 for line in lines[: position.line]) + position.character
 
 
-def apply_edits(c: Any, uri: str, edits: list[lsp.TextEdit]) -> None:
+def apply_edits(c: Any, uri: str, edits: Sequence[lsp.TextEdit]) -> None:
     """Apply edits (ASCII positions) to the client's copy and tell the server, as editors do."""
     text = c.texts[uri]
     for edit in sorted(

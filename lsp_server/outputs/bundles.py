@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lsp_server.folder_files import (
     OUTPUTS,
@@ -366,48 +366,50 @@ def _color_256(n: int) -> str | None:
     return None
 
 
+_SETS: dict[int, tuple[int, object]] = {
+    1: (2, True),
+    3: (3, True),
+    4: (4, True),
+    22: (2, False),
+    23: (3, False),
+    24: (4, False),
+    39: (0, None),
+    49: (1, None),
+}
+"""SGR codes that set one part of the style: code → (index in `_Style`, value)."""
+
+
 def _sgr(style: _Style, params: str) -> _Style:
     """The style after one `ESC[…m` (16 colours, 256 colours, 24-bit, bold/italic/underline)."""
-    fg, bg, bold, italic, underline = style
+    current: list[object] = list(style)
     codes = [int(p) if p.isdigit() else 0 for p in params.replace(":", ";").split(";")]
     at = 0
     while at < len(codes):
         code = codes[at]
         if code == 0:
-            fg, bg, bold, italic, underline = _PLAIN
-        elif code == 1:
-            bold = True
-        elif code == 3:
-            italic = True
-        elif code == 4:
-            underline = True
-        elif code == 22:
-            bold = False
-        elif code == 23:
-            italic = False
-        elif code == 24:
-            underline = False
+            current = list(_PLAIN)
+        elif code in _SETS:
+            index, value = _SETS[code]
+            current[index] = value
         elif 30 <= code <= 37 or 90 <= code <= 97:
-            fg = _PALETTE[code - 30 if code < 90 else code - 82]
+            current[0] = _PALETTE[code - 30 if code < 90 else code - 82]
         elif 40 <= code <= 47 or 100 <= code <= 107:
-            bg = _PALETTE[code - 40 if code < 100 else code - 92]
-        elif code == 39:
-            fg = None
-        elif code == 49:
-            bg = None
+            current[1] = _PALETTE[code - 40 if code < 100 else code - 92]
         elif code in (38, 48) and at + 1 < len(codes):
-            color: str | None = None
-            if codes[at + 1] == 5 and at + 2 < len(codes):
-                color, at = _color_256(codes[at + 2]), at + 2
-            elif codes[at + 1] == 2 and at + 4 < len(codes):
-                rgb = (min(max(c, 0), 255) for c in codes[at + 2 : at + 5])
-                color, at = "#" + "".join(f"{c:02x}" for c in rgb), at + 4
-            if code == 38:
-                fg = color
-            else:
-                bg = color
+            current[0 if code == 38 else 1], at = _extended_color(codes, at)
         at += 1
-    return fg, bg, bold, italic, underline
+    return cast(_Style, tuple(current))
+
+
+def _extended_color(codes: list[int], at: int) -> tuple[str | None, int]:
+    """`38;5;N` (256 colours) or `38;2;R;G;B` (24-bit) at `at`: the colour (None: neither)
+    and the index of its last code."""
+    if codes[at + 1] == 5 and at + 2 < len(codes):
+        return _color_256(codes[at + 2]), at + 2
+    if codes[at + 1] == 2 and at + 4 < len(codes):
+        rgb = (min(max(c, 0), 255) for c in codes[at + 2 : at + 5])
+        return "#" + "".join(f"{c:02x}" for c in rgb), at + 4
+    return None, at
 
 
 def _span(style: _Style, text: str) -> str:

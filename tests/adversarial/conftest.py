@@ -103,7 +103,7 @@ class Wire:
             self._fill(deadline)
             head, _, rest = self._buffer.partition(b"\r\n\r\n")
         body, self._buffer = rest[:length], rest[length:]
-        message = json.loads(body)
+        message: dict[str, Any] = json.loads(body)
         self.received.append(message)
         return message
 

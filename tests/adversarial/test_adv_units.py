@@ -108,7 +108,7 @@ async def test_or_cancelled_stops_the_work_and_never_swallows_the_callers_cancel
 async def test_finished_commands_leave_no_request_future_behind() -> None:
     server = create_server()
     sent: list[Any] = []
-    server.protocol._send_data = sent.append  # type: ignore[method-assign]
+    server.protocol._send_data = sent.append  # type: ignore[method-assign, assignment]
     server.protocol.set_writer(object())  # type: ignore[arg-type]
 
     def handle(message: dict[str, Any]) -> None:

@@ -47,7 +47,7 @@ def docker_options(**docker: Any) -> dict[str, Any]:
     return {"executor": "docker", "docker": docker}
 
 
-async def command(client: LanguageClient, name: str, arg: dict[str, Any]) -> Any:
+async def command(client: LanguageClient, name: str, arg: Any) -> Any:
     return await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command=name, arguments=[arg])
     )
@@ -180,7 +180,7 @@ async def test_flagged_model_code_runs_in_the_sandbox_without_asking(
         )
     assert result["status"] == "ok"
     assert result["run"]["status"] == "ok"
-    assert client.questions == []  # type: ignore[attr-defined]
+    assert client.questions == []
     assert (sandboxed / "ran.txt").exists()  # it ran, in the container, on the mounted folder
     await asyncio.sleep(0.2)
     warnings = [d for d in client.diagnostics[uri] if d.severity == lsp.DiagnosticSeverity.Warning]

@@ -59,7 +59,7 @@ async def start(
     await client.initialize_session(init_params(folder, who, opts))
 
 
-async def command(client: LanguageClient, name: str, arg: dict[str, Any]) -> Any:
+async def command(client: LanguageClient, name: str, arg: Any) -> Any:
     return await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command=name, arguments=[arg])
     )
@@ -74,7 +74,7 @@ async def generate(client: LanguageClient, uri: str, line: int, run_too: bool = 
 
 
 def text(client: LanguageClient, uri: str) -> str:
-    return str(client.texts[uri])  # type: ignore[attr-defined]
+    return str(client.texts[uri])
 
 
 def progress_messages(client: LanguageClient) -> list[str]:
@@ -107,7 +107,7 @@ async def test_generate_inserts_under_the_prompt_then_regenerates_in_place(
     assert (
         text(client, uri) == "x = 2\n# ai: print x squared\nprint(x ** 2)\n\n# %%\nprint('after')\n"
     )
-    assert len(client.edits) == 1  # type: ignore[attr-defined]
+    assert len(client.edits) == 1
     assert "print x squared" in model.user_text()
     assert model.requests[0]["stream"] is True
     assert any(m.startswith("Generating") for m in progress_messages(client))
@@ -119,7 +119,7 @@ async def test_generate_inserts_under_the_prompt_then_regenerates_in_place(
     assert text(client, uri) == (
         "x = 2\n# ai: print x squared\ny = x ** 2\nprint(y)\n\n# %%\nprint('after')\n"
     )
-    assert len(client.edits) == 2  # type: ignore[attr-defined]
+    assert len(client.edits) == 2
 
 
 async def test_generation_context_holds_the_kernel_variables(
@@ -184,7 +184,7 @@ async def test_auto_run_runs_what_was_generated_and_still_asks_for_flagged_code(
     assert [h.label for h in await hints(client, uri)] == ["→ 42"]
     second = await generate(client, uri, 5)  # the prompt moved down two lines
     assert "os.remove" in text(client, uri)
-    [question] = client.questions  # type: ignore[attr-defined]
+    [question] = client.questions
     assert "deletes files (os.remove)" in question.message
     assert second["run"]["status"] == "cancelled"  # dismissed: it did not run
     assert (folder / "keep.txt").read_text() == "precious"
@@ -205,7 +205,7 @@ async def test_prose_only_and_unparsable_replies_make_no_edit(
         answer = await generate(client, uri, 0)
         assert answer["status"] == "error"
         assert why in answer["message"]
-    assert client.edits == []  # type: ignore[attr-defined]
+    assert client.edits == []
     assert text(client, uri) == source
 
 
@@ -299,7 +299,7 @@ async def test_cancel_while_streaming_stops_at_once_and_changes_nothing(
     assert answer["status"] == "cancelled"
     assert time.monotonic() - began < 2  # not the ~10 s the stream would still take
     assert isinstance(client.progress_reports[token][-1], lsp.WorkDoneProgressEnd)
-    assert client.edits == [] and text(client, uri) == source  # type: ignore[attr-defined]
+    assert client.edits == [] and text(client, uri) == source
 
 
 # -- run and fix --------------------------------------------------------------------------
@@ -325,10 +325,10 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     )
     assert answer == {"status": "fixed", "attempts": 2}
     assert text(client, uri) == "values = [4, 5]\n# %%\ntotal = sum(values)\nprint(total)\n"
-    assert len(client.edits) == 1  # type: ignore[attr-defined]
-    first, second = model.user_text(0), model.user_text(1)
-    assert "NameError: name 'valus' is not defined" in first
-    assert "ZeroDivisionError" in second and "sum(values) / 0" in second
+    assert len(client.edits) == 1
+    asked_first, asked_second = model.user_text(0), model.user_text(1)
+    assert "NameError: name 'valus' is not defined" in asked_first
+    assert "ZeroDivisionError" in asked_second and "sum(values) / 0" in asked_second
     assert any("attempt 2/3" in m for m in progress_messages(client))
     await asyncio.sleep(0.3)
     assert errors(client, uri) == []
@@ -356,7 +356,7 @@ async def test_run_and_fix_of_a_file_goes_on_with_the_cells_below_a_fixed_one(
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
     assert answer == {"status": "fixed", "attempts": 2}
     assert text(client, uri) == "items = [1, 2]\n# %%\nprint(sum(items))\n# %%\nprint(len(items))\n"
-    assert len(client.edits) == 2  # type: ignore[attr-defined]
+    assert len(client.edits) == 2
     assert "itemz" in model.user_text(1)  # the second request is about the second cell
     await asyncio.sleep(0.3)
     assert errors(client, uri) == []
@@ -373,7 +373,7 @@ async def test_run_and_fix_gives_up_after_max_attempts_leaving_the_document(
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
     assert answer["status"] == "failed" and answer["attempts"] == 2
     assert "ValueError: nope" in answer["message"]
-    assert client.edits == [] and text(client, uri) == source  # type: ignore[attr-defined]
+    assert client.edits == [] and text(client, uri) == source
     assert len(model.requests) == 2
     assert "not fixed" in shown(client)
 
@@ -385,12 +385,12 @@ async def test_the_fix_loop_runs_a_flagged_candidate_only_when_confirmed(
     await start(client, folder, options(model))
     source = "open('data.txt').read()\n"
     uri = open_doc(client, folder / "flagfix.py", source)
-    client.answer = answer  # type: ignore[attr-defined]
+    client.answer = answer
     model.script(
         code("import subprocess\nsubprocess.run(['touch', 'data.txt'])\nopen('data.txt').read()")
     )
     result = await command(client, "runfix.runAndFix", {"uri": uri})
-    [question] = client.questions  # type: ignore[attr-defined]
+    [question] = client.questions
     assert "The model's fix starts a process (subprocess.run)" in question.message
     if answer == "Run":
         assert result == {"status": "fixed", "attempts": 1}
@@ -398,7 +398,7 @@ async def test_the_fix_loop_runs_a_flagged_candidate_only_when_confirmed(
     else:
         assert result["status"] == "failed" and "not confirmed" in result["message"]
         assert not (folder / "data.txt").exists()  # the candidate never ran
-        assert client.edits == [] and text(client, uri) == source  # type: ignore[attr-defined]
+        assert client.edits == [] and text(client, uri) == source
 
 
 async def test_run_and_fix_answers_ok_when_it_runs_clean(
@@ -410,7 +410,7 @@ async def test_run_and_fix_answers_ok_when_it_runs_clean(
         "status": "ok",
         "attempts": 0,
     }
-    assert model.requests == [] and client.edits == []  # type: ignore[attr-defined]
+    assert model.requests == [] and client.edits == []
 
 
 @pytest.mark.parametrize("who", ["visual_studio_code", "no-resolve"])
@@ -458,12 +458,12 @@ async def test_flagged_model_code_runs_only_when_confirmed(
 ) -> None:
     await start(client, folder, options(model))
     uri = open_doc(client, folder / "flag.py", "# ai: make a file\n")
-    client.answer = answer  # type: ignore[attr-defined]
+    client.answer = answer
     model.script(code("import subprocess\nsubprocess.run(['touch', 'ran.txt'])"))
     result = await generate(client, uri, 0, run_too=True)
     assert result["status"] == "ok"
     assert "subprocess.run" in text(client, uri)  # shown in the document either way
-    [question] = client.questions  # type: ignore[attr-defined]
+    [question] = client.questions
     assert "starts a process (subprocess.run)" in question.message
     warnings = [d for d in client.diagnostics[uri] if d.severity == lsp.DiagnosticSeverity.Warning]
     assert [d.range.start.line for d in warnings] == [2]

@@ -95,7 +95,7 @@ async def test_show_output_opens_a_local_page_with_the_plot(
     answer = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(SHOW_OUTPUT, [{"uri": uri, "position": position}])
     )
-    [shown] = initialized.shown_documents  # type: ignore[attr-defined]  # the test client says yes
+    [shown] = initialized.shown_documents  # the test client says yes
     assert answer["shown"] is True and shown.uri == answer["url"] and shown.external
     assert answer["url"].startswith("http://127.0.0.1:")
 
@@ -141,8 +141,8 @@ async def test_the_output_view_follows_the_cursor_and_hears_of_new_plots(
     before = await command_at(client, OUTPUTS, uri, 2)
     assert before["first"] is None and before["outputs"] == [] and before["images"] == []
     assert (await run(client, uri))["status"] == "ok"
-    await _until(lambda: client.outputs_changed)  # type: ignore[attr-defined]
-    assert client.outputs_changed == [{"uri": uri, "rich": [2]}]  # type: ignore[attr-defined]
+    await _until(lambda: client.outputs_changed)
+    assert client.outputs_changed == [{"uri": uri, "rich": [2]}]
 
     plot = await command_at(client, OUTPUTS, uri, 2)
     [png] = (folder / ".runfix" / "outputs").glob("*.png")

@@ -32,7 +32,7 @@ async def test_each_run_is_recorded_with_its_memory_and_shown_in_the_hover(
     history = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams(HISTORY, [{"uri": uri}])
     )
-    failed, allocated = history
+    failed, allocated = history or []
     assert allocated["uri"] == uri and (allocated["first"], allocated["last"]) == (0, 1)
     assert allocated["status"] == "ok" and allocated["origin"] == "user"
     assert allocated["memoryGrowthBytes"] >= 190 * 2**20, allocated  # measured in the kernel

@@ -61,7 +61,7 @@ async def test_run_file_puts_error_on_the_raising_line(
         labels = {h.position.line: h.label for h in await hints(initialized, uri)}
         assert labels == {3: "→ total 7.7", 10: "→ 18.8495…"}
         assert infos(initialized, uri) == []
-        assert initialized.inlay_refreshes >= 1  # type: ignore[attr-defined]
+        assert initialized.inlay_refreshes >= 1
     else:  # no inlay hints: results come as Information diagnostics
         messages = {d.range.start.line: d.message for d in infos(initialized, uri)}
         assert messages == {3: "→ total 7.7", 10: "→ 18.8495…"}

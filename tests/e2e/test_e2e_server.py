@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
@@ -150,7 +151,12 @@ async def test_inlay_hints_answer_the_lines_asked_for(
     assert [h.label for h in moved or []] == ["→ 9", "→ 10", "→ 11"]
 
 
-MALFORMED = [[], ["file:///x.py"], [{"uri": 3}], [{"uri": "file:///x.py", "range": {"start": 1}}]]
+MALFORMED: list[list[Any]] = [
+    [],
+    ["file:///x.py"],
+    [{"uri": 3}],
+    [{"uri": "file:///x.py", "range": {"start": 1}}],
+]
 
 
 @pytest.mark.parametrize("client_name", EVERY_CLIENT)
@@ -341,17 +347,18 @@ async def test_run_cell_at_a_position_and_status_notifications(
     assert [h.label for h in await hints(initialized, uri)] == ["→ 2"]
 
     await asyncio.sleep(0.2)
-    states = [s["state"] for s in initialized.statuses]  # type: ignore[attr-defined]
+    states = [s["state"] for s in initialized.statuses]
     assert states == ["starting", "idle"]  # runs of a few milliseconds flash nothing
     slow = open_doc(initialized, folder / "slow.py", "import time\ntime.sleep(0.5)\n")
     assert (await run(initialized, slow))["status"] == "ok"
     await asyncio.sleep(0.2)
-    states = [s["state"] for s in initialized.statuses]  # type: ignore[attr-defined]
+    states = [s["state"] for s in initialized.statuses]
     assert states == ["starting", "idle", "busy", "idle"]
-    assert {s["executor"] for s in initialized.statuses} == {"kernel"}  # type: ignore[attr-defined]
-    [status] = await initialized.workspace_execute_command_async(
+    assert {s["executor"] for s in initialized.statuses} == {"kernel"}
+    statuses = await initialized.workspace_execute_command_async(
         lsp.ExecuteCommandParams("runfix.status", [])
     )
+    [status] = statuses or []
     assert status == {"folder": folder.as_uri(), "state": "idle", "executor": "kernel"}
     with pytest.raises(JsonRpcInvalidParams, match="position"):
         await initialized.workspace_execute_command_async(
@@ -362,7 +369,7 @@ async def test_run_cell_at_a_position_and_status_notifications(
 def test_the_server_answers_initialize_before_it_loads_kernel_or_model_libraries() -> None:
     """jupyter_client, docker-py and openai take ~0.5 s to import: a server answers
     `initialize` without them, and loads each when a kernel or a model is first needed."""
-    init = {"processId": None, "rootUri": None, "capabilities": {}}
+    init: dict[str, Any] = {"processId": None, "rootUri": None, "capabilities": {}}
     probe = (
         "import json, sys\n"
         "from lsp_server.lsp.app import create_server\n"

@@ -202,7 +202,9 @@ async def test_unprivileged_user_no_capabilities_no_new_privileges_no_socket(
 
 async def test_engine_sees_every_limit(kernel: DockerKernel, folder: Path) -> None:
     assert kernel.container is not None
-    attrs = await asyncio.to_thread(engine().api.inspect_container, kernel.container.id)
+    container_id = kernel.container.id
+    assert container_id is not None
+    attrs = await asyncio.to_thread(engine().api.inspect_container, container_id)
     host = attrs["HostConfig"]
     assert attrs["Config"]["Labels"][LABEL] == "1"
     assert attrs["Config"]["Labels"][FOLDER_LABEL] == str(folder)

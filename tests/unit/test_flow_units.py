@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,10 @@ class FakeEditor:
     async def confirm(self, reason: str, place: Place) -> bool:
         self.asked.append(reason)
         return self.answer
+
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        self.asked.append(message)
+        return choices[0] if self.answer else None
 
     async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
         self.asked.append(f"trust {question.folder}")
