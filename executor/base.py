@@ -27,6 +27,8 @@ class ExecutorUnavailable(Exception):
 
 
 class Executor(Protocol):
+    """What the language server needs of a place that runs code (`jupyter.JupyterKernel`)."""
+
     @property
     def state(self) -> ExecutorState: ...
 

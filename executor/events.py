@@ -137,6 +137,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class RunOutcome:
+    """How a run ended and what it produced, in order, with its figures."""
+
     status: RunStatus
     events: tuple[Event, ...]
     duration: float

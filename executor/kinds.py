@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Kind:
+    """One kind of executor: a row of `KINDS`."""
+
     name: str
     """The `executor` setting's value."""
     config: type[KernelConfig]

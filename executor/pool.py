@@ -24,6 +24,8 @@ def create(
 
 
 class KernelPool:
+    """The folders' kernels: one per folder, replaced when its config changes."""
+
     def __init__(self) -> None:
         self._kernels: dict[Path, Kernel] = {}
         self._retired: set[asyncio.Task[None]] = set()

@@ -86,6 +86,8 @@ def _outside(path: str) -> bool:
 
 
 class _Scanner(ast.NodeVisitor):
+    """Walks model-written code once, naming what it could do (through the aliases it made)."""
+
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         self.found: list[tuple[ast.AST, str, str]] = []

@@ -15,6 +15,8 @@ from lsp_server.positions import Width, width_for
 
 @dataclass(frozen=True)
 class ClientFeatures:
+    """What the client can do, as the services ask it (read once at `initialize`)."""
+
     inlay_hints: bool = False
     inlay_refresh: bool = False
     inlay_resolve_tooltip: bool = False

@@ -81,6 +81,8 @@ class Progress(Protocol):
 
 
 class Editor(Protocol):
+    """What the flow asks of an editor: its documents, questions, edits, results, progress."""
+
     features: ClientFeatures
 
     def text(self, uri: str) -> Snapshot | None:

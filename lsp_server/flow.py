@@ -159,6 +159,8 @@ def _find_again(
 
 
 class Flow:
+    """Runs, fixes, generations and installs for any editor: what a command asks, done."""
+
     def __init__(self, session: Session, editor: Editor) -> None:
         self.session = session
         self.editor = editor

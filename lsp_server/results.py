@@ -32,6 +32,8 @@ STAMPS = itertools.count(1)
 
 @dataclass(frozen=True)
 class StatementResult:
+    """What one statement (lines `first`..`last`) showed when it last ran."""
+
     first: int
     last: int
     outputs: tuple[Output, ...]
@@ -71,6 +73,8 @@ class Related:
 
 @dataclass(frozen=True)
 class Problem:
+    """An error or a warning on lines of a document, with its full text for hover."""
+
     first: int
     last: int
     message: str
@@ -105,6 +109,8 @@ class Front:
 
 @dataclass
 class DocumentResults:
+    """All that runs left on one document: statement results, problems, edit fronts."""
+
     statements: list[StatementResult] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     fronts: tuple[Front, ...] = ()

@@ -36,6 +36,8 @@ DEFAULT_MODEL = "gpt-5-mini"
 
 @dataclass(frozen=True)
 class Settings:
+    """runfix's settings for one folder, resolved: typed, checked, with their defaults."""
+
     python: str | None = None
     """The interpreter for the kernel; None: .venv/venv → VIRTUAL_ENV → runfix's own."""
     timeout: float = 120.0

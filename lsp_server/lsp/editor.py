@@ -117,6 +117,8 @@ class LspProgress:
 
 
 class LspEditor:
+    """The `Editor` interface over LSP: requests and notifications to the connected client."""
+
     def __init__(self, server: LanguageServer, session: Session) -> None:
         self.server = server
         self.session = session

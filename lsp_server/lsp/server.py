@@ -139,6 +139,8 @@ class RunfixProtocol(LanguageServerProtocol):
 
 
 class RunfixServer(LanguageServer):
+    """pygls's server holding runfix's `Session`, `Flow` and `LspEditor`, wired together."""
+
     protocol: RunfixProtocol
 
     def __init__(self, kernels: KernelPool | None = None) -> None:

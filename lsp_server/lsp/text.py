@@ -19,6 +19,8 @@ from executor.text import split_lines
 
 
 class Document(TextDocument):
+    """A pygls document whose lines end only where Python's and LSP's do."""
+
     _lines_of: str | None = None
     _lines: tuple[str, ...] = ()
 

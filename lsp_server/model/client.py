@@ -51,6 +51,8 @@ def secret_names(settings: Settings) -> set[str]:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """Where the model is and how to ask it, from the settings (never the key itself)."""
+
     base_url: str
     name: str
     api_key_env: str
@@ -97,6 +99,8 @@ async def load_sdk() -> None:
 
 
 class ModelClient:
+    """One OpenAI-compatible endpoint: chat completions, streamed, cancellable, retried."""
+
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self._client: openai.AsyncOpenAI | None = None

@@ -201,6 +201,8 @@ class _BoundedServer(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """One connection to the output page: a token-checked GET of a view, an image or a file."""
+
     owner: OutputPage
     server_version = "runfix"
     sys_version = ""

@@ -126,6 +126,8 @@ class RecordedOutput:
 
 @dataclass(frozen=True)
 class RecordedRun:
+    """One run as the record keeps it: where, what code, who asked, how it ended, what it showed."""
+
     path: str
     first: int
     last: int
