@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import re
 from pathlib import Path
 
+from executor.kinds import KINDS
 from lsp_server import contract
+from lsp_server.settings import KNOWN_KEYS, Settings
 
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("lsp_server", "executor")
@@ -182,3 +185,14 @@ def test_the_editors_speak_only_what_the_contract_names() -> None:
         contract.OUTPUTS_NOTIFICATION,
     }
     assert contract.INPUT_CAPABILITY in text and contract.OUTPUTS_CAPABILITY in text
+
+
+def test_every_executor_kind_is_whole() -> None:
+    """Each row of the executor table loads a kernel class with every hook implemented, for
+    its own config; its options, if it has a section, are settings."""
+    for kind in KINDS.values():
+        cls = kind.load()
+        assert not inspect.isabstract(cls), f"{kind.name}: {sorted(cls.__abstractmethods__)}"
+        if kind.section is not None:
+            assert isinstance(getattr(Settings(), kind.section), kind.config)
+            assert any(key.startswith(f"{kind.section}.") for key in KNOWN_KEYS)
