@@ -34,11 +34,13 @@ class Executor(Protocol):
 
     async def start(self) -> None:
         """Start (idempotent); raises `ExecutorUnavailable` with a fix when it cannot."""
+        ...
 
     async def execute(
         self, request: RunRequest, *, cancel: asyncio.Event | None = None
     ) -> RunOutcome:
         """Run code; concurrent calls queue in order. Never raises for what the code did."""
+        ...
 
     async def interrupt(self) -> None: ...
 

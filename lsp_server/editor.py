@@ -87,59 +87,77 @@ class Editor(Protocol):
 
     def text(self, uri: str) -> Snapshot | None:
         """The document as it is now; None once it is closed."""
+        ...
 
     def open_documents(self) -> list[str]:
         """The URIs of the documents open now."""
+        ...
 
     def path_of(self, uri: str) -> str:
         """What tracebacks call the document: its path, or its URI when it has no file."""
+        ...
 
     def folder_for(self, uri: str) -> Path:
         """The workspace folder the document's code runs in."""
+        ...
 
     def published(self, uri: str, added: DocumentResults) -> None:
         """The document's stored results changed (`added` are the new ones)."""
+        ...
 
     def live(self, uri: str) -> Callable[[Stream], None] | None:
         """Where what a run prints goes as it comes (None: only with the run's results)."""
+        ...
 
     def runs_done(self) -> None:
         """A run ended: a client that draws results lazily may redraw them."""
+        ...
 
     def tell(self, message: str, level: Level, place: Place | None = None) -> None:
         """Show the user a message; with a place, it is about that line."""
+        ...
 
     def tell_once(self, message: str, level: Level) -> None:
         """Like `tell`, but a message already shown in this session only goes to the log."""
+        ...
 
     def remark(self, place: Place, message: str) -> None:
         """A note about a place that is worth a line in a terminal, not a popup."""
+        ...
 
     async def confirm(self, reason: str, place: Place) -> bool:
         """Whether flagged model-written code may run in the local kernel (no answer = no)."""
+        ...
 
     async def choose(self, message: str, choices: Sequence[str]) -> str | None:
         """One of `choices`, asked with `message` (None: no answer, which is no)."""
+        ...
 
     async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
         """How the undecided folder's code may run (no answer: it does not)."""
+        ...
 
     async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
         """Apply one edit to the document as it was at `version` (one undo step)."""
+        ...
 
     def progress(self, cancel: asyncio.Event) -> AbstractAsyncContextManager[Progress]:
         """Progress for a long piece of work; cancelling it (where the editor can) sets
         `cancel`."""
+        ...
 
     async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
         """A line the user types for the code's `input()` (None: they declined, or gave no
         answer within `timeout` seconds)."""
+        ...
 
     def kernel_state(self, folder: Path, kernel: Kernel) -> None:
         """The folder's kernel changed state (for status bars)."""
+        ...
 
     def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
         """Run in the background, keeping a reference and logging a failure."""
+        ...
 
 
 def lines_match(a: Sequence[str], b: Sequence[str]) -> bool:

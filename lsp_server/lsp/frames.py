@@ -88,12 +88,12 @@ class _ThreadReader:
 
 async def stdin_reader(stream: BinaryIO | None = None) -> LineReader:
     """An asyncio reader of stdin if it can be watched (a pipe, a socket), else a thread's."""
-    stream = stream or sys.stdin.buffer
+    source = stream or sys.stdin.buffer
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_LINE_LIMIT)
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), source)
     except (ValueError, OSError) as exc:
         log.debug("stdin cannot be read with asyncio (%s): reading on a thread", exc)
-        return _ThreadReader(stream)
+        return _ThreadReader(source)
     return reader

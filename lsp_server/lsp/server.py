@@ -141,7 +141,8 @@ class RunfixProtocol(LanguageServerProtocol):
 class RunfixServer(LanguageServer):
     """pygls's server holding runfix's `Session`, `Flow` and `LspEditor`, wired together."""
 
-    protocol: RunfixProtocol
+    # pygls makes it from `protocol_cls`: ours, so the attribute is typed as ours.
+    protocol: RunfixProtocol  # pyright: ignore[reportIncompatibleVariableOverride]
 
     def __init__(self, kernels: KernelPool | None = None) -> None:
         super().__init__(
