@@ -27,6 +27,8 @@ from lsp_server.results import (
     Problem,
     ResultStore,
     StatementResult,
+    _edit_items,
+    _move_statement,
     build,
     line_change,
     summarize,
@@ -319,6 +321,45 @@ def test_typing_above_many_results_checks_only_what_it_touched() -> None:
     moved = store.get("u").statements
     assert [(s.first, s.source) for s in moved[:2]] == [(2, ("print(1)",)), (3, ("print(2)",))]
     assert moved[-1].first == count and len(moved) == count - 1
+
+
+def test_edits_move_results_as_moving_each_one_would() -> None:
+    """Random single edits (lines added, removed, typed in) over statements, reading between
+    them or not: where the store's statements are, and what `statement_at` finds, is what
+    moving every statement through every edit, one by one, gives."""
+    rng = random.Random(5)
+    for _ in range(200):
+        rows = [f"s{i}" if rng.random() < 0.7 else "" for i in range(rng.randrange(1, 30))]
+        statements = [
+            StatementResult(i, i, (Output(f"{i}\n"),), (row,)) for i, row in enumerate(rows) if row
+        ]
+        store = ResultStore()
+        store.add("u", 0, DocumentResults(statements=list(statements)), [r + "\n" for r in rows])
+        expected = list(statements)
+        for version in range(1, 12):
+            # Replace (l1, c1)..(l2, c2) with `text`, as a client's change says it.
+            l1 = rng.randrange(len(rows))
+            l2 = min(len(rows) - 1, l1 + rng.choice([0, 0, 0, 1, 2]))
+            c1 = rng.randrange(len(rows[l1]) + 1)
+            c2 = (
+                rng.randrange(len(rows[l2]) + 1)
+                if l2 > l1
+                else rng.randrange(c1, len(rows[l1]) + 1)
+            )
+            text = rng.choice(["\n", "\n\n", "x", "", "y\nz", "\nq"])
+            joined = rows[l1][:c1] + text + rows[l2][c2:]
+            rows[l1 : l2 + 1] = joined.split("\n")
+            lines = [r + "\n" for r in rows]
+            change = line_change(l1, l2, text, deleted=(l1, c1) != (l2, c2))
+            store.edit("u", version, [change], lines)
+            expected, _ = _edit_items(expected, [change], lines, _move_statement)
+            if rng.random() < 0.5:
+                assert store.get("u").statements == expected
+            for line in range(len(rows) + 1):
+                found = store.get("u").statement_at(line)
+                want = next((s for s in expected if s.first <= line <= s.last), None)
+                assert found == want, (line, found, want)
+        assert store.get("u").statements == expected
 
 
 def _client(lines: list[str], p: tuple[int, int, int]) -> lsp.Position:
