@@ -13,7 +13,7 @@ import itertools
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -154,6 +154,21 @@ class DocumentResults:
         item = self._items[index]
         return _shifted(item, self._offset) if index >= self._pivot and self._offset else item
 
+    def placed(self) -> Iterator[tuple[int, int, StatementResult]]:
+        """Each statement with its lines now (first, last), without settling the others:
+        what a publication of every result reads after an edit."""
+        items, pivot, offset = self._items, self._pivot, self._offset
+        for item in items[:pivot]:
+            yield item.first, item.last, item
+        for item in items[pivot:]:
+            yield item.first + offset, item.last + offset, item
+
+    def stale_at(self, first: int, made: int) -> Front | None:
+        """`stale` for a result made at `made` that starts at line `first` now."""
+        fronts = self.fronts
+        at = bisect.bisect_left(fronts, first, key=lambda f: f.line) - 1
+        return fronts[at] if at >= 0 and fronts[at].stamp > made else None
+
     def _first(self, index: int) -> int:
         return self._items[index].first + (self._offset if index >= self._pivot else 0)
 
@@ -207,9 +222,7 @@ class DocumentResults:
 
     def stale(self, item: StatementResult | Problem) -> Front | None:
         """The change above `item` made after it, if any: then its result is stale."""
-        fronts = self.fronts
-        at = bisect.bisect_left(fronts, item.first, key=lambda f: f.line) - 1
-        return fronts[at] if at >= 0 and fronts[at].stamp > item.made else None
+        return self.stale_at(item.first, item.made)
 
     def changed(self, line: int, reason: str) -> None:
         """Code at `line` changed now: results below it made before now are stale."""

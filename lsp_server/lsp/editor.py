@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import time
 from collections.abc import Coroutine, Sequence
@@ -31,8 +32,10 @@ from lsp_server.contract import (
     to_json,
 )
 from lsp_server.editor import Level, LineEdit, Place, Snapshot, TrustAnswer, TrustQuestion
-from lsp_server.lsp.convert import diagnostics
+from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
 from lsp_server.lsp.edits import replace_lines
+from lsp_server.lsp.transport import send_prepared_notification
+from lsp_server.lsp.uris import ClientUris
 from lsp_server.results import DocumentResults, Front, StatementResult
 from lsp_server.session import Session
 
@@ -131,7 +134,8 @@ class LspEditor:
         self._published_at: dict[str, float] = {}
         self._pending: set[str] = set()
         self._timer: asyncio.TimerHandle | None = None
-        self._sent: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}
+        self._sent: dict[str, tuple[int | None, list[Any]]] = {}
+        """What each document's last publication said (JSON), and at which version."""
         """What each document's last publication said (the same is not said twice)."""
         self._folders: dict[str, tuple[list[str], Path]] = {}
         self._kernels: dict[Path, Kernel] = {}
@@ -200,19 +204,23 @@ class LspEditor:
             return
         setting = self.session.cached_settings(self.folder_for(uri)).results
         with_results = self.features.results_mode(setting) in ("diagnostics", "both")
-        items = diagnostics(
-            uri,
-            doc.lines,
-            self.session.store.get(uri),
-            with_results=with_results,
-            width=self.features.width,
-        )
+        results, width = self.session.store.get(uri), self.features.width
+        protocol = self.server.protocol
+        # The problems (a few, with URIs: in the client's own form) through lsprotocol; the
+        # statements' results (thousands, no URI) made as JSON and written as JSON text.
+        problems = diagnostics(uri, doc.lines, results, with_results=False, width=width)
+        uris = getattr(protocol, "uris", None) or ClientUris()
+        items: list[Any] = uris.outgoing([protocol._converter.unstructure(d) for d in problems])
+        if with_results:
+            items += result_diagnostics_json(doc.lines, results, width)
         if self._sent.get(uri) == (doc.version, items):
             return  # the client has exactly these
         self._sent[uri] = (doc.version, items)
-        self.server.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=doc.version)
-        )
+        params: dict[str, Any] = {"uri": uris.outgoing(uri), "diagnostics": items}
+        if doc.version is not None:
+            params["version"] = doc.version
+        text = json.dumps(params, separators=(",", ":"), ensure_ascii=False)
+        send_prepared_notification(protocol, lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, text)
         self._published_at[uri] = time.monotonic()
 
     def closed(self, uri: str) -> None:

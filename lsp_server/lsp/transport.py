@@ -94,6 +94,17 @@ def send_prepared(protocol: JsonRPCProtocol, msg_id: Any, result: str) -> None:
     writer.write(header + body)  # runfix's writers (stdout, a TCP stream) write at once
 
 
+def send_prepared_notification(protocol: JsonRPCProtocol, method: str, params: str) -> None:
+    """A notification whose params are JSON text already, framed as is."""
+    body = f'{{"jsonrpc":"2.0","method":{json.dumps(method)},"params":{params}}}'.encode()
+    writer: Any = protocol.writer
+    if writer is None:
+        log.error("no transport to send %s on", method)
+        return
+    header = b"Content-Length: %d\r\n\r\n" % len(body) if protocol._include_headers else b""
+    writer.write(header + body)
+
+
 async def run_frames(reader: LineReader, protocol: JsonRPCProtocol) -> None:
     """Read and handle frames until the input ends."""
     while (body := await read_frame(reader)) is not None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
 from pygls.workspace import PositionCodec
 
 from executor.events import Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
@@ -18,7 +19,13 @@ from executor.messages import MessageCollector
 from executor.text import split_lines
 from lsp_server.cells import split_cells
 from lsp_server.contract import BadArguments, Position, Range, RunArgs, one_argument
-from lsp_server.lsp.convert import diagnostics, inlay_hints, problem_range
+from lsp_server.lsp.convert import (
+    _result_diagnostic,
+    diagnostics,
+    inlay_hints,
+    problem_range,
+    result_diagnostics_json,
+)
 from lsp_server.lsp.text import Document
 from lsp_server.positions import strip_eol, utf16_len
 from lsp_server.results import (
@@ -130,6 +137,32 @@ def test_error_lands_on_the_innermost_frame_in_this_document() -> None:
     [diagnostic] = diagnostics("file:///ws/doc.py", lines, results, with_results=False)
     assert diagnostic.range == lsp.Range(lsp.Position(1, 4), lsp.Position(1, 15))
     assert diagnostic.severity == lsp.DiagnosticSeverity.Error
+
+
+def test_result_diagnostics_are_the_json_lsprotocol_would_send() -> None:
+    """Published as JSON made directly (ten thousand of them after each edit): the same as
+    lsprotocol's objects converted, fresh and stale, in UTF-16 columns, after an Enter."""
+    lines = lines_of("  x = '🐍'\nx\nprint('a')\n")
+    store = ResultStore()
+    statements = [
+        StatementResult(1, 1, (Output("'🐍'\n"),), ("x",)),
+        StatementResult(2, 2, (Output("a\n"),), ("print('a')",)),
+    ]
+    store.add("u", 0, DocumentResults(statements=statements), lines)
+    lines = ["\n", *lines]
+    store.edit("u", 1, [line_change(0, 0, "\n")], lines)  # Enter: both move down, lazily
+    edited = ["\n", "  x = '🐍!'\n", *lines[2:]]
+    store.edit("u", 2, [line_change(1, 1, "!")], edited)  # code above both: stale
+    results = store.get("u")
+    made = result_diagnostics_json(edited, results)
+    converter = get_converter()
+    expected = [
+        converter.unstructure(_result_diagnostic(edited, s, utf16_len, results.stale(s)))
+        for s in results.statements
+    ]
+    assert made == expected
+    assert [d["range"]["start"]["line"] for d in made] == [2, 3]
+    assert all(d["message"].endswith(")") and d["tags"] == [1] for d in made)
 
 
 def test_syntax_error_points_at_its_column_in_utf16() -> None:
