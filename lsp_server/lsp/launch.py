@@ -14,6 +14,9 @@ the state folder), and the client has no settings of its own to give
 sandbox user the sandbox is the point. Otherwise the kernel starts when a
 document opens, with every setting known.
 
+`initialize` itself is answered then too, when this server answered the same client
+before (`first_answer`): the editor goes on while the server is built.
+
 This module imports neither pygls nor a kernel library at its top.
 """
 
@@ -31,6 +34,7 @@ from typing import Any
 from executor.configs import LocalConfig
 from executor.pool import KernelPool
 from executor.trust import TrustStore
+from lsp_server.lsp.first_answer import first_initialize
 from lsp_server.lsp.frames import MAX_BODY, LineReader, read_frame, stdin_reader
 from lsp_server.settings import folder_settings
 
@@ -112,13 +116,20 @@ async def _stdio() -> None:
     reader = await stdin_reader()
     first = await read_frame(reader)
     kernels = KernelPool()
+    answered = None
     if first is not None:
+        answered = first_initialize(first)
+        if answered is not None and answered.known is not None:
+            sys.stdout.buffer.write(answered.response())  # the client goes on meanwhile
+            sys.stdout.buffer.flush()
+            log.info("initialize answered as this server answered this client before")
         await launch_root_kernel(kernels, first)
     from pygls.io_ import StdoutWriter
 
     from lsp_server.lsp.app import create_server, log_to_client, serve_frames
 
     server = create_server(kernels)
+    server.protocol.first = answered
     log_to_client(server)
     await serve_frames(server, reader, StdoutWriter(sys.stdout.buffer), first)
 

@@ -31,6 +31,7 @@ from lsp_server import __version__
 from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp.editor import LspEditor
+from lsp_server.lsp.first_answer import First, remember
 from lsp_server.lsp.prepared import Prepared
 from lsp_server.lsp.transport import send_error, send_prepared
 from lsp_server.lsp.uris import ClientUris
@@ -67,6 +68,8 @@ class RunfixProtocol(LanguageServerProtocol):
         self.run_cancels: dict[int | str, asyncio.Event] = {}
         self.initialize_seen = False
         self.uris = ClientUris()
+        self.first: First | None = None
+        """The client's `initialize`, answered at start-up or to be remembered (`first_answer`)."""
 
     def _send_data(self, data: Any) -> None:
         """As pygls sends it, each document URI in the form the client used (`uris`)."""
@@ -106,6 +109,17 @@ class RunfixProtocol(LanguageServerProtocol):
         super().handle_message(message)
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        first = self.first
+        if first is not None and msg_id == first.msg_id:
+            self.first = None
+            if error is None:
+                plain = json.loads(json.dumps(result, default=self._serialize_message))
+                remember(first.key, plain, first.known)
+            if first.known is not None:  # answered at start-up (`first_answer`)
+                self._result_types.pop(msg_id, None)
+                if error is not None:
+                    log.error("initialize failed after it was answered: %s", error)
+                return
         if error is None and isinstance(result, Prepared):
             self._result_types.pop(msg_id, None)
             send_prepared(self, msg_id, result.text)

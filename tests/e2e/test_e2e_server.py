@@ -20,6 +20,8 @@ from pytest_lsp import LanguageClient
 
 from tests.conftest import (
     EVERY_CLIENT,
+    SERVER,
+    SERVER_ENV,
     HandDriven,
     change,
     errors,
@@ -386,3 +388,56 @@ def test_the_server_answers_initialize_before_it_loads_kernel_or_model_libraries
     assert report["answered"] == 1, done.stdout + done.stderr
     heavy = {"jupyter_client", "docker", "openai", "zmq", "executor.local", "executor.docker"}
     assert not set(report["modules"]) & heavy, sorted(set(report["modules"]) & heavy)
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _read_frame(stream: Any) -> dict[str, Any]:
+    length = 0
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    answer: dict[str, Any] = json.loads(stream.read(length))
+    return answer
+
+
+def test_a_second_start_answers_initialize_before_it_builds_itself(tmp_path: Path) -> None:
+    """The first server answers `initialize` the usual way and keeps its answer (in the
+    user's cache folder); the next one, for the same client, answers with it before it
+    imports pygls, then works as always. The answers are the same."""
+    env = {**SERVER_ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    init = {
+        "processId": None,
+        "rootUri": None,
+        "capabilities": {"general": {"positionEncodings": ["utf-8", "utf-16"]}},
+    }
+    answers, logs = [], []
+    for _ in range(2):
+        server = subprocess.Popen(
+            SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(
+            _frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        )
+        server.stdin.flush()
+        answers.append(_read_frame(server.stdout))
+        server.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        server.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        server.stdin.flush()
+        while (message := _read_frame(server.stdout)).get("id") != 2:
+            pass  # its log messages
+        assert message == {"jsonrpc": "2.0", "id": 2, "result": None}
+        server.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+        server.stdin.close()
+        assert server.wait(timeout=30) == 0
+        logs.append(server.stderr.read().decode() if server.stderr else "")
+    first, second = answers
+    assert first["result"]["capabilities"]["positionEncoding"] == "utf-8"
+    assert first == second
+    assert "answered as this server answered this client before" not in logs[0]
+    assert "answered as this server answered this client before" in logs[1]
+    assert len(list((tmp_path / "cache" / "runfix" / "initialize").glob("*.json"))) == 1
