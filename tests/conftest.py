@@ -175,9 +175,9 @@ if os.environ.get("XDG_STATE_HOME") != STATE:  # this module may load twice
     os.environ["XDG_STATE_HOME"] = STATE
     for _root in (Path(tempfile.gettempdir()), Path(__file__).resolve().parent.parent):
         TrustStore().decide(_root, Choice.TRUST)
-# Its cache folder too (the servers keep their answer to `initialize` there).
-CACHE = os.environ.setdefault("RUNFIX_TEST_CACHE", tempfile.mkdtemp(prefix="runfix-test-cache-"))
-os.environ["XDG_CACHE_HOME"] = CACHE
+# A cache folder that cannot be made: the servers keep no answer to `initialize` and answer it
+# once built, as the tests' timing expects (tests/e2e/test_e2e_server.py gives its own).
+os.environ["XDG_CACHE_HOME"] = os.path.join(os.devnull, "runfix-tests-keep-no-cache")
 SERVER_ENV = {
     **os.environ,
     "XDG_STATE_HOME": STATE,

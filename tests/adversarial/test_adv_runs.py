@@ -73,7 +73,10 @@ async def test_a_statement_edited_during_its_run_loses_its_result_not_its_line(
 ) -> None:
     uri = open_doc(initialized, folder / "doc.py", "import time\ntime.sleep(1); print('old')\n")
     running = asyncio.ensure_future(run(initialized, uri))
-    await asyncio.sleep(0.5)
+    for _ in range(200):  # the run is under way (not only asked for) when the line changes
+        if any(s["state"] == "busy" for s in initialized.statuses):
+            break
+        await asyncio.sleep(0.05)
     change(initialized, uri, 2, (1, 0), (1, 26), "print('new text')")
     assert (await running)["status"] == "ok"
     assert await hints(initialized, uri) == []
