@@ -426,11 +426,23 @@ def test_a_second_start_answers_initialize_before_it_builds_itself(tmp_path: Pat
         server.stdin.flush()
         answers.append(_read_frame(server.stdout))
         server.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        doc = {"uri": (tmp_path / "a.py").as_uri(), "languageId": "python", "version": 1}
+        opened = {"textDocument": {**doc, "text": "x = 1\n"}}
+        server.stdin.write(
+            _frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened})
+        )
+        asked = {"textDocument": {"uri": doc["uri"]}, "position": {"line": 0, "character": 0}}
+        server.stdin.write(
+            _frame({"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": asked})
+        )
         server.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
         server.stdin.flush()
-        while (message := _read_frame(server.stdout)).get("id") != 2:
-            pass  # its log messages
-        assert message == {"jsonrpc": "2.0", "id": 2, "result": None}
+        answered = {}
+        while 2 not in answered:  # besides its log messages and diagnostics
+            if "id" in (message := _read_frame(server.stdout)):
+                answered[message["id"]] = message
+        assert answered[3] == {"jsonrpc": "2.0", "id": 3, "result": None}  # nothing ran there
+        assert answered[2] == {"jsonrpc": "2.0", "id": 2, "result": None}
         server.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
         server.stdin.close()
         assert server.wait(timeout=30) == 0
