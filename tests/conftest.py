@@ -175,9 +175,12 @@ if os.environ.get("XDG_STATE_HOME") != STATE:  # this module may load twice
     os.environ["XDG_STATE_HOME"] = STATE
     for _root in (Path(tempfile.gettempdir()), Path(__file__).resolve().parent.parent):
         TrustStore().decide(_root, Choice.TRUST)
-# A cache folder that cannot be made: the servers keep no answer to `initialize` and answer it
-# once built, as the tests' timing expects (tests/e2e/test_e2e_server.py gives its own).
-os.environ["XDG_CACHE_HOME"] = os.path.join(os.devnull, "runfix-tests-keep-no-cache")
+# A cache folder of the run's own (matplotlib keeps its fonts there) in which runfix's cannot
+# be made: the servers keep no answer to `initialize` and answer it once built, as the tests'
+# timing expects (tests/e2e/test_e2e_server.py gives the early answer a folder of its own).
+CACHE = Path(os.environ.setdefault("RUNFIX_TEST_CACHE", tempfile.mkdtemp(prefix="runfix-cache-")))
+os.environ["XDG_CACHE_HOME"] = str(CACHE)
+(CACHE / "runfix").touch()  # a file: no folder for runfix's answers
 SERVER_ENV = {
     **os.environ,
     "XDG_STATE_HOME": STATE,
