@@ -85,31 +85,13 @@ def problem_data(problem: Problem) -> Any:
     return to_json(ProblemData(problem.kind, problem.message, problem.piece))
 
 
-def _result_diagnostic(
-    lines: Sequence[str], result: StatementResult, width: Width, stale: Front | None
-) -> lsp.Diagnostic:
-    if stale is None:
-        return lsp.Diagnostic(
-            range=line_range(lines, result.last, width=width),
-            message=f"→ {result.summary}",
-            severity=lsp.DiagnosticSeverity.Information,
-            source=SOURCE,
-        )
-    return lsp.Diagnostic(  # shown faded: from before a change above it
-        range=line_range(lines, result.last, width=width),
-        message=f"→ {result.summary} (stale: {stale.reason})",
-        severity=lsp.DiagnosticSeverity.Information,
-        source=SOURCE,
-        tags=[lsp.DiagnosticTag.Unnecessary],
-    )
-
-
 def result_diagnostics_json(
     lines: Sequence[str], results: DocumentResults, width: Width = utf16_len
 ) -> list[dict[str, Any]]:
-    """The statements' results as diagnostics (`results: "diagnostics"`), as the JSON
-    `_result_diagnostic` would be: a document can have ten thousand, published after every
-    edit that moves them, and lsprotocol's objects cost ~20 µs each to make and convert."""
+    """The statements' results as diagnostics (`results: "diagnostics"`): Information at the
+    end of each statement's last line, faded when stale. Made as JSON, not lsprotocol objects
+    (~20 µs each to make and convert): a document can have ten thousand, published after
+    every edit that moves them."""
     out = []
     fronts = results.fronts
     for first, line, result in results.placed():
@@ -141,27 +123,17 @@ STALE = "*stale: {reason}; run it again for a result of the code as it is now*"
 
 
 def diagnostics(
-    uri: str,
-    lines: Sequence[str],
-    results: DocumentResults,
-    *,
-    with_results: bool,
-    width: Width = utf16_len,
+    uri: str, lines: Sequence[str], results: DocumentResults, *, width: Width = utf16_len
 ) -> list[lsp.Diagnostic]:
+    """The problems' diagnostics (errors, warnings, safety and trust findings); the
+    statements' results are `result_diagnostics_json`."""
     fronts = results.fronts
-    out = [
+    return [
         _problem_diagnostic(
             uri, lines, p, width, results.stale(p) if fronts and p.kind == "run" else None
         )
         for p in results.problems
     ]
-    if with_results:
-        out.extend(
-            _result_diagnostic(lines, s, width, results.stale(s) if results.fronts else None)
-            for s in results.statements
-            if s.summary
-        )
-    return out
 
 
 def inlay_hints(

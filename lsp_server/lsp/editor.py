@@ -208,7 +208,7 @@ class LspEditor:
         protocol = self.server.protocol
         # The problems (a few, with URIs: in the client's own form) through lsprotocol; the
         # statements' results (thousands, no URI) made as JSON and written as JSON text.
-        problems = diagnostics(uri, doc.lines, results, with_results=False, width=width)
+        problems = diagnostics(uri, doc.lines, results, width=width)
         uris = getattr(protocol, "uris", None) or ClientUris()
         items: list[Any] = uris.outgoing([protocol._converter.unstructure(d) for d in problems])
         if with_results:

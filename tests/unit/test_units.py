@@ -20,9 +20,9 @@ from executor.text import split_lines
 from lsp_server.cells import split_cells
 from lsp_server.contract import BadArguments, Position, Range, RunArgs, one_argument
 from lsp_server.lsp.convert import (
-    _result_diagnostic,
     diagnostics,
     inlay_hints,
+    line_range,
     problem_range,
     result_diagnostics_json,
 )
@@ -134,7 +134,7 @@ def test_error_lands_on_the_innermost_frame_in_this_document() -> None:
     [problem] = results.problems
     assert (problem.first, problem.message) == (1, "KeyError: 'b'")
     assert [(r.line, r.name, r.path) for r in problem.related] == [(4, "called from here", None)]
-    [diagnostic] = diagnostics("file:///ws/doc.py", lines, results, with_results=False)
+    [diagnostic] = diagnostics("file:///ws/doc.py", lines, results)
     assert diagnostic.range == lsp.Range(lsp.Position(1, 4), lsp.Position(1, 15))
     assert diagnostic.severity == lsp.DiagnosticSeverity.Error
 
@@ -157,9 +157,19 @@ def test_result_diagnostics_are_the_json_lsprotocol_would_send() -> None:
     made = result_diagnostics_json(edited, results)
     converter = get_converter()
     expected = [
-        converter.unstructure(_result_diagnostic(edited, s, utf16_len, results.stale(s)))
+        converter.unstructure(
+            lsp.Diagnostic(
+                range=line_range(edited, s.last),
+                message=f"→ {s.summary} (stale: {stale.reason})",
+                severity=lsp.DiagnosticSeverity.Information,
+                source="runfix",
+                tags=[lsp.DiagnosticTag.Unnecessary],
+            )
+        )
         for s in results.statements
+        if (stale := results.stale(s)) is not None
     ]
+    assert len(expected) == 2
     assert made == expected
     assert [d["range"]["start"]["line"] for d in made] == [2, 3]
     assert all(d["message"].endswith(")") and d["tags"] == [1] for d in made)
