@@ -25,6 +25,7 @@ from typing import Any
 
 from executor.files import replace_file
 from lsp_server import __version__
+from lsp_server.lsp.frames import framed, response_body
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,8 @@ class First:
 
     def response(self) -> bytes:
         """The known answer as a framed response."""
-        body = f'{{"jsonrpc":"2.0","id":{json.dumps(self.msg_id)},"result":{self.known}}}'
-        return b"Content-Length: %d\r\n\r\n" % len(body.encode()) + body.encode()
+        assert self.known is not None
+        return framed(response_body(self.msg_id, self.known))
 
 
 def first_initialize(first: bytes) -> First | None:

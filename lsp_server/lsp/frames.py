@@ -13,6 +13,7 @@ socket, as it is under every editor; anything else falls back to a thread.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import sys
@@ -25,6 +26,16 @@ MAX_BODY = 256 * 1024 * 1024
 _LINE_LIMIT = MAX_BODY  # a header line may carry a glued-on remnant of a body
 _HEADER = re.compile(rb"([A-Za-z][A-Za-z0-9-]*)[ \t]*:[ \t]*([^\r\n]*)\r?\n")
 _CONTENT_LENGTH = re.compile(rb"Content-Length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
+
+
+def framed(body: bytes) -> bytes:
+    """A message's body with the header the wire wants."""
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def response_body(msg_id: int | str, result: str) -> bytes:
+    """A JSON-RPC response whose result is JSON text already."""
+    return f'{{"jsonrpc":"2.0","id":{json.dumps(msg_id)},"result":{result}}}'.encode()
 
 
 class LineReader(Protocol):

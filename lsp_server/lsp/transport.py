@@ -14,7 +14,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcParseError
 from pygls.protocol import JsonRPCProtocol
 
-from lsp_server.lsp.frames import LineReader, read_frame
+from lsp_server.lsp.frames import LineReader, framed, read_frame, response_body
 from lsp_server.lsp.uris import ClientUris
 
 log = logging.getLogger(__name__)
@@ -85,24 +85,22 @@ def send_error(protocol: JsonRPCProtocol, msg_id: Any, error: JsonRpcException) 
 
 def send_prepared(protocol: JsonRPCProtocol, msg_id: Any, result: str) -> None:
     """A response whose result is JSON text already (`prepared.Prepared`), framed as is."""
-    body = f'{{"jsonrpc":"2.0","id":{json.dumps(msg_id)},"result":{result}}}'.encode()
-    writer: Any = protocol.writer
-    if writer is None:
-        log.error("no transport to answer request %s on", msg_id)
-        return
-    header = b"Content-Length: %d\r\n\r\n" % len(body) if protocol._include_headers else b""
-    writer.write(header + body)  # runfix's writers (stdout, a TCP stream) write at once
+    _write(protocol, response_body(msg_id, result), f"the answer to request {msg_id}")
 
 
 def send_prepared_notification(protocol: JsonRPCProtocol, method: str, params: str) -> None:
     """A notification whose params are JSON text already, framed as is."""
     body = f'{{"jsonrpc":"2.0","method":{json.dumps(method)},"params":{params}}}'.encode()
+    _write(protocol, body, method)
+
+
+def _write(protocol: JsonRPCProtocol, body: bytes, what: str) -> None:
     writer: Any = protocol.writer
     if writer is None:
-        log.error("no transport to send %s on", method)
+        log.error("no transport to send %s on", what)
         return
-    header = b"Content-Length: %d\r\n\r\n" % len(body) if protocol._include_headers else b""
-    writer.write(header + body)
+    # runfix's writers (stdout, a TCP stream) write at once
+    writer.write(framed(body) if protocol._include_headers else body)
 
 
 async def run_frames(reader: LineReader, protocol: JsonRPCProtocol) -> None:
