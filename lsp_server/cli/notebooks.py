@@ -21,19 +21,27 @@ def import_command(args: argparse.Namespace) -> int:
     return import_notebook(args.notebook, args.output, args.force)
 
 
-def export(source: Path, target: Path | None, force: bool = False) -> int:
-    """`runfix export`: write `source`'s notebook, each code cell with its last outputs; never
-    over a file without --force (as `import`); a missing folder of `-o` is made."""
+def _target(source: Path, out: Path, force: bool) -> Path | int:
+    """Where to write what is made of `source`, or the exit status saying why not: `source`
+    is missing (2), `out` is no place runfix writes (2), or exists without --force (1)."""
     if not source.is_file():
         print(f"runfix: error: {source} does not exist", file=sys.stderr)
         return 2
-    out = target or source.with_suffix(".ipynb")
     if (why := safe_target(out)) is not None:
         print(f"runfix: error: {why}", file=sys.stderr)
         return 2
     if out.exists() and not force:
         print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
         return 1
+    return out
+
+
+def export(source: Path, target: Path | None, force: bool = False) -> int:
+    """`runfix export`: write `source`'s notebook, each code cell with its last outputs; never
+    over a file without --force (as `import`); a missing folder of `-o` is made."""
+    out = _target(source, target or source.with_suffix(".ipynb"), force)
+    if isinstance(out, int):
+        return out
     folder = record_folder(source.resolve())
     runs: list[RecordedRun] = []
     if folder is not None:
@@ -52,16 +60,9 @@ def export(source: Path, target: Path | None, force: bool = False) -> int:
 
 def import_notebook(source: Path, target: Path | None, force: bool) -> int:
     """Write `source` (a notebook) as a percent script; never over a file without --force."""
-    if not source.is_file():
-        print(f"runfix: error: {source} does not exist", file=sys.stderr)
-        return 2
-    out = target or source.with_suffix(".py")
-    if (why := safe_target(out)) is not None:
-        print(f"runfix: error: {why}", file=sys.stderr)
-        return 2
-    if out.exists() and not force:
-        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
-        return 1
+    out = _target(source, target or source.with_suffix(".py"), force)
+    if isinstance(out, int):
+        return out
     try:
         notebook = read_notebook(source)
     except ValueError as exc:
