@@ -8,8 +8,8 @@ per-block ratios.
 
 Rows: trivial run (vs raw jupyter_client, sync and async), spawn → initialize,
 spawn → first result (vs a fresh process doing start_new_kernel + execute), RSS at
-idle, a character and an Enter above 2,000 / 10,000 results, each then a hover (inlay
-and diagnostics mode), a whole-file run of many cells (vs raw, cell by cell), code lens /
+idle, a character, an Enter and a paste above 2,000 / 10,000 results, each then a hover
+(inlay and diagnostics mode), a whole-file run of many cells (vs raw, cell by cell), code lens /
 inlay hints over a 20,000-line file, and the longest pause seen over many small requests.
 
 Usage: python scripts/bench_perf.py [--quick] [--row run|start|keys|file|printing|big]...
@@ -271,8 +271,9 @@ async def start_up(folder: Path, runs: int) -> list[str]:
 
 
 async def keystrokes(folder: Path, counts: tuple[int, ...], presses: int) -> list[str]:
-    """A keystroke at the top of a file above N results — a character, or Enter (a new line:
-    every result below moves) — then a hover, whose answer comes after the change is handled;
+    """A keystroke at the top of a file above N results — a character, Enter (a new line:
+    every result below moves), a paste of 20 lines of code (they move, and go stale) — then a
+    hover, whose answer comes after the change is handled;
     against a bare hover in the same session."""
     out = []
     for mode in ("inlay", "diagnostics"):
@@ -292,7 +293,9 @@ async def keystrokes(folder: Path, counts: tuple[int, ...], presses: int) -> lis
                 await wire.request("textDocument/hover", hover)
                 idle.append(time.perf_counter() - t)
             version = itertools.count(2)
-            for name, typed_text in (("a character", "#"), ("Enter", "\n")):
+            pasted = "".join(f"y{i} = {i}\n" for i in range(20))
+            keys = (("a character", "#"), ("Enter", "\n"), ("a paste of 20 lines", pasted))
+            for name, typed_text in keys:
                 typed = []
                 for _ in range(presses):
                     start = {"line": 0, "character": 0}
