@@ -9,9 +9,9 @@ features read at `initialize`) and the `Flow` that runs and fixes. Handlers in
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
-import typing
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from lsprotocol import types as lsp
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcServerNotInitialized,
 )
@@ -147,6 +148,20 @@ class RunfixProtocol(LanguageServerProtocol):
                 future.cancel()
         self._shutdown = True
 
+    @lsp_method(lsp.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(  # type: ignore[override]  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, params: lsp.ExecuteCommandParams
+    ) -> Any:
+        """runfix's commands, called in the request's own task. pygls runs a command from a
+        generator: a future, an inner task and a callback from each, two more turns of the
+        loop and a signature read per run. Every command runfix registers takes its
+        arguments as `*args` (`RunfixServer.command` checks), so none of that is needed."""
+        handler = self.fm.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams(f"Command name {params.command!r} is not defined")
+        answer = handler(*(params.arguments or ()))
+        return await answer if inspect.isawaitable(answer) else answer
+
     def _forget(self, msg_id: Any, future: Any) -> None:
         if self._request_futures.get(msg_id) is future:
             del self._request_futures[msg_id]
@@ -177,12 +192,14 @@ class RunfixServer(LanguageServer):
         self.flow = Flow(self.session, self.editor)
 
     def command(self, command_name: str) -> Callable[[F], F]:
-        """pygls's `command`, with the handler's annotations evaluated once: pygls reads
-        them with `typing.get_type_hints` on every call, evaluating each string again."""
+        """pygls's `command`, for the shape `RunfixProtocol` calls commands with: a function
+        or coroutine taking the server, then the command's arguments as `*args`."""
         register = super().command(command_name)
 
         def decorate(handler: F) -> F:
-            handler.__annotations__ = typing.get_type_hints(handler)
+            parameters = list(inspect.signature(handler).parameters.values())
+            if len(parameters) != 2 or parameters[1].kind != inspect.Parameter.VAR_POSITIONAL:
+                raise TypeError(f"{command_name}: a command is `[async] def f(ls, *args)`")
             return register(handler)
 
         return decorate
