@@ -4,6 +4,7 @@ jupyter_client client (`remote.RemoteKernel` drives it)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -59,9 +60,7 @@ class KernelSocket:
         self._reader: asyncio.Task[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._outbox: asyncio.Queue[str] = asyncio.Queue()
-        self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {
-            name: asyncio.Queue() for name in ("iopub", "shell", "stdin")
-        }
+        self._queues = {name: _Box() for name in ("iopub", "shell", "stdin")}
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._quiet: set[str] = set()
         self._closing: set[asyncio.Task[None]] = set()
@@ -151,16 +150,16 @@ class KernelSocket:
                     return
             if parent in self._quiet:
                 return
-            self._queues["iopub"].put_nowait(msg)
+            self._queues["iopub"].put(msg)
         elif channel in ("shell", "control"):
             waiting = self._waiting.pop(parent, None)
             if waiting is not None:
                 if not waiting.done():
                     waiting.set_result(msg)
             elif channel == "shell":
-                self._queues["shell"].put_nowait(msg)
+                self._queues["shell"].put(msg)
         elif channel == "stdin":
-            self._queues["stdin"].put_nowait(msg)
+            self._queues["stdin"].put(msg)
 
     def stop_channels(self) -> None:
         self.closed = True
@@ -250,16 +249,7 @@ class KernelSocket:
             raise RuntimeError(f"the kernel did not answer within {timeout:g}s") from None
 
     async def _get(self, name: str, timeout: float | None) -> dict[str, Any]:
-        box = self._queues[name]
-        if not box.empty() or timeout == 0:
-            try:
-                return box.get_nowait()
-            except asyncio.QueueEmpty:
-                raise queue.Empty from None
-        try:
-            return await asyncio.wait_for(box.get(), timeout)
-        except asyncio.TimeoutError:
-            raise queue.Empty from None
+        return await self._queues[name].get(timeout)
 
     async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]:
         return await self._get("iopub", timeout)
@@ -269,6 +259,49 @@ class KernelSocket:
 
     async def get_stdin_msg(self, timeout: float | None = None) -> dict[str, Any]:
         return await self._get("stdin", timeout)
+
+
+class _Box:
+    """One channel's messages as they came, waited for with a future and a timer.
+
+    (`asyncio.wait_for(queue.get(), timeout)` made a task and a timer for every message the
+    run loop waited for: most of what a remote run cost here beyond the WebSocket.)"""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[dict[str, Any]] = collections.deque()
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def put(self, msg: dict[str, Any]) -> None:
+        self._items.append(msg)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    async def get(self, timeout: float | None) -> dict[str, Any]:
+        """The next message; `queue.Empty` when none came within `timeout` (None: wait)."""
+        loop = asyncio.get_running_loop()
+        until = None if timeout is None else loop.time() + timeout
+        while not self._items:
+            left = None if until is None else until - loop.time()
+            if left is not None and left <= 0:
+                raise queue.Empty
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            timer = None if left is None else loop.call_later(left, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+        return self._items.popleft()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)
