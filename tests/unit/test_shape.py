@@ -8,6 +8,8 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 from executor.kinds import KINDS
 from lsp_server import contract
 from lsp_server.settings import KNOWN_KEYS, Settings
@@ -196,3 +198,22 @@ def test_every_executor_kind_is_whole() -> None:
         if kind.section is not None:
             assert isinstance(getattr(Settings(), kind.section), kind.config)
             assert any(key.startswith(f"{kind.section}.") for key in KNOWN_KEYS)
+
+
+def test_a_command_of_another_shape_is_refused_when_it_is_registered() -> None:
+    """`workspace/executeCommand` calls runfix's commands as `f(*arguments)` (no pygls
+    signature reading): a command taking named parameters would get them wrong at run time,
+    so it must fail where it is declared."""
+    from lsp_server.lsp.server import RunfixServer
+
+    server = RunfixServer()
+
+    async def named(ls: RunfixServer, uri: str) -> None: ...
+
+    with pytest.raises(TypeError, match="runfix.example"):
+        server.command("runfix.example")(named)
+
+    async def fits(ls: RunfixServer, *args: object) -> None: ...
+
+    server.command("runfix.example")(fits)
+    assert "runfix.example" in server.protocol.fm.commands
