@@ -210,7 +210,7 @@ def test_a_command_of_another_shape_is_refused_when_it_is_registered() -> None:
 
     async def named(ls: RunfixServer, uri: str) -> None: ...
 
-    with pytest.raises(TypeError, match="runfix.example"):
+    with pytest.raises(TypeError, match=r"runfix\.example"):
         server.command("runfix.example")(named)
 
     async def fits(ls: RunfixServer, *args: object) -> None: ...
