@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from executor import _kernel_side
+from executor import _kernel_live, _kernel_side
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
 from executor.events import (
@@ -43,21 +43,28 @@ from executor.events import (
     Variable,
 )
 from executor.install import InstallResult, refused
+from executor.live import LiveAnswer, LiveDoor, LiveUnavailable, from_picture
 from executor.messages import MessageCollector
 
 log = logging.getLogger(__name__)
 
 _POLL = 0.1  # seconds between looks at the clock, the cancel event and the kernel
 _ALIVE_EVERY = 0.5  # seconds between liveness checks during a run
+PICTURE_WAIT = 5.0  # seconds the kernel has to describe its namespace after a run
 _HELPER = (
     "import sys as _s, types as _t\n"
-    "_m = _t.ModuleType('_runfix_kernel')\n"
-    "exec({source!r}, _m.__dict__)\n"
-    "_s.modules['_runfix_kernel'] = _m\n"
-    "del _s, _t, _m\n"
+    "for _n, _c in (('_runfix_kernel', {run!r}), ('_runfix_live', {live!r})):\n"
+    "    _m = _t.ModuleType(_n)\n"
+    "    exec(_c, _m.__dict__)\n"
+    "    _s.modules[_n] = _m\n"
+    "_m.register()\n"
+    "del _s, _t, _m, _n, _c\n"
 )
 
-HELPER_CODE = _HELPER.format(source=Path(_kernel_side.__file__).read_text(encoding="utf-8"))
+HELPER_CODE = _HELPER.format(
+    run=Path(_kernel_side.__file__).read_text(encoding="utf-8"),
+    live=Path(_kernel_live.__file__).read_text(encoding="utf-8"),
+)
 
 Say = Callable[[str], None]
 """Where a check says what it found, a line at a time (`runfix doctor`: print)."""
@@ -155,6 +162,12 @@ class JupyterKernel(ABC, Generic[C]):
         """An interrupt was sent during this run (else a KeyboardInterrupt is the code's own)."""
         self.started_in: float | None = None
         """Seconds the last (re)start took, for `runfix doctor` and benchmarks."""
+        self._live: LiveDoor | None = None
+        """Where completion and hover ask (`live`), once asked; gone with the channels."""
+        self._live_opening = asyncio.Lock()
+        self._picturing: asyncio.Task[None] | None = None
+        """Taking the picture of the namespace a busy kernel is answered from."""
+        self._background: set[asyncio.Task[Any]] = set()
 
     @property
     def state(self) -> ExecutorState:
@@ -356,9 +369,7 @@ class JupyterKernel(ABC, Generic[C]):
 
     async def _connect(self, kc: KernelClient) -> None:
         """Take a started client: wait for the kernel, then load runfix's helper into it."""
-        if self._kc is not None:
-            self._kc.stop_channels()
-            self._kc = None
+        self._disconnect()
         try:
             await kc.wait_for_ready(timeout=self.startup_timeout)
         except RuntimeError as exc:
@@ -379,9 +390,91 @@ class JupyterKernel(ABC, Generic[C]):
             raise ExecutorUnavailable(f"runfix could not set up the kernel: {reply['content']}")
 
     def _disconnect(self) -> None:
+        self._close_live()
         if self._kc is not None:
             self._kc.stop_channels()
             self._kc = None
+
+    # -- questions while the user types (`live`) ---------------------------------------
+
+    def _close_live(self) -> None:
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+
+    async def ask_live(self, op: str, data: dict[str, Any], budget: float) -> LiveAnswer | None:
+        """`_kernel_live`'s answer to `op` (complete, describe, signature) within `budget`
+        seconds, never starting the kernel and never waiting for a run: a busy kernel
+        without subshells is answered from the picture its last run left (`fresh` False).
+        None: no kernel to ask (not started, starting, gone)."""
+        if self.retired is not None or self._kc is None or not self.launched:
+            return None
+        if self._state in (ExecutorState.NEW, ExecutorState.STARTING, ExecutorState.DEAD):
+            return None
+        door = self._live
+        if door is None:
+            door = await self._open_live()
+            if door is None:
+                return None
+        # The queue held only to take a picture (below) is not a run: wait those few ms.
+        picturing = self._picturing is not None and not self._picturing.done()
+        busy = self._state == ExecutorState.BUSY or (self._queue.locked() and not picturing)
+        try:
+            if door.subshell is not None or (door.own and not busy):
+                return LiveAnswer(await door.ask(op, data, budget))
+            if not busy:  # the run's own channels: no run may read them meanwhile
+                loop = asyncio.get_running_loop()
+                until = loop.time() + budget
+                # (a run queued meanwhile goes first: then the picture answers, in budget)
+                await asyncio.wait_for(self._queue.acquire(), budget)
+                try:
+                    return LiveAnswer(await door.ask(op, data, max(until - loop.time(), 0.01)))
+                finally:
+                    self._queue.release()
+        except (LiveUnavailable, asyncio.TimeoutError) as exc:
+            log.info("%s for %s: %s", op, self.folder, exc)
+        return LiveAnswer(from_picture(door.picture, op, data), fresh=False)
+
+    async def _open_live(self) -> LiveDoor | None:
+        async with self._live_opening:
+            if self._live is not None:
+                return self._live
+            kc = self._kc
+            if kc is None:
+                return None
+            try:
+                door = await LiveDoor.open(kc)
+            except Exception as exc:  # no door is no completion, never a failed request
+                log.warning("could not open a way to ask the %s: %s", self.where, exc)
+                return None
+            if self._kc is not kc:  # restarted meanwhile
+                door.close()
+                return None
+            self._live = door
+            if door.subshell is None:
+                self._refresh_picture()
+            return door
+
+    def _refresh_picture(self) -> None:
+        """Ask for the namespace in brief once the kernel is idle (kernels without subshells:
+        what a busy kernel's completions are answered from)."""
+        door = self._live
+        if door is None or door.subshell is not None:
+            return
+
+        async def refresh() -> None:
+            try:
+                if door.own:
+                    door.picture = await door.ask("picture", {}, PICTURE_WAIT)
+                else:
+                    async with self._queue:
+                        door.picture = await door.ask("picture", {}, PICTURE_WAIT)
+            except LiveUnavailable as exc:
+                log.info("no picture of the namespace: %s", exc)
+
+        task = self._picturing = asyncio.ensure_future(refresh())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def retire(self, why: str) -> None:
         """Stop for good because another kernel replaces this one (`why`): a run under way
@@ -498,6 +591,8 @@ class JupyterKernel(ABC, Generic[C]):
                 if self._state == ExecutorState.BUSY:
                     self._state = ExecutorState.IDLE
             await self._restart_for_caller()  # asked for as the run ended
+            if self._live is not None and self._live.subshell is None:
+                self._refresh_picture()  # waits for the queue: after this run is answered
             if self._exited:
                 self._exited = False
                 await self._restart_locked()

@@ -208,6 +208,10 @@ class KernelSocket:
         content = _execute(code, silent, store_history, user_expressions, allow_stdin)
         return self._send("execute_request", content)
 
+    def send(self, msg_type: str, content: dict[str, Any]) -> str:
+        """Send a shell message that has no reply to wait for (a comm's); its id."""
+        return self._send(msg_type, content)
+
     def input(self, value: str) -> None:
         self._send("input_reply", {"value": value}, "stdin")
 
