@@ -570,11 +570,15 @@ class ResultStore:
     """Results per document URI, kept on their lines across edits."""
 
     _LOG = 1000  # changes remembered per document, for runs that finish after edits
+    _RAN = 200  # pieces run remembered per document (what a value's hover asks of)
 
     def __init__(self) -> None:
         self._docs: dict[str, DocumentResults] = {}
-        self._log: dict[str, list[tuple[int, LineChange]]] = {}
+        self._log: dict[str, list[tuple[int, LineChange, bool]]] = {}
+        """Each document's changes: (version, the change, whether it touched code)."""
         self._forgotten: dict[str, int] = {}  # the newest version whose changes left the log
+        self._ran: dict[str, list[tuple[int, int, int]]] = {}
+        """Each document's latest pieces run: (version, first, last), newest last."""
 
     def get(self, uri: str) -> DocumentResults:
         return self._docs.get(uri) or DocumentResults()
@@ -618,6 +622,9 @@ class ResultStore:
     def clear_made_at(self, uri: str, made_at: int, first: int, last: int) -> None:
         """Lines first..last of version `made_at` run again: drop their results, wherever
         edits moved them; results further down made before now become stale."""
+        ran = self._ran.setdefault(uri, [])
+        ran.append((made_at, first, last))
+        del ran[: -self._RAN]
         changes = self._changes_since(uri, made_at)
         first, last = _shift_line(first, changes), _shift_line(last, changes)
         self.clear(uri, first, last)
@@ -625,18 +632,44 @@ class ResultStore:
         if results is not None and results.statements and results.statements[-1].first > last:
             results.changed(first, f"the code at line {first + 1} ran again at {_now()}")
 
+    def edited_above(self, uri: str, line: int) -> str | None:
+        """Why what line `line` made when it last ran may be stale: code above it was edited
+        since (None: not edited, or no run here reached it). For lines that made no result
+        (an assignment), which `DocumentResults.stale` cannot tell of."""
+        log = self._log.get(uri, [])
+        for version, first, last in reversed(self._ran.get(uri, [])):
+            if version < self._forgotten.get(uri, -1):
+                return None
+            since = [(c, code) for v, c, code in log if v > version]
+            at, touched = line, []
+            for change, code in reversed(since):  # where the line stood before each change
+                if at > change.last + change.delta:
+                    at -= change.delta
+                elif at >= change.first:
+                    at = change.first
+                touched.append((change, code, at))
+            if not first <= at <= last:
+                continue  # that run did not reach this line
+            for change, code, before in reversed(touched):
+                if code and change.first < before:
+                    return f"line {change.first + 1} was edited since it ran"
+            return None
+        return None
+
     def _changes_since(self, uri: str, version: int) -> list[LineChange]:
-        return [c for v, c in self._log.get(uri, []) if v > version]
+        return [c for v, c, _ in self._log.get(uri, []) if v > version]
 
     def reset(self, uri: str, version: int) -> None:
         """The whole text was replaced: drop everything, and results of runs still going."""
         self._docs.pop(uri, None)
         self._log.pop(uri, None)
+        self._ran.pop(uri, None)
         self._forgotten[uri] = version
 
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)
         self._log.pop(uri, None)
+        self._ran.pop(uri, None)
         self._forgotten.pop(uri, None)
 
     def edit(
@@ -644,7 +677,7 @@ class ResultStore:
     ) -> bool:
         """Move results through edits; True when anything moved or was dropped."""
         log = self._log.setdefault(uri, [])
-        log.extend((version, c) for c in changes)
+        log.extend((version, c, _edits_code(c, lines)) for c in changes)
         if len(log) > self._LOG:
             self._forgotten[uri] = log[-self._LOG - 1][0]
             del log[: -self._LOG]

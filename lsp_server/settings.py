@@ -75,6 +75,8 @@ class Settings:
     fix_max_attempts: int = 3
     auto_run: bool = False
     """Run generated code right after inserting it (it is still shown and scanned)."""
+    completion: bool = True
+    """Completion, hover and signature help from what the kernel holds (`live`)."""
     prompt_markers: tuple[str, ...] = ("ai:",)
     context_budget: int = 12_000
     """Characters of document and kernel state sent to the model with a request."""
@@ -279,6 +281,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model.stream": ("model_stream", _boolean),
     "fix.maxAttempts": ("fix_max_attempts", _integer(1)),
     "autoRun": ("auto_run", _boolean),
+    "completion": ("completion", _boolean),
     "promptMarkers": ("prompt_markers", _markers),
     "contextBudget": ("context_budget", _integer(1000)),
     "executor": ("executor", _choice(*EXECUTORS)),

@@ -382,3 +382,30 @@ def test_a_bad_timeout_is_refused_by_runfix_run(folder: Path) -> None:
         )
         assert done.returncode == 2, bad
         assert "expected a number of seconds" in done.stderr
+
+
+async def test_completion_and_hover_at_odd_places_and_after_the_kernel_died(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    """Positions past the end, inside strings, on a name whose value is gone with a dead
+    kernel: every request is answered (empty), none fails, and completion never restarts
+    the kernel (the next run does)."""
+    uri = open_doc(initialized, folder / "odd.py", 'cfg = {"a": 1}\ns = "cfg["\n')
+    assert (await run(initialized, uri))["status"] == "ok"
+    doc = lsp.TextDocumentIdentifier(uri)
+    for line, character in ((99, 0), (0, 999), (1, 8)):
+        where = lsp.Position(line, character)
+        answer = await initialized.text_document_completion_async(lsp.CompletionParams(doc, where))
+        assert not answer or not answer.items
+        await initialized.text_document_hover_async(lsp.HoverParams(doc, where))
+        await initialized.text_document_signature_help_async(lsp.SignatureHelpParams(doc, where))
+    change(initialized, uri, 2, (2, 0), (2, 0), "import os; os._exit(1)\n")
+    died = await run(initialized, uri, 2)
+    assert died["status"] in ("died", "error")
+    change(initialized, uri, 3, (3, 0), (3, 0), "cfg['\n")
+    where = lsp.Position(3, 5)
+    after = await initialized.text_document_completion_async(lsp.CompletionParams(doc, where))
+    assert not after or not after.items  # the new kernel holds no `cfg`
+    assert (await run(initialized, uri, 0))["status"] == "ok"
+    again = await initialized.text_document_completion_async(lsp.CompletionParams(doc, where))
+    assert again and [i.label for i in again.items] == ["a"]

@@ -123,6 +123,11 @@ async def test_opening_and_reading_an_untrusted_folder_runs_nothing(
     lenses = await stranger.text_document_code_lens_async(lsp.CodeLensParams(doc))
     assert lenses  # ▶ Run cell still shows
     await hints(stranger, uri)
+    # No kernel to ask: completion and signature help have nothing, and say no error.
+    where = lsp.Position(2, 0)
+    assert not await stranger.text_document_completion_async(lsp.CompletionParams(doc, where))
+    help_ = await stranger.text_document_signature_help_async(lsp.SignatureHelpParams(doc, where))
+    assert help_ is None
     await stranger.text_document_code_action_async(
         lsp.CodeActionParams(
             doc, lsp.Range(lsp.Position(1, 0), lsp.Position(1, 0)), lsp.CodeActionContext([])

@@ -11,6 +11,7 @@ from lsp_server.lsp.features import (
     hover,
     inlay_hints,
     lifecycle,
+    live,
     outputs,
     trust,
 )
@@ -25,6 +26,7 @@ _FEATURES = (
     inlay_hints,
     history,
     hover,
+    live,
     outputs,
     trust,
 )

@@ -1,0 +1,154 @@
+"""Completion and signature help from the folder's running kernel (`lsp_server/live.py`);
+hover's kernel part is in `hover`.
+
+Items are marked as the kernel's (`labelDetails`) and sorted after a static server's
+names; nothing is offered where no kernel runs (never started, the folder untrusted,
+`completion` off)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lsprotocol import types as lsp
+
+from executor.jupyter import Kernel
+from lsp_server.live import (
+    BUDGET,
+    LiveCompletion,
+    before_cursor,
+    bound_names,
+    completion,
+    hover_text,
+)
+from lsp_server.lsp.server import RunfixServer
+
+TRIGGERS = [".", "[", '"', "'"]
+_KINDS = {
+    "key": lsp.CompletionItemKind.Field,
+    "column": lsp.CompletionItemKind.Field,
+    "attribute": lsp.CompletionItemKind.Property,
+    "name": lsp.CompletionItemKind.Variable,
+}
+
+
+def running_kernel(ls: RunfixServer, uri: str) -> Kernel | None:
+    """The folder's kernel if it runs and `completion` is on; never starts one."""
+    folder = ls.editor.folder_for(uri)
+    if not ls.session.cached_settings(folder).completion:
+        return None
+    kernel = ls.session.kernels.find(folder)
+    return kernel if kernel is not None and kernel.launched else None
+
+
+def _code_point(
+    ls: RunfixServer, uri: str, position: lsp.Position
+) -> tuple[Sequence[str], int] | None:
+    """The document's lines and the position's column in code points (None: the position
+    is not in the document)."""
+    doc = ls.workspace.get_text_document(uri)
+    lines = doc.lines
+    if not 0 <= position.line < len(lines):
+        return None
+    column = doc.position_codec.position_from_client_units(lines, position).character
+    return lines, column
+
+
+def _items(
+    ls: RunfixServer,
+    uri: str,
+    line: int,
+    lines: Sequence[str],
+    done: LiveCompletion,
+    column: int,
+) -> list[lsp.CompletionItem]:
+    doc = ls.workspace.get_text_document(uri)
+    where = doc.position_codec.range_to_client_units(
+        lines,
+        lsp.Range(lsp.Position(line, done.start), lsp.Position(line, column)),
+    )
+    # Names compete with a static server's: after them. Keys and columns are the kernel's own.
+    rank = "~" if done.what == "name" else ""
+    return [
+        lsp.CompletionItem(
+            label=item.label,
+            kind=_KINDS.get(item.kind, lsp.CompletionItemKind.Value),
+            label_details=lsp.CompletionItemLabelDetails(
+                description=f"kernel · {item.detail}" if item.detail else "kernel"
+            ),
+            detail=item.detail or None,
+            sort_text=f"{rank}{number:04d}",
+            filter_text=item.label,
+            text_edit=lsp.TextEdit(where, item.label),
+            data={"uri": uri, "expression": item.label, "what": done.what, "line": line},
+        )
+        for number, item in enumerate(done.items)
+    ]
+
+
+def register(server: RunfixServer) -> None:
+    options = lsp.CompletionOptions(trigger_characters=TRIGGERS, resolve_provider=True)
+
+    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, options)
+    async def on_completion(
+        ls: RunfixServer, params: lsp.CompletionParams
+    ) -> lsp.CompletionList | None:
+        uri = params.text_document.uri
+        kernel = running_kernel(ls, uri)
+        if kernel is None or uri not in ls.workspace.text_documents:
+            return None
+        if (where := _code_point(ls, uri, params.position)) is None:
+            return None
+        lines, column = where
+        before = before_cursor(lines, params.position.line, column)
+        answer = await kernel.ask_live("complete", {"before": before, "bound": []}, BUDGET)
+        if answer is None:
+            return None
+        done = completion(answer, before, bound_names(lines))
+        if done is None:
+            return lsp.CompletionList(is_incomplete=not answer.fresh, items=[])
+        items = _items(ls, uri, params.position.line, lines, done, column)
+        return lsp.CompletionList(is_incomplete=done.incomplete, items=items)
+
+    @server.feature(lsp.COMPLETION_ITEM_RESOLVE)
+    async def on_resolve(ls: RunfixServer, item: lsp.CompletionItem) -> lsp.CompletionItem:
+        """Docs for a name: what `describe` tells of it (keys and attributes need none)."""
+        data = item.data if isinstance(item.data, dict) else {}
+        uri = data.get("uri")
+        if data.get("what") != "name" or not isinstance(uri, str):
+            return item
+        kernel = running_kernel(ls, uri)
+        if kernel is None:
+            return item
+        answer = await kernel.ask_live("describe", {"expression": item.label}, BUDGET)
+        text = hover_text(answer.answer, "") if answer is not None else None
+        if text:
+            item.documentation = lsp.MarkupContent(lsp.MarkupKind.Markdown, text)
+        return item
+
+    help_options = lsp.SignatureHelpOptions(trigger_characters=["(", ","])
+
+    @server.feature(lsp.TEXT_DOCUMENT_SIGNATURE_HELP, help_options)
+    async def on_signature_help(
+        ls: RunfixServer, params: lsp.SignatureHelpParams
+    ) -> lsp.SignatureHelp | None:
+        uri = params.text_document.uri
+        kernel = running_kernel(ls, uri)
+        if kernel is None or uri not in ls.workspace.text_documents:
+            return None
+        if (where := _code_point(ls, uri, params.position)) is None:
+            return None
+        lines, column = where
+        before = before_cursor(lines, params.position.line, column)
+        answer = await kernel.ask_live("signature", {"before": before}, BUDGET)
+        said = answer.answer if answer is not None else None
+        if not isinstance(said, dict) or not said.get("label"):
+            return None
+        doc = str(said.get("doc") or "")
+        signature = lsp.SignatureInformation(
+            label=str(said["label"]),
+            documentation=lsp.MarkupContent(lsp.MarkupKind.PlainText, doc) if doc else None,
+            parameters=[lsp.ParameterInformation(label=str(p)) for p in said.get("parameters", [])],
+        )
+        return lsp.SignatureHelp(
+            signatures=[signature], active_signature=0, active_parameter=int(said.get("active", 0))
+        )
