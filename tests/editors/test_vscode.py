@@ -79,7 +79,13 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     report, out = _code_server(tmp_path, "main")
     saved = VSCODE / "test-output"
     saved.mkdir(exist_ok=True)
-    shots = ("vscode.png", "vscode-input.png", "vscode-output.png", "failure.png")
+    shots = (
+        "vscode.png",
+        "vscode-input.png",
+        "vscode-output.png",
+        "vscode-completion.png",
+        "failure.png",
+    )
     for name in (*shots, "report.json", "code-server.log"):
         if (out / name).exists():
             shutil.copy(out / name, saved / name)
@@ -115,6 +121,9 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     assert "user" in rows and "CPU" in rows
     assert report["revealed"], "the chosen run's code was not revealed"
     assert report["calls"] == [], "a kernel script ran and called out"
+    # Typing `df["` in a file whose DataFrame ran: the suggest widget lists its columns.
+    assert report["suggested"], report.get("suggestText")
+    assert "qty" in report["suggestText"] and "kernel" in report["suggestText"]
 
 
 @pytest.mark.timeout(360)

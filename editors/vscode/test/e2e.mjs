@@ -126,6 +126,11 @@ fs.writeFileSync(
   ].join("\n"),
 );
 
+fs.writeFileSync(
+  path.join(workspace, "live.py"),
+  ["import pandas as pd", 'df = pd.DataFrame({"price": [1.5, 2.0], "qty": [2, 3]})', ""].join("\n"),
+);
+
 /** What the output panel shows: its text, its images' widths, and the text of its frames. */
 async function outputPanel(page) {
   for (const frame of page.frames()) {
@@ -330,6 +335,20 @@ try {
     null,
     { timeout: 20000 },
   ).then(() => step("revealed"), () => step("revealed", false));
+
+  // The live kernel where you type: `df["` lists the DataFrame's columns in the suggest widget.
+  await runFirstCell(page, "live.py", "DataFrame");
+  await new Promise((r) => setTimeout(r, 4000)); // the run: two lines, no output to wait for
+  await page.locator(".editor-instance .monaco-editor").first().click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type('df["');
+  const suggest = page.locator(".suggest-widget", { hasText: "price" }).first();
+  await suggest.waitFor({ state: "visible", timeout: 20000 }).then(
+    () => step("suggested"),
+    () => step("suggested", false),
+  );
+  report.suggestText = await page.locator(".suggest-widget").first().innerText().catch(() => "");
+  await page.screenshot({ path: path.join(out, "vscode-completion.png") });
 } catch (err) {
   if (!(err instanceof Done)) report.error = String(err && err.stack ? err.stack : err);
   if (browser) {
