@@ -40,6 +40,7 @@ _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _STEP = r"(?:\.\s*" + _NAME + r"|\[\s*(?:'[^'\\]*'|\"[^\"\\]*\"|-?\d+)\s*\])"
 _CHAIN = r"(?<![\w.\])])" + _NAME + r"(?:" + _STEP + r")*"
 _KEY = re.compile(r"(" + _CHAIN + r")\[\s*(['\"])([^'\"\\]*)$")
+_OPEN = re.compile(r"(" + _CHAIN + r")\[\s*$")
 _ATTR = re.compile(r"(" + _CHAIN + r")\.(" + r"[A-Za-z0-9_]*)$")
 _BARE = re.compile(r"(?<![\w.'\"])(" + _NAME + r")$")
 _PART = re.compile(r"\.\s*(" + _NAME + r")|\[\s*(?:'([^'\\]*)'|\"([^\"\\]*)\"|(-?\d+))\s*\]")
@@ -191,6 +192,17 @@ def complete(
             if k.startswith(prefix) and quote not in k and "\\" not in k
         ]
         return {"what": "key", "prefix": prefix, "items": items}
+    opened = _OPEN.search(before)
+    if opened is not None:  # `df[`: the keys, quoted (the editor's `[` trigger)
+        value = resolve(namespace, opened.group(1))
+        if value is _MISSING:
+            return None
+        items = [
+            {"label": repr(k), "kind": "key", "detail": detail}
+            for k, detail in _keys(value)
+            if "\\" not in k
+        ]
+        return {"what": "key", "prefix": "", "items": items}
     attr = _ATTR.search(before)
     if attr is not None:
         value = resolve(namespace, attr.group(1))

@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 _POLL = 0.1  # seconds between looks at the clock, the cancel event and the kernel
 _ALIVE_EVERY = 0.5  # seconds between liveness checks during a run
 PICTURE_WAIT = 5.0  # seconds the kernel has to describe its namespace after a run
+PICTURE_AFTER = 0.2  # seconds after a run before the picture (runs in a row take one)
 _HELPER = (
     "import sys as _s, types as _t\n"
     "for _n, _c in (('_runfix_kernel', {run!r}), ('_runfix_live', {live!r})):\n"
@@ -452,17 +453,21 @@ class JupyterKernel(ABC, Generic[C]):
                 return None
             self._live = door
             if door.subshell is None:
-                self._refresh_picture()
+                self._refresh_picture(after=0)
             return door
 
-    def _refresh_picture(self) -> None:
+    def _refresh_picture(self, *, after: float = PICTURE_AFTER) -> None:
         """Ask for the namespace in brief once the kernel is idle (kernels without subshells:
-        what a busy kernel's completions are answered from)."""
+        what a busy kernel's completions are answered from), `after` seconds from now."""
         door = self._live
         if door is None or door.subshell is not None:
             return
 
         async def refresh() -> None:
+            if after:
+                await asyncio.sleep(after)
+                if self._live is not door or self._queue.locked():
+                    return  # another run began: the picture waits for the last one
             try:
                 if door.own:
                     door.picture = await door.ask("picture", {}, PICTURE_WAIT)

@@ -47,6 +47,7 @@ def test_keys_of_a_dict_and_of_a_nested_dict() -> None:
     assert labels(live.complete(ns, 'cfg["', [])) == ["a", "b"]
     assert labels(live.complete(ns, "cfg['a']['", [])) == ["x", "y"]
     assert labels(live.complete(ns, 'print(cfg["a"]["y', [])) == ["y"]
+    assert labels(live.complete(ns, "cfg[", [])) == ["'a'", "'b'"]  # `[` typed: quoted keys
 
 
 def test_a_tables_columns_as_keys_with_their_types() -> None:
