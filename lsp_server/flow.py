@@ -491,8 +491,8 @@ class Flow:
             asked_at=asked_at,
             ask_input=(
                 self._asker(self.editor.folder_for(uri), f"{path}:{piece.first + 1}", settings)
-                if self.editor.features.input
-                else None
+                if self.editor.features.input and not origin.startswith("agent")
+                else None  # (an agent's run: nobody at the editor waits to answer it)
             ),
             on_output=self.editor.live(uri),
         )
@@ -506,7 +506,7 @@ class Flow:
             folder=folder,
             piece=(piece.first, piece.last),
             files=files or output_files(folder, settings),
-            ran=ran_text(outcome),
+            ran=ran_text(outcome) + (f" · by {origin}" if origin.startswith("agent") else ""),
         )
         # Rich outputs are decoded and stored as files: off the loop, which keeps answering
         # (a cell that shows 4,000 images); plain text is made at once.

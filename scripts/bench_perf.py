@@ -52,6 +52,8 @@ class Wire:
         self.reader: asyncio.Task[None] | None = None
         self.arrived = 0.0  # when the last message's bytes were in (before parsing them)
         self.size = 0  # and its size
+        self.choose: str | None = None
+        """The choice it makes when the server asks (`window/showMessageRequest`)."""
         self.configuration: Any = None
         """Its answer to `workspace/configuration` (if the capabilities say it answers)."""
 
@@ -107,7 +109,9 @@ class Wire:
             message = json.loads(body)
             if "method" in message and "id" in message:  # the server asks: a plain yes
                 asked = message["method"] == "workspace/configuration"
-                answer = [self.configuration] if asked else None
+                answer: Any = [self.configuration] if asked else None
+                if message["method"] == "window/showMessageRequest" and self.choose:
+                    answer = {"title": self.choose}
                 self._send({"id": message["id"], "result": answer})
             elif "method" in message:
                 if message["method"] == "textDocument/publishDiagnostics":

@@ -167,6 +167,13 @@ COMMANDS: dict[str, Command] = {
         "check the interpreter, ipykernel and a kernel", "lsp_server.cli.doctor:command", _doctor
     ),
     "sandbox": Command("the Docker sandbox's image", "lsp_server.cli.sandbox:command", _sandbox),
+    "mcp": Command(
+        "an MCP server (stdio) for coding agents, sharing your editor's kernel",
+        "lsp_server.cli.mcp:command",
+        lambda p: None,
+        "Coding agents (Claude Code, Codex, Cursor, VS Code) run code in the kernel your "
+        "editor's runfix uses for a folder, after you allow it in the editor.",
+    ),
 }
 
 

@@ -165,6 +165,12 @@ class LspEditor:
     def path_of(self, uri: str) -> str:
         return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
 
+    def workspace_folders(self) -> list[Path]:
+        """The workspace's folders (its root when it names no folders)."""
+        workspace = self.server.workspace
+        roots = [f.uri for f in workspace.folders.values()] or [workspace.root_uri or ""]
+        return [Path(p) for r in roots if r.startswith("file:") and (p := to_fs_path(r))]
+
     def folder_for(self, uri: str) -> Path:
         """The workspace folder holding the document (the innermost), else its directory.
 

@@ -29,6 +29,7 @@ from pygls.protocol.language_server import lsp_method
 
 from executor.pool import KernelPool
 from lsp_server import __version__
+from lsp_server.agents import AgentDoor
 from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp.editor import LspEditor
@@ -190,6 +191,7 @@ class RunfixServer(LanguageServer):
         )
         self.editor = LspEditor(self, self.session)
         self.flow = Flow(self.session, self.editor)
+        self.agents = AgentDoor(self.session, self.editor, self.flow)
 
     def command(self, command_name: str) -> Callable[[F], F]:
         """pygls's `command`, for the shape `RunfixProtocol` calls commands with: a function
@@ -230,6 +232,7 @@ class RunfixServer(LanguageServer):
         """`shutdown`: every run in flight is cancelled and answered first (`cancelled`, "the
         server is shutting down"), then the kernels stop."""
         self.shutting_down = True
+        self.agents.cancel_all()
         for event in list(self.protocol.run_cancels.values()):
             event.set()
         loop = asyncio.get_running_loop()
@@ -241,6 +244,7 @@ class RunfixServer(LanguageServer):
     async def close(self) -> None:
         """Stop every kernel and the output page; called on shutdown, exit and when the
         client goes away."""
+        await self.agents.close()
         if self.page is not None:
             await asyncio.to_thread(self.page.close)
         await self.session.close()

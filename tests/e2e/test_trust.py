@@ -510,3 +510,17 @@ async def test_a_link_planted_from_inside_the_sandbox_is_never_written_through(
     assert not target.exists()
     [link] = list((folder / ".runfix" / "outputs").iterdir())
     assert link.is_symlink()  # left as the sandbox made it: runfix deletes only its own files
+
+
+async def test_an_agent_runs_nothing_in_an_untrusted_folder(stranger: Any, folder: Path) -> None:
+    from tests.e2e.test_agents import agent, tool
+
+    marks = hostile(folder)
+    await stranger.initialize_session(untrusted_params(folder, "neovim@v0.11.0"))
+    stranger.answer = "Allow for this session"
+    async with agent() as session:
+        said = await tool(session, "run_code", folder=str(folder), code="1 + 1")
+    assert "not trusted" in said["error"]
+    await settle()
+    assert sorted(p.name for p in marks.iterdir()) == []
+    assert stranger.questions == []  # neither trust nor consent is asked for an agent

@@ -39,6 +39,11 @@ def register(server: RunfixServer) -> None:
             params.capabilities, str(encoding) if encoding else None
         )
 
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: RunfixServer, params: lsp.InitializedParams) -> None:
+        """Agents (`runfix mcp`) may reach the workspace's folders from now on."""
+        await ls.agents.open(ls.editor.workspace_folders())
+
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: RunfixServer, params: None) -> None:
         await ls.shut_down()

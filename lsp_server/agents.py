@@ -1,0 +1,313 @@
+"""Coding agents share the editor's kernel (`runfix mcp`): the door `runfix serve` opens for
+them, one local socket per workspace folder in the user's private runtime folder.
+
+An agent's call comes as one JSON line naming its operation, its folder or file and the
+agent (the MCP client's name); the answer is one JSON line. Runs go through the same
+`Flow` as the editor's: they queue behind the user's on the folder's run lock, land
+inline in the open document, are recorded with origin `agent: <name>`, and stop with the
+editor's interrupt. Nothing runs before the user allowed agents in that folder, in the
+editor (once, or for this session), nor in a folder that is not trusted; an agent's run
+cannot ask for `input()` (it fails at once: nobody at the editor is waiting for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from executor.events import Display, Error, RunOutcome, RunRequest, Stream, Value
+from lsp_server.contract import Range
+from lsp_server.editor import Editor
+from lsp_server.flow import Flow
+from lsp_server.session import Session
+
+log = logging.getLogger(__name__)
+
+ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
+LINE_LIMIT = 16 * 1024 * 1024
+"""The longest call or answer taken (a snippet, an output)."""
+
+
+class AgentError(Exception):
+    """A call that cannot be carried out; its message goes back to the agent."""
+
+
+@functools.cache
+def runtime_dir() -> Path:
+    """The user's private runtime folder for runfix's sockets (0700, the user's own, not a
+    link); made if missing. A folder someone else made or opened up is refused."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    root = Path(base) / "runfix" if base else Path(tempfile.gettempdir()) / f"runfix-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o700, parents=False)
+    found = os.lstat(root)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+        raise AgentError(f"{root} is not a folder of this user's: agents are not served")
+    if stat.S_IMODE(found.st_mode) & 0o077:
+        raise AgentError(f"{root} is open to other users (mode {found.st_mode & 0o777:o})")
+    return root
+
+
+def socket_path(folder: Path) -> Path:
+    """Where the `runfix serve` holding `folder` listens for agents."""
+    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:24]
+    return runtime_dir() / f"{digest}.sock"
+
+
+def text_of(outcome: RunOutcome, limit: int = 20_000) -> str:
+    """What a run printed, showed and raised, as an agent reads it."""
+    parts: list[str] = []
+    for event in outcome.events:
+        if isinstance(event, Stream):
+            parts.append(event.text)
+        elif isinstance(event, (Value, Display)):
+            parts.append(str(event.data.get("text/plain", "<" + ", ".join(event.data) + ">")))
+            parts.append("\n")
+        elif isinstance(event, Error):
+            parts.append(event.text or event.message)
+            parts.append("\n")
+    text = "".join(parts)
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit:,} more)"
+
+
+class AgentDoor:
+    """The sockets agents reach `runfix serve` through, and what their calls do."""
+
+    def __init__(self, session: Session, editor: Editor, flow: Flow) -> None:
+        self.session, self.editor, self.flow = session, editor, flow
+        self._servers: dict[Path, asyncio.AbstractServer] = {}
+        self._allowed: set[Path] = set()
+        """Folders whose user allowed agents for this session."""
+        self._asking: dict[Path, asyncio.Future[str | None]] = {}
+        self._cancels: set[asyncio.Event] = set()
+        """One per agent's run under way: `cancel_all` (the server shutting down) sets them."""
+        self.stopping = False
+        self._ops: dict[str, Callable[[Path, dict[str, Any], str], Any]] = {
+            "run": self._run,
+            "code": self._code,
+            "results": self._results,
+            "variables": self._variables,
+            "inspect": self._inspect,
+            "interrupt": self._interrupt,
+        }
+
+    async def open(self, folders: list[Path]) -> None:
+        for folder in folders:
+            if folder in self._servers:
+                continue
+            try:
+                where = socket_path(folder)
+                with contextlib.suppress(FileNotFoundError):
+                    if stat.S_ISSOCK(os.lstat(where).st_mode):
+                        where.unlink()  # a server that died left it
+                server = await asyncio.start_unix_server(
+                    functools.partial(self._serve, folder), path=str(where), limit=LINE_LIMIT
+                )
+                os.chmod(where, 0o600)
+            except (OSError, AgentError) as exc:
+                log.warning("agents cannot reach %s: %s", folder, exc)
+                continue
+            self._servers[folder] = server
+
+    def cancel_all(self) -> None:
+        """The server is shutting down: every agent's run is cancelled and answered so."""
+        self.stopping = True
+        for cancel in list(self._cancels):
+            cancel.set()
+
+    @contextlib.contextmanager
+    def _cancellable(self) -> Iterator[asyncio.Event]:
+        cancel = asyncio.Event()
+        self._cancels.add(cancel)
+        try:
+            yield cancel
+        finally:
+            self._cancels.discard(cancel)
+
+    async def close(self) -> None:
+        for folder, server in list(self._servers.items()):
+            server.close()
+            with contextlib.suppress(OSError, AgentError):
+                socket_path(folder).unlink()
+        self._servers.clear()
+
+    async def _serve(
+        self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            while line := await reader.readline():
+                call: dict[str, Any] = {}
+                try:
+                    call = json.loads(line)
+                    answer = {"id": call.get("id"), "result": await self.handle(folder, call)}
+                except AgentError as exc:
+                    answer = {"id": call.get("id"), "error": str(exc)}
+                except Exception as exc:  # one broken call never ends the server
+                    log.exception("an agent's call failed")
+                    answer = {"id": call.get("id"), "error": f"{type(exc).__name__}: {exc}"}
+                writer.write(json.dumps(answer).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    async def handle(self, folder: Path, call: dict[str, Any]) -> Any:
+        op = self._ops.get(str(call.get("op")))
+        if op is None:
+            raise AgentError(f"unknown operation {call.get('op')!r}")
+        args = call.get("args") or {}
+        if not isinstance(args, dict):
+            raise AgentError("args must be an object")
+        agent = str(call.get("agent") or "an agent")[:80]
+        return await op(folder, args, agent)
+
+    # -- consent ---------------------------------------------------------------------------
+
+    async def _may_run(self, folder: Path, agent: str) -> None:
+        settings = await self.session.settings(folder)
+        if not self.session.may_start(folder, settings):
+            raise AgentError(f"{folder} is not trusted in the editor: nothing runs there")
+        if folder in self._allowed:
+            return
+        pending = self._asking.get(folder)
+        if pending is None:
+            question = (
+                f"runfix: {agent} wants to run code in {folder.name}'s kernel (the one your "
+                "runs use; its results show in your files)."
+            )
+            pending = asyncio.ensure_future(
+                self.editor.choose(question, [ALLOW_ONCE, ALLOW_SESSION, DENY])
+            )
+            self._asking[folder] = pending
+            pending.add_done_callback(lambda _: self._asking.pop(folder, None))
+        answer = await asyncio.shield(pending)
+        if answer == ALLOW_SESSION:
+            self._allowed.add(folder)
+        elif answer != ALLOW_ONCE:
+            raise AgentError("the user did not allow agents to run code in this folder")
+
+    # -- operations ------------------------------------------------------------------------
+
+    def _uri(self, folder: Path, args: dict[str, Any]) -> tuple[str, Path]:
+        raw = args.get("path")
+        if not isinstance(raw, str) or not raw:
+            raise AgentError("path: the file's path is needed")
+        path = Path(raw) if Path(raw).is_absolute() else folder / raw
+        path = Path(os.path.normpath(path))
+        if folder != path and folder not in path.parents:
+            raise AgentError(f"{path} is not in {folder}")
+        return path.as_uri(), path
+
+    def _lines(self, args: dict[str, Any]) -> tuple[int, int] | None:
+        line, first, last = args.get("line"), args.get("first"), args.get("last")
+        for name, value in (("line", line), ("first", first), ("last", last)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise AgentError(f"{name}: a line number from 1")
+        if line is not None:
+            return line - 1, line - 1
+        if first is not None:
+            return first - 1, (last if last is not None else first) - 1
+        return None
+
+    async def _run(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        uri, path = self._uri(folder, args)
+        lines = self._lines(args)
+        await self._may_run(folder, agent)
+        if self.editor.text(uri) is None:  # not open: the file on disk, as a snippet
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise AgentError(f"{path}: {exc.strerror}") from None
+            rows = text.splitlines(keepends=True)
+            first, last = lines if lines is not None else (0, len(rows) - 1)
+            code = "".join(rows[first : last + 1])
+            return await self._execute(folder, code, str(path), first, agent)
+        where = Range.lines(*lines) if lines is not None else None
+        ran: list[Any] = []
+        with self._cancellable() as cancel:
+            answer = await self.flow.run(
+                uri, where, cancel, runs=ran, origin=f"agent: {agent}", say_stop=False
+            )
+        output = "".join(text_of(piece.outcome) for piece in ran)
+        return {"status": answer.status.value, "output": output, "message": answer.message}
+
+    async def _code(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        code = args.get("code")
+        if not isinstance(code, str) or not code.strip():
+            raise AgentError("code: the code to run is needed")
+        await self._may_run(folder, agent)
+        return await self._execute(folder, code, f"<{agent}>", 0, agent)
+
+    async def _execute(self, folder: Path, code: str, name: str, first: int, agent: str) -> Any:
+        """Code that is in no open document, in the folder's kernel, behind its runs."""
+        settings = await self.session.settings(folder)
+        kernel = await self.session.kernel_for(folder)
+        lock = self.session.run_lock(folder)
+        request = RunRequest(
+            code, name, first + 1, timeout=settings.timeout, output_limit=settings.output_limit
+        )
+        with self._cancellable() as cancel:
+            async with lock:
+                outcome = await kernel.execute(request, cancel=cancel)
+        log.info("%s ran %d characters in %s", agent, len(code), folder)
+        status = "error" if outcome.status.value == "died" else outcome.status.value
+        note = "the server is shutting down" if self.stopping and status == "cancelled" else ""
+        return {"status": status, "output": text_of(outcome), "message": note or outcome.note}
+
+    async def _results(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        uri, _ = self._uri(folder, args)
+        results = self.session.store.get(uri)
+        lines = self._lines(args)
+        first, last = lines if lines is not None else (0, 1 << 30)
+        said = []
+        for at, end, statement in results.placed():
+            if end >= first and at <= last:
+                stale = results.stale(statement)
+                said.append(
+                    {
+                        "line": at + 1,
+                        "output": statement.text,
+                        "stale": stale.reason if stale is not None else None,
+                    }
+                )
+        problems = [
+            {"line": p.first + 1, "message": p.message, "kind": p.kind}
+            for p in results.problems
+            if p.last >= first and p.first <= last
+        ]
+        return {"results": said, "problems": problems}
+
+    async def _variables(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        kernel = self.session.kernels.find(folder)
+        if kernel is None or not kernel.launched:
+            return {"variables": []}
+        return {"variables": [dataclasses.asdict(v) for v in await kernel.variables()]}
+
+    async def _inspect(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        expression = args.get("expression")
+        if not isinstance(expression, str) or not expression:
+            raise AgentError("expression: a name, attribute or literal subscript is needed")
+        kernel = self.session.kernels.find(folder)
+        if kernel is None or not kernel.launched:
+            return {"value": None}
+        answer = await kernel.ask_live("describe", {"expression": expression}, 2.0)
+        return {"value": answer.answer if answer is not None else None}
+
+    async def _interrupt(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        kernel = self.session.kernels.find(folder)
+        if kernel is not None and kernel.launched:
+            await kernel.interrupt()
+            return {"interrupted": True}
+        return {"interrupted": False}

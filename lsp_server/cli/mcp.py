@@ -1,0 +1,188 @@
+"""`runfix mcp`: an MCP server over stdio for coding agents, sharing the editor's kernel.
+
+Each tool names its file or folder; the call goes to the `runfix serve` that holds that
+folder, over its local socket (`lsp_server/agents.py`), so the agent's runs use the
+user's kernel, queue behind the user's runs, land inline in the open file and are
+recorded as the agent's; the user allows them in the editor. There is no "current
+notebook": two agents, or one agent in two folders, never share anything but what
+they name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from lsp_server import __version__
+from lsp_server.agents import LINE_LIMIT, AgentError, socket_path
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+CALL_TIMEOUT = 24 * 3600.0
+"""A run may take long; the server answers every call (a cancelled run, an error)."""
+_IDS = itertools.count(1)
+
+INSTRUCTIONS = """\
+runfix runs Python in the kernel the user's editor uses for a folder: what the user ran
+is defined there, and what you run is seen by the user inline in their file. Runs wait
+for the user's runs, and the user allows them in the editor. Name files by path; lines
+start at 1."""
+
+
+def _held_folder(path: Path) -> Path:
+    """The folder (the path itself or one above) that an editor's `runfix serve` holds."""
+    path = Path(os.path.abspath(path))
+    for folder in (path, *path.parents):
+        if socket_path(folder).exists():
+            return folder
+    raise AgentError(
+        f"no editor runs runfix for {path}: open its folder in your editor (VS Code, Neovim, "
+        "…) with runfix, then ask again"
+    )
+
+
+async def call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> dict[str, Any]:
+    """One call to the `runfix serve` holding `path`'s folder; its answer. What went wrong
+    is a ToolError: the agent reads its message."""
+    try:
+        answer = await _call(path, op, args, ctx)
+    except AgentError as exc:
+        raise ToolError(str(exc)) from None
+    return answer if isinstance(answer, dict) else {"result": answer}
+
+
+class _Connection:
+    """One open connection to the socket of the `runfix serve` holding a folder, reused by
+    every call (calls take turns: one answer per call, in order)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.lock = asyncio.Lock()
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        async with self.lock:
+            for attempt in (1, 2):  # a connection the server closed meanwhile: once more
+                if self.streams is None:
+                    try:
+                        self.streams = await asyncio.open_unix_connection(
+                            str(socket_path(self.folder)), limit=LINE_LIMIT
+                        )
+                    except OSError as exc:
+                        raise AgentError(
+                            f"the editor's runfix for {self.folder} does not answer: {exc}"
+                        ) from None
+                reader, writer = self.streams
+                try:
+                    writer.write(json.dumps(message).encode() + b"\n")
+                    await writer.drain()
+                    line = await asyncio.wait_for(reader.readline(), CALL_TIMEOUT)
+                except (ConnectionError, OSError):
+                    line = b""
+                if line:
+                    answer: dict[str, Any] = json.loads(line)
+                    return answer
+                self.close()
+                if attempt == 2 or message.get("op") in ("run", "code"):
+                    break  # a run is never sent twice
+            raise AgentError(f"the editor's runfix for {self.folder} stopped before it answered")
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+
+_CONNECTIONS: dict[Path, _Connection] = {}
+
+
+async def _call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> Any:
+    folder = _held_folder(Path(path))
+    connection = _CONNECTIONS.get(folder)
+    if connection is None:
+        connection = _CONNECTIONS[folder] = _Connection(folder)
+    message = {"id": next(_IDS), "op": op, "args": args, "agent": _agent_name(ctx)}
+    answer = await connection.ask(message)
+    if "error" in answer:
+        raise AgentError(str(answer["error"]))
+    return answer.get("result")
+
+
+def _agent_name(ctx: Context | None) -> str:
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+        return str(params.client_info.name) if params is not None else "an agent"
+    except Exception:  # a context without a session (a direct call)
+        return "an agent"
+
+
+def server() -> MCPServer:
+    mcp = MCPServer("runfix", version=__version__, instructions=INSTRUCTIONS)
+
+    @mcp.tool(annotations=RUNS)
+    async def run_lines(
+        path: str, first: int, last: int | None = None, ctx: Context | None = None
+    ) -> dict[str, Any]:
+        """Run lines `first`..`last` (from 1; `last` defaults to `first`) of a Python file in
+        the folder's kernel: the editor's text if the file is open there (its results show
+        inline), else the file on disk. Answers status and output."""
+        args = {"path": path, "first": first, "last": last if last is not None else first}
+        return await call(path, "run", args, ctx)
+
+    @mcp.tool(annotations=RUNS)
+    async def run_cell(path: str, line: int, ctx: Context | None = None) -> dict[str, Any]:
+        """Run the cell (`# %%`) holding `line` (from 1) of a Python file, as `run_lines`."""
+        return await call(path, "run", {"path": path, "line": line}, ctx)
+
+    @mcp.tool(annotations=RUNS)
+    async def run_file(path: str, ctx: Context | None = None) -> dict[str, Any]:
+        """Run a whole Python file, cell by cell, stopping at the first that fails."""
+        return await call(path, "run", {"path": path}, ctx)
+
+    @mcp.tool(annotations=RUNS)
+    async def run_code(folder: str, code: str, ctx: Context | None = None) -> dict[str, Any]:
+        """Run a snippet in the folder's kernel without writing it anywhere (to look at data
+        the user loaded, try an idea). Answers status and output."""
+        return await call(folder, "code", {"code": code}, ctx)
+
+    @mcp.tool(annotations=READ)
+    async def results(
+        path: str, first: int | None = None, last: int | None = None, ctx: Context | None = None
+    ) -> dict[str, Any]:
+        """What the runs left on a file's lines (`first`..`last`, from 1; all by default):
+        each statement's output (and whether code above it changed since), and the errors."""
+        return await call(path, "results", {"path": path, "first": first, "last": last}, ctx)
+
+    @mcp.tool(annotations=READ)
+    async def variables(folder: str, ctx: Context | None = None) -> dict[str, Any]:
+        """The names the folder's kernel holds: type, shape or length, a table's columns."""
+        return await call(folder, "variables", {}, ctx)
+
+    @mcp.tool(annotations=READ)
+    async def inspect_value(
+        folder: str, expression: str, ctx: Context | None = None
+    ) -> dict[str, Any]:
+        """One value of the kernel (a name, `a.b`, `d["k"]`): type, shape, columns, preview,
+        signature and doc. Reads it without running any of its code."""
+        return await call(folder, "inspect", {"expression": expression}, ctx)
+
+    @mcp.tool(annotations=RUNS)
+    async def interrupt(folder: str, ctx: Context | None = None) -> dict[str, Any]:
+        """Interrupt what the folder's kernel is running (the state stays)."""
+        return await call(folder, "interrupt", {}, ctx)
+
+    return mcp
+
+
+def command(args: argparse.Namespace) -> int:
+    server().run("stdio")
+    return 0

@@ -1,0 +1,175 @@
+"""Coding agents share the editor's kernel (issue 27): the official MCP SDK's client drives
+`runfix mcp` over stdio while pytest-lsp drives the editor's `runfix serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import Implementation
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.conftest import (
+    SERVER,
+    SERVER_ENV,
+    editor_like,
+    hints,
+    hover_text,
+    init_params,
+    open_doc,
+    run,
+)
+
+ALLOW = "Allow for this session"
+
+
+@asynccontextmanager
+async def agent(name: str = "test-agent") -> AsyncIterator[ClientSession]:
+    """`runfix mcp` started as an agent client starts it, connected and initialized."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "lsp_server", "mcp"], env=dict(SERVER_ENV)
+    )
+    me = Implementation(name=name, version="1")
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, client_info=me) as s,
+    ):
+        await s.initialize()
+        yield s
+
+
+async def tool(session: ClientSession, name: str, **arguments: Any) -> Any:
+    """The tool's answer (its JSON), or its error text as `{"error": ...}`."""
+    result = await session.call_tool(name, arguments)
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    if result.is_error:
+        return {"error": text}
+    return json.loads(text) if text else None
+
+
+async def test_an_agents_run_lands_in_the_editors_kernel_inline_and_recorded(
+    initialized: Any, folder: Path
+) -> None:
+    initialized.answer = ALLOW
+    uri = open_doc(initialized, folder / "data.py", "total = 40\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+    (folder / "more.py").write_text("x = 1\n")
+    open_doc(initialized, folder / "more.py", "total + 2\n")
+    async with agent("Claude Code") as session:
+        answer = await tool(session, "run_lines", path=str(folder / "more.py"), first=1)
+        assert answer["status"] == "ok" and "42" in answer["output"], answer
+        seen = await tool(session, "run_code", folder=str(folder), code="made_by_agent = 7")
+        assert seen["status"] == "ok", seen
+    [question] = initialized.questions
+    assert "Claude Code" in question.message and str(folder.name) in question.message
+    more = (folder / "more.py").as_uri()
+    assert [h.label for h in await hints(initialized, more)] == ["→ 42"]
+    assert "by agent: Claude Code" in await hover_text(initialized, more, 0)
+    change_uri = open_doc(initialized, folder / "human.py", "made_by_agent * 6\n")
+    assert (await run(initialized, change_uri))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, change_uri)] == ["→ 42"]  # same kernel
+    with sqlite3.connect(folder / ".runfix" / "runs.db") as db:
+        origins = [row[0] for row in db.execute("SELECT origin FROM runs ORDER BY id")]
+    assert "agent: Claude Code" in origins and "user" in origins
+
+
+@pytest.mark.parametrize("answer", ["Deny", None])
+async def test_deny_or_no_answer_runs_nothing(
+    initialized: Any, folder: Path, answer: str | None
+) -> None:
+    initialized.answer = answer
+    sign = folder / "ran"
+    async with agent() as session:
+        said = await tool(session, "run_code", folder=str(folder), code=f"open({str(sign)!r}, 'w')")
+    assert "did not allow" in said["error"]
+    assert not sign.exists()
+
+
+async def test_an_agents_run_queues_behind_the_users_and_the_editors_interrupt_stops_it(
+    initialized: Any, folder: Path
+) -> None:
+    initialized.answer = ALLOW
+    uri = open_doc(initialized, folder / "slow.py", "import time\ntime.sleep(1.5)\n")
+    human = asyncio.ensure_future(run(initialized, uri))
+    await asyncio.sleep(0.3)
+    async with agent() as session:
+        queued = await tool(session, "run_code", folder=str(folder), code="'after the human'")
+        assert human.done() and (await human)["status"] == "ok"  # it waited its turn
+        assert "after the human" in queued["output"]
+        long = asyncio.ensure_future(
+            tool(session, "run_code", folder=str(folder), code="import time\ntime.sleep(30)")
+        )
+        await asyncio.sleep(1.0)
+        await initialized.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("runfix.interrupt", [{"uri": uri}])
+        )
+        stopped = await asyncio.wait_for(long, 20)
+    assert stopped["status"] == "cancelled" and "interrupted" in stopped["message"], stopped
+
+
+async def test_input_in_an_agents_run_fails_at_once(initialized: Any, folder: Path) -> None:
+    initialized.answer = ALLOW
+    async with agent() as session:
+        said = await tool(session, "run_code", folder=str(folder), code="input('name? ')")
+    assert said["status"] == "error" and "StdinNotImplementedError" in said["output"], said
+    assert len(initialized.questions) == 1  # the consent; no input box
+
+
+async def test_variables_and_inspect_read_the_shared_kernel(initialized: Any, folder: Path) -> None:
+    uri = open_doc(initialized, folder / "vars.py", "cfg = {'lr': 0.1}\nnames = ['a', 'b']\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+    async with agent() as session:
+        listed = await tool(session, "variables", folder=str(folder))
+        names = {v["name"]: v for v in listed["variables"]}
+        about = (await tool(session, "inspect_value", folder=str(folder), expression="cfg"))[
+            "value"
+        ]
+        results = await tool(session, "results", path=str(folder / "vars.py"))
+    assert names["names"]["type"] == "list" and names["cfg"]["type"] == "dict"
+    assert about["type"] == "dict" and about["length"] == 1
+    assert results == {"results": [], "problems": []}
+    assert initialized.questions == []  # reading asks nothing
+
+
+async def test_with_no_editor_the_agent_is_told_so(tmp_path: Path) -> None:
+    async with agent() as session:
+        said = await tool(session, "run_code", folder=str(tmp_path), code="1")
+    assert "no editor runs runfix" in said["error"]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
+async def editor(lsp_client: LanguageClient) -> Any:
+    """An editor's `runfix serve` that the test itself shuts down."""
+    editor_like(lsp_client)
+    yield
+    with contextlib.suppress(Exception):  # already shut down by the test: only `exit` is left
+        await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    with contextlib.suppress(Exception):
+        lsp_client.exit(None)
+
+
+async def test_the_editors_server_stopping_mid_run_answers_the_agent(
+    editor: Any, folder: Path
+) -> None:
+    await editor.initialize_session(init_params(folder, "neovim@v0.11.0"))
+    editor.answer = ALLOW
+    async with agent() as session:
+        long = asyncio.ensure_future(
+            tool(session, "run_code", folder=str(folder), code="import time\ntime.sleep(30)")
+        )
+        await asyncio.sleep(1.5)
+        await editor.shutdown_async(None)
+        said = await asyncio.wait_for(long, 30)
+    assert said["status"] == "cancelled" and "shutting down" in said["message"], said
