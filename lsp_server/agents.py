@@ -29,7 +29,9 @@ from typing import Any
 from executor.events import Display, Error, RunOutcome, RunRequest, Stream, Value
 from lsp_server.contract import Range
 from lsp_server.editor import Editor
-from lsp_server.flow import Flow
+from lsp_server.flow import Flow, output_files
+from lsp_server.record.store import entry, ran_text
+from lsp_server.results import build
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ class AgentDoor:
         self._cancels: set[asyncio.Event] = set()
         """One per agent's run under way: `cancel_all` (the server shutting down) sets them."""
         self.stopping = False
+        self._in_flight = 0
         self._ops: dict[str, Callable[[Path, dict[str, Any], str], Any]] = {
             "run": self._run,
             "code": self._code,
@@ -119,6 +122,15 @@ class AgentDoor:
                 log.warning("agents cannot reach %s: %s", folder, exc)
                 continue
             self._servers[folder] = server
+
+    @property
+    def running(self) -> bool:
+        """An agent's call is under way (shutdown waits until it is answered)."""
+        return self._in_flight > 0
+
+    def allow(self, folder: Path) -> None:
+        """Agents may run in `folder` without asking (trust still applies)."""
+        self._allowed.add(folder)
 
     def cancel_all(self) -> None:
         """The server is shutting down: every agent's run is cancelled and answered so."""
@@ -147,21 +159,28 @@ class AgentDoor:
     ) -> None:
         try:
             while line := await reader.readline():
-                call: dict[str, Any] = {}
+                self._in_flight += 1
                 try:
-                    call = json.loads(line)
-                    answer = {"id": call.get("id"), "result": await self.handle(folder, call)}
-                except AgentError as exc:
-                    answer = {"id": call.get("id"), "error": str(exc)}
-                except Exception as exc:  # one broken call never ends the server
-                    log.exception("an agent's call failed")
-                    answer = {"id": call.get("id"), "error": f"{type(exc).__name__}: {exc}"}
-                writer.write(json.dumps(answer).encode() + b"\n")
-                await writer.drain()
+                    answer = await self._answer(folder, line)
+                    writer.write(json.dumps(answer).encode() + b"\n")
+                    await writer.drain()
+                finally:
+                    self._in_flight -= 1
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
             writer.close()
+
+    async def _answer(self, folder: Path, line: bytes) -> dict[str, Any]:
+        call: dict[str, Any] = {}
+        try:
+            call = json.loads(line)
+            return {"id": call.get("id"), "result": await self.handle(folder, call)}
+        except AgentError as exc:
+            return {"id": call.get("id"), "error": str(exc)}
+        except Exception as exc:  # one broken call never ends the server
+            log.exception("an agent's call failed")
+            return {"id": call.get("id"), "error": f"{type(exc).__name__}: {exc}"}
 
     async def handle(self, folder: Path, call: dict[str, Any]) -> Any:
         op = self._ops.get(str(call.get("op")))
@@ -262,6 +281,21 @@ class AgentDoor:
             async with lock:
                 outcome = await kernel.execute(request, cancel=cancel)
         log.info("%s ran %d characters in %s", agent, len(code), folder)
+        origin = f"agent: {agent}"
+        rows = code.splitlines(keepends=True) or [""]
+        lines = [""] * first + rows
+        where = (first, first + len(rows) - 1)
+        results = build(
+            outcome,
+            path=name,
+            lines=lines,
+            fallback_line=first,
+            folder=folder,
+            piece=where,
+            files=output_files(folder, settings),
+            ran=f"{ran_text(outcome)} · by {origin}",
+        )
+        self.flow.record(folder, settings, entry(name, where, code, origin, outcome, results))
         status = "error" if outcome.status.value == "died" else outcome.status.value
         note = "the server is shutting down" if self.stopping and status == "cancelled" else ""
         return {"status": status, "output": text_of(outcome), "message": note or outcome.note}

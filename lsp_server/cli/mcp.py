@@ -3,18 +3,21 @@
 Each tool names its file or folder; the call goes to the `runfix serve` that holds that
 folder, over its local socket (`lsp_server/agents.py`), so the agent's runs use the
 user's kernel, queue behind the user's runs, land inline in the open file and are
-recorded as the agent's; the user allows them in the editor. There is no "current
-notebook": two agents, or one agent in two folders, never share anything but what
-they name.
+recorded as the agent's; the user allows them in the editor. With no editor holding the
+folder, `runfix mcp` serves it itself (`_Alone`). There is no "current notebook": two
+agents, or one agent in two folders, never share anything but what they name.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from lsp_server import __version__
-from lsp_server.agents import LINE_LIMIT, AgentError, socket_path
+from lsp_server.agents import LINE_LIMIT, AgentDoor, AgentError, socket_path
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -38,16 +41,54 @@ for the user's runs, and the user allows them in the editor. Name files by path;
 start at 1."""
 
 
-def _held_folder(path: Path) -> Path:
+def _held_folder(path: Path) -> Path | None:
     """The folder (the path itself or one above) that an editor's `runfix serve` holds."""
     path = Path(os.path.abspath(path))
     for folder in (path, *path.parents):
         if socket_path(folder).exists():
             return folder
-    raise AgentError(
-        f"no editor runs runfix for {path}: open its folder in your editor (VS Code, Neovim, "
-        "…) with runfix, then ask again"
-    )
+    return None
+
+
+def _project_of(path: Path) -> Path:
+    """The folder `runfix mcp` serves alone for `path`: the nearest one above it with a
+    `pyproject.toml` or `.git`, else the path itself (a folder) or its directory."""
+    path = Path(os.path.abspath(path))
+    start = path if path.is_dir() else path.parent
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").exists() or (folder / ".git").exists():
+            return folder
+    return start
+
+
+class _Alone:
+    """A folder no editor holds: `runfix mcp` serves it itself, with the same settings,
+    trust decisions and run record as an editor's server. Nobody is there to allow the
+    agent's runs: the folder's trust (decided before, in an editor or with `runfix trust`)
+    is the user's word."""
+
+    def __init__(self, folder: Path) -> None:
+        from lsp_server.cli.run import HeadlessEditor
+        from lsp_server.flow import Flow
+        from lsp_server.session import Session
+        from lsp_server.settings import Settings, folder_settings
+
+        async def read_settings(where: Path) -> Settings:
+            return folder_settings(where, None)[0]
+
+        # Its notes go to stderr: stdout carries the MCP messages.
+        editor = HeadlessEditor(str(folder), folder / "<agent>", folder, [], out=sys.stderr)
+        editor.report = "json"  # nothing printed as it runs
+        self.session = Session(read_settings, editor.kernel_state)
+        self.door = AgentDoor(self.session, editor, Flow(self.session, editor))
+        self.door.allow(folder)
+
+    async def close(self) -> None:
+        self.door.cancel_all()
+        await self.session.close()
+
+
+_ALONE: dict[Path, _Alone] = {}
 
 
 async def call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> dict[str, Any]:
@@ -107,6 +148,13 @@ _CONNECTIONS: dict[Path, _Connection] = {}
 
 async def _call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> Any:
     folder = _held_folder(Path(path))
+    if folder is None:  # no editor: served here
+        folder = _project_of(Path(path))
+        alone = _ALONE.get(folder)
+        if alone is None:
+            alone = _ALONE[folder] = _Alone(folder)
+        call = {"op": op, "args": args, "agent": _agent_name(ctx)}
+        return await alone.door.handle(folder, call)
     connection = _CONNECTIONS.get(folder)
     if connection is None:
         connection = _CONNECTIONS[folder] = _Connection(folder)
@@ -125,8 +173,20 @@ def _agent_name(ctx: Context | None) -> str:
         return "an agent"
 
 
-def server() -> MCPServer:
-    mcp = MCPServer("runfix", version=__version__, instructions=INSTRUCTIONS)
+@contextlib.asynccontextmanager
+async def _lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:  # the kernels of the folders served alone stop with `runfix mcp`
+        for alone in list(_ALONE.values()):
+            await alone.close()
+        _ALONE.clear()
+
+
+def server() -> MCPServer[Any]:
+    mcp: MCPServer[Any] = MCPServer(
+        "runfix", version=__version__, instructions=INSTRUCTIONS, lifespan=_lifespan
+    )
 
     @mcp.tool(annotations=RUNS)
     async def run_lines(

@@ -237,7 +237,7 @@ class RunfixServer(LanguageServer):
             event.set()
         loop = asyncio.get_running_loop()
         until = loop.time() + SHUTDOWN_GRACE
-        while self.protocol.run_cancels and loop.time() < until:  # noqa: ASYNC110
+        while (self.protocol.run_cancels or self.agents.running) and loop.time() < until:  # noqa: ASYNC110
             await asyncio.sleep(0.02)  # each run unregisters once it has answered
         await self.close()
 

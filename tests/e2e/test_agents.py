@@ -143,10 +143,21 @@ async def test_variables_and_inspect_read_the_shared_kernel(initialized: Any, fo
     assert initialized.questions == []  # reading asks nothing
 
 
-async def test_with_no_editor_the_agent_is_told_so(tmp_path: Path) -> None:
-    async with agent() as session:
-        said = await tool(session, "run_code", folder=str(tmp_path), code="1")
-    assert "no editor runs runfix" in said["error"]
+async def test_with_no_editor_runfix_mcp_serves_the_folder_alone(tmp_path: Path) -> None:
+    """No editor holds the folder: `runfix mcp` runs it itself (the folder's trust, settings
+    and record), and stops its kernel when the agent goes."""
+    project = tmp_path / "alone"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'alone'\n")
+    (project / "job.py").write_text("answer = 6 * 7\nprint(answer)\n")
+    async with agent("lone-agent") as session:
+        ran = await tool(session, "run_file", path=str(project / "job.py"))
+        again = await tool(session, "run_code", folder=str(project), code="answer + 1")
+    assert ran["status"] == "ok" and ran["output"] == "42\n", ran
+    assert again["output"].strip() == "43"  # the same kernel for both calls
+    with sqlite3.connect(project / ".runfix" / "runs.db") as db:
+        origins = {row[0] for row in db.execute("SELECT origin FROM runs")}
+    assert origins == {"agent: lone-agent"}, origins
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
@@ -172,4 +183,26 @@ async def test_the_editors_server_stopping_mid_run_answers_the_agent(
         await asyncio.sleep(1.5)
         await editor.shutdown_async(None)
         said = await asyncio.wait_for(long, 30)
-    assert said["status"] == "cancelled" and "shutting down" in said["message"], said
+    # Answered (runfix serve waits for an agent's call to be answered before it stops).
+    assert said.get("status") == "cancelled" and "shutting down" in said["message"], said
+
+
+async def test_two_agents_at_once_get_their_own_answers(initialized: Any, folder: Path) -> None:
+    """Two agents (two `runfix mcp` processes) on one folder: each call's answer is its own,
+    in the one kernel they share with the user; their runs take turns."""
+    initialized.answer = ALLOW
+    async with agent("first") as one, agent("second") as two:
+
+        async def many(session: ClientSession, name: str) -> list[str]:
+            said = []
+            for n in range(5):
+                code = f"import time; time.sleep(0.05); print('{name}', {n})"
+                said.append(
+                    (await tool(session, "run_code", folder=str(folder), code=code))["output"]
+                )
+            return said
+
+        first, second = await asyncio.gather(many(one, "first"), many(two, "second"))
+    assert first == [f"first {n}\n" for n in range(5)]
+    assert second == [f"second {n}\n" for n in range(5)]
+    assert len(initialized.questions) == 1  # allowed for the session: asked once

@@ -25,6 +25,20 @@ def _emacs() -> str:
     return emacs
 
 
+def _batch(emacs: str, script: Path, env: dict[str, str], project: Path) -> dict[str, Any]:
+    """Run an Emacs Lisp test script in batch mode in `project`; its JSON report."""
+    subprocess.run(
+        [emacs, "--batch", "-Q", "-l", str(script)],
+        env=env,
+        cwd=project,
+        timeout=180,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    done: dict[str, Any] = json.loads(Path(env["RUNFIX_EGLOT_REPORT"]).read_text())
+    return done
+
+
 def test_eglot_runs_nothing_of_an_untrusted_folder_until_it_is_trusted(tmp_path: Path) -> None:
     emacs = _emacs()
     project = tmp_path / "project"
@@ -43,15 +57,7 @@ def test_eglot_runs_nothing_of_an_untrusted_folder_until_it_is_trusted(tmp_path:
         "RUNFIX_EGLOT_MARKS": str(marks),
         "RUNFIX_EGLOT_REPORT": str(report),
     }
-    subprocess.run(
-        [emacs, "--batch", "-Q", "-l", str(SCRIPT)],
-        env=env,
-        cwd=project,
-        timeout=180,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    done: dict[str, Any] = json.loads(report.read_text())
+    done = _batch(emacs, SCRIPT, env, project)
     assert "error" not in done, done["error"]
     assert done["attached"]
     assert done["marks_before_run"] == []
@@ -78,15 +84,7 @@ def test_eglot_completes_live_columns_and_attributes(tmp_path: Path) -> None:
         "RUNFIX_EGLOT_FILE": str(example),
         "RUNFIX_EGLOT_REPORT": str(report),
     }
-    subprocess.run(
-        [emacs, "--batch", "-Q", "-l", str(Path(__file__).parent / "emacs" / "complete.el")],
-        env=env,
-        cwd=project,
-        timeout=180,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    done: dict[str, Any] = json.loads(report.read_text())
+    done = _batch(emacs, Path(__file__).parent / "emacs" / "complete.el", env, project)
     assert "error" not in done, done["error"]
     assert done["attached"] and done["ran"] == "ok", done
     assert sorted(done["keys"]) == ["price", "qty"], done

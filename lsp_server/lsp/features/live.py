@@ -8,6 +8,7 @@ names; nothing is offered where no kernel runs (never started, the folder untrus
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from lsprotocol import types as lsp
 
@@ -40,17 +41,28 @@ def running_kernel(ls: RunfixServer, uri: str) -> Kernel | None:
     return kernel if kernel is not None and kernel.launched else None
 
 
-def _code_point(
-    ls: RunfixServer, uri: str, position: lsp.Position
-) -> tuple[Sequence[str], int] | None:
-    """The document's lines and the position's column in code points (None: the position
-    is not in the document)."""
+@dataclass(frozen=True)
+class _Typing:
+    """Where the user types: the folder's running kernel, the document's lines, the cursor's
+    column in code points and the line's text before it."""
+
+    kernel: Kernel
+    lines: Sequence[str]
+    column: int
+    before: str
+
+
+def _typing(ls: RunfixServer, uri: str, position: lsp.Position) -> _Typing | None:
+    """None: no kernel runs for the document, or the position is not in it."""
+    kernel = running_kernel(ls, uri)
+    if kernel is None or uri not in ls.workspace.text_documents:
+        return None
     doc = ls.workspace.get_text_document(uri)
     lines = doc.lines
     if not 0 <= position.line < len(lines):
         return None
     column = doc.position_codec.position_from_client_units(lines, position).character
-    return lines, column
+    return _Typing(kernel, lines, column, before_cursor(lines, position.line, column))
 
 
 def _items(
@@ -93,20 +105,16 @@ def register(server: RunfixServer) -> None:
         ls: RunfixServer, params: lsp.CompletionParams
     ) -> lsp.CompletionList | None:
         uri = params.text_document.uri
-        kernel = running_kernel(ls, uri)
-        if kernel is None or uri not in ls.workspace.text_documents:
+        if (at := _typing(ls, uri, params.position)) is None:
             return None
-        if (where := _code_point(ls, uri, params.position)) is None:
-            return None
-        lines, column = where
-        before = before_cursor(lines, params.position.line, column)
-        answer = await kernel.ask_live("complete", {"before": before, "bound": []}, BUDGET)
+        data = {"before": at.before, "bound": []}
+        answer = await at.kernel.ask_live("complete", data, BUDGET)
         if answer is None:
             return None
-        done = completion(answer, before, bound_names(lines))
+        done = completion(answer, at.before, bound_names(at.lines))
         if done is None:
             return lsp.CompletionList(is_incomplete=not answer.fresh, items=[])
-        items = _items(ls, uri, params.position.line, lines, done, column)
+        items = _items(ls, uri, params.position.line, at.lines, done, at.column)
         return lsp.CompletionList(is_incomplete=done.incomplete, items=items)
 
     @server.feature(lsp.COMPLETION_ITEM_RESOLVE)
@@ -131,15 +139,9 @@ def register(server: RunfixServer) -> None:
     async def on_signature_help(
         ls: RunfixServer, params: lsp.SignatureHelpParams
     ) -> lsp.SignatureHelp | None:
-        uri = params.text_document.uri
-        kernel = running_kernel(ls, uri)
-        if kernel is None or uri not in ls.workspace.text_documents:
+        if (at := _typing(ls, params.text_document.uri, params.position)) is None:
             return None
-        if (where := _code_point(ls, uri, params.position)) is None:
-            return None
-        lines, column = where
-        before = before_cursor(lines, params.position.line, column)
-        answer = await kernel.ask_live("signature", {"before": before}, BUDGET)
+        answer = await at.kernel.ask_live("signature", {"before": at.before}, BUDGET)
         said = answer.answer if answer is not None else None
         if not isinstance(said, dict) or not said.get("label"):
             return None
