@@ -113,9 +113,10 @@ class LiveDoor:
             self.kc.stop_channels()
 
 
-async def _subshell(kc: Any) -> str | None:
-    """A new subshell's id, or None when the kernel has none (ipykernel before 7)."""
-    msg = kc.session.msg("create_subshell_request", {})
+async def _control(kc: Any, msg_type: str) -> dict[str, Any] | None:
+    """The reply's content to a control request (answered even while a cell runs); None when
+    none came within SUBSHELL_WAIT."""
+    msg = kc.session.msg(msg_type, {})
     kc.control_channel.send(msg)
     loop = asyncio.get_running_loop()
     until = loop.time() + SUBSHELL_WAIT
@@ -124,12 +125,21 @@ async def _subshell(kc: Any) -> str | None:
             reply = await kc.get_control_msg(timeout=left)
         except queue.Empty:
             return None
-        if reply.get("parent_header", {}).get("msg_id") != msg["header"]["msg_id"]:
-            continue
-        content = reply.get("content") or {}
-        if content.get("status") == "ok" and content.get("subshell_id"):
-            return str(content["subshell_id"])
+        if reply.get("parent_header", {}).get("msg_id") == msg["header"]["msg_id"]:
+            content: dict[str, Any] = reply.get("content") or {}
+            return content
+    return None
+
+
+async def _subshell(kc: Any) -> str | None:
+    """A new subshell's id, or None when the kernel has none (ipykernel before 7 says so in
+    its `kernel_info`, JEP 91's `supported_features`)."""
+    info = await _control(kc, "kernel_info_request")
+    if info is None or "kernel subshells" not in (info.get("supported_features") or ()):
         return None
+    made = await _control(kc, "create_subshell_request")
+    if made is not None and made.get("status") == "ok" and made.get("subshell_id"):
+        return str(made["subshell_id"])
     return None
 
 

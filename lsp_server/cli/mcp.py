@@ -101,6 +101,10 @@ async def call(path: str, op: str, args: dict[str, Any], ctx: Context | None) ->
     return answer if isinstance(answer, dict) else {"result": answer}
 
 
+class _NoServer(Exception):
+    """Nobody listens on the folder's socket any more."""
+
+
 class _Connection:
     """One open connection to the socket of the `runfix serve` holding a folder, reused by
     every call (calls take turns: one answer per call, in order)."""
@@ -118,6 +122,8 @@ class _Connection:
                         self.streams = await asyncio.open_unix_connection(
                             str(socket_path(self.folder)), limit=LINE_LIMIT
                         )
+                    except (ConnectionRefusedError, FileNotFoundError):
+                        raise _NoServer from None  # a socket a server that died left
                     except OSError as exc:
                         raise AgentError(
                             f"the editor's runfix for {self.folder} does not answer: {exc}"
@@ -147,22 +153,23 @@ _CONNECTIONS: dict[Path, _Connection] = {}
 
 
 async def _call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> Any:
-    folder = _held_folder(Path(path))
-    if folder is None:  # no editor: served here
-        folder = _project_of(Path(path))
-        alone = _ALONE.get(folder)
-        if alone is None:
-            alone = _ALONE[folder] = _Alone(folder)
-        call = {"op": op, "args": args, "agent": _agent_name(ctx)}
-        return await alone.door.handle(folder, call)
-    connection = _CONNECTIONS.get(folder)
-    if connection is None:
-        connection = _CONNECTIONS[folder] = _Connection(folder)
     message = {"id": next(_IDS), "op": op, "args": args, "agent": _agent_name(ctx)}
-    answer = await connection.ask(message)
-    if "error" in answer:
-        raise AgentError(str(answer["error"]))
-    return answer.get("result")
+    folder = _held_folder(Path(path))
+    if folder is not None:
+        connection = _CONNECTIONS.get(folder)
+        if connection is None:
+            connection = _CONNECTIONS[folder] = _Connection(folder)
+        with contextlib.suppress(_NoServer):
+            answer = await connection.ask(message)
+            if "error" in answer:
+                raise AgentError(str(answer["error"]))
+            return answer.get("result")
+    # No editor holds the folder: served here.
+    folder = _project_of(Path(path))
+    alone = _ALONE.get(folder)
+    if alone is None:
+        alone = _ALONE[folder] = _Alone(folder)
+    return await alone.door.handle(folder, message)
 
 
 def _agent_name(ctx: Context | None) -> str:

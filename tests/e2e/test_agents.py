@@ -206,3 +206,22 @@ async def test_two_agents_at_once_get_their_own_answers(initialized: Any, folder
     assert first == [f"first {n}\n" for n in range(5)]
     assert second == [f"second {n}\n" for n in range(5)]
     assert len(initialized.questions) == 1  # allowed for the session: asked once
+
+
+async def test_a_socket_a_dead_server_left_does_not_stop_the_agent(tmp_path: Path) -> None:
+    import socket
+
+    from lsp_server.agents import socket_path
+
+    project = tmp_path / "left"
+    project.mkdir()
+    (project / ".git").mkdir()
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(socket_path(project)))  # bound, never listening: refused, as after a crash
+    try:
+        async with agent() as session:
+            said = await tool(session, "run_code", folder=str(project), code="6 * 7")
+    finally:
+        dead.close()
+        socket_path(project).unlink(missing_ok=True)
+    assert said["status"] == "ok" and said["output"].strip() == "42", said
