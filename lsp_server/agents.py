@@ -30,7 +30,7 @@ from executor.events import Display, Error, RunOutcome, RunRequest, Stream, Valu
 from lsp_server.contract import Range
 from lsp_server.editor import Editor
 from lsp_server.flow import Flow, output_files
-from lsp_server.record.store import entry, ran_text
+from lsp_server.record.store import entry, one_based, ran_text
 from lsp_server.results import build
 from lsp_server.session import Session
 
@@ -103,6 +103,7 @@ class AgentDoor:
             "variables": self._variables,
             "inspect": self._inspect,
             "interrupt": self._interrupt,
+            "history": self._history,
         }
 
     async def open(self, folders: list[Path]) -> None:
@@ -338,6 +339,21 @@ class AgentDoor:
             return {"value": None}
         answer = await kernel.ask_live("describe", {"expression": expression}, 2.0)
         return {"value": answer.answer if answer is not None else None}
+
+    async def _history(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        limit = args.get("limit") or 20
+        if not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise AgentError("limit: from 1 to 200 runs")
+        path = None
+        if args.get("path"):
+            _, where = self._uri(folder, args)
+            path = None if where.is_dir() else str(where)
+        settings = await self.session.settings(folder)
+        if not self.session.may_start(folder, settings):  # a record that came with the folder
+            return {"runs": []}
+        record = self.session.existing_record(folder, settings)
+        runs = record.recent(path, limit) if record is not None else []
+        return {"runs": [one_based(run) for run in runs]}
 
     async def _interrupt(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         kernel = self.session.kernels.find(folder)

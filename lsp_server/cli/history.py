@@ -14,6 +14,7 @@ from lsp_server.record.store import (
     FILE,
     NotARecord,
     RecordedRun,
+    one_based,
     open_for_reading,
     recent,
     record_folder,
@@ -31,18 +32,6 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
     return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {run.figures}" + (
         f"  {said}" if said else ""
     )
-
-
-def one_based(run: RecordedRun) -> dict[str, object]:
-    """A run as JSON for a terminal: lines counted from 1, as in `runfix history`'s text and
-    `runfix run --format json` (the editors' `runfix.history` keeps LSP's 0-based lines)."""
-    out = run.to_json()
-    out["first"], out["last"] = run.first + 1, run.last + 1
-    for output in out["outputs"]:
-        output["line"] += 1
-        if "last" in output:
-            output["last"] += 1
-    return out
 
 
 def command(args: argparse.Namespace) -> int:

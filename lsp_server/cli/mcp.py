@@ -23,6 +23,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import ToolAnnotations
 
 from lsp_server import __version__
@@ -30,8 +31,6 @@ from lsp_server.agents import LINE_LIMIT, AgentDoor, AgentError, socket_path
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-CALL_TIMEOUT = 24 * 3600.0
-"""A run may take long; the server answers every call (a cancelled run, an error)."""
 _IDS = itertools.count(1)
 
 INSTRUCTIONS = """\
@@ -132,7 +131,7 @@ class _Connection:
                 try:
                     writer.write(json.dumps(message).encode() + b"\n")
                     await writer.drain()
-                    line = await asyncio.wait_for(reader.readline(), CALL_TIMEOUT)
+                    line = await reader.readline()  # the server answers every call
                 except (ConnectionError, OSError):
                     line = b""
                 if line:
@@ -242,6 +241,12 @@ def server() -> MCPServer[Any]:
         signature and doc. Reads it without running any of its code."""
         return await call(folder, "inspect", {"expression": expression}, ctx)
 
+    @mcp.tool(annotations=READ)
+    async def history(path: str, limit: int = 20, ctx: Context | None = None) -> dict[str, Any]:
+        """The latest runs (newest first) of a file, or of a folder's files, from its run
+        record: who ran them (the user, an agent, a fix), the code, how they ended, output."""
+        return await call(path, "history", {"path": path, "limit": limit}, ctx)
+
     @mcp.tool(annotations=RUNS)
     async def interrupt(folder: str, ctx: Context | None = None) -> dict[str, Any]:
         """Interrupt what the folder's kernel is running (the state stays)."""
@@ -250,6 +255,59 @@ def server() -> MCPServer[Any]:
     return mcp
 
 
+class _Incoming:
+    """The agent's lines on stdin, read on the event loop (the SDK's own stdio transport
+    reads and writes through worker threads: three thread hops per call)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def __aiter__(self) -> _Incoming:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self.reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", "replace")
+
+
+class _Outgoing:
+    """Answers to stdout, written on the event loop; `flush` waits while the pipe is full."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode())
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+async def _serve_stdio(mcp: MCPServer[Any]) -> None:
+    """`mcp` over this process's stdin and stdout, which are kept for the MCP messages only:
+    from here on fd 0 reads nothing and fd 1 goes to stderr, so that nothing else (a
+    library's print, a child process) writes into the wire."""
+    loop = asyncio.get_running_loop()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", 0)
+    )
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", 0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    lowlevel = mcp._lowlevel_server
+    async with stdio_server(_Incoming(reader), _Outgoing(writer)) as (read, write):  # type: ignore[arg-type]
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
 def command(args: argparse.Namespace) -> int:
-    server().run("stdio")
+    asyncio.run(_serve_stdio(server()))
     return 0

@@ -205,6 +205,18 @@ class RecordedRun:
         return out
 
 
+def one_based(run: RecordedRun) -> dict[str, object]:
+    """A run as JSON for a terminal: lines counted from 1, as in `runfix history`'s text and
+    `runfix run --format json` (the editors' `runfix.history` keeps LSP's 0-based lines)."""
+    out = run.to_json()
+    out["first"], out["last"] = run.first + 1, run.last + 1
+    for output in out["outputs"]:
+        output["line"] += 1
+        if "last" in output:
+            output["last"] += 1
+    return out
+
+
 class NotARecord(Exception):
     """The file is not a runfix record (or not SQLite at all)."""
 

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sqlite3
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +13,6 @@ import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import Implementation
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import (
@@ -31,32 +25,9 @@ from tests.conftest import (
     open_doc,
     run,
 )
+from tests.support.agent_client import agent, tool
 
 ALLOW = "Allow for this session"
-
-
-@asynccontextmanager
-async def agent(name: str = "test-agent") -> AsyncIterator[ClientSession]:
-    """`runfix mcp` started as an agent client starts it, connected and initialized."""
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "lsp_server", "mcp"], env=dict(SERVER_ENV)
-    )
-    me = Implementation(name=name, version="1")
-    async with (
-        stdio_client(params) as (read, write),
-        ClientSession(read, write, client_info=me) as s,
-    ):
-        await s.initialize()
-        yield s
-
-
-async def tool(session: ClientSession, name: str, **arguments: Any) -> Any:
-    """The tool's answer (its JSON), or its error text as `{"error": ...}`."""
-    result = await session.call_tool(name, arguments)
-    text = "".join(getattr(block, "text", "") for block in result.content)
-    if result.is_error:
-        return {"error": text}
-    return json.loads(text) if text else None
 
 
 async def test_an_agents_run_lands_in_the_editors_kernel_inline_and_recorded(
@@ -225,3 +196,38 @@ async def test_a_socket_a_dead_server_left_does_not_stop_the_agent(tmp_path: Pat
         dead.close()
         socket_path(project).unlink(missing_ok=True)
     assert said["status"] == "ok" and said["output"].strip() == "42", said
+
+
+async def test_two_agents_on_two_folders_do_not_cross(editor: Any, tmp_path: Path) -> None:
+    """One editor with two folders, one agent in each: each folder has its own kernel,
+    consent, variables and record; nothing one agent does shows in the other's folder."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    params = init_params(one)
+    params.workspace_folders = [
+        lsp.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in (one, two)
+    ]
+    await editor.initialize_session(params)
+    editor.answer = ALLOW
+    async with agent("agent-one") as first, agent("agent-two") as second:
+
+        async def work(session: ClientSession, folder: Path, name: str) -> Any:
+            ran = await tool(session, "run_code", folder=str(folder), code=f"{name} = 1")
+            listed = await tool(session, "variables", folder=str(folder))
+            runs = await tool(session, "history", path=str(folder))
+            return ran, {v["name"] for v in listed["variables"]}, runs["runs"]
+
+        (ran1, names1, runs1), (ran2, names2, runs2) = await asyncio.gather(
+            work(first, one, "only_in_one"), work(second, two, "only_in_two")
+        )
+    assert ran1["status"] == ran2["status"] == "ok"
+    assert "only_in_one" in names1 and "only_in_two" not in names1
+    assert "only_in_two" in names2 and "only_in_one" not in names2
+    assert [r["origin"] for r in runs1] == ["agent: agent-one"], runs1
+    assert [r["origin"] for r in runs2] == ["agent: agent-two"], runs2
+    assert runs1[0]["code"] == "only_in_one = 1"
+    assert sorted(q.message.split(" wants")[0] for q in editor.questions) == [
+        "runfix: agent-one",
+        "runfix: agent-two",
+    ]  # consent is per folder

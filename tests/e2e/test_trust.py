@@ -513,7 +513,7 @@ async def test_a_link_planted_from_inside_the_sandbox_is_never_written_through(
 
 
 async def test_an_agent_runs_nothing_in_an_untrusted_folder(stranger: Any, folder: Path) -> None:
-    from tests.e2e.test_agents import agent, tool
+    from tests.support.agent_client import agent, tool
 
     marks = hostile(folder)
     await stranger.initialize_session(untrusted_params(folder, "neovim@v0.11.0"))

