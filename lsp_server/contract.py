@@ -35,6 +35,7 @@ OUTPUTS = "runfix.outputs"
 HISTORY = "runfix.history"
 RUN_ABOVE = "runfix.runAbove"
 RUN_BELOW = "runfix.runBelow"
+RUN_DEPENDENTS = "runfix.runDependents"
 RESTART_AND_RUN_TO = "runfix.restartAndRunTo"
 EXPORT = "runfix.export"
 TRUST = "runfix.trust"
@@ -42,7 +43,7 @@ UNTRUST = "runfix.untrust"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
 COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
-COMMANDS += (RUN_ABOVE, RUN_BELOW, RESTART_AND_RUN_TO, EXPORT, TRUST, UNTRUST)
+COMMANDS += (RUN_ABOVE, RUN_BELOW, RUN_DEPENDENTS, RESTART_AND_RUN_TO, EXPORT, TRUST, UNTRUST)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -175,8 +176,9 @@ class RunArgs:
     """`runfix.run`, `runfix.runAndFix`: the range's lines, the cell holding `position`,
     or (neither) every cell of the document. `runfix.runAbove` (the cells before the one
     holding `position`), `runfix.runBelow` (that cell and the cells after it),
-    `runfix.restartAndRunTo` (restart the kernel, then every cell up to and including it)
-    take `position` (or the range's start)."""
+    `runfix.runDependents` (the cells below that read what that cell defines, directly or
+    through others, in file order), `runfix.restartAndRunTo` (restart the kernel, then
+    every cell up to and including it) take `position` (or the range's start)."""
 
     uri: str = attrs.field(validator=_document)
     range: Range | None = None

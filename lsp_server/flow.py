@@ -42,6 +42,7 @@ from lsp_server.contract import (
     RunAnswer,
     Status,
 )
+from lsp_server.dataflow import DocumentMap
 from lsp_server.editor import (
     Editor,
     Level,
@@ -393,9 +394,10 @@ class Flow:
         say_stop: bool = True,
         origin: str = "user",
         before: int | None = None,
+        within: Sequence[tuple[int, int]] | None = None,
     ) -> RunAnswer:
-        """Run the range's lines, or every cell (below line `after`, above line `before`),
-        stopping at the first that fails.
+        """Run the range's lines, or every cell (below line `after`, above line `before`,
+        starting within one of the line spans `within`), stopping at the first that fails.
 
         What runs is the text as it stood when the run was asked for, each piece whole,
         however the document changes meanwhile; results land through the edits made
@@ -409,7 +411,9 @@ class Flow:
         pieces = [
             p
             for p in pieces_for(text.lines, line_range, settings.prompt_markers)
-            if p.first > after and (before is None or p.first < before)
+            if p.first > after
+            and (before is None or p.first < before)
+            and (within is None or any(a <= p.first <= b for a, b in within))
         ]
         if not pieces:
             return _run_answer(Status.OK, began)
@@ -540,8 +544,11 @@ class Flow:
 
     async def run_cells(self, uri: str, line: int, which: str, cancel: asyncio.Event) -> RunAnswer:
         """Cells around the one holding `line`: `above` (the cells before it), `below` (it
-        and the cells after it), or `to` (restart the kernel, then every cell up to and
-        including it: the state a fresh notebook would have there)."""
+        and the cells after it), `dependents` (the cells below that read what it defines,
+        transitively, in file order: `dataflow`), or `to` (restart the kernel, then every
+        cell up to and including it: the state a fresh notebook would have there)."""
+        if which == "dependents":
+            return await self.run_dependents(uri, line, cancel)
         text = self.text(uri)
         settings = await self.settings_for(uri)
         cell = cell_at(split_cells(text.lines, settings.prompt_markers), line)
@@ -557,6 +564,23 @@ class Flow:
         await kernel.restart()
         self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
         return await self.run(uri, None, cancel, before=cell.last + 1)
+
+    async def run_dependents(
+        self, uri: str, line: int, cancel: asyncio.Event, *, with_above: bool = False
+    ) -> RunAnswer:
+        """The cells below the one holding `line` that read what it defines, directly or
+        through the cells between, in file order (`with_above`: first every cell up to and
+        including it, as a fresh kernel needs: `runfix run --dependents-of`)."""
+        flow = DocumentMap(self.text(uri).lines)
+        index = flow.index(line)
+        cells = [flow.bounds(i) for i in flow.dependents(index)]
+        if not cells and not with_above:
+            where = Place(uri, flow.bounds(index)[0])
+            self.editor.remark(where, "no cell below reads what this cell defines")
+            return RunAnswer(Status.OK, 0)
+        if with_above:
+            cells = [flow.bounds(i) for i in range(index + 1)] + cells
+        return await self.run(uri, None, cancel, within=cells)
 
     # -- run and fix ----------------------------------------------------------------------
 

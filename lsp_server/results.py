@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from executor.events import Display, Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
+from lsp_server.dataflow import DocumentMap
 from lsp_server.outputs.bundles import Output, OutputFiles, colored_html, render
 from lsp_server.positions import strip_eol
 
@@ -105,6 +106,10 @@ class Front:
     stamp: int
     reason: str
     """`the cell at line 3 ran again at 14:32:10`, `line 5 was edited at 14:33:02`."""
+    names: frozenset[str] | None = None
+    """The names the changed cell defined before the change (what it defines now is read
+    from the document's map): results in other cells are stale only if they depend on one.
+    None: not known (no map): every result below is stale."""
 
 
 _Placed = TypeVar("_Placed", "StatementResult", "Problem")
@@ -131,9 +136,12 @@ class DocumentResults:
         self._offset = 0
         self.problems: list[Problem] = list(problems or [])
         self.fronts = fronts
-        """Where the code last changed, lines ascending (and stamps with them): each new
-        change drops those at or below its line, which it supersedes. Replaced, never
-        changed in place."""
+        """Where the code last changed, lines ascending: each new change drops those at or
+        below its line in its cell (all below it, without a map), which it supersedes.
+        Replaced, never changed in place."""
+        self.map: DocumentMap | None = None
+        """The document's cells and their dataflow (`ResultStore` keeps it): with it, a
+        change makes stale only the results that depend on it."""
 
     @property
     def statements(self) -> list[StatementResult]:
@@ -164,10 +172,28 @@ class DocumentResults:
             yield item.first + offset, item.last + offset, item
 
     def stale_at(self, first: int, made: int) -> Front | None:
-        """`stale` for a result made at `made` that starts at line `first` now."""
+        """`stale` for a result made at `made` that starts at line `first` now: a change
+        above it, made after it, in its own cell or in a cell it reads from (transitively)."""
         fronts = self.fronts
-        at = bisect.bisect_left(fronts, first, key=lambda f: f.line) - 1
-        return fronts[at] if at >= 0 and fronts[at].stamp > made else None
+        at = bisect.bisect_left(fronts, first, key=lambda f: f.line)
+        flow = self.map
+        cell = flow.index(first) if flow is not None else 0
+        for front in reversed(fronts[:at]):  # the nearest first
+            if front.stamp <= made:
+                continue
+            if flow is None or front.names is None:
+                return front
+            where = flow.index(front.line)
+            if where == cell:
+                return front
+            name = flow.depends(cell, front.names, where)
+            if name == "?":
+                return front
+            if name is not None:
+                line = flow.bounds(where)[0] + 1
+                why = f"{front.reason}; this cell depends on `{name}` from the cell at line {line}"
+                return replace(front, reason=why)
+        return None
 
     def _first(self, index: int) -> int:
         return self._items[index].first + (self._offset if index >= self._pivot else 0)
@@ -224,10 +250,26 @@ class DocumentResults:
         """The change above `item` made after it, if any: then its result is stale."""
         return self.stale_at(item.first, item.made)
 
-    def changed(self, line: int, reason: str) -> None:
-        """Code at `line` changed now: results below it made before now are stale."""
-        at = bisect.bisect_left(self.fronts, line, key=lambda f: f.line)
-        self.fronts = (*self.fronts[:at], Front(line, next(STAMPS), reason))
+    def changed(self, line: int, reason: str, names: frozenset[str] | None = None) -> None:
+        """Code at `line` changed now: results below it made before now are stale (with
+        `names`, those of its cell and of the cells that depend on it); the fronts it
+        supersedes (below it, in its cell) are dropped, their names kept in the new one."""
+        fronts, flow = self.fronts, self.map
+        at = bisect.bisect_left(fronts, line, key=lambda f: f.line)
+        if flow is None or names is None:
+            self.fronts = (*fronts[:at], Front(line, next(STAMPS), reason, None))
+            return
+        cell = flow.index(line)
+        end = at
+        known: frozenset[str] | None = names
+        while end < len(fronts) and flow.index(fronts[end].line) == cell:
+            below = fronts[end].names
+            known = None if known is None or below is None else known | below
+            end += 1
+        if known is None:  # a front below it knew no names: neither does this one
+            self.fronts = (*fronts[:at], Front(line, next(STAMPS), reason, None))
+            return
+        self.fronts = (*fronts[:at], Front(line, next(STAMPS), reason, known), *fronts[end:])
 
     def statement_at(self, line: int) -> StatementResult | None:
         at = self.after(line) - 1
@@ -579,6 +621,13 @@ class ResultStore:
         self._forgotten: dict[str, int] = {}  # the newest version whose changes left the log
         self._ran: dict[str, list[tuple[int, int, int]]] = {}
         """Each document's latest pieces run: (version, first, last), newest last."""
+        self._maps: dict[str, DocumentMap] = {}
+        """Each document's cells and dataflow, from its text when results came, then moved
+        by its edits."""
+
+    def map(self, uri: str) -> DocumentMap | None:
+        """The document's dataflow map as its text is now (None: it has had no results)."""
+        return self._maps.get(uri)
 
     def get(self, uri: str) -> DocumentResults:
         return self._docs.get(uri) or DocumentResults()
@@ -630,7 +679,8 @@ class ResultStore:
         self.clear(uri, first, last)
         results = self._docs.get(uri)
         if results is not None and results.statements and results.statements[-1].first > last:
-            results.changed(first, f"the code at line {first + 1} ran again at {_now()}")
+            reason = f"the code at line {first + 1} ran again at {_now()}"
+            results.changed(first, reason, frozenset())  # what it defines now, from the map
 
     def edited_above(self, uri: str, line: int) -> str | None:
         """Why what line `line` made when it last ran may be stale: code above it was edited
@@ -664,12 +714,14 @@ class ResultStore:
         self._docs.pop(uri, None)
         self._log.pop(uri, None)
         self._ran.pop(uri, None)
+        self._maps.pop(uri, None)
         self._forgotten[uri] = version
 
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)
         self._log.pop(uri, None)
         self._ran.pop(uri, None)
+        self._maps.pop(uri, None)
         self._forgotten.pop(uri, None)
 
     def edit(
@@ -681,13 +733,19 @@ class ResultStore:
         if len(log) > self._LOG:
             self._forgotten[uri] = log[-self._LOG - 1][0]
             del log[: -self._LOG]
+        flow = self._maps.get(uri)
         results = self._docs.get(uri)
+        names: list[frozenset[str] | None] = []
+        if flow is not None:
+            for change in changes:  # what the cells edited defined before the edit
+                names.append(_defined_before(flow, results, change))
+                flow.edited(change.first, change.last, change.text, change.delta, lines)
         if results is None:
             return False
         moved = _edit_statements(results, changes, lines)
         problems, moved_problems = _edit_items(results.problems, changes, lines, _move_problem)
         results.problems = problems
-        stale = _edit_fronts(results, changes, lines)
+        stale = _edit_fronts(results, changes, lines, names)
         return moved or moved_problems or stale
 
     def add(self, uri: str, made_at: int, new: DocumentResults, lines: Sequence[str]) -> None:
@@ -696,6 +754,12 @@ class ResultStore:
             return  # edits since then were forgotten: nothing can be placed safely
         changes = self._changes_since(uri, made_at)
         results = self._docs.setdefault(uri, DocumentResults())
+        flow = self._maps.get(uri)
+        if flow is None:
+            flow = self._maps[uri] = DocumentMap(lines)
+        elif flow.lines is not lines:
+            flow.reset(lines)
+        results.map = flow
         placed = [m for m in (_move_statement(s, changes, lines) for s in new.statements) if m]
         results.statements = _replace_overlapped(results.statements, placed)
         for p in new.problems:
@@ -710,11 +774,32 @@ def _now() -> str:
     return time.strftime("%H:%M:%S")
 
 
+def _defined_before(
+    flow: DocumentMap, results: DocumentResults | None, change: LineChange
+) -> frozenset[str] | None:
+    """What the cell `change` edits defined before it (its map not yet moved by it). Not
+    read when it cannot matter: a document of one cell, or a cell a front already holds the
+    names of (typing on: the front's names are those from before the first keystroke)."""
+    if len(flow) == 1 or results is None or not results.fronts:
+        return (
+            frozenset() if len(flow) == 1 else flow.flow(flow.index(change.first)).defines_or_none
+        )
+    cell = flow.index(change.first)
+    for front in results.fronts:
+        if front.names is not None and flow.index(front.line) == cell:
+            return frozenset()
+    return flow.flow(cell).defines_or_none
+
+
 def _edit_fronts(
-    results: DocumentResults, changes: Sequence[LineChange], lines: Sequence[str]
+    results: DocumentResults,
+    changes: Sequence[LineChange],
+    lines: Sequence[str],
+    names: Sequence[frozenset[str] | None] = (),
 ) -> bool:
     """Move the fronts through `changes`, and add one where code was edited above a result
-    (typing in a comment or a blank line changes no state). True when a result became stale."""
+    (typing in a comment or a blank line changes no state), with what its cell defined
+    before (`names`, one per change). True when a result became stale."""
     fronts = results.fronts
     if fronts:
         moved = []
@@ -730,11 +815,12 @@ def _edit_fronts(
     count = results.count()
     last_result = results.item(count - 1).first if count else -1
     stale = False
-    for change in changes:
+    for n, change in enumerate(changes):
         if change.first < last_result and _edits_code(change, lines):
             below = results.after(change.first)
             was = below < count and results.stale(results.item(below))
-            results.changed(change.first, f"line {change.first + 1} was edited at {_now()}")
+            before = names[n] if n < len(names) else None
+            results.changed(change.first, f"line {change.first + 1} was edited at {_now()}", before)
             stale = stale or not was  # newly stale: worth saying now
     return stale
 

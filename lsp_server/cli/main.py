@@ -66,6 +66,13 @@ def _run(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="fix failing cells with the model (each fix proven by running it) and write the file",
     )
+    p.add_argument(
+        "--dependents-of",
+        type=int,
+        metavar="LINE",
+        help="run the cells up to the one holding LINE (from 1), then only the cells below "
+        "that read what it defines (directly or through others)",
+    )
     _remote(p)
 
 

@@ -282,7 +282,13 @@ class HeadlessEditor:
 def command(args: argparse.Namespace) -> int:
     try:
         return run_file(
-            args.file, args.cell, args.timeout, args.fix, args.format, command_line(args)
+            args.file,
+            args.cell,
+            args.timeout,
+            args.fix,
+            args.format,
+            command_line(args),
+            args.dependents_of,
         )
     except KeyboardInterrupt:  # the kernel is stopped by then; one line, not a traceback
         print("runfix: interrupted", file=sys.stderr)
@@ -310,8 +316,11 @@ def run_file(
     fix: bool = False,
     report: str = "text",
     command_line: Mapping[str, Any] | None = None,
+    dependents_of: int | None = None,
 ) -> int:
-    """Run the file's cells (or one), printing results; 0 clean, 1 failed, 2 could not run."""
+    """Run the file's cells (or one; or, `dependents_of` a line from 1, the cells up to the
+    one holding it and the cells below that depend on it), printing results; 0 clean,
+    1 failed, 2 could not run."""
     shown = str(path)
     path = path.resolve()
     try:
@@ -334,7 +343,14 @@ def run_file(
         line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
     editor = HeadlessEditor(shown, path, folder, lines)
     editor.report = report
-    code = asyncio.run(_run(editor, settings, line_range, fix))
+    if dependents_of is not None and cell is not None:
+        print("runfix: error: --cell and --dependents-of do not go together", file=sys.stderr)
+        return 2
+    if dependents_of is not None and not 1 <= dependents_of <= len(lines):
+        print(f"runfix: error: {shown} has {len(lines)} lines", file=sys.stderr)
+        return 2
+    at = dependents_of - 1 if dependents_of is not None else None
+    code = asyncio.run(_run(editor, settings, line_range, fix, at))
     if editor.changed:
         path.write_text("".join(editor.lines), encoding=encoding)
         editor.note(f"{shown}: note: wrote the fixes")
@@ -342,7 +358,11 @@ def run_file(
 
 
 async def _run(
-    editor: HeadlessEditor, settings: Settings, line_range: Range | None, fix: bool
+    editor: HeadlessEditor,
+    settings: Settings,
+    line_range: Range | None,
+    fix: bool,
+    dependents_of: int | None = None,
 ) -> int:
     async def read_settings(folder: Path) -> Settings:
         return settings
@@ -358,6 +378,9 @@ async def _run(
             editor.note(f"{editor.shown}:1:1: error: {exc}")
             return 2
         cancel = asyncio.Event()
+        if dependents_of is not None:
+            ran = await flow.run_dependents(editor.uri, dependents_of, cancel, with_above=True)
+            return 0 if ran.status == Status.OK else 1
         if fix:
             fixed = await flow.run_and_fix(editor.uri, line_range, cancel)
             return 0 if fixed.status in (Status.OK, Status.FIXED) else 1

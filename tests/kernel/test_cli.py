@@ -40,6 +40,19 @@ def test_run_one_cell_that_passes_exits_zero(tmp_path: Path) -> None:
     assert runfix("run", "s.py", "--cell", "3", cwd=tmp_path).returncode == 2
 
 
+def test_run_dependents_of_a_line_runs_the_cells_up_to_it_then_its_readers(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(
+        "# %%\nrate = 2\n# %%\nprint('b', rate)\n# %%\nprint('c')\n# %%\nprint('d', rate)\n"
+    )
+    done = runfix("run", "s.py", "--dependents-of", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["s.py:4:1: note: b 2", "s.py:8:1: note: d 2"]
+    assert runfix("run", "s.py", "--dependents-of", "99", cwd=tmp_path).returncode == 2
+
+
 def test_run_timeout_is_reported(tmp_path: Path) -> None:
     script = tmp_path / "s.py"
     script.write_text("import time\ntime.sleep(30)\n")

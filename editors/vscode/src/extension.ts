@@ -307,6 +307,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   for (const [id, command] of [
     ["runfix.vscode.runAbove", "runfix.runAbove"],
     ["runfix.vscode.runBelow", "runfix.runBelow"],
+    ["runfix.vscode.runDependents", "runfix.runDependents"],
     ["runfix.vscode.restartAndRunTo", "runfix.restartAndRunTo"],
   ]) {
     register(id, () => {

@@ -25,6 +25,7 @@ from lsp_server.contract import (
     INSTALL,
     RUN,
     RUN_AND_FIX,
+    RUN_DEPENDENTS,
     SOURCE,
     BadArguments,
     FixArgs,
@@ -38,6 +39,7 @@ from lsp_server.contract import (
     structure,
     to_json,
 )
+from lsp_server.dataflow import DocumentMap
 from lsp_server.executors import install_blocked
 from lsp_server.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.lsp.edits import replace_lines
@@ -71,7 +73,11 @@ def _range(rng: lsp.Range) -> Range:
 
 
 def actions_for(
-    uri: str, lines: Sequence[str], rng: lsp.Range, markers: Sequence[str] = ()
+    uri: str,
+    lines: Sequence[str],
+    rng: lsp.Range,
+    markers: Sequence[str] = (),
+    flow: DocumentMap | None = None,
 ) -> list[lsp.CodeAction]:
     def action(title: str, arg: Range | None, command: str = RUN) -> lsp.CodeAction:
         kind = FIX_KIND if command == RUN_AND_FIX else KIND
@@ -92,6 +98,14 @@ def actions_for(
         out.append(action("Run and fix selection", selection, RUN_AND_FIX))
     elif cell_lines is not None:
         out.append(action("Run and fix cell", cell_lines, RUN_AND_FIX))
+    if flow is not None and len(flow) > 1:
+        below = flow.dependents(flow.index(rng.start.line))
+        if below:
+            title = f"Run dependents ({len(below)} cell{'s' if len(below) > 1 else ''})"
+            at = Position(rng.start.line, 0)
+            arg = to_json(RunArgs(uri, position=at))
+            command = lsp.Command(title, RUN_DEPENDENTS, arguments=[arg])
+            out.append(lsp.CodeAction(title=title, kind=KIND, command=command))
     return out
 
 
@@ -211,6 +225,26 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
     return action
 
 
+_MAPS: dict[str, DocumentMap] = {}
+"""Maps of documents that have no results (then the store keeps none), for "Run dependents"."""
+
+
+def _map(ls: RunfixServer, uri: str) -> DocumentMap:
+    """The document's dataflow map as its text is now: the store's, else one kept here (its
+    cells' analyses remembered by their text: an edit re-reads only the cells it touched)."""
+    lines = ls.workspace.get_text_document(uri).lines
+    flow = ls.session.store.map(uri)
+    if flow is None or len(flow.lines) != len(lines) or list(flow.lines) != lines:
+        flow = _MAPS.get(uri)
+        if flow is None:
+            if len(_MAPS) > 32:
+                _MAPS.clear()
+            flow = _MAPS[uri] = DocumentMap(lines)
+        else:
+            flow.reset(lines)
+    return flow
+
+
 def register(server: RunfixServer) -> None:
     options = lsp.CodeActionOptions(
         code_action_kinds=[KIND, FIX_KIND, GENERATE_KIND, QUICKFIX], resolve_provider=True
@@ -233,7 +267,7 @@ def register(server: RunfixServer) -> None:
         if _wanted(only, KIND) or _wanted(only, FIX_KIND):
             out.extend(
                 a
-                for a in actions_for(uri, doc.lines, params.range, markers)
+                for a in actions_for(uri, doc.lines, params.range, markers, _map(ls, uri))
                 if a.kind is not None and _wanted(only, _kind(a.kind))
             )
         return out

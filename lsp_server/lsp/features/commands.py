@@ -32,6 +32,7 @@ from lsp_server.contract import (
     RUN_ABOVE,
     RUN_AND_FIX,
     RUN_BELOW,
+    RUN_DEPENDENTS,
     STATUS,
     VARIABLES,
     BadArguments,
@@ -168,7 +169,12 @@ def _cells_command(server: RunfixServer, name: str, which: str) -> None:
 def register(server: RunfixServer) -> None:
     _range_command(server, RUN, Flow.run)
     _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
-    for name, which in ((RUN_ABOVE, "above"), (RUN_BELOW, "below"), (RESTART_AND_RUN_TO, "to")):
+    for name, which in (
+        (RUN_ABOVE, "above"),
+        (RUN_BELOW, "below"),
+        (RUN_DEPENDENTS, "dependents"),
+        (RESTART_AND_RUN_TO, "to"),
+    ):
         _cells_command(server, name, which)
 
     @server.command(GENERATE)

@@ -251,6 +251,11 @@ function M.run_below()
   request("runfix.runBelow", { uri = uri(), position = cursor_position() }, report)
 end
 
+--- `:RunfixRunDependents`: the cells below the cursor's that read what it defines.
+function M.run_dependents()
+  request("runfix.runDependents", { uri = uri(), position = cursor_position() }, report)
+end
+
 function M.restart_run_to()
   request("runfix.restartAndRunTo", { uri = uri(), position = cursor_position() }, report)
 end
@@ -479,6 +484,7 @@ local function user_commands()
   add("RunfixRunCell", M.run_cell, { desc = "runfix: run the cell under the cursor" })
   add("RunfixRunAbove", M.run_above, { desc = "runfix: run the cells above" })
   add("RunfixRunBelow", M.run_below, { desc = "runfix: run this cell and those below" })
+  add("RunfixRunDependents", M.run_dependents, { desc = "runfix: run the cells that read this one's names" })
   add("RunfixRestartRunTo", M.restart_run_to, { desc = "runfix: restart, run up to this cell" })
   add("RunfixRunAndFix", M.run_and_fix, { range = true, desc = "runfix: run and fix the cell" })
   add("RunfixGenerate", M.generate, { bang = true, desc = "runfix: generate from the prompt (! runs it)" })
