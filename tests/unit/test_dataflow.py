@@ -52,7 +52,8 @@ def _ran(lines: list[str]) -> ResultStore:
     """Every cell ran: a result on 6 (b), 8 (c), 10 (d), 13 (e)."""
     store = ResultStore()
     events = tuple(
-        Stream("stdout", f"{n}\n", Span(line + 1, line + 1)) for n, line in enumerate((6, 8, 10, 13))
+        Stream("stdout", f"{n}\n", Span(line + 1, line + 1))
+        for n, line in enumerate((6, 8, 10, 13))
     )
     outcome = RunOutcome(RunStatus.OK, events, 0.0)
     store.add("u", 1, build(outcome, path=PATH, lines=lines, fallback_line=0, folder=None), lines)
@@ -62,9 +63,7 @@ def _ran(lines: list[str]) -> ResultStore:
 def _stale(store: ResultStore) -> dict[int, str]:
     results = store.get("u")
     return {
-        s.first: front.reason
-        for s in results.statements
-        if (front := results.stale(s)) is not None
+        s.first: front.reason for s in results.statements if (front := results.stale(s)) is not None
     }
 
 
