@@ -499,6 +499,13 @@ class JupyterKernel(ABC, Generic[C]):
             await self._discard()
             self._state = ExecutorState.STOPPED
 
+    async def kill(self) -> None:
+        """Stop at once, without asking the kernel to shut down first: for a throwaway
+        kernel (a fix's check), whose state nobody keeps."""
+        async with self._starting:
+            await self._discard()
+            self._state = ExecutorState.STOPPED
+
     async def restart(self) -> None:
         """Replace the kernel. During a run, the run does it and answers `cancelled`."""
         if self._running:

@@ -254,6 +254,9 @@ class FixAnswer:
     status: Status
     attempts: int = 0
     message: str | None = None
+    checked: str | None = None
+    """What the fix was checked against: `verified: 3 dependent cells still pass`, `breaks
+    …`, `not checked against dependents: …` (and a deletion-style fix says so)."""
 
 
 @attrs.frozen

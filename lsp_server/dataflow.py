@@ -290,10 +290,10 @@ class DocumentMap:
         hit = self._reads_closure()[index] & (changed | self.flow(above).defines)
         return min(hit) if hit else None
 
-    def dependents(self, index: int) -> list[int]:
-        """The cells below `index` that read what it defines, directly or through the cells
-        between: in file order."""
-        defines = self.flow(index).defines
+    def dependents(self, index: int, also: frozenset[str] = frozenset()) -> list[int]:
+        """The cells below `index` that read what it defines (or the names `also`: what it
+        defined before an edit), directly or through the cells between: in file order."""
+        defines = self.flow(index).defines | also
         return [
             i
             for i in range(index + 1, len(self.starts))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from executor.events import RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan
 from lsp_server.cells import is_marker
+from lsp_server.fixcheck import Check, deletion_style
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import Attempt, ReplyError, error_text, extract_code, fix_messages
 
@@ -131,11 +132,32 @@ class FixResult:
     attempts: int = 0
     message: str = ""
     tried: list[Attempt] = field(default_factory=list)
+    check: Check | None = None
+    """How the candidate fared against the cells that depend on it (None: not checked)."""
+    flag: str | None = None
+    """How it makes the error go away by removing what failed (`deletion_style`), if so."""
+
+    @property
+    def held(self) -> str | None:
+        """Why the candidate must not be applied without a look (None: it may)."""
+        if self.check is not None and self.check.regressions:
+            return self.check.label
+        return self.flag
+
+    @property
+    def label(self) -> str:
+        """What was checked, for a title or a message: `verified: 3 dependent cells still
+        pass`, `breaks …`, `not checked against dependents: …`, the deletion it is."""
+        parts = [self.check.label] if self.check is not None else []
+        if self.flag:
+            parts.append(f"{self.flag}: look before applying")
+        return "; ".join(parts)
 
 
 Ask = Callable[[list[dict[str, str]], str], Awaitable[str]]
 Run = Callable[[str], Awaitable[RunOutcome]]
 Confirm = Callable[[str, list[Finding]], Awaitable[bool]]
+Verify = Callable[[str], Awaitable[Check | None]]
 
 
 @dataclass
@@ -152,6 +174,9 @@ class Fixer:
     report: Callable[[str], None]
     max_attempts: int
     budget: int
+    verify: Verify | None = None
+    """Checks a candidate that ran clean against the cells that depend on it (`fixcheck`);
+    one that breaks a passing cell goes back to the model with what it broke."""
 
     async def fix(
         self, lines: Sequence[str], first: int, last: int, code: str, error: str
@@ -159,6 +184,8 @@ class Fixer:
         """`error`: what the piece raised, traceback included (see `context.error_text`)."""
         current = error
         tried: list[Attempt] = []
+        best: FixResult | None = None
+        """The candidate that broke the fewest dependents, offered if none breaks none."""
         for number in range(1, self.max_attempts + 1):
             headline = current.strip().splitlines()[-1] if current.strip() else "error"
             self.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
@@ -189,7 +216,17 @@ class Fixer:
                 )
             outcome = await self.run(candidate)
             if outcome.status == RunStatus.OK:
-                return FixResult("fixed", candidate, outcome, number, tried=tried)
+                checked = await self.verify(candidate) if self.verify is not None else None
+                flag = deletion_style(code, candidate)
+                result = FixResult("fixed", candidate, outcome, number, tried=tried)
+                result.check, result.flag = checked, flag
+                if checked is None or not checked.regressions:
+                    return result
+                if best is None or len(checked.regressions) < len(best.check.regressions):  # type: ignore[union-attr]
+                    best = result
+                current = checked.for_model()
+                tried.append(Attempt(candidate, current))
+                continue
             if outcome.status == RunStatus.CANCELLED:
                 return FixResult("cancelled", attempts=number, message="cancelled", tried=tried)
             failed = outcome.error
@@ -197,6 +234,10 @@ class Fixer:
                 error_text(failed.message, failed.text) if failed else outcome.note or "failed"
             )
             tried.append(Attempt(candidate, current))
+        if best is not None:  # every candidate that ran clean broke a dependent: the least bad
+            best.attempts = self.max_attempts
+            best.message = f"no fix kept its dependents passing; the best {best.label}"
+            return best
         last_error = current.strip().splitlines()[-1] if current.strip() else "error"
         return FixResult(
             "failed",

@@ -31,9 +31,10 @@ from executor.distributions import provider_for
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
+from executor.pool import create as create_kernel
 from executor.safety import Finding, describe, scan
 from executor.trust import Choice
-from lsp_server.cells import cell_at, code_of, split_cells
+from lsp_server.cells import cell_at, code_of, is_marker, split_cells
 from lsp_server.contract import (
     FixAnswer,
     GenerateAnswer,
@@ -54,7 +55,9 @@ from lsp_server.editor import (
     TrustQuestion,
     lines_match,
 )
-from lsp_server.executors import sandboxed
+from lsp_server.executors import kernel_config, sandboxed
+from lsp_server.fixcheck import FAIL, PASS, Check, Code, Dependent, budget_for
+from lsp_server.fixcheck import check as check_against
 from lsp_server.fixing import (
     Fixer,
     FixResult,
@@ -83,6 +86,7 @@ SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before a
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"
 STREAM_REPORTS = 0.1  # seconds between progress reports of streamed text
+CHECK_HISTORY = 500  # recorded runs of a file read for its cells' last outcomes (fix check)
 
 
 @dataclass(frozen=True)
@@ -682,6 +686,8 @@ class Flow:
         progress: Progress,
         cancel: asyncio.Event,
         fix_of: int | None = None,
+        lines: Sequence[str] | None = None,
+        last: int = 0,
     ) -> Fixer:
         model = self.session.model_for(settings)
         folder = self.editor.folder_for(uri)
@@ -721,6 +727,16 @@ class Flow:
             progress.report(message)
             self.editor.remark(Place(uri, first), f"fixing, {message}")
 
+        async def verify(candidate: str) -> Check | None:
+            if not settings.fix_check_dependents or lines is None:
+                return None
+            progress.report("checking the cells that depend on it, in a throwaway kernel")
+            checked = await self.check_fix(uri, lines, first, last, candidate, settings, cancel)
+            if checked.status == "checked" and not checked.verdicts:
+                return None  # no cell depends on it: nothing to say
+            self.editor.remark(Place(uri, first), f"fix candidate: {checked.label}")
+            return checked
+
         return Fixer(
             ask=ask,
             run=run,
@@ -729,6 +745,7 @@ class Flow:
             report=report,
             max_attempts=settings.fix_max_attempts,
             budget=settings.context_budget,
+            verify=verify,
         )
 
     async def fix_piece(
@@ -751,9 +768,74 @@ class Flow:
         code = code_of(lines, first, last)
         self.say_if_stale_above(uri, first)
         async with self.editor.progress(cancel) as progress:
-            fixer = self._fixer(uri, first, settings, progress, cancel, fix_of)
+            fixer = self._fixer(uri, first, settings, progress, cancel, fix_of, lines, last)
             result = await fixer.fix(lines, first, last, code, error)
         return await self._settle(uri, lines, first, last, result, apply)
+
+    async def check_fix(
+        self,
+        uri: str,
+        lines: Sequence[str],
+        first: int,
+        last: int,
+        candidate: str,
+        settings: Settings,
+        cancel: asyncio.Event,
+    ) -> Check:
+        """Run `candidate` in place of lines first..last, after the cells above, then the cells
+        that depend on its cell, in a throwaway kernel; compare them with their last runs."""
+        rows = candidate if candidate.endswith("\n") else candidate + "\n"
+        fixed_lines = [*lines[:first], *rows.splitlines(keepends=True), *lines[last + 1 :]]
+        before, after = DocumentMap(lines), DocumentMap(fixed_lines)
+        index = after.index(first)
+        was = before.flow(before.index(first)).defines
+        folder = self.editor.folder_for(uri)
+        path = self.editor.path_of(uri)
+        recorded = self._recorded_outcomes(folder, settings, path)
+
+        def piece(lines_: Sequence[str], bounds: tuple[int, int]) -> Code:
+            a, b = bounds
+            if is_marker(lines_[a]) and a < b:
+                a += 1  # the code under the marker, as a run of the cell records it
+            return Code(a, code_of(lines_, a, b))
+
+        dependents = []
+        for i in after.dependents(index, also=was):
+            p = piece(fixed_lines, after.bounds(i))
+            status, seconds = recorded.get(p.code.strip(), (None, None))
+            dependents.append(Dependent(p.first, after.bounds(i)[1], p.code, status, seconds))
+        if not dependents:
+            return Check("checked")
+        above = [piece(fixed_lines, after.bounds(i)) for i in range(index)]
+        fixed = piece(fixed_lines, after.bounds(index))
+        times = [recorded.get(p.code.strip(), (None, None))[1] for p in [*above, fixed]]
+        budget = budget_for([*times, *(d.seconds for d in dependents)], settings.fix_check_budget)
+        config = kernel_config(folder, settings)
+
+        def make() -> Kernel:
+            return create_kernel(
+                folder, config, grace=settings.interrupt_grace,
+                startup_timeout=settings.kernel_start_timeout,
+            )  # fmt: skip
+
+        def request(code: str, where: str, line: int) -> RunRequest:
+            return run_request(settings, where, code, line)
+
+        return await check_against(make, path, above, fixed, dependents, budget, request, cancel)
+
+    def _recorded_outcomes(
+        self, folder: Path, settings: Settings, path: str
+    ) -> dict[str, tuple[str, float]]:
+        """The latest recorded outcome (pass or fail) and wall time of each code run in
+        `path`, by its text (a cell's last run is found wherever edits moved it)."""
+        record = self.session.existing_record(folder, settings)
+        found: dict[str, tuple[str, float]] = {}
+        for run in record.recent(path, CHECK_HISTORY) if record is not None else []:
+            if run.origin == "user" or run.origin.startswith("agent"):
+                key = run.code.strip()
+                if key not in found and run.status in ("ok", "error"):
+                    found[key] = (PASS if run.status == "ok" else FAIL, run.duration)
+        return found
 
     async def _settle(
         self, uri: str, lines: Sequence[str], first: int, last: int, result: FixResult, apply: bool
@@ -771,16 +853,27 @@ class Flow:
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
         edit = LineEdit(first, last, result.code)
+        checked = result.label or None
+        if apply and result.held:  # never applied without a look
+            message = (
+                f"runfix: the model's fix {result.held}; it was not applied. Its code:\n"
+                f"{result.code.rstrip()}"
+            )
+            self.editor.tell(message, Level.WARNING, place)
+            answer = FixAnswer(Status.FAILED, result.attempts, message, checked)
+            return FixReport(answer)
         if not apply:
             self.editor.spawn(self.keep_candidate(uri, edit, result.outcome), "results")
-            return FixReport(FixAnswer(Status.FIXED, result.attempts), edit, now.version)
+            answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked)
+            return FixReport(answer, edit, now.version)
         if not await self.editor.apply(uri, now.version, edit, "runfix: fix"):
             message = "runfix: the editor did not apply the fix."
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
-        self.editor.remark(place, f"fixed on attempt {result.attempts}")
+        said = f"fixed on attempt {result.attempts}" + (f" ({checked})" if checked else "")
+        self.editor.remark(place, said)
         await self.keep_candidate(uri, edit, result.outcome)
-        return FixReport(FixAnswer(Status.FIXED, result.attempts), edit, now.version)
+        return FixReport(FixAnswer(Status.FIXED, result.attempts, None, checked), edit, now.version)
 
     async def shown(self, uri: str, first: int, code: str) -> int | None:
         """Wait until the document holds `code` at line `first`; its version then, else None."""

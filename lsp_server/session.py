@@ -26,6 +26,7 @@ from executor.jupyter import Kernel
 from executor.kinds import KINDS
 from executor.pool import KernelPool
 from executor.trust import Choice, TrustStore
+from lsp_server import fixcheck
 from lsp_server.executors import kernel_config
 from lsp_server.model.client import ModelClient, ModelConfig
 from lsp_server.record.store import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
@@ -208,4 +209,4 @@ class Session:
             record.close()
         models, self._models = list(self._models.values()), {}
         await asyncio.gather(*(m.close() for m in models), return_exceptions=True)
-        await self.kernels.shutdown()
+        await asyncio.gather(self.kernels.shutdown(), fixcheck.ended())

@@ -73,6 +73,12 @@ class Settings:
     """None: the endpoint's default."""
     model_stream: bool = True
     fix_max_attempts: int = 3
+    fix_check_dependents: bool = True
+    """A fix that ran clean is checked against the cells that depend on it, in a throwaway
+    kernel (`fixcheck`), before it is offered."""
+    fix_check_budget: float | None = None
+    """Seconds the check may take once its kernel started; None: twice the recorded time of
+    the cells it runs (at least 2 s)."""
     auto_run: bool = False
     """Run generated code right after inserting it (it is still shown and scanned)."""
     completion: bool = True
@@ -89,6 +95,15 @@ class Settings:
     """The remote server's settings (`remote.*`), documented on `RemoteConfig`; never the
     token itself."""
     problems: tuple[str, ...] = field(default=(), compare=False)
+
+
+def _optional_number(minimum: float) -> Callable[[Any], float | None]:
+    number = _number(minimum)
+
+    def check(value: Any) -> float | None:
+        return None if value is None else number(value)
+
+    return check
 
 
 def _number(minimum: float) -> Callable[[Any], float]:
@@ -280,6 +295,8 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model.temperature": ("model_temperature", _temperature),
     "model.stream": ("model_stream", _boolean),
     "fix.maxAttempts": ("fix_max_attempts", _integer(1)),
+    "fix.checkDependents": ("fix_check_dependents", _boolean),
+    "fix.checkBudget": ("fix_check_budget", _optional_number(0.1)),
     "autoRun": ("auto_run", _boolean),
     "completion": ("completion", _boolean),
     "promptMarkers": ("prompt_markers", _markers),

@@ -122,3 +122,25 @@ def test_fix_installs_a_missing_package_data_vouches_for_without_a_model(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "note: 'HI'" in done.stdout
     assert list(site.glob("pyfiglet"))
+
+
+def test_fix_is_checked_against_the_cells_that_depend_on_it(tmp_path: Path) -> None:
+    """The file ran clean once (its cells' outcomes recorded), then a cell broke: `--fix`
+    runs each candidate's dependents in a throwaway kernel; one that breaks a cell that
+    passed goes back to the model, and the fix written keeps them passing."""
+    path = tmp_path / "job.py"
+    good = "# %%\nprices = {'tea': 3.5}\n# %%\ntable = dict(prices)\n# %%\nprint(table['tea'])\n"
+    path.write_text(good)
+    with ModelServer() as model:
+        assert run_fix(path, model).returncode == 0  # recorded: every cell passed
+        path.write_text(good.replace("dict(prices)", "dict(price)"))
+        model.script(
+            code("table = {k.upper(): v for k, v in prices.items()}"),  # breaks line 6
+            code("table = dict(prices)"),
+        )
+        done = run_fix(path, model)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == good
+    out = done.stdout
+    assert "fix candidate: breaks `print(table['tea'])` at line 6: KeyError: 'tea'" in out
+    assert "fixed on attempt 2 (verified: 1 dependent cell still passes)" in out

@@ -214,7 +214,10 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
     edit = ls.editor.workspace_edit(fix.uri, report.version, report.edit) if report.edit else None
     if answer.status == Status.FIXED and edit is not None:
         action.edit = edit
-        action.title = f"{FIX_WITH_MODEL_TITLE} (ran clean on attempt {answer.attempts})"
+        said = f"ran clean on attempt {answer.attempts}"
+        action.title = f"{FIX_WITH_MODEL_TITLE} ({said}" + (
+            f"; {answer.checked})" if answer.checked else ")"
+        )
     else:
         reason = answer.message or (
             "the document changed meanwhile"

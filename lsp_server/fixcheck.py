@@ -1,0 +1,300 @@
+"""A fix checked against the cells that depend on it, before it is offered.
+
+A candidate that runs clean is proven for its own cell only: one that renames a column,
+drops rows, changes what a function returns or deletes the failing line runs clean and
+breaks the cells below that used it. So, once it ran clean, a second, throwaway kernel
+(same interpreter and folder, or another sandbox container; never the user's) runs the
+cells above as they stand, the fixed cell, then the cells that depend on it (`dataflow`),
+and their outcomes are compared with their last recorded ones: PASS_TO_PASS,
+PASS_TO_FAIL, FAIL_TO_PASS (SWE-bench's names). A candidate that makes a passing
+dependent fail goes back to the model with that traceback (`fixing.Fixer`).
+
+`deletion_style` names candidates that make the error go away by removing what failed.
+Plain logic: the kernel is handed in, the record's outcomes too.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from executor.events import RunRequest, RunStatus
+from executor.jupyter import Kernel
+from lsp_server.model.context import error_text
+
+PASS, FAIL = "pass", "fail"
+NOT_RUN = "not run"
+MIN_BUDGET = 2.0
+"""Seconds at least, whatever the recorded times (a run's own cost is milliseconds)."""
+UNKNOWN_SECONDS = 1.0
+"""A cell never recorded counts as this long in the budget."""
+
+
+@dataclass(frozen=True)
+class Code:
+    """Code to run at a document's lines (0-based first line)."""
+
+    first: int
+    code: str
+
+
+@dataclass(frozen=True)
+class Dependent:
+    """A cell that reads what the fixed cell defines, and how its last recorded run ended."""
+
+    first: int
+    last: int
+    code: str
+    before: str | None
+    """pass | fail | None (never recorded with this code)."""
+    seconds: float | None = None
+    """Its recorded wall time."""
+
+    @property
+    def name(self) -> str:
+        """How a person names it: its first statement and its line (from 1)."""
+        head = next((ln.strip() for ln in self.code.splitlines() if _is_code(ln)), "")
+        if len(head) > 40:
+            head = head[:39] + "…"
+        return f"`{head}` at line {self.first + 1}" if head else f"line {self.first + 1}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    dependent: Dependent
+    after: str
+    """pass | fail | not run."""
+    error: str = ""
+    """What it raised, in one line."""
+    text: str = ""
+    """What it raised, traceback included (for the model)."""
+
+    @property
+    def kind(self) -> str:
+        """PASS_TO_PASS, PASS_TO_FAIL, FAIL_TO_PASS, FAIL_TO_FAIL; NEW_… when never recorded."""
+        before = (self.dependent.before or "new").upper()
+        return f"{before}_TO_{self.after.upper().replace(' ', '_')}"
+
+
+@dataclass
+class Check:
+    """What checking one candidate against its dependents came to."""
+
+    status: str
+    """checked | over budget | not checked (why in `message`)."""
+    verdicts: list[Verdict] = field(default_factory=list)
+    message: str = ""
+    seconds: float = 0.0
+    """Wall time of the check, its kernel's start included."""
+    start: float = 0.0
+    """Of which its kernel's start."""
+
+    @property
+    def regressions(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.kind == "PASS_TO_FAIL"]
+
+    @property
+    def label(self) -> str:
+        """What the check says in a code action's title or a message."""
+        if self.status != "checked":
+            return f"not checked against dependents: {self.message}"
+        broken = self.regressions
+        if broken:
+            named = "; ".join(f"{v.dependent.name}: {v.error}" for v in broken[:2])
+            more = f" (and {len(broken) - 2} more)" if len(broken) > 2 else ""
+            return f"breaks {named}{more}"
+        kept = sum(1 for v in self.verdicts if v.kind == "PASS_TO_PASS")
+        fixed = sum(1 for v in self.verdicts if v.kind == "FAIL_TO_PASS")
+        if not self.verdicts:
+            return "verified: no cell depends on it"
+        parts = [
+            f"{kept} dependent cell still passes"
+            if kept == 1
+            else f"{kept} dependent cells still pass"
+        ]
+        if fixed:
+            parts.append(f"{fixed} now pass{'es' if fixed == 1 else ''}")
+        return "verified: " + ", ".join(parts)
+
+    def for_model(self) -> str:
+        """The regressions, as the next request tells the model."""
+        said = [
+            f"It ran clean, but broke {v.dependent.name}, which passed before and reads what "
+            f"this code defines:\n```python\n{v.dependent.code.rstrip()}\n```\n{v.text.rstrip()}"
+            for v in self.regressions
+        ]
+        return "\n\n".join(said)
+
+
+def budget_for(
+    pieces: Sequence[float | None], setting: float | None, minimum: float = MIN_BUDGET
+) -> float:
+    """Seconds the check may take once its kernel started: the setting, else twice the
+    recorded time of the cells it runs (a cell never recorded: `UNKNOWN_SECONDS`)."""
+    if setting is not None:
+        return setting
+    total = sum(UNKNOWN_SECONDS if s is None else s for s in pieces)
+    return max(2 * total, minimum)
+
+
+async def check(
+    make_kernel: Callable[[], Kernel],
+    path: str,
+    above: Sequence[Code],
+    fixed: Code,
+    dependents: Sequence[Dependent],
+    budget: float,
+    request: Callable[[str, str, int], RunRequest],
+    cancel: asyncio.Event,
+) -> Check:
+    """Run `above`, `fixed` and the `dependents` in a kernel of their own, started here and
+    shut down before this returns, within `budget` seconds once it started."""
+    began = time.perf_counter()
+    if not dependents:
+        return Check("checked", seconds=0.0)
+    kernel = make_kernel()
+    verdicts: list[Verdict] = []
+
+    async def runs() -> Check | None:
+        for piece in above:  # as they stand: one that fails does not stop the check
+            await kernel.execute(request(piece.code, path, piece.first), cancel=cancel)
+        ran = await kernel.execute(request(fixed.code, path, fixed.first), cancel=cancel)
+        if ran.status != RunStatus.OK:
+            why = ran.error.message if ran.error else ran.note or ran.status.value
+            return _ended(
+                began,
+                "not checked",
+                "it does not run clean in a fresh kernel after the cells above "
+                f"(does it rely on the kernel's state?): {why}",
+            )
+        for dependent in dependents:
+            outcome = await kernel.execute(
+                request(dependent.code, path, dependent.first), cancel=cancel
+            )
+            if outcome.status == RunStatus.CANCELLED:
+                return _ended(began, "not checked", "cancelled")
+            if outcome.status == RunStatus.OK:
+                verdicts.append(Verdict(dependent, PASS))
+                continue
+            failed = outcome.error
+            headline = failed.message if failed else outcome.note or outcome.status.value
+            text = error_text(failed.message, failed.text) if failed else headline
+            verdicts.append(Verdict(dependent, FAIL, headline, text))
+        return None
+
+    started = 0.0
+    try:
+        await kernel.start()
+        started = time.perf_counter() - began
+        ended = await asyncio.wait_for(runs(), budget)
+        if ended is not None:
+            ended.start = started
+            return ended
+    except asyncio.TimeoutError:
+        ended = _ended(began, "over budget", f"over the {budget:.1f} s budget", verdicts)
+    except Exception as exc:  # the second kernel did not start (or died): said, not hidden
+        ended = _ended(began, "not checked", f"the check's kernel failed: {exc}", verdicts)
+    else:
+        ended = None
+    finally:
+        _end(kernel)  # nothing in it is kept: killed, and the answer does not wait for it
+    ended = ended or _ended(began, "checked", "", verdicts)
+    ended.start, ended.seconds = started, time.perf_counter() - began
+    return ended
+
+
+_ENDING: set[asyncio.Task[None]] = set()
+"""Check kernels being killed (jupyter_client waits a poll interval, 0.1 s, for the exit)."""
+
+
+def _end(kernel: Kernel) -> None:
+    async def kill() -> None:
+        with contextlib.suppress(Exception):
+            await kernel.kill()
+
+    task = asyncio.ensure_future(kill())
+    _ENDING.add(task)
+    task.add_done_callback(_ENDING.discard)
+
+
+async def ended() -> None:
+    """Wait until every check's kernel is gone (a server or `runfix run` ending waits)."""
+    while _ENDING:
+        await asyncio.gather(*_ENDING, return_exceptions=True)
+
+
+def _ended(began: float, status: str, message: str, verdicts: list[Verdict] | None = None) -> Check:
+    return Check(status, verdicts or [], message, time.perf_counter() - began)
+
+
+# -- deletion-style candidates ---------------------------------------------------------------
+
+
+def deletion_style(original: str, candidate: str) -> str | None:
+    """How `candidate` makes the error go away by removing what failed, if it does: it only
+    deletes statements, silences them (`try/except: pass`), or returns early."""
+    try:
+        before, after = ast.parse(original), ast.parse(candidate)
+    except SyntaxError:
+        return None
+    old, new = _leaves(before), _leaves(after)
+    if len(new) < len(old) and _subsequence(new, old):
+        return "only deletes the failing code"
+    if _silencers(after) > _silencers(before):
+        return "silences the error (try/except: pass)"
+    if _early_returns(after) > _early_returns(before):
+        return "returns early"
+    return None
+
+
+def _leaves(tree: ast.AST) -> list[str]:
+    """The simple statements (no body of their own), in order, as their ASTs."""
+    compound: tuple[type[ast.stmt], ...] = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    compound += (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+    compound += (ast.Match,)
+    return [
+        ast.dump(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt)
+        and not isinstance(node, (*compound, ast.Pass))
+        and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+    ]
+
+
+def _subsequence(short: list[str], long: list[str]) -> bool:
+    rest = iter(long)
+    return all(any(item == other for other in rest) for item in short)
+
+
+def _silencers(tree: ast.AST) -> int:
+    """Exception handlers that do nothing."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ExceptHandler)
+        and all(
+            isinstance(s, (ast.Pass, ast.Continue))
+            or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+            for s in node.body
+        )
+    )
+
+
+def _early_returns(tree: ast.AST) -> int:
+    """`return` (of nothing or a constant) under an `if`: a way out before the work."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If)
+        for s in node.body
+        if isinstance(s, ast.Return) and (s.value is None or isinstance(s.value, ast.Constant))
+    )
+
+
+def _is_code(line: str) -> bool:
+    text = line.strip()
+    return bool(text) and not text.startswith("#")
