@@ -195,8 +195,10 @@ class DocumentMap:
         self.lines: Sequence[str] = lines
         self._starts: list[int] | None = None
         self._memo: dict[str, CellFlow] = {}
-        self._closure: list[frozenset[str]] | None = None
-        self._closure_of: tuple[CellFlow, ...] = ()
+        """Analyses by cell text: an edit re-reads only the cells it changed."""
+        self._flows: dict[int, CellFlow] = {}
+        self._affected: dict[tuple[int, frozenset[str]], dict[int, str]] = {}
+        """Both for the text as it is now: dropped by an edit."""
 
     # -- cells ----------------------------------------------------------------------------
 
@@ -210,6 +212,7 @@ class DocumentMap:
     def reset(self, lines: Sequence[str]) -> None:
         """The document is `lines` now (its cells found again when asked)."""
         self.lines, self._starts = lines, None
+        self._flows, self._affected = {}, {}
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -228,12 +231,16 @@ class DocumentMap:
         return "".join(self.lines[first : last + 1])
 
     def flow(self, index: int) -> CellFlow:
+        found = self._flows.get(index)
+        if found is not None:
+            return found
         code = self.code(index)
         found = self._memo.get(code)
         if found is None:
             if len(self._memo) > 4 * len(self.starts) + 64:
                 self._memo.clear()  # texts of cells long edited away
             found = self._memo[code] = analyse(code)
+        self._flows[index] = found
         return found
 
     # -- edits ----------------------------------------------------------------------------
@@ -258,47 +265,56 @@ class DocumentMap:
             at = bisect.bisect_right(starts, first)
             starts[at:] = [s + delta for s in starts[at:]]
         self.lines = lines
+        self._flows, self._affected = {}, {}
 
     # -- dataflow -------------------------------------------------------------------------
 
-    def _reads_closure(self) -> list[frozenset[str]]:
-        """Per cell, every name its results depend on: what it reads, and what the cells
-        above it that define those names read, transitively (unknown cells: None-like,
-        their closure is every name, see `depends`)."""
-        flows = tuple(self.flow(i) for i in range(len(self.starts)))
-        if self._closure is not None and flows == self._closure_of:
-            return self._closure
-        closure: list[frozenset[str]] = []
-        definers: dict[str, list[int]] = {}
-        for index, flow in enumerate(flows):
-            names = set(flow.reads)
-            for name in flow.reads:
-                for above in definers.get(name, ()):
-                    names |= closure[above]
-            closure.append(frozenset(names))
-            for name in flow.defines:
-                definers.setdefault(name, []).append(index)
-        self._closure, self._closure_of = closure, flows
-        return closure
+    def affected(self, above: int, changed: frozenset[str] | None) -> dict[int, str] | None:
+        """The cells below `above` that depend on a change there of the names `changed`
+        (and of what it defines now), each with the name it depends by; None: every cell
+        below (the change's names are not known, or its cell does not parse).
+
+        One pass down the cells in file order: a cell that reads a changed name is affected
+        and what it defines changes too; one that is not and defines a name anew hides the
+        change from the cells below it. A cell that does not parse is affected ("?")."""
+        source = self.flow(above)
+        if changed is None or not source.parsed:
+            return None
+        key = (above, changed)
+        found = self._affected.get(key)
+        if found is not None:
+            return found
+        tainted = set(changed | source.defines)
+        found = {}
+        for index in range(above + 1, len(self.starts)):
+            flow = self.flow(index)
+            if not flow.parsed:
+                found[index] = "?"
+                continue
+            hit = flow.reads & tainted
+            if hit:
+                found[index] = min(hit)
+                tainted |= flow.defines
+            else:
+                tainted -= flow.defines
+        self._affected[key] = found
+        return found
 
     def depends(self, index: int, changed: frozenset[str] | None, above: int) -> str | None:
         """The name by which cell `index` depends on a change, in cell `above` (a cell
-        before it), of the names `changed`; None if it does not. A cell that does not parse,
-        on either side, or a change of unknown names, depends: nothing says it does not."""
-        if changed is None or not self.flow(index).parsed or not self.flow(above).parsed:
-            return "?"
-        hit = self._reads_closure()[index] & (changed | self.flow(above).defines)
-        return min(hit) if hit else None
+        before it), of the names `changed`; None if it does not; "?" when nothing says it
+        does not (a cell that does not parse, on either side, or names not known)."""
+        affected = self.affected(above, changed)
+        return "?" if affected is None else affected.get(index)
 
     def dependents(self, index: int, also: frozenset[str] = frozenset()) -> list[int]:
         """The cells below `index` that read what it defines (or the names `also`: what it
-        defined before an edit), directly or through the cells between: in file order."""
-        defines = self.flow(index).defines | also
-        return [
-            i
-            for i in range(index + 1, len(self.starts))
-            if self.depends(i, defines, index) is not None
-        ]
+        defined before an edit), directly or through the cells between, in file order (not
+        those that do not parse: they cannot run)."""
+        affected = self.affected(index, also)
+        if affected is None:
+            return list(range(index + 1, len(self.starts)))
+        return sorted(i for i, name in affected.items() if name != "?")
 
 
 def _starts(lines: Sequence[str]) -> list[int]:

@@ -778,13 +778,18 @@ def _defined_before(
     flow: DocumentMap, results: DocumentResults | None, change: LineChange
 ) -> frozenset[str] | None:
     """What the cell `change` edits defined before it (its map not yet moved by it). Not
-    read when it cannot matter: a document of one cell, or a cell a front already holds the
-    names of (typing on: the front's names are those from before the first keystroke)."""
-    if len(flow) == 1 or results is None or not results.fronts:
-        return (
-            frozenset() if len(flow) == 1 else flow.flow(flow.index(change.first)).defines_or_none
-        )
+    read when it cannot matter: no result below the change, a document of one cell, or a
+    cell a front already holds the names of (typing on: the front's names are those from
+    before the first keystroke)."""
+    if results is None or not results.count():
+        return None
+    if change.first >= results.item(results.count() - 1).first:
+        return None  # no result below it: no front comes of it
+    if len(flow) == 1:
+        return frozenset()
     cell = flow.index(change.first)
+    if not results.fronts:
+        return flow.flow(cell).defines_or_none
     for front in results.fronts:
         if front.names is not None and flow.index(front.line) == cell:
             return frozenset()

@@ -111,14 +111,17 @@ def test_a_cell_run_again_marks_its_readers_only() -> None:
     assert sorted(_stale(store)) == [10]  # d reads y; c and e do not
 
 
-def test_an_edit_in_a_comment_or_a_new_cell_moves_the_map() -> None:
+def test_a_new_cell_moves_the_map_and_a_name_defined_anew_hides_a_change() -> None:
     lines = TEXT.splitlines(True)
     store = _ran(lines)
     added = ["# %% new\n", "rate = 5\n"]
-    now = [*added, *lines]  # a cell above all: defines rate
+    now = [*added, *lines]  # a cell above all that defines rate: cell a defines it anew
     store.edit("u", 2, [line_change(0, 0, "".join(added))], now)
     flow = store.map("u")
     assert flow is not None and flow.starts == [0, 2, 4, 6, 9, 11, 13]
+    assert _stale(store) == {}  # b and d read a's rate, as before
+    edited = [*now[:3], "rate = 4\n", *now[4:]]  # cell a, two lines down now
+    store.edit("u", 3, [line_change(3, 3, "4", deleted=True)], edited)
     assert sorted(_stale(store)) == [8, 12]  # b and d, two lines down
 
 
