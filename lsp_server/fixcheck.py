@@ -85,7 +85,7 @@ class Check:
     """What checking one candidate against its dependents came to."""
 
     status: str
-    """checked | over budget | not checked (why in `message`)."""
+    """checked | over budget | not checked (why in `message`) | cancelled."""
     verdicts: list[Verdict] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
@@ -163,6 +163,8 @@ async def check(
         for piece in above:  # as they stand: one that fails does not stop the check
             await kernel.execute(request(piece.code, path, piece.first), cancel=cancel)
         ran = await kernel.execute(request(fixed.code, path, fixed.first), cancel=cancel)
+        if cancel.is_set():
+            return _ended(began, "cancelled", "cancelled")
         if ran.status != RunStatus.OK:
             why = ran.error.message if ran.error else ran.note or ran.status.value
             return _ended(
@@ -175,8 +177,8 @@ async def check(
             outcome = await kernel.execute(
                 request(dependent.code, path, dependent.first), cancel=cancel
             )
-            if outcome.status == RunStatus.CANCELLED:
-                return _ended(began, "not checked", "cancelled")
+            if cancel.is_set():
+                return _ended(began, "cancelled", "cancelled")
             if outcome.status == RunStatus.OK:
                 verdicts.append(Verdict(dependent, PASS))
                 continue

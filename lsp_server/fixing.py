@@ -217,6 +217,8 @@ class Fixer:
             outcome = await self.run(candidate)
             if outcome.status == RunStatus.OK:
                 checked = await self.verify(candidate) if self.verify is not None else None
+                if checked is not None and checked.status == "cancelled":
+                    return FixResult("cancelled", attempts=number, message="cancelled", tried=tried)
                 flag = deletion_style(code, candidate)
                 result = FixResult("fixed", candidate, outcome, number, tried=tried)
                 result.check, result.flag = checked, flag
