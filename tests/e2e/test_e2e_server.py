@@ -77,6 +77,7 @@ async def test_code_actions_offer_cell_selection_and_file(
         "Run selection",
         "Run file",
         "Run and fix selection",
+        "Run dependents (1 cell)",  # cell two reads the x cell one defines
     ]
     assert not quickfix_only
     run_cell = action_command((at_cursor or [])[0])

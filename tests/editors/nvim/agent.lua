@@ -6,7 +6,6 @@
 local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
 harness.run(function(report)
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
   report.questions = {}
   vim.ui.select = function(items, opts, on_choice)
     table.insert(report.questions, opts.prompt)
@@ -17,14 +16,7 @@ harness.run(function(report)
     end
     on_choice(nil)
   end
-  local runfix = require("runfix")
-  runfix.setup({
-    cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
-    settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
-  })
-  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
-  vim.bo.filetype = "python"
-  report.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
+  local runfix = harness.open(report)
   report.attached = vim.wait(20000, function()
     local client = runfix.client(0)
     return client ~= nil and client.initialized

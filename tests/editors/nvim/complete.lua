@@ -5,15 +5,7 @@
 local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
 harness.run(function(report)
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
-  local runfix = require("runfix")
-  runfix.setup({
-    cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
-    settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
-  })
-  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
-  vim.bo.filetype = "python"
-  report.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
+  local runfix = harness.open(report)
   local static = vim.lsp.start_client({
     name = "basedpyright",
     cmd = { os.getenv("RUNFIX_NVIM_STATIC"), "--stdio" },
