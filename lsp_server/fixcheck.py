@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -124,7 +125,8 @@ class Check:
         """The regressions, as the next request tells the model."""
         said = [
             f"It ran clean, but broke {v.dependent.name}, which passed before and reads what "
-            f"this code defines:\n```python\n{v.dependent.code.rstrip()}\n```\n{v.text.rstrip()}"
+            f"this code defines:\n{textwrap.indent(v.dependent.code.rstrip(), '    ')}\n"
+            f"{v.text.rstrip()}"
             for v in self.regressions
         ]
         return "\n\n".join(said)
