@@ -198,7 +198,10 @@ class AgentDoor:
     async def _may_run(self, folder: Path, agent: str) -> None:
         settings = await self.session.settings(folder)
         if not self.session.may_start(folder, settings):
-            raise AgentError(f"{folder} is not trusted in the editor: nothing runs there")
+            raise AgentError(
+                f"{folder} is not trusted: nothing runs there (the user decides that in the "
+                "editor or with `runfix trust`; an agent cannot)"
+            )
         if folder in self._allowed:
             return
         pending = self._asking.get(folder)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from tests.conftest import (
 from tests.support.agent_client import agent, tool
 
 ALLOW = "Allow for this session"
+# A state folder where nothing is trusted (the shared one trusts the temp folder).
+UNTRUSTING = {**SERVER_ENV, "XDG_STATE_HOME": tempfile.mkdtemp(prefix="runfix-agents-state-")}
 
 
 async def test_an_agents_run_lands_in_the_editors_kernel_inline_and_recorded(
@@ -231,3 +234,40 @@ async def test_two_agents_on_two_folders_do_not_cross(editor: Any, tmp_path: Pat
         "runfix: agent-one",
         "runfix: agent-two",
     ]  # consent is per folder
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=UNTRUSTING))
+async def stranger(lsp_client: LanguageClient) -> Any:
+    """An editor's `runfix serve` whose user has trusted nothing (and dismisses the question)."""
+    editor_like(lsp_client)
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 30)
+
+
+async def test_an_untrusted_folder_runs_nothing_for_an_agent(stranger: Any, folder: Path) -> None:
+    """The editor holds a folder its user has not trusted: the agent's run is refused before
+    anyone is asked to allow it (an agent can never ask for trust), and nothing ran."""
+    await stranger.initialize_session(init_params(folder, "neovim@v0.11.0"))
+    stranger.answer = ALLOW  # would allow the agent, were it asked
+    sign = folder / "ran"
+    (folder / "job.py").write_text(f"open({str(sign)!r}, 'w').close()\n")
+    async with agent() as session:
+        snippet = await tool(session, "run_code", folder=str(folder), code="print('hi')")
+        on_disk = await tool(session, "run_file", path=str(folder / "job.py"))
+    assert "is not trusted" in snippet["error"] and "is not trusted" in on_disk["error"]
+    assert not sign.exists()
+    assert not any("wants to run code" in q.message for q in stranger.questions)
+
+
+async def test_runfix_mcp_alone_runs_nothing_in_an_untrusted_folder(tmp_path: Path) -> None:
+    """No editor: the folder's trust, decided earlier, is the user's word; undecided is no."""
+    project = tmp_path / "unknown"
+    project.mkdir()
+    (project / ".git").mkdir()
+    sign = tmp_path / "ran"
+    (project / "job.py").write_text(f"open({str(sign)!r}, 'w').close()\n")
+    async with agent(env=UNTRUSTING) as session:
+        said = await tool(session, "run_file", path=str(project / "job.py"))
+    assert "is not trusted" in said["error"], said
+    assert not sign.exists()
+    assert not (project / ".runfix").exists()  # not even a record made there

@@ -17,10 +17,13 @@ from tests.conftest import SERVER_ENV
 
 
 @asynccontextmanager
-async def agent(name: str = "test-agent") -> AsyncIterator[ClientSession]:
-    """`runfix mcp` started as an agent client starts it, connected and initialized."""
+async def agent(
+    name: str = "test-agent", env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """`runfix mcp` started as an agent client starts it (in the servers' environment, or
+    `env`), connected and initialized."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "lsp_server", "mcp"], env=dict(SERVER_ENV)
+        command=sys.executable, args=["-m", "lsp_server", "mcp"], env=dict(env or SERVER_ENV)
     )
     me = Implementation(name=name, version="1")
     async with (
