@@ -4,20 +4,12 @@
 local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
 harness.run(function(report)
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
   report.opened = {}
   vim.ui.open = function(url)
     table.insert(report.opened, url)
     return { wait = function() return { code = 0 } end }
   end
-  local runfix = require("runfix")
-  runfix.setup({
-    cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
-    settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
-  })
-  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
-  vim.bo.filetype = "python"
-  report.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
+  local runfix = harness.open(report)
   report.attached = vim.wait(20000, function()
     return runfix.client(0) ~= nil
   end, 50)
