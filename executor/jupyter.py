@@ -123,6 +123,10 @@ DIED_NOTE = (
 )
 
 
+class NotReady(ExecutorUnavailable):
+    """The kernel did not answer `kernel_info` in time."""
+
+
 class JupyterKernel(ABC, Generic[C]):
     """The run loop, the queue and the lifecycle; where the kernel lives is the subclass's."""
 
@@ -368,14 +372,15 @@ class JupyterKernel(ABC, Generic[C]):
             raise
         self._state = ExecutorState.IDLE
 
-    async def _connect(self, kc: KernelClient) -> None:
-        """Take a started client: wait for the kernel, then load runfix's helper into it."""
+    async def _connect(self, kc: KernelClient, ready_within: float | None = None) -> None:
+        """Take a started client: wait for the kernel (`ready_within` seconds, else the start
+        timeout), then load runfix's helper into it."""
         self._disconnect()
         try:
-            await kc.wait_for_ready(timeout=self.startup_timeout)
+            await kc.wait_for_ready(timeout=ready_within or self.startup_timeout)
         except RuntimeError as exc:
             kc.stop_channels()
-            raise ExecutorUnavailable(f"The kernel did not start: {exc}") from exc
+            raise NotReady(f"The kernel did not start: {exc}") from exc
         self._kc = kc
         await self._load_helper(kc)
 

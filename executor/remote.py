@@ -47,7 +47,7 @@ from executor.base import ExecutorUnavailable
 from executor.configs import RemoteConfig
 from executor.events import RunRequest, RunStatus
 from executor.install import InstallResult, take_line
-from executor.jupyter import JupyterKernel, Say
+from executor.jupyter import JupyterKernel, NotReady, Say
 from executor.kernel_socket import KernelSocket, _short
 from executor.owner import owner, owner_alive
 
@@ -69,6 +69,9 @@ RECONNECT_PATIENCE = 30.0
 cannot be reached (reconnecting goes on)."""
 CHECK_TIMEOUT = 5.0
 """Seconds the question "do you still have the kernel?" may take before a run."""
+ATTACH_PATIENCE = 2.0
+"""Seconds a new WebSocket session waits for the kernel's first answer before another is
+opened (doubling, up to the start timeout)."""
 
 
 class _Gone(Exception):
@@ -399,7 +402,30 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         return urlunsplit((scheme, parts.netloc, path, "", ""))
 
     async def _attach(self) -> None:
-        """A new WebSocket session to the kernel; then wait for it and load the helper."""
+        """A new WebSocket session to the kernel; then wait for it and load the helper.
+
+        A session opened while the server restarts the kernel can be left on the ports of the
+        process that died (Jupyter Server binds a session's streams to the ports of the moment,
+        and a kernel that dies soon after its start comes back on new ones): it is never
+        answered. So a session the kernel does not answer within `ATTACH_PATIENCE` seconds
+        (doubling) is replaced by a new one, until the start timeout."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self.startup_timeout
+        patience = ATTACH_PATIENCE
+        while True:
+            left = until - loop.time()
+            try:
+                await self._attach_once(min(patience, left))
+                return
+            except NotReady:
+                if patience >= left:
+                    raise
+            log.info(
+                "kernel %s on %s did not answer: a new session", self._kernel_id, self.config.host
+            )
+            patience *= 2
+
+    async def _attach_once(self, ready_within: float) -> None:
         self._stop_reconnecting()
         link = KernelSocket(self._socket_url(), self._headers(), self._tls(), self._dropped)
         try:
@@ -415,15 +441,15 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             raise ExecutorUnavailable(self._no_answer(exc)) from None
         self._socket = link
         self._unreachable = None
-        await self._connect(link)
+        await self._connect(link, ready_within)
 
-    async def _connect(self, kc: Any) -> None:
+    async def _connect(self, kc: Any, ready_within: float | None = None) -> None:
         """As every kernel's, but the helper is sent right behind kernel_info instead of
         after its answer (the kernel takes them in order): a start waits one round trip
         fewer."""
         self._preload = asyncio.ensure_future(super()._load_helper(kc))
         try:
-            await super()._connect(kc)
+            await super()._connect(kc, ready_within)
         finally:
             preload, self._preload = self._preload, None
             if preload is not None:
@@ -491,9 +517,14 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         """Restart the kernel on the server; a new one when the server no longer has it."""
         began = time.perf_counter()
         self._stop_reconnecting()
+        said = self._socket.kernel_restarted if self._socket is not None else None
         self._disconnect()
         self._socket = None
-        if self._kernel_id is not None and self._gone is None:
+        if said in ("restarting", "restarted") and self._gone is None:
+            # The server restarted it itself (its own restarter, JupyterLab): a fresh kernel
+            # already, or soon; restarting it again would race that restart.
+            pass
+        elif self._kernel_id is not None and self._gone is None:
             path = f"/api/kernels/{self._kernel_id}"
             try:
                 await self._request("POST", f"{path}/restart", timeout=self.startup_timeout)

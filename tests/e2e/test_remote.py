@@ -386,3 +386,53 @@ async def test_the_server_closing_the_websocket_mid_run_loses_nothing(
         assert "lost the WebSocket" in caplog.text and "reconnected to kernel" in caplog.text
     finally:
         await kernel.shutdown()
+
+
+async def test_a_kernel_that_dies_as_it_starts_is_restarted_by_the_server_alone(
+    folder: Path, jupyter_server: JupyterServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the executor: the server restarts a dead kernel itself (one that dies in its
+    first seconds comes back on new ports). runfix does not restart it a second time (the
+    two restarts raced: a run after them was never answered) and the next run answers."""
+    kernel = remote.RemoteKernel(folder, RemoteConfig(jupyter_server.url, TOKEN_ENV))
+    sent: list[str] = []
+    request_as_is = kernel._request
+
+    async def request(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(f"{method} {path}")
+        return await request_as_is(method, path, *args, **kwargs)
+
+    monkeypatch.setattr(kernel, "_request", request)
+    doc = str(folder / "d.py")
+    try:
+        assert (await kernel.execute(RunRequest("x = 1", doc))).status == RunStatus.OK
+        dying = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
+        died = await asyncio.wait_for(kernel.execute(RunRequest(dying, doc)), 60)
+        assert died.status == RunStatus.DIED and "the server restarted it" in died.note, died
+        after = await asyncio.wait_for(kernel.execute(RunRequest("'x' in dir()", doc)), 60)
+        assert after.status == RunStatus.OK, after
+        assert [e.data["text/plain"] for e in after.events if isinstance(e, Value)] == ["False"]
+        assert not [s for s in sent if s.endswith("/restart")], sent
+    finally:
+        await kernel.shutdown()
+
+
+async def test_a_session_the_kernel_does_not_answer_is_replaced(
+    folder: Path,
+    jupyter_server: JupyterServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """At the executor: a WebSocket session left on a dead process's ports is never
+    answered; one not answered within `ATTACH_PATIENCE` (shortened here to less than any
+    answer takes) is replaced by a new one, waiting twice as long, and the kernel starts."""
+    caplog.set_level("INFO", logger="executor.remote")
+    monkeypatch.setattr(remote, "ATTACH_PATIENCE", 0.0005)
+    kernel = remote.RemoteKernel(folder, RemoteConfig(jupyter_server.url, TOKEN_ENV))
+    try:
+        outcome = await kernel.execute(RunRequest("6 * 7", str(folder / "d.py")))
+        assert outcome.status == RunStatus.OK
+        assert [e.data["text/plain"] for e in outcome.events if isinstance(e, Value)] == ["42"]
+        assert "did not answer: a new session" in caplog.text
+    finally:
+        await kernel.shutdown()
