@@ -241,6 +241,30 @@ async def client(lsp_client: LanguageClient) -> Any:
     """
     editor_like(lsp_client)
     yield
+    await end_session(lsp_client)
+
+
+# A state folder where nothing is trusted until a test says so (the shared one trusts the
+# temp folder). In the environment: this module may load twice (`conftest`, `tests.conftest`).
+UNTRUSTED_STATE = Path(
+    os.environ.setdefault(
+        "RUNFIX_TEST_UNTRUSTED_STATE", tempfile.mkdtemp(prefix="runfix-untrusted-state-")
+    )
+)
+UNTRUSTED_ENV = {**SERVER_ENV, "XDG_STATE_HOME": str(UNTRUSTED_STATE)}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=UNTRUSTED_ENV))
+async def stranger(lsp_client: LanguageClient) -> Any:
+    """A real `runfix serve` whose user has trusted nothing (`UNTRUSTED_STATE`), driven as
+    `client` is."""
+    editor_like(lsp_client)
+    yield
+    await end_session(lsp_client)
+
+
+async def end_session(lsp_client: LanguageClient) -> None:
+    """Shut a test's server down (a fixture's teardown)."""
     if lsp_client.capabilities is None:
         # Skipped or failed before `initialize` (no Docker engine here, say): shutdown_session
         # sends nothing then, and pytest-lsp would wait for a server that was never told to exit.

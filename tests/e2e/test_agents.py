@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.conftest import (
     SERVER,
     SERVER_ENV,
+    UNTRUSTED_ENV,
     editor_like,
     hints,
     hover_text,
@@ -29,8 +29,6 @@ from tests.conftest import (
 from tests.support.agent_client import agent, tool
 
 ALLOW = "Allow for this session"
-# A state folder where nothing is trusted (the shared one trusts the temp folder).
-UNTRUSTING = {**SERVER_ENV, "XDG_STATE_HOME": tempfile.mkdtemp(prefix="runfix-agents-state-")}
 
 
 async def test_an_agents_run_lands_in_the_editors_kernel_inline_and_recorded(
@@ -236,14 +234,6 @@ async def test_two_agents_on_two_folders_do_not_cross(editor: Any, tmp_path: Pat
     ]  # consent is per folder
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=UNTRUSTING))
-async def stranger(lsp_client: LanguageClient) -> Any:
-    """An editor's `runfix serve` whose user has trusted nothing (and dismisses the question)."""
-    editor_like(lsp_client)
-    yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 30)
-
-
 async def test_an_untrusted_folder_runs_nothing_for_an_agent(stranger: Any, folder: Path) -> None:
     """The editor holds a folder its user has not trusted: the agent's run is refused before
     anyone is asked to allow it (an agent can never ask for trust), and nothing ran."""
@@ -266,7 +256,7 @@ async def test_runfix_mcp_alone_runs_nothing_in_an_untrusted_folder(tmp_path: Pa
     (project / ".git").mkdir()
     sign = tmp_path / "ran"
     (project / "job.py").write_text(f"open({str(sign)!r}, 'w').close()\n")
-    async with agent(env=UNTRUSTING) as session:
+    async with agent(env=UNTRUSTED_ENV) as session:
         said = await tool(session, "run_file", path=str(project / "job.py"))
     assert "is not trusted" in said["error"], said
     assert not sign.exists()

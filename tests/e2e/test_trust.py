@@ -16,7 +16,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import ipykernel
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from executor import install as installer
 from executor.trust import Choice, TrustStore
@@ -34,7 +33,8 @@ from lsp_server.outputs.bundles import OutputFiles, latest_images
 from lsp_server.record.store import RecordedOutput, RecordedRun, RunRecord
 from tests.conftest import (
     SERVER,
-    SERVER_ENV,
+    UNTRUSTED_ENV,
+    UNTRUSTED_STATE,
     editor_like,
     hints,
     init_params,
@@ -43,9 +43,8 @@ from tests.conftest import (
     run,
 )
 
-# A state folder of these tests' own: nothing is trusted in it until a test says so.
-STATE = Path(tempfile.mkdtemp(prefix="runfix-trust-state-"))
-ENV = {**SERVER_ENV, "XDG_STATE_HOME": str(STATE)}
+# Their servers' state folder: nothing is trusted in it until a test says so.
+STATE, ENV = UNTRUSTED_STATE, UNTRUSTED_ENV
 DOC = "# %%\nx = 6 * 7\nx\n"
 
 
@@ -73,14 +72,6 @@ def hostile(folder: Path) -> Path:
     for module in ("ipykernel_launcher", "runpy", "pip"):
         (folder / f"{module}.py").write_text(leaves(module))
     return marks
-
-
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=ENV))
-async def stranger(lsp_client: LanguageClient) -> Any:
-    """A real `runfix serve` whose user has trusted nothing, as an editor would drive it."""
-    editor_like(lsp_client)
-    yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 30)
 
 
 def untrusted_params(folder: Path, client: str, options: dict[str, Any] | None = None) -> Any:
