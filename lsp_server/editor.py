@@ -141,6 +141,13 @@ class Editor(Protocol):
         """Apply one edit to the document as it was at `version` (one undo step)."""
         ...
 
+    async def apply_file(
+        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+    ) -> bool:
+        """Apply one edit to another file of the folder (a module a fix goes into), if it
+        still holds `lines` (as read when the fix began); open in the editor or not."""
+        ...
+
     def progress(self, cancel: asyncio.Event) -> AbstractAsyncContextManager[Progress]:
         """Progress for a long piece of work; cancelling it (where the editor can) sets
         `cancel`."""

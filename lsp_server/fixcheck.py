@@ -22,12 +22,14 @@ import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from executor.events import RunRequest, RunStatus
 from executor.jupyter import Kernel
 from lsp_server.model.context import error_text
 
 PASS, FAIL = "pass", "fail"
+_KINDS = ("PASS_TO_PASS", "FAIL_TO_PASS", "FAIL_TO_FAIL", "NEW_TO_PASS", "NEW_TO_FAIL")
 NOT_RUN = "not run"
 MIN_BUDGET = 2.0
 """Seconds at least, whatever the recorded times (a run's own cost is milliseconds)."""
@@ -108,18 +110,26 @@ class Check:
             named = "; ".join(f"{v.dependent.name}: {v.error}" for v in broken[:2])
             more = f" (and {len(broken) - 2} more)" if len(broken) > 2 else ""
             return f"breaks {named}{more}"
-        kept = sum(1 for v in self.verdicts if v.kind == "PASS_TO_PASS")
-        fixed = sum(1 for v in self.verdicts if v.kind == "FAIL_TO_PASS")
         if not self.verdicts:
             return "verified: no cell depends on it"
-        parts = [
-            f"{kept} dependent cell still passes"
-            if kept == 1
-            else f"{kept} dependent cells still pass"
-        ]
-        if fixed:
+        count = {kind: sum(1 for v in self.verdicts if v.kind == kind) for kind in _KINDS}
+        parts = []
+        if kept := count["PASS_TO_PASS"]:
+            parts.append(f"{kept} dependent cell{' still passes' if kept == 1 else 's still pass'}")
+        if fixed := count["FAIL_TO_PASS"]:
             parts.append(f"{fixed} now pass{'es' if fixed == 1 else ''}")
-        return "verified: " + ", ".join(parts)
+        if still := count["FAIL_TO_FAIL"]:
+            parts.append(f"{still} still fail{'s' if still == 1 else ''}, as before")
+        if fresh := count["NEW_TO_PASS"]:
+            parts.append(f"{fresh} that had not run pass{'es' if fresh == 1 else ''}")
+        parts += [
+            f"{v.dependent.name} fails after the fix ({v.error}); it had not run"
+            for v in self.verdicts
+            if v.kind == "NEW_TO_FAIL"
+        ][:2]
+        # "verified" only where a dependent had run before and every one that had still does
+        ran_before = any(v.dependent.before is not None for v in self.verdicts)
+        return ("verified: " if ran_before else "checked, nothing to compare: ") + ", ".join(parts)
 
     def for_model(self) -> str:
         """The regressions, as the next request tells the model."""
@@ -235,6 +245,64 @@ def _ended(began: float, status: str, message: str, verdicts: list[Verdict] | No
     return Check(status, verdicts or [], message, time.perf_counter() - began)
 
 
+# -- what the user last saw -------------------------------------------------------------------
+
+
+class _Ran(Protocol):
+    """A recorded run (`record.store.RecordedRun`), as far as the check reads it."""
+
+    @property
+    def first(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def code(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def duration(self) -> float: ...
+    @property
+    def error_line(self) -> int | None: ...
+
+
+def last_outcome(runs: Sequence[_Ran], code: str) -> tuple[str | None, float | None]:
+    """How `code` (a cell's lines) last ran, from recorded runs newest first, whatever
+    command ran it: a run of the cell, a selection holding it (its marker too), the file,
+    the cells above or its dependents. (pass | fail | None when no run reached it, its
+    recorded wall time.) In a run that failed, a cell before the failing line passed, one
+    after it did not run there, and the one holding it (or a run whose error was raised
+    outside its own lines: in a function elsewhere) failed."""
+    want = [line.rstrip() for line in code.rstrip("\n").split("\n")]
+    while want and not want[0].strip():
+        want.pop(0)
+    if not want:
+        return None, None
+    for run in runs:
+        ran = [line.rstrip() for line in run.code.rstrip("\n").split("\n")]
+        at = _find(ran, want)
+        if at is None:
+            continue
+        first = run.first + at
+        last = first + len(want) - 1
+        if run.status == "ok":
+            return PASS, run.duration
+        error = run.error_line
+        if error is not None and run.first <= error < first:
+            continue  # it failed before reaching these lines: they did not run in it
+        if error is not None and last < error <= run.last:
+            return PASS, run.duration
+        return FAIL, run.duration
+    return None, None
+
+
+def _find(lines: Sequence[str], want: Sequence[str]) -> int | None:
+    n = len(want)
+    for i in range(len(lines) - n + 1):
+        if lines[i] == want[0] and list(lines[i : i + n]) == list(want):
+            return i
+    return None
+
+
 # -- deletion-style candidates ---------------------------------------------------------------
 
 
@@ -289,14 +357,160 @@ def _silencers(tree: ast.AST) -> int:
 
 
 def _early_returns(tree: ast.AST) -> int:
-    """`return` (of nothing or a constant) under an `if`: a way out before the work."""
+    """`return` (of nothing or `None`) under an `if`: a way out before the work. (A
+    constant such as `return 0` for an empty list is an answer, often the fix itself.)"""
     return sum(
         1
         for node in ast.walk(tree)
         if isinstance(node, ast.If)
         for s in node.body
-        if isinstance(s, ast.Return) and (s.value is None or isinstance(s.value, ast.Constant))
+        if isinstance(s, ast.Return)
+        and (s.value is None or (isinstance(s.value, ast.Constant) and s.value.value is None))
     )
+
+
+# -- fixed means the failing code still runs --------------------------------------------------
+
+
+def still_runs(original: str, line: int, candidate: str) -> str | None:
+    """Why `candidate` does not keep the statement of `original` that raised at `line`
+    (1-based in `original`), else None: the statement — or one of its kind doing the same
+    job (the same names assigned, the same function called, a return in the same function)
+    — must still be there, and not under a handler that swallows every error. An argument
+    changed, a name's typo fixed, a guard added around it: all fine. What cannot be judged
+    (it does not parse; no statement at that line) is None."""
+    try:
+        before, after = ast.parse(original), ast.parse(candidate)
+    except SyntaxError:
+        return None
+    failing = _statement_at(before, line)
+    if failing is None or isinstance(failing, (ast.Raise, ast.Assert)):
+        return None  # the code's own raise or assert: a fix may well change it
+    shown = ast.get_source_segment(original, failing) or ""
+    shown = shown.strip().splitlines()[0] if shown.strip() else type(failing).__name__
+    if len(shown) > 60:
+        shown = shown[:59] + "…"
+    parents = _parents(after)
+    matches = [n for n in ast.walk(after) if _same_job(failing, n, before, after)]
+    if not matches:
+        return f"removes the failing line (`{shown}`)"
+    if all(_swallowed(n, parents) for n in matches):
+        return f"silences the error around `{shown}` (try/except that swallows it)"
+    return None
+
+
+def _statement_at(tree: ast.AST, line: int) -> ast.stmt | None:
+    """The innermost statement covering `line`."""
+    best: ast.stmt | None = None
+    for node in ast.walk(tree):
+        covers = isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or 0)
+        if covers and (best is None or _height(node) <= _height(best)):
+            best = node  # type: ignore[assignment]
+    return best
+
+
+def _height(node: ast.AST) -> int:
+    return (getattr(node, "end_lineno", None) or 0) - getattr(node, "lineno", 0)
+
+
+def _targets(node: ast.AST) -> set[str]:
+    """The names a statement assigns (a subscript or attribute counts as its base name)."""
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+    names: set[str] = set()
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+    return names
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _calls(node: ast.AST) -> set[str]:
+    return {c for n in ast.walk(node) if isinstance(n, ast.Call) and (c := _callee(n))}
+
+
+def _similar(a: str, b: str) -> bool:
+    import difflib
+
+    return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
+
+
+def _function_of(tree: ast.AST, node: ast.AST) -> str | None:
+    """The name of the innermost function holding `node`."""
+    holders = [
+        fn
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any(n is node for n in ast.walk(fn))
+    ]
+    if not holders:
+        return None
+    return min(holders, key=lambda fn: (fn.end_lineno or fn.lineno) - fn.lineno).name
+
+
+def _same_job(failing: ast.stmt, node: ast.AST, before: ast.AST, after: ast.AST) -> bool:
+    """Whether `node` (of the candidate) does what the failing statement did."""
+    if not isinstance(node, ast.stmt):
+        return False
+    if isinstance(failing, ast.Return):
+        return isinstance(node, ast.Return) and _function_of(before, failing) == _function_of(
+            after, node
+        )
+    wanted = _targets(failing)
+    if wanted:
+        return bool(wanted & _targets(node))
+    if isinstance(failing, ast.Expr) and isinstance(failing.value, ast.Call):
+        callee = _callee(failing.value)
+        if isinstance(node, (ast.Expr, ast.Assign, ast.Return)):
+            return any(_similar(callee, c) for c in _calls(node))
+        return False
+    if isinstance(failing, (ast.If, ast.While)):
+        return type(node) is type(failing)
+    return type(node) is type(failing) or bool(_calls(failing) & _calls(node))
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _swallowed(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether `node` sits in a `try` body whose handlers swallow everything it raises."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None:
+        in_body = isinstance(parent, ast.Try) and any(child is s for s in parent.body)
+        if in_body and any(_swallows(h) for h in parent.handlers):  # type: ignore[attr-defined]
+            return True
+        child, parent = parent, parents.get(id(parent))
+    return False
+
+
+def _swallows(handler: ast.ExceptHandler) -> bool:
+    """A handler that does nothing the user would notice (pass, continue, a constant, a
+    print of the error) and does not raise."""
+    if any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+        return False
+    for statement in handler.body:
+        if isinstance(statement, (ast.Pass, ast.Continue, ast.Break)):
+            continue
+        if isinstance(statement, ast.Expr) and (
+            isinstance(statement.value, ast.Constant)
+            or (isinstance(statement.value, ast.Call) and _callee(statement.value) == "print")
+        ):
+            continue
+        return False
+    return True
 
 
 def _is_code(line: str) -> bool:

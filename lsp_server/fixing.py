@@ -9,17 +9,30 @@ run, to confirm and to report.
 from __future__ import annotations
 
 import ast
+import builtins
+import difflib
+import os
 import re
+import stat
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from executor.events import RunOutcome, RunStatus, Variable
-from executor.safety import Finding, scan
-from lsp_server.cells import is_marker
-from lsp_server.fixcheck import Check, deletion_style
+from executor.events import Error, RunOutcome, RunStatus, Variable
+from executor.safety import Finding, scan, without_magics
+from executor.text import split_lines
+from lsp_server.cells import cell_at, code_of, is_marker, split_cells
+from lsp_server.fixcheck import Check, deletion_style, still_runs
 from lsp_server.model.client import ModelCancelled, ModelError
-from lsp_server.model.context import Attempt, ReplyError, error_text, extract_code, fix_messages
+from lsp_server.model.context import (
+    Attempt,
+    ReplyError,
+    answer_bound,
+    error_text,
+    extract_code,
+    fix_messages,
+)
 
 # -- offline fixes ----------------------------------------------------------------------
 
@@ -118,6 +131,219 @@ def import_line(lines: Sequence[str]) -> int:
     return at
 
 
+# -- what Python would have suggested ------------------------------------------------------
+
+_NAME_ERROR = re.compile(r"NameError: name '([A-Za-z_]\w*)' is not defined")
+_ATTRIBUTE_ERROR = re.compile(
+    r"AttributeError: (?:module '([\w.]+)'|'(\w+)' object) has no attribute '(\w+)'"
+)
+
+
+def suggestion(error: str, code: str, names: Sequence[str] = ()) -> str | None:
+    """Python's own "Did you mean" for a misspelt name or attribute (the interpreter prints
+    it under a traceback; a kernel's error message lacks it): from the names of `code`, then
+    `names` (the kernel's variables, the file's names), then builtins; for attributes, of a
+    standard-library module the server has loaded or of a builtin type. A small model that
+    does not see the typo fixes it once told."""
+    if found := _NAME_ERROR.search(error):
+        wrong = found.group(1)
+        pools = [_names_in(code), set(names), set(dir(builtins))]  # nearest first
+    elif found := _ATTRIBUTE_ERROR.search(error):
+        module, kind, wrong = found.groups()
+        owner: object = None
+        if module and module.split(".")[0] in sys.stdlib_module_names:
+            owner = sys.modules.get(module)
+        elif kind and isinstance(getattr(builtins, kind, None), type):
+            owner = getattr(builtins, kind)
+        pools = [{n for n in dir(owner) if not n.startswith("_")}] if owner is not None else []
+    else:
+        return None
+    for pool in pools:
+        close = difflib.get_close_matches(wrong, sorted(pool - {wrong}), n=1, cutoff=0.75)
+        if close:
+            return f"Did you mean: '{close[0]}'?"
+    return None
+
+
+def _hinted(error: str, hint: str | None) -> str:
+    """The error with Python's suggestion right under the line that says what was wrong."""
+    if not hint or hint in error:
+        return error
+    lines = error.rstrip().split("\n")
+    at = next(
+        (
+            i
+            for i in range(len(lines) - 1, -1, -1)
+            if _NAME_ERROR.search(lines[i]) or _ATTRIBUTE_ERROR.search(lines[i])
+        ),
+        len(lines) - 1,
+    )
+    return "\n".join([*lines[: at + 1], hint, *lines[at + 1 :]])
+
+
+def _names_in(code: str) -> set[str]:
+    try:
+        tree = ast.parse(without_magics(code))
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+# -- where a fix goes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """The code a fix rewrites: where the innermost frame of the user's code raised.
+
+    Another cell's function, when the cell that ran called it (the call site is left as it
+    is, and runs again as the fix's test); else the piece that ran."""
+
+    first: int
+    last: int
+    """Its lines in its file (0-based, inclusive)."""
+    code: str
+    line: int | None = None
+    """The line that raised (0-based, in its file), when known."""
+    path: Path | None = None
+    """A module file of the folder the code is in; None: the document."""
+    lines: tuple[str, ...] = ()
+    """That module file's lines, as read."""
+
+    def holds(self, first: int, last: int) -> bool:
+        """Whether this is the piece first..last itself."""
+        return self.path is None and (self.first, self.last) == (first, last)
+
+
+MODULE_LIMIT = 1_000_000
+"""Bytes of a module file read to fix it (a bigger one is not the user's to fix here)."""
+_NOT_USERS = {"site-packages", "dist-packages", "node_modules", "__pypackages__", "venv"}
+
+
+def user_module(filename: str, folder: Path | None) -> Path | None:
+    """`filename` as a module of the user's own, resolved: a regular `.py` file inside
+    `folder` (a link out of it is not), not in a virtual environment or a hidden folder."""
+    if folder is None or not filename.endswith(".py") or not os.path.isabs(filename):
+        return None
+    try:
+        real = Path(filename).resolve()
+        inside = real.relative_to(folder.resolve())
+        regular = stat.S_ISREG(real.stat().st_mode)
+    except (OSError, ValueError):
+        return None
+    hidden = any(part.startswith(".") or part in _NOT_USERS for part in inside.parts[:-1])
+    return real if regular and not hidden else None
+
+
+def module_frame(error: Error | None, path: str, folder: Path | None) -> tuple[Path, int] | None:
+    """The innermost frame below the document's in a module file of the folder: the file
+    and the line (0-based) that raised there."""
+    if error is None:
+        return None
+    frames = list(error.frames)
+    ours = [i for i, f in enumerate(frames) if f.filename == path]
+    for frame in reversed(frames[ours[-1] + 1 :] if ours else frames):
+        if (module := user_module(frame.filename, folder)) is not None:
+            return module, frame.line - 1
+    return None
+
+
+_REDEFINE = """\
+def __runfix_redefine(path, source):
+    import os, sys
+    real = os.path.realpath(path)
+    for module in list(sys.modules.values()):
+        file = module.__dict__.get("__file__") if type(module).__name__ == "module" else None
+        if isinstance(file, str) and os.path.realpath(file) == real:
+            break
+    else:
+        raise ImportError(path + " is not imported in the kernel: import it, then fix again")
+    space = module.__dict__
+    old = dict(space)
+    exec(compile(source, path, "exec"), space)
+    user = globals()
+    for name, value in list(user.items()):
+        for key, was in old.items():
+            if value is was and space.get(key) is not was:
+                user[name] = space[key]
+                break
+try:
+    __runfix_redefine({path!r}, {source!r})
+finally:
+    del __runfix_redefine
+"""
+
+
+def redefinition(path: str, first: int, candidate: str) -> str:
+    """Kernel code that runs `candidate` (lines from `first` of the module file `path`) in
+    that module's namespace — its tracebacks name the file's lines — and rebinds the names
+    the user's namespace took from it (`from utils import average`), as the file will say
+    once the fix is applied."""
+    return _REDEFINE.format(path=path, source="\n" * first + candidate)
+
+
+def module_target(module: Path, line: int) -> Target | None:
+    """The top-level statement of `module` holding `line`, read with a size cap."""
+    try:
+        if module.stat().st_size > MODULE_LIMIT:
+            return None
+        with open(module, encoding="utf-8") as f:
+            lines = split_lines(f.read())
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not 0 <= line < len(lines):
+        return None
+    a, b = enclosing(lines, 0, len(lines) - 1, line)
+    return Target(a, b, code_of(lines, a, b), line, module, tuple(lines))
+
+
+def raised_line(error: Error | None, path: str) -> int | None:
+    """The document's line (0-based) of the innermost frame in it, if any."""
+    if error is None:
+        return None
+    ours = [f for f in error.frames if f.filename == path]
+    if ours:
+        return ours[-1].line - 1
+    return error.span.first - 1 if error.span is not None else None
+
+
+def target_for(
+    lines: Sequence[str], first: int, last: int, raised: int | None, markers: Sequence[str]
+) -> Target:
+    """Where the fix of piece first..last goes, given the line that raised."""
+    piece = Target(first, last, code_of(lines, first, last), raised)
+    if raised is None or first <= raised <= last or not 0 <= raised < len(lines):
+        return piece if raised is None or first <= raised <= last else replace(piece, line=None)
+    cell = cell_at(split_cells(lines, markers), raised)
+    if cell is None:
+        return replace(piece, line=None)
+    a, b = enclosing(lines, cell.code_first, cell.last, raised)
+    return Target(a, b, code_of(lines, a, b), raised)
+
+
+def enclosing(lines: Sequence[str], first: int, last: int, line: int) -> tuple[int, int]:
+    """The top-level statement of lines first..last holding `line` (a function with its
+    decorators), else first..last."""
+    try:
+        tree = ast.parse(without_magics(code_of(lines, first, last)))
+    except SyntaxError:
+        return first, last
+    at = line - first + 1
+    for node in tree.body:
+        top = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        if top <= at <= (node.end_lineno or node.lineno):
+            return first + top - 1, first + (node.end_lineno or node.lineno) - 1
+    return first, last
+
+
 # -- the model's fixes --------------------------------------------------------------------
 
 
@@ -128,14 +354,20 @@ class FixResult:
     code: str | None = None
     """The candidate that ran clean."""
     outcome: RunOutcome | None = None
-    """The run of that candidate."""
+    """The run that proved it: the candidate's, or the calling piece's run again after it
+    (when the fix went into another cell)."""
     attempts: int = 0
     message: str = ""
     tried: list[Attempt] = field(default_factory=list)
     check: Check | None = None
     """How the candidate fared against the cells that depend on it (None: not checked)."""
     flag: str | None = None
-    """How it makes the error go away by removing what failed (`deletion_style`), if so."""
+    """How it makes the error go away by removing what failed (`deletion_style`,
+    `still_runs`), if so."""
+    target: Target | None = None
+    """Where the candidate goes (None: the piece that failed)."""
+    defined: RunOutcome | None = None
+    """The candidate's own run, when it went elsewhere than the piece."""
 
     @property
     def held(self) -> str | None:
@@ -154,10 +386,31 @@ class FixResult:
         return "; ".join(parts)
 
 
-Ask = Callable[[list[dict[str, str]], str], Awaitable[str]]
-Run = Callable[[str], Awaitable[RunOutcome]]
+Ask = Callable[[list[dict[str, str]], str, int, bool], Awaitable[str]]
+Run = Callable[[str, int], Awaitable[RunOutcome]]
 Confirm = Callable[[str, list[Finding]], Awaitable[bool]]
-Verify = Callable[[str], Awaitable[Check | None]]
+Verify = Callable[[str, Target], Awaitable[Check | None]]
+RETRY_TEMPERATURE = 0.7
+"""A retry samples at least this warm: at temperature 0 a model answers the same request,
+told its answer failed, with the same answer (seen with Qwen2.5-Coder-0.5B)."""
+
+
+def retry_temperature(setting: float | None) -> float:
+    return max(setting or 0.0, RETRY_TEMPERATURE)
+
+
+IDENTICAL = (
+    "This is the code that failed, unchanged (or an earlier attempt again): it was not run. "
+    "Make a different change that removes the cause of the error."
+)
+
+
+def _same_code(a: str, b: str) -> bool:
+    """The same code, whatever its whitespace and comments."""
+    try:
+        return ast.dump(ast.parse(without_magics(a))) == ast.dump(ast.parse(without_magics(b)))
+    except SyntaxError:
+        return "".join(a.split()) == "".join(b.split())
 
 
 @dataclass
@@ -165,9 +418,10 @@ class Fixer:
     """One failing piece of code at lines first..last of a document, and how to fix it."""
 
     ask: Ask
-    """(messages, what-for) → the reply's text; raises ModelError or ModelCancelled."""
+    """(messages, what-for, max tokens, a retry) → the reply's text; raises ModelError or
+    ModelCancelled. A retry follows a failed candidate: sampled warmer (`RETRY_TEMPERATURE`)."""
     run: Run
-    """Runs a candidate where the piece stands; never raises for what the code did."""
+    """Runs code at a document line (0-based); never raises for what the code did."""
     variables: Callable[[], Awaitable[list[Variable]]]
     confirm: Confirm
     """Asked before a flagged candidate runs; False: it does not run."""
@@ -177,74 +431,198 @@ class Fixer:
     verify: Verify | None = None
     """Checks a candidate that ran clean against the cells that depend on it (`fixcheck`);
     one that breaks a passing cell goes back to the model with what it broke."""
+    max_tokens: int = 1024
+    """The cap on an answer (model.maxTokens); a request asks for what its code needs."""
+    layout: str = "last"
+    redefine: Callable[[Target, str], Awaitable[RunOutcome]] | None = None
+    """Puts a candidate for a module file's code into that module in the kernel (what the
+    file will say once the edit is applied); None: module files are not fixed."""
 
     async def fix(
-        self, lines: Sequence[str], first: int, last: int, code: str, error: str
+        self,
+        lines: Sequence[str],
+        first: int,
+        last: int,
+        code: str,
+        error: str,
+        target: Target | None = None,
     ) -> FixResult:
-        """`error`: what the piece raised, traceback included (see `context.error_text`)."""
-        current = error
-        tried: list[Attempt] = []
-        best: FixResult | None = None
-        """The candidate that broke the fewest dependents, offered if none breaks none."""
-        for number in range(1, self.max_attempts + 1):
+        """`error`: what the piece raised, traceback included (see `context.error_text`).
+        `target`: where the fix goes when the frame that raised is elsewhere (another
+        cell's function); the piece then runs again after it, unchanged, as its test."""
+        if target is not None and target.path is not None and self.redefine is None:
+            target = None
+        loop = _Loop(target or Target(first, last, code), first, last, code, error, error)
+        file = loop.target.lines if loop.target.path is not None else lines
+        context = [
+            ln for i, ln in enumerate(file) if not loop.target.first <= i <= loop.target.last
+        ]
+        if loop.target.path is not None:
+            context += list(lines)
+        bound = answer_bound(loop.target.code, self.max_tokens)
+        number = 0
+        again = False
+        while number < self.max_attempts:
+            number += 0 if again else 1
+            current = loop.current
             headline = current.strip().splitlines()[-1] if current.strip() else "error"
             self.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
             variables = await self.variables()
+            known = [v.name for v in variables]
+            hint = suggestion(
+                current,
+                "\n".join([loop.target.code, *(a.code for a in loop.tried[-1:])]),
+                [*known, *sorted(_names_in("".join(lines)))],
+            )
             messages = fix_messages(
-                code, current, lines, (first, last), variables, tried, self.budget
+                loop.target.code,
+                _hinted(current, hint),
+                file,
+                (loop.target.first, loop.target.last),
+                variables,
+                loop.tried,
+                self.budget,
+                caller=(code, None if loop.target.path else (first, last))
+                if loop.elsewhere
+                else None,
+                layout=self.layout,
+                where=loop.target.path.name if loop.target.path is not None else None,
             )
             try:
-                reply = await self.ask(messages, f"attempt {number}/{self.max_attempts}")
+                what = f"attempt {number}/{self.max_attempts}"
+                reply = await self.ask(messages, what, bound, bool(loop.tried))
             except ModelCancelled:
-                return FixResult("cancelled", attempts=number, message="cancelled", tried=tried)
+                return loop.ended("cancelled", number, "cancelled")
             except ModelError as exc:
-                return FixResult("failed", attempts=number, message=str(exc), tried=tried)
+                if loop.best is None and loop.flagged is None:
+                    return loop.ended("failed", number, str(exc))
+                break  # what ran clean so far is offered for what it is
             try:
-                candidate = extract_code(reply)
+                candidate = extract_code(reply, asked=loop.target.code, context=context)
             except ReplyError as exc:
-                tried.append(Attempt(reply[:2000], f"(not used: {exc})"))
-                current = error_text(str(exc), "")
+                loop.failed(reply[:2000], f"(not used: {exc})", error_text(str(exc), ""))
+                again = False
                 continue
-            findings = scan(candidate, first + 1)
+            if loop.seen(candidate):  # not run: it failed already; asked once more
+                loop.failed(candidate, IDENTICAL, f"{loop.error.rstrip()}\n\n{IDENTICAL}")
+                again = not again
+                continue
+            again = False
+            findings = scan(candidate, loop.target.first + 1)
             if findings and not await self.confirm(candidate, findings):
-                return FixResult(
+                return loop.ended(
                     "failed",
-                    attempts=number,
-                    message="the model's candidate was flagged and not confirmed, so it did "
-                    f"not run ({findings[0].message})",
-                    tried=tried,
+                    number,
+                    "the model's candidate was flagged and not confirmed, so it did not run "
+                    f"({findings[0].message})",
                 )
-            outcome = await self.run(candidate)
-            if outcome.status == RunStatus.OK:
-                checked = await self.verify(candidate) if self.verify is not None else None
-                if checked is not None and checked.status == "cancelled":
-                    return FixResult("cancelled", attempts=number, message="cancelled", tried=tried)
-                flag = deletion_style(code, candidate)
-                result = FixResult("fixed", candidate, outcome, number, tried=tried)
-                result.check, result.flag = checked, flag
-                if checked is None or not checked.regressions:
-                    return result
-                if best is None or len(checked.regressions) < len(best.check.regressions):  # type: ignore[union-attr]
-                    best = result
-                current = checked.for_model()
-                tried.append(Attempt(candidate, current))
-                continue
-            if outcome.status == RunStatus.CANCELLED:
-                return FixResult("cancelled", attempts=number, message="cancelled", tried=tried)
+            done = await self._attempt(loop, candidate, number)
+            if done is not None:
+                return done
+        return loop.settled(self.max_attempts)
+
+    async def _attempt(self, loop: _Loop, candidate: str, number: int) -> FixResult | None:
+        """Run one candidate and judge it: the result to answer with, or None to go on."""
+        target = loop.target
+        defined: RunOutcome | None = None
+        if target.path is not None and self.redefine is not None:
+            defined = outcome = await self.redefine(target, candidate)
+            if defined.status == RunStatus.OK:
+                outcome = await self.run(loop.code, loop.first)  # the test: the caller again
+        elif loop.elsewhere:
+            defined = outcome = await self.run(candidate, target.first)
+            if defined.status == RunStatus.OK:
+                grown = candidate.rstrip("\n").count("\n") - (target.last - target.first)
+                moved = grown if target.last < loop.first else 0
+                outcome = await self.run(loop.code, loop.first + moved)  # the test: the caller
+        else:
+            outcome = await self.run(candidate, loop.first)
+        if outcome.status == RunStatus.CANCELLED:
+            return loop.ended("cancelled", number, "cancelled")
+        if outcome.status != RunStatus.OK:
             failed = outcome.error
-            current = (
-                error_text(failed.message, failed.text) if failed else outcome.note or "failed"
+            why = error_text(failed.message, failed.text) if failed else outcome.note or "failed"
+            loop.failed(candidate, why, why)
+            return None
+        kept = (
+            still_runs(target.code, target.line - target.first + 1, candidate)
+            if target.line is not None and target.first <= target.line <= target.last
+            else None
+        )
+        flag = kept or deletion_style(target.code, candidate)
+        result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
+        result.target, result.defined = target, defined
+        checked = await self.verify(candidate, target) if self.verify is not None else None
+        if checked is not None and checked.status == "cancelled":
+            return loop.ended("cancelled", number, "cancelled")
+        result.check = checked
+        if flag is not None:  # offered for what it is if nothing better comes; asked again
+            loop.flagged = loop.flagged or result
+            why = (
+                f"It ran, but it {flag}: that only hides the error. Keep that statement, "
+                "running, and fix its cause."
             )
-            tried.append(Attempt(candidate, current))
-        if best is not None:  # every candidate that ran clean broke a dependent: the least bad
-            best.attempts = self.max_attempts
-            best.message = f"no fix kept its dependents passing; the best {best.label}"
-            return best
-        last_error = current.strip().splitlines()[-1] if current.strip() else "error"
-        return FixResult(
+            loop.failed(candidate, why, why)
+            return None
+        if checked is None or not checked.regressions:
+            return result
+        if loop.best is None or len(checked.regressions) < len(loop.best.check.regressions):  # type: ignore[union-attr]
+            loop.best = result
+        loop.failed(candidate, checked.for_model(), checked.for_model())
+        return None
+
+
+@dataclass
+class _Loop:
+    """One fix's state across its attempts."""
+
+    target: Target
+    first: int
+    last: int
+    code: str
+    current: str
+    """What the next request says went wrong."""
+    error: str = ""
+    """The last error a candidate (or the code) raised."""
+    tried: list[Attempt] = field(default_factory=list)
+    best: FixResult | None = None
+    """The candidate that broke the fewest dependents, offered if none breaks none."""
+    flagged: FixResult | None = None
+    """A candidate that ran clean by dropping or silencing what failed: offered for what it
+    is if nothing better comes, never as a fix."""
+
+    @property
+    def elsewhere(self) -> bool:
+        return not self.target.holds(self.first, self.last)
+
+    def seen(self, candidate: str) -> bool:
+        """The failing code again, or an earlier attempt again (whitespace aside)."""
+        return any(
+            _same_code(candidate, c) for c in [self.target.code, *(a.code for a in self.tried)]
+        )
+
+    def failed(self, code: str, said: str, current: str) -> None:
+        self.tried.append(Attempt(code, said))
+        if said != IDENTICAL:
+            self.error = current
+        self.current = current
+
+    def ended(self, status: str, attempts: int, message: str) -> FixResult:
+        return FixResult(status, attempts=attempts, message=message, tried=self.tried)
+
+    def settled(self, attempts: int) -> FixResult:
+        """Out of attempts: the least bad candidate for what it is, else why none."""
+        for kept, message in (
+            (self.best, "no fix kept its dependents passing; the best {label}"),
+            (self.flagged, "no fix kept the failing code running; one that {flag}"),
+        ):
+            if kept is not None:
+                kept.attempts = attempts
+                kept.message = message.format(label=kept.label, flag=kept.flag)
+                return kept
+        last_error = self.current.strip().splitlines()[-1] if self.current.strip() else "error"
+        return self.ended(
             "failed",
-            attempts=self.max_attempts,
-            message=f"no fix ran clean in {self.max_attempts} attempts; the last raised "
-            f"{last_error[:200]}",
-            tried=tried,
+            attempts,
+            f"no fix ran clean in {attempts} attempts; the last raised {last_error[:200]}",
         )

@@ -33,6 +33,7 @@ from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
 from executor.pool import create as create_kernel
 from executor.safety import Finding, describe, scan
+from executor.text import split_lines
 from executor.trust import Choice
 from lsp_server.cells import cell_at, code_of, is_marker, split_cells
 from lsp_server.contract import (
@@ -56,18 +57,31 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.executors import kernel_config, sandboxed
-from lsp_server.fixcheck import FAIL, PASS, Check, Code, Dependent, budget_for
+from lsp_server.fixcheck import Check, Code, Dependent, budget_for, last_outcome
 from lsp_server.fixcheck import check as check_against
 from lsp_server.fixing import (
     Fixer,
     FixResult,
+    Target,
     import_for,
     import_line,
     missing_module,
     missing_name,
+    module_frame,
+    module_target,
+    raised_line,
+    redefinition,
+    retry_temperature,
+    target_for,
 )
 from lsp_server.model.client import ModelCancelled, ModelError
-from lsp_server.model.context import ReplyError, error_text, extract_code, generate_messages
+from lsp_server.model.context import (
+    GENERATE_BOUND,
+    ReplyError,
+    error_text,
+    extract_code,
+    generate_messages,
+)
 from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.positions import strip_eol
 from lsp_server.prompts import Prompt, prompt_at, prompt_lines
@@ -97,6 +111,10 @@ class FixReport:
     edit: LineEdit | None = None
     version: int = 0
     """The document version the edit is for."""
+    file: Path | None = None
+    """The module file the edit is for (None: the document)."""
+    lines: tuple[str, ...] = ()
+    """That file's lines the edit was made against."""
 
 
 def _run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
@@ -151,6 +169,30 @@ def _outcome_error(outcome: RunOutcome) -> str:
     return error_text(error.message, error.text) if error else outcome.note or "it failed"
 
 
+def _file_holds(target: Target) -> bool:
+    """Whether a module file still says what it said when its fix began."""
+    assert target.path is not None
+    try:
+        with open(target.path, encoding="utf-8", newline="") as f:
+            now = split_lines(f.read())
+    except (OSError, UnicodeDecodeError):
+        return False
+    return lines_match(now, target.lines)
+
+
+def _head(code: str) -> str:
+    """A piece of code's first statement line, short: how a message names it."""
+    head = next(
+        (
+            ln.strip()
+            for ln in code.splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("#", "@"))
+        ),
+        "",
+    )
+    return head if len(head) <= 40 else head[:39] + "…"
+
+
 def _find_again(
     lines: Sequence[str], was: Prompt, text: str, markers: Sequence[str]
 ) -> Prompt | None:
@@ -196,10 +238,20 @@ class Flow:
 
     def error_text_for(self, uri: str, piece: tuple[int, ...], message: str) -> str:
         """The traceback of the error a fix is for (from the stored results), else its message."""
+        problem = self._problem_for(uri, piece, message)
+        return error_text(problem.message, problem.text) if problem is not None else message
+
+    def raised_for(self, uri: str, piece: tuple[int, ...], message: str) -> int | None:
+        """The line the error a fix is for was raised on (its diagnostic's line: the
+        innermost frame in the document), where the stored results know it."""
+        problem = self._problem_for(uri, piece, message)
+        return problem.first if problem is not None else None
+
+    def _problem_for(self, uri: str, piece: tuple[int, ...], message: str) -> Problem | None:
         for problem in self.session.store.get(uri).problems:
             if problem.kind == "run" and problem.piece == piece and problem.message == message:
-                return error_text(problem.message, problem.text)
-        return message
+                return problem
+        return None
 
     # -- results ------------------------------------------------------------------------
 
@@ -632,6 +684,10 @@ class Flow:
                 cancel,
                 apply=True,
                 fix_of=await self._record_id(uri, failed.record_id),
+                raised=raised_line(failed.outcome.error, self.editor.path_of(uri)),
+                module=module_frame(
+                    failed.outcome.error, self.editor.path_of(uri), self.editor.folder_for(uri)
+                ),
             )
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:
@@ -639,8 +695,13 @@ class Flow:
             fixed = True
             if line_range is not None:
                 return FixAnswer(Status.FIXED, attempts)
-            code = report.edit.code if report.edit else code_of(failed.lines, first, last)
-            after = first + code.rstrip("\n").count("\n")
+            edit = report.edit
+            if edit is not None and edit.first == first:  # the piece itself was rewritten
+                after = first + edit.code.rstrip("\n").count("\n")
+            elif edit is not None and edit.last < first:  # a cell above: the piece moved
+                after = last + edit.code.rstrip("\n").count("\n") - (edit.last - edit.first)
+            else:
+                after = last
 
     async def import_first(
         self, uri: str, error: str, imported: set[str], cancel: asyncio.Event
@@ -693,15 +754,23 @@ class Flow:
         folder = self.editor.folder_for(uri)
         path = self.editor.path_of(uri)
 
-        async def ask(messages: list[dict[str, str]], what: str) -> str:
-            return await model.complete(messages, on_text=streamed(progress, what), cancel=cancel)
+        async def ask(messages: list[dict[str, str]], what: str, bound: int, retry: bool) -> str:
+            reading = model.prompt_tokens(messages)
+            progress.report(f"{what}: the model is reading the prompt (~{reading:,} tokens)")
+            return await model.complete(
+                messages,
+                on_text=streamed(progress, what),
+                cancel=cancel,
+                max_tokens=bound,
+                temperature=retry_temperature(model.config.temperature) if retry else None,
+            )
 
         async def confirm(code: str, findings: list[Finding]) -> bool:
             reason = f"The model's fix {describe(findings)}."
             return await self.confirm_run(code, reason, settings, Place(uri, first))
 
-        async def run(code: str) -> RunOutcome:
-            """A candidate runs where the failing piece stands; its results are not kept."""
+        async def run(code: str, at: int) -> RunOutcome:
+            """A candidate runs where it would stand (line `at`); its results are not kept."""
             kernel = await self.kernel(uri, first)
             if kernel is None:
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
@@ -709,15 +778,15 @@ class Flow:
             if lock is None:
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
             try:
-                request = run_request(settings, path, code, first)
+                request = run_request(settings, path, code, at)
                 outcome = await kernel.execute(request, cancel=cancel)
             finally:
                 lock.release()
-            # Recorded as a model-written run at the failing piece's lines (its rich outputs
+            # Recorded as a model-written run at the lines it would have (its rich outputs
             # are not stored: it is an attempt, shown in the document only once applied).
-            lines = [""] * first + code.splitlines(keepends=True)
-            results = build(outcome, path=path, lines=lines, fallback_line=first, folder=None)
-            piece = (first, len(lines) - 1)
+            lines = [""] * at + code.splitlines(keepends=True)
+            results = build(outcome, path=path, lines=lines, fallback_line=at, folder=None)
+            piece = (at, len(lines) - 1)
             self.record(
                 folder, settings, entry(path, piece, code, "model", outcome, results, fix_of)
             )
@@ -727,11 +796,30 @@ class Flow:
             progress.report(message)
             self.editor.remark(Place(uri, first), f"fixing, {message}")
 
-        async def verify(candidate: str) -> Check | None:
-            if not settings.fix_check_dependents or lines is None:
+        async def redefine(target: Target, candidate: str) -> RunOutcome:
+            """A module file's candidate, put into that module in the kernel (and the names
+            the user's namespace took from it rebound): what the file will say once fixed."""
+            assert target.path is not None
+            kernel = await self.kernel(uri, first)
+            if kernel is None:
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
+            lock = await self._locked(uri, cancel)
+            if lock is None:
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
+            try:
+                code = redefinition(str(target.path), target.first, candidate)
+                request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
+                return await kernel.execute(request, cancel=cancel)
+            finally:
+                lock.release()
+
+        async def verify(candidate: str, target: Target) -> Check | None:
+            if not settings.fix_check_dependents or lines is None or target.path is not None:
                 return None
             progress.report("checking the cells that depend on it, in a throwaway kernel")
-            checked = await self.check_fix(uri, lines, first, last, candidate, settings, cancel)
+            checked = await self.check_fix(
+                uri, lines, target.first, target.last, candidate, settings, cancel
+            )
             if checked.status == "checked" and not checked.verdicts:
                 return None  # no cell depends on it: nothing to say
             self.editor.remark(Place(uri, first), f"fix candidate: {checked.label}")
@@ -746,6 +834,8 @@ class Flow:
             max_attempts=settings.fix_max_attempts,
             budget=settings.context_budget,
             verify=verify,
+            max_tokens=model.config.max_tokens,
+            redefine=redefine,
         )
 
     async def fix_piece(
@@ -759,17 +849,24 @@ class Flow:
         *,
         apply: bool,
         fix_of: int | None = None,
+        raised: int | None = None,
+        module: tuple[Path, int] | None = None,
     ) -> FixReport:
-        """Fix lines first..last (as `lines` had them) that raised `error`.
+        """Fix lines first..last (as `lines` had them) that raised `error`; `raised`: the
+        line of the innermost frame in the document. When that is in another cell (a
+        function the piece called), the fix goes there and the piece runs again as its test.
 
         With `apply`, the passing version is applied; else the report carries the edit
         (for `codeAction/resolve`: the user applies it or not)."""
         settings = await self.settings_for(uri)
         code = code_of(lines, first, last)
+        target = (module_target(*module) if module is not None else None) or target_for(
+            lines, first, last, raised, settings.prompt_markers
+        )
         self.say_if_stale_above(uri, first)
         async with self.editor.progress(cancel) as progress:
             fixer = self._fixer(uri, first, settings, progress, cancel, fix_of, lines, last)
-            result = await fixer.fix(lines, first, last, code, error)
+            result = await fixer.fix(lines, first, last, code, error, target)
         return await self._settle(uri, lines, first, last, result, apply)
 
     async def check_fix(
@@ -791,7 +888,7 @@ class Flow:
         was = before.flow(before.index(first)).defines
         folder = self.editor.folder_for(uri)
         path = self.editor.path_of(uri)
-        recorded = self._recorded_outcomes(folder, settings, path)
+        recorded = self._recorded_runs(folder, settings, path)
 
         def piece(lines_: Sequence[str], bounds: tuple[int, int]) -> Code:
             a, b = bounds
@@ -802,13 +899,13 @@ class Flow:
         dependents = []
         for i in after.dependents(index, also=was):
             p = piece(fixed_lines, after.bounds(i))
-            status, seconds = recorded.get(p.code.strip(), (None, None))
+            status, seconds = last_outcome(recorded, p.code)
             dependents.append(Dependent(p.first, after.bounds(i)[1], p.code, status, seconds))
         if not dependents:
             return Check("checked")
         above = [piece(fixed_lines, after.bounds(i)) for i in range(index)]
         fixed = piece(fixed_lines, after.bounds(index))
-        times = [recorded.get(p.code.strip(), (None, None))[1] for p in [*above, fixed]]
+        times = [last_outcome(recorded, p.code)[1] for p in [*above, fixed]]
         budget = budget_for([*times, *(d.seconds for d in dependents)], settings.fix_check_budget)
         config = kernel_config(folder, settings)
 
@@ -823,19 +920,17 @@ class Flow:
 
         return await check_against(make, path, above, fixed, dependents, budget, request, cancel)
 
-    def _recorded_outcomes(
-        self, folder: Path, settings: Settings, path: str
-    ) -> dict[str, tuple[str, float]]:
-        """The latest recorded outcome (pass or fail) and wall time of each code run in
-        `path`, by its text (a cell's last run is found wherever edits moved it)."""
+    def _recorded_runs(self, folder: Path, settings: Settings, path: str) -> list[RecordedRun]:
+        """The user's and agents' latest recorded runs of `path`, newest first, whatever
+        command ran them (`fixcheck.last_outcome` finds a cell's outcome in them)."""
         record = self.session.existing_record(folder, settings)
-        found: dict[str, tuple[str, float]] = {}
-        for run in record.recent(path, CHECK_HISTORY) if record is not None else []:
-            if run.origin == "user" or run.origin.startswith("agent"):
-                key = run.code.strip()
-                if key not in found and run.status in ("ok", "error"):
-                    found[key] = (PASS if run.status == "ok" else FAIL, run.duration)
-        return found
+        runs = record.recent(path, CHECK_HISTORY) if record is not None else []
+        return [
+            run
+            for run in runs
+            if (run.origin == "user" or run.origin.startswith("agent"))
+            and run.status in ("ok", "error")
+        ]
 
     async def _settle(
         self, uri: str, lines: Sequence[str], first: int, last: int, result: FixResult, apply: bool
@@ -848,12 +943,33 @@ class Flow:
             self.editor.tell(f"runfix: not fixed: {result.message}", Level.WARNING, place)
             return FixReport(FixAnswer(Status.FAILED, result.attempts, result.message))
         now = self.text(uri)
-        if not lines_match(now.lines[first : last + 1], lines[first : last + 1]):
+        target = result.target or Target(first, last, code_of(lines, first, last))
+        spans = {(first, last)}
+        if target.path is None:
+            spans.add((target.first, target.last))
+        unchanged = all(lines_match(now.lines[a : b + 1], lines[a : b + 1]) for a, b in spans)
+        if not unchanged or (target.path is not None and not _file_holds(target)):
             message = "runfix: the code changed while it was being fixed; the fix was not applied."
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
-        edit = LineEdit(first, last, result.code)
+        edit = LineEdit(target.first, target.last, result.code)
         checked = result.label or None
+        if target.path is not None:
+            where = (
+                f"in `{_head(target.code)}` at {target.path.name}:{target.first + 1}, where the "
+                "error was raised"
+            )
+            checked = f"{where}; line {first + 1} ran again clean" + (
+                f"; {checked}" if checked else ""
+            )
+        elif not target.holds(first, last):
+            place = Place(uri, target.first)
+            where = (
+                f"in `{_head(target.code)}` at line {target.first + 1}, where the error was raised"
+            )
+            checked = f"{where}; line {first + 1} ran again clean" + (
+                f"; {checked}" if checked else ""
+            )
         if apply and result.held:  # never applied without a look
             message = (
                 f"runfix: the model's fix {result.held}; it was not applied. Its code:\n"
@@ -863,16 +979,21 @@ class Flow:
             answer = FixAnswer(Status.FAILED, result.attempts, message, checked)
             return FixReport(answer)
         if not apply:
-            self.editor.spawn(self.keep_candidate(uri, edit, result.outcome), "results")
+            self.editor.spawn(self.keep_candidate(uri, edit, result, (first, last)), "results")
             answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked)
-            return FixReport(answer, edit, now.version)
-        if not await self.editor.apply(uri, now.version, edit, "runfix: fix"):
+            return FixReport(answer, edit, now.version, target.path, target.lines)
+        applied = (
+            await self.editor.apply_file(target.path, target.lines, edit, "runfix: fix")
+            if target.path is not None
+            else await self.editor.apply(uri, now.version, edit, "runfix: fix")
+        )
+        if not applied:
             message = "runfix: the editor did not apply the fix."
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
         said = f"fixed on attempt {result.attempts}" + (f" ({checked})" if checked else "")
         self.editor.remark(place, said)
-        await self.keep_candidate(uri, edit, result.outcome)
+        await self.keep_candidate(uri, edit, result, (first, last))
         return FixReport(FixAnswer(Status.FIXED, result.attempts, None, checked), edit, now.version)
 
     async def shown(self, uri: str, first: int, code: str) -> int | None:
@@ -888,14 +1009,35 @@ class Flow:
             await asyncio.sleep(0.01)
         return None
 
-    async def keep_candidate(self, uri: str, edit: LineEdit, outcome: RunOutcome) -> None:
-        """Once the fix shows in the document, show what its run printed on its lines."""
+    async def keep_candidate(
+        self, uri: str, edit: LineEdit, result: FixResult, piece: tuple[int, int]
+    ) -> None:
+        """Once the fix shows in the document, show what its run printed on its lines (and,
+        for a fix in another cell, what the piece printed when it ran again after it)."""
         first, code = edit.first, edit.code
+        target = result.target
+        if target is not None and target.path is not None:  # the document did not change
+            now = self.editor.text(uri)
+            if now is not None and result.outcome is not None:
+                self._keep_run(uri, now.version, result.outcome, *piece)
+                self.editor.runs_done()
+            return
         version = await self.shown(uri, first, code)
-        now = self.editor.text(uri)
-        if version is None or now is None:
+        if version is None or result.outcome is None:
             return
         last = first + code.rstrip("\n").count("\n")
+        own = result.defined if result.defined is not None else result.outcome
+        self._keep_run(uri, version, own, first, last)
+        if result.defined is not None:  # the piece ran again, where it stands after the edit
+            moved = (last - first) - (edit.last - edit.first) if edit.last < piece[0] else 0
+            self._keep_run(uri, version, result.outcome, piece[0] + moved, piece[1] + moved)
+        self.mark_findings(uri, version, scan(code, first + 1))
+        self.editor.runs_done()
+
+    def _keep_run(self, uri: str, version: int, outcome: RunOutcome, first: int, last: int) -> None:
+        now = self.editor.text(uri)
+        if now is None:
+            return
         folder = self.editor.folder_for(uri)
         results = build(
             outcome,
@@ -908,8 +1050,6 @@ class Flow:
         )
         self.session.store.clear(uri, first, last)
         self.keep(uri, version, results)
-        self.mark_findings(uri, version, scan(code, first + 1))
-        self.editor.runs_done()
 
     # -- generate -------------------------------------------------------------------------
 
@@ -934,17 +1074,26 @@ class Flow:
         )
         model = self.session.model_for(settings)
         async with self.editor.progress(cancel) as progress:
-            progress.report(f"Generating: {prompt.text[:60]}")
+            reading = model.prompt_tokens(messages)
+            progress.report(
+                f"Generating: {prompt.text[:60]}: the model is reading the prompt "
+                f"(~{reading:,} tokens)"
+            )
             try:
                 reply = await model.complete(
-                    messages, on_text=streamed(progress, "Generating"), cancel=cancel
+                    messages,
+                    on_text=streamed(progress, "Generating"),
+                    cancel=cancel,
+                    max_tokens=GENERATE_BOUND,
                 )
             except ModelCancelled:
                 return GenerateAnswer(Status.CANCELLED)
             except ModelError as exc:
                 return self._failed(f"runfix: {exc}")
         try:
-            code = extract_code(reply, prompt_line=prompt_line)
+            body = range(prompt.body_first, prompt.body_last + 1)
+            shown = [line for i, line in enumerate(text.lines) if i not in body]
+            code = extract_code(reply, prompt_line=prompt_line, context=shown)
         except ReplyError as exc:
             return self._failed(f"runfix: nothing was inserted: {exc}.")
         text = self.text(uri)

@@ -72,6 +72,12 @@ class Settings:
     model_temperature: float | None = None
     """None: the endpoint's default."""
     model_stream: bool = True
+    model_max_tokens: int | None = None
+    """The most tokens one answer may take (a request asks for less when the code asked
+    for is short): an unbounded small model can ramble for a minute. None:
+    `RUNFIX_MODEL_MAX_TOKENS`, else 1024."""
+    model_seed: int | None = None
+    """Sampling seed, for endpoints that take one (None: the endpoint's)."""
     fix_max_attempts: int = 3
     fix_check_dependents: bool = True
     """A fix that ran clean is checked against the cells that depend on it, in a throwaway
@@ -162,6 +168,17 @@ def _boolean(value: Any) -> bool:
 
 def _temperature(value: Any) -> float | None:
     return None if value is None else _number(0)(value)
+
+
+def _optional_integer(value: Any) -> int | None:
+    return None if value is None else _integer(0)(value)
+
+
+def _optional_integer_from(minimum: int) -> Callable[[Any], int | None]:
+    def check(value: Any) -> int | None:
+        return None if value is None else _integer(minimum)(value)
+
+    return check
 
 
 def _markers(value: Any) -> tuple[str, ...]:
@@ -294,6 +311,8 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model.timeout": ("model_timeout", _number(1)),
     "model.temperature": ("model_temperature", _temperature),
     "model.stream": ("model_stream", _boolean),
+    "model.maxTokens": ("model_max_tokens", _optional_integer_from(16)),
+    "model.seed": ("model_seed", _optional_integer),
     "fix.maxAttempts": ("fix_max_attempts", _integer(1)),
     "fix.checkDependents": ("fix_check_dependents", _boolean),
     "fix.checkBudget": ("fix_check_budget", _optional_number(0.1)),

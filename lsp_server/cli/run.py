@@ -35,6 +35,7 @@ from lsp_server.editor import (
     TrustAnswer,
     TrustQuestion,
     apply_to_lines,
+    lines_match,
 )
 from lsp_server.flow import Flow
 from lsp_server.record.ci_formats import render
@@ -138,6 +139,17 @@ def _problem(where: str, p: Problem, at: Any) -> list[str]:
 class _Quiet:
     def report(self, message: str, percentage: int | None = None) -> None:
         pass
+
+
+def _write_edit(path: Path, lines: Sequence[str], edit: LineEdit) -> bool:
+    with open(path, encoding="utf-8", newline="") as f:
+        now = split_lines(f.read())
+    if not lines_match(now, lines):
+        return False
+    fixed = apply_to_lines(now, edit.first, edit.last, edit.code)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write("".join(fixed))
+    return True
 
 
 class HeadlessEditor:
@@ -254,6 +266,20 @@ class HeadlessEditor:
         self.lines = apply_to_lines(self.lines, edit.first, edit.last, edit.code)
         self.version += 1
         self.changed = True
+        return True
+
+    async def apply_file(
+        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+    ) -> bool:
+        """A module file is written at once (as the fixed document is at the end), if it
+        still holds what was read."""
+        try:
+            if not await asyncio.to_thread(_write_edit, path, lines, edit):
+                return False
+        except OSError as exc:
+            self.note(f"{self.shown}: warning: could not write the fix into {path}: {exc}")
+            return False
+        self.note(f"{path}:{edit.first + 1}:1: note: {label.removeprefix('runfix: ')}")
         return True
 
     @asynccontextmanager

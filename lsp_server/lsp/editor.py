@@ -31,7 +31,15 @@ from lsp_server.contract import (
     OutputsChanged,
     to_json,
 )
-from lsp_server.editor import Level, LineEdit, Place, Snapshot, TrustAnswer, TrustQuestion
+from lsp_server.editor import (
+    Level,
+    LineEdit,
+    Place,
+    Snapshot,
+    TrustAnswer,
+    TrustQuestion,
+    lines_match,
+)
 from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.transport import send_prepared_notification
@@ -401,11 +409,37 @@ class LspEditor:
             )
         return lsp.WorkspaceEdit(changes={uri: [change]})
 
+    def file_edit(
+        self, path: Path, lines: Sequence[str], edit: LineEdit
+    ) -> lsp.WorkspaceEdit | None:
+        """The edit of another file as `lines` had it: versioned where it is open (and still
+        says that), else of the file itself; None if it changed since."""
+        uri = path.as_uri()
+        doc = self.server.workspace.text_documents.get(uri)
+        if doc is not None:
+            if not lines_match(doc.lines, lines):
+                return None
+            return self.workspace_edit(uri, doc.version or 0, edit)
+        change = replace_lines(lines, edit.first, edit.last, edit.code, self.features.width)
+        if self.features.document_changes:
+            identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, None)
+            return lsp.WorkspaceEdit(
+                document_changes=[lsp.TextDocumentEdit(text_document=identifier, edits=[change])]
+            )
+        return lsp.WorkspaceEdit(changes={uri: [change]})
+
+    async def apply_file(
+        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+    ) -> bool:
+        return await self._send_edit(self.file_edit(path, lines, edit), str(path), label)
+
     async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
         """One `workspace/applyEdit` (one undo step)."""
-        change = self.workspace_edit(uri, version, edit)
+        return await self._send_edit(self.workspace_edit(uri, version, edit), uri, label)
+
+    async def _send_edit(self, change: lsp.WorkspaceEdit | None, what: str, label: str) -> bool:
         if change is None:
-            log.warning("%s changed before the edit could be sent; not applied", uri)
+            log.warning("%s changed before the edit could be sent; not applied", what)
             return False
         try:
             result = await self.server.workspace_apply_edit_async(

@@ -59,6 +59,9 @@ class ModelConfig:
     timeout: float
     temperature: float | None
     stream: bool
+    max_tokens: int = 1024
+    """The most tokens any answer may take (a request asks for less where it can)."""
+    seed: int | None = None
 
     @classmethod
     def from_settings(
@@ -72,9 +75,25 @@ class ModelConfig:
             name=settings.model_name or env.get("RUNFIX_MODEL") or DEFAULT_MODEL,
             api_key_env=settings.model_api_key_env,
             timeout=settings.model_timeout,
-            temperature=settings.model_temperature,
+            temperature=_env_number(
+                settings.model_temperature, env, "RUNFIX_MODEL_TEMPERATURE", float
+            ),
             stream=settings.model_stream,
+            max_tokens=max(
+                16,
+                int(
+                    _env_number(settings.model_max_tokens, env, "RUNFIX_MODEL_MAX_TOKENS", int)
+                    or MAX_TOKENS
+                ),
+            ),
+            seed=_seed(settings.model_seed, env),
         )
+
+    @property
+    def token_field(self) -> str:
+        """OpenAI's current models take `max_completion_tokens`; every other endpoint
+        (llama.cpp, Ollama, vLLM, LM Studio) `max_tokens`."""
+        return "max_completion_tokens" if self.base_url == OPENAI_URL else "max_tokens"
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         return (os.environ if environ is None else environ).get(self.api_key_env) or None
@@ -91,6 +110,33 @@ class ModelConfig:
         return None
 
 
+def _env_number(
+    value: float | None, env: Mapping[str, str], name: str, kind: type[float] | type[int]
+) -> float | None:
+    """A setting, else the environment's `name` (a terminal's way: `runfix run --fix`); a
+    value that is not a number is ignored with a log line."""
+    if value is not None or not (raw := env.get(name, "").strip()):
+        return value
+    try:
+        number = kind(raw)
+    except ValueError:
+        log.warning("%s=%r is not a number; ignored", name, raw)
+        return None
+    return number if number >= 0 else None
+
+
+def _seed(value: int | None, env: Mapping[str, str]) -> int | None:
+    seed = _env_number(value, env, "RUNFIX_MODEL_SEED", int)
+    return None if seed is None else int(seed)
+
+
+MAX_TOKENS = 1024
+"""The bound on an answer when nothing sets one (model.maxTokens, RUNFIX_MODEL_MAX_TOKENS)."""
+CHARS_PER_TOKEN = 3.6
+"""Characters per prompt token until an endpoint's usage report says better (code and English
+through BPE tokenizers: 3–4)."""
+
+
 async def load_sdk() -> None:
     """Import `openai` (about a second) in a thread, the first time a model is asked: the
     server starts without it, and its loop keeps answering while it loads."""
@@ -104,6 +150,10 @@ class ModelClient:
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self._client: openai.AsyncOpenAI | None = None
+        self._chars_per_token = CHARS_PER_TOKEN
+        self._token_field = config.token_field
+        self.last_usage: tuple[int, int] | None = None
+        """(prompt, completion) tokens of the last answer, where the endpoint said."""
 
     def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -134,21 +184,49 @@ class ModelClient:
             return f"{type(exc).__name__}: {str(exc)[:200]}"
         return None
 
+    def prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
+        """About how many tokens `messages` are: a local model on a CPU reads 60–150 a
+        second, so this is the wait before the first token (learned from the endpoint's
+        usage reports where it sends them)."""
+        chars = sum(len(m.get("content", "")) + 8 for m in messages)
+        return max(1, round(chars / self._chars_per_token))
+
     async def complete(
         self,
         messages: Sequence[Mapping[str, str]],
         *,
         on_text: Callable[[str], None] | None = None,
         cancel: asyncio.Event | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
     ) -> str:
-        """The reply's text; ModelError or ModelCancelled otherwise, within the timeout."""
+        """The reply's text; ModelError or ModelCancelled otherwise, within the timeout.
+
+        The answer is bounded: `max_tokens` (capped by model.maxTokens; None: that cap)."""
         if (why := self.config.missing()) is not None:
             raise ModelError(why)
         await load_sdk()  # not on the request's clock
-        work = asyncio.wait_for(self._with_retries(messages, on_text), self.config.timeout)
+        bound = min(max_tokens or self.config.max_tokens, self.config.max_tokens)
+        received: list[str] = []
+
+        def seen(text: str) -> None:
+            received[:] = [text]
+            if on_text is not None:
+                on_text(text)
+
+        sampling = temperature if temperature is not None else self.config.temperature
+        work = asyncio.wait_for(
+            self._with_retries(messages, seen, bound, sampling), self.config.timeout
+        )
         try:
             reply = await or_cancelled(work, cancel)  # a cancel closes the HTTP stream
         except asyncio.TimeoutError:
+            if received and received[0]:
+                raise ModelError(
+                    f"The model's answer was stopped after {self.config.timeout:g}s (setting "
+                    f"model.timeout) with {len(received[0]):,} characters written and no end "
+                    "in sight."
+                ) from None
             raise ModelError(
                 f"The model at {self.config.base_url} did not answer within "
                 f"{self.config.timeout:g}s (setting model.timeout)."
@@ -158,15 +236,34 @@ class ModelClient:
         return reply
 
     async def _with_retries(
-        self, messages: Sequence[Mapping[str, str]], on_text: Callable[[str], None] | None
+        self,
+        messages: Sequence[Mapping[str, str]],
+        on_text: Callable[[str], None] | None,
+        max_tokens: int,
+        temperature: float | None,
     ) -> str:
         import openai
 
         deadline = time.monotonic() + self.config.timeout
         attempt = 0
+        switched = False
         while True:
             try:
-                return await self._once(messages, on_text)
+                return await self._once(messages, on_text, max_tokens, temperature)
+            except openai.BadRequestError as exc:
+                # An endpoint that wants the other name for the bound says so in a 400:
+                # asked again once with it (never without a bound).
+                other = (
+                    "max_tokens"
+                    if self._token_field == "max_completion_tokens"
+                    else "max_completion_tokens"
+                )
+                if switched or self._token_field not in str(exc):
+                    raise ModelError(
+                        f"The model at {self.config.base_url} answered 400: {_short(exc)}"
+                    ) from None
+                log.info("the endpoint refused %s; asking with %s", self._token_field, other)
+                self._token_field, switched = other, True
             except (openai.RateLimitError, openai.InternalServerError) as exc:
                 delay = _retry_after(exc.response) or min(0.5 * 2**attempt, MAX_BACKOFF)
                 if time.monotonic() + delay >= deadline:
@@ -204,17 +301,25 @@ class ModelClient:
                 ) from None
 
     async def _once(
-        self, messages: Sequence[Mapping[str, str]], on_text: Callable[[str], None] | None
+        self,
+        messages: Sequence[Mapping[str, str]],
+        on_text: Callable[[str], None] | None,
+        max_tokens: int,
+        temperature: float | None,
     ) -> str:
-        extra: dict[str, Any] = {}
-        if self.config.temperature is not None:
-            extra["temperature"] = self.config.temperature
+        extra: dict[str, Any] = {self._token_field: max_tokens}
+        if temperature is not None:
+            extra["temperature"] = temperature
+        if self.config.seed is not None:
+            extra["seed"] = self.config.seed
         client = self._openai()
+        self.last_usage = None
         if not self.config.stream:
             reply = await client.chat.completions.create(
                 model=self.config.name, messages=cast(Any, list(messages)), stream=False, **extra
             )
             text = (reply.choices[0].message.content or "") if reply.choices else ""
+            self._learn(messages, reply.usage)
             if on_text is not None:
                 on_text(text)
             return text
@@ -228,9 +333,20 @@ class ModelClient:
                     parts.append(piece)
                     if on_text is not None:
                         on_text("".join(parts))
+                if getattr(chunk, "usage", None) is not None:
+                    self._learn(messages, chunk.usage)
         finally:
             await stream.close()
         return "".join(parts)
+
+    def _learn(self, messages: Sequence[Mapping[str, str]], usage: Any) -> None:
+        """The endpoint's own count of the prompt's tokens: the estimate follows it."""
+        prompt = getattr(usage, "prompt_tokens", None)
+        done = getattr(usage, "completion_tokens", None)
+        if isinstance(prompt, int) and prompt > 0:
+            chars = sum(len(m.get("content", "")) + 8 for m in messages)
+            self._chars_per_token = min(max(chars / prompt, 1.5), 8.0)
+            self.last_usage = (prompt, done if isinstance(done, int) else 0)
 
 
 def _retry_after(response: Any) -> float | None:

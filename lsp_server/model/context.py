@@ -24,16 +24,33 @@ GENERATE_SYSTEM = (
     "You write {language} code that runs in a persistent Jupyter kernel, inside the user's "
     "file, under a comment that says what they want. The kernel already holds the variables "
     "listed; reuse them instead of recomputing. Reply with exactly one ```{fence} code block "
-    "holding only the code that goes under the comment: no explanation, no repeated comment, "
-    "no code from elsewhere in the file."
+    "holding only the new code that goes under the comment: no explanation, no repeated "
+    "comment, no cell markers, no code from elsewhere in the file."
 )
 FIX_SYSTEM = (
-    "You fix {language} code that runs in a persistent Jupyter kernel. You get the code that "
-    "failed, its error, the kernel's variables and any earlier attempts that failed too. "
-    "Reply with exactly one ```{fence} code block holding the complete corrected code that "
-    "replaces the failing code, and nothing else. Keep the user's intent; change only what "
-    "the error needs."
+    "You fix {language} code that runs in a persistent Jupyter kernel. You get the code to "
+    "fix, the error it raised, the kernel's variables and any earlier attempts that failed "
+    "too. Reply with exactly one ```{fence} code block holding the complete corrected version "
+    "of the code to fix, and nothing else: no other code of the file, no cell markers. Keep "
+    "every statement the user wrote and what it does; change only what the error needs."
 )
+LAYOUTS = ("last", "slot")
+"""How a fix request is laid out: `last` — the rest of the file first, the code to fix and
+its error at the end, nothing standing in its place; `slot` — the file with a placeholder
+where the code goes (the layout small models echo: scripts/bench_fix_live.py measures)."""
+SLOT = "# <<< the code goes here >>>"
+TOKENS_PER_CHAR = 1 / 3.6
+"""Tokens a character of code takes, about (the bound on an answer is made from it)."""
+
+
+def answer_bound(code: str, cap: int, floor: int = 256) -> int:
+    """The most tokens an answer to fix `code` needs: twice the code, and room for a fence
+    and a short explanation the reply may carry anyway; never more than `cap`."""
+    return min(cap, max(floor, int(2 * len(code) * TOKENS_PER_CHAR) + 128))
+
+
+GENERATE_BOUND = 600
+"""Tokens a generated body may take (a cell's worth of code: ~60 lines)."""
 
 
 class ReplyError(Exception):
@@ -75,17 +92,31 @@ def variables_text(variables: Sequence[Variable], budget: int) -> str:
     return "\n".join(out)
 
 
-def excerpt(lines: Sequence[str], first: int, last: int, budget: int, skip: bool = False) -> str:
+def excerpt(
+    lines: Sequence[str],
+    first: int,
+    last: int,
+    budget: int,
+    skip: bool = False,
+    slot: str | None = SLOT,
+    leave_out: Sequence[tuple[int, int]] = (),
+) -> str:
     """The document around lines first..last, nearest lines first, within `budget` characters.
 
-    With `skip`, lines first..last themselves are left out (shown as a marker)."""
+    With `skip`, lines first..last themselves are left out (shown as `slot`, or with nothing
+    in their place when `slot` is None); `leave_out` are more spans left out silently (code
+    shown elsewhere in the request)."""
     texts = [strip_eol(line) for line in lines]
-    keep: set[int] = set() if skip else set(range(first, last + 1))
+    hidden = {i for a, b in leave_out for i in range(a, b + 1)}
+    if skip:
+        hidden |= set(range(first, last + 1))
+    keep: set[int] = set() if skip else set(range(first, last + 1)) - hidden
     used = sum(len(texts[i]) + 1 for i in keep)
     above, below = first - 1, last + 1
     while used < budget and (above >= 0 or below < len(texts)):
         for index in (above, below):
-            if 0 <= index < len(texts) and used + len(texts[index]) + 1 <= budget:
+            fits = 0 <= index < len(texts) and used + len(texts[index]) + 1 <= budget
+            if fits and index not in hidden:
                 keep.add(index)
                 used += len(texts[index]) + 1
         if (above < 0 or used + len(texts[above]) + 1 > budget) and (
@@ -96,9 +127,9 @@ def excerpt(lines: Sequence[str], first: int, last: int, budget: int, skip: bool
     out: list[str] = []
     gap = 0
     for i, text in enumerate(texts):
-        if skip and first <= i <= last:
-            if i == first:
-                out.append("# <<< the code goes here >>>")
+        if i in hidden:
+            if skip and i == first and slot is not None:
+                out.append(slot)
             continue
         if i in keep:
             if gap:
@@ -127,19 +158,20 @@ def generate_messages(
     budget: int,
     language: str = "python",
 ) -> list[Message]:
+    """The file (the prompt's old body left out), the kernel's state, then the request:
+    what the model is to write comes last, next to where it writes."""
     state_budget, doc_budget = _split(budget)
     first, last = body
     around = (
-        excerpt(lines, first, max(last, first - 1), doc_budget, skip=True)
+        excerpt(lines, first, max(last, first - 1), doc_budget, skip=True, slot=None)
         if first <= last
         else excerpt(lines, prompt_line, prompt_line, doc_budget)
     )
     comment = strip_eol(lines[prompt_line]).strip()
     user = (
-        f"Request: {instruction}\n\n"
+        f"The file, for reference (do not repeat it):\n```{language}\n{around}\n```\n\n"
         f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n\n"
-        f"The file around the request (the request is the comment `{comment}`):\n"
-        f"```{language}\n{around}\n```"
+        f"Write the code that goes right under the comment `{comment}`: {instruction}"
     )
     system = GENERATE_SYSTEM.format(language=language.capitalize(), fence=language)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -154,26 +186,60 @@ def fix_messages(
     attempts: Sequence[Attempt],
     budget: int,
     language: str = "python",
+    *,
+    caller: tuple[str, tuple[int, int] | None] | None = None,
+    layout: str = "last",
+    where: str | None = None,
 ) -> list[Message]:
+    """A request to fix `code` (lines `piece` of `lines`) that raised `error`. `caller`: the
+    code that ran and reached it from elsewhere (another cell, with its lines in `lines`;
+    or the document, when `where` names the module file `lines` are of): shown as the test
+    the fix must pass, never as code to change."""
     state_budget, doc_budget = _split(budget)
     earlier = "".join(
-        f"\nAttempt {n}:\n```{language}\n{a.code.rstrip()}\n```\nIt failed with:\n```\n"
-        f"{a.error.rstrip()}\n```\n"
+        f"\nAttempt {n}:\n```{language}\n{a.code.rstrip()}\n```\nIt failed: {a.error.rstrip()}\n"
         for n, a in enumerate(attempts, 1)
     )
-    doc_budget = max(doc_budget - len(code) - len(error) - len(earlier), 0)
-    user = (
-        f"This code failed:\n```{language}\n{code.rstrip()}\n```\n"
-        f"Error:\n```\n{error.rstrip()}\n```\n\n"
-        f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n"
-        + (f"\nEarlier attempts to fix it that failed too:\n{earlier}" if attempts else "")
-        + (
-            f"\nThe file around it (the failing code is marked):\n```{language}\n"
-            f"{excerpt(lines, piece[0], piece[1], doc_budget, skip=True)}\n```"
-            if doc_budget > 200
+    called = (
+        f"\nThis code calls it; it runs again after your fix and must then succeed (do not "
+        f"change or repeat it):\n```{language}\n{caller[0].rstrip()}\n```\n"
+        if caller is not None
+        else ""
+    )
+    shown = len(code) + len(error) + len(earlier) + len(called)
+    doc_budget = max(doc_budget - shown, 0)
+    leave_out = [caller[1]] if caller is not None and caller[1] is not None else []
+    rest = f"The rest of {where}" if where else "The rest of the file"
+    state = f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n"
+    tried = f"\nEarlier attempts to fix it that failed too:\n{earlier}" if attempts else ""
+    if layout == "slot":
+        around = excerpt(lines, piece[0], piece[1], doc_budget, skip=True, leave_out=leave_out)
+        user = (
+            f"This code failed:\n```{language}\n{code.rstrip()}\n```\n"
+            f"Error:\n```\n{error.rstrip()}\n```\n\n{state}{called}{tried}"
+            + (
+                f"\nThe file around it (the failing code is marked):\n```{language}\n{around}\n```"
+                if doc_budget > 200
+                else ""
+            )
+        )
+    else:
+        around = excerpt(
+            lines, piece[0], piece[1], doc_budget, skip=True, slot=None, leave_out=leave_out
+        )
+        context = (
+            f"{rest}, for reference (already run; do not repeat it):\n"
+            f"```{language}\n{around}\n```\n\n"
+            if doc_budget > 200 and around.strip()
             else ""
         )
-    )
+        user = (
+            f"{context}{state}{tried}{called}\n"
+            f"The code to fix{f' (in {where})' if where else ''}:\n"
+            f"```{language}\n{code.rstrip()}\n```\n"
+            f"It raised:\n```\n{error.rstrip()}\n```\n"
+            f"Reply with the corrected code to fix, complete, in one ```{language} block."
+        )
     system = FIX_SYSTEM.format(language=language.capitalize(), fence=language)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -190,32 +256,171 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _CODE_LANGS = {"", "python", "py", "python3", "ipython", "jupyter"}
 
 
-def extract_code(reply: str, prompt_line: str | None = None, limit: int = MAX_CODE) -> str:
-    """The reply's code block, checked to parse; ReplyError says why there is none."""
+def extract_code(
+    reply: str,
+    prompt_line: str | None = None,
+    limit: int = MAX_CODE,
+    *,
+    asked: str | None = None,
+    context: Sequence[str] = (),
+) -> str:
+    """The reply's code block, trimmed to the code asked for and checked to parse;
+    ReplyError says why there is none.
+
+    Trimmed: runfix's own words (the placeholder, "lines left out"), cell markers (where the
+    reply holds several cells, the one asked for: most like `asked`, the code being fixed, or
+    under the repeated prompt), the prompt line repeated, prose inside the fence. A reply
+    that only repeats `context` (the file shown with the request) is no code."""
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(reply)]
-    code_blocks = [body for lang, body in blocks if lang in _CODE_LANGS]
+    code_blocks = [body for lang, body in blocks if lang in _CODE_LANGS - {""}] or [
+        body for lang, body in blocks if lang == ""
+    ]
     if code_blocks:
-        code = max(code_blocks, key=len) if len(code_blocks) > 1 else code_blocks[0]
+        code = _best_block(code_blocks, asked)
     elif blocks:
         raise ReplyError(f"the reply's code block is {blocks[0][0]}, not Python")
     else:
         code = reply
-        if not _looks_like_code(code):
+        if not _looks_like_code(_without_ours(code)):
             raise ReplyError("the reply had no code block (prose only)")
-    code = _drop_echo(code.strip("\n"), prompt_line)
+    code = _trimmed(code.strip("\n"), prompt_line, asked, context)
     if not code.strip():
         raise ReplyError("the reply's code block was empty")
     if len(code) > limit:
         raise ReplyError(
             f"the reply's code is too long ({len(code):,} characters; limit {limit:,})"
         )
+    code = _parsing(code)
+    if _echo(code, context) and (asked is None or _likeness(code, asked) < 0.5):
+        raise ReplyError("the reply only repeated other code of the file")
+    return code.rstrip() + "\n"
+
+
+def _best_block(blocks: Sequence[str], asked: str | None) -> str:
+    """Of several code blocks (the code, then a traceback or usage the model added), the one
+    that parses and is most like the code asked for (else the longest that parses)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    parsing = []
+    for block in blocks:
+        try:
+            ast.parse(without_magics(_without_ours(block)))
+        except SyntaxError:
+            continue
+        parsing.append(block)
+    pool = parsing or list(blocks)
+    if asked is not None:
+        return max(pool, key=lambda b: _likeness(b, asked))
+    return max(pool, key=len)
+
+
+_OURS = re.compile(r"^\s*#\s*(<<<.*>>>|… \(\d+ lines? left out\))\s*$")
+_MARKER = re.compile(r"^\s*(#|//|--)\s*%%")
+
+
+def _without_ours(code: str) -> str:
+    """Without the lines runfix itself wrote into the request (a placeholder, a gap)."""
+    return "\n".join(line for line in code.split("\n") if not _OURS.match(line))
+
+
+def _norm(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def _likeness(a: str, b: str) -> float:
+    import difflib
+
+    return difflib.SequenceMatcher(None, _norm(a), _norm(b)).ratio()
+
+
+def _echo(code: str, context: Sequence[str]) -> bool:
+    """Whether every line of `code` is a line of the context shown (or a comment)."""
+    if not context:
+        return False
+    shown = {strip_eol(line).strip() for line in context}
+    lines = [
+        ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")
+    ]
+    return bool(lines) and all(line in shown for line in lines)
+
+
+def _trimmed(code: str, prompt_line: str | None, asked: str | None, context: Sequence[str]) -> str:
+    lines = [line for line in code.split("\n") if not _OURS.match(line)]
+    prompt = prompt_line.strip() if prompt_line else None
+    if any(_MARKER.match(line) for line in lines):
+        lines = _one_cell(lines, prompt, asked, context)
+    if prompt is not None:
+        lines = [line for line in lines if line.strip() != prompt]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _one_cell(
+    lines: list[str], prompt: str | None, asked: str | None, context: Sequence[str]
+) -> list[str]:
+    """Of a reply holding cell markers, the cell asked for, its marker dropped."""
+    cells: list[tuple[str, list[str]]] = [("", [])]
+    for line in lines:
+        if _MARKER.match(line):
+            cells.append((line, []))
+        else:
+            cells[-1][1].append(line)
+    filled = [(head, body) for head, body in cells if any(ln.strip() for ln in body)]
+    if not filled:
+        return []
+    if asked is not None:
+        return max(filled, key=lambda c: _likeness("\n".join(c[1]), asked))[1]
+    if prompt is not None:
+        words = prompt.split(":", 1)[-1].strip()
+        for head, body in filled:
+            if words and words in head:
+                return body
+            for i, line in enumerate(body):
+                if line.strip() == prompt:
+                    return body[i + 1 :]
+    fresh = [c for c in filled if not _echo("\n".join(c[1]), context)]
+    return (fresh or filled)[-1][1]
+
+
+def _parsing(code: str) -> str:
+    """`code`, or the most of it that parses once prose lines around it are dropped (a
+    sentence inside the fence); ReplyError when nothing does."""
     try:
         ast.parse(without_magics(code))
+        return code
     except SyntaxError as exc:
-        raise ReplyError(
-            f"the reply's code does not parse: {exc.msg} (line {exc.lineno} of the code)"
-        ) from None
-    return code.rstrip() + "\n"
+        error = exc
+    lines = code.split("\n")
+    for drop in range(1, min(4, len(lines))):
+        for head in range(drop + 1):
+            tail = drop - head
+            kept = lines[head : len(lines) - tail]
+            if not any(line.strip() for line in kept):
+                continue
+            try:
+                ast.parse(without_magics("\n".join(kept)))
+            except SyntaxError:
+                continue
+            dropped = lines[:head] + lines[len(lines) - tail :]
+            if all(_prose(line) for line in dropped):
+                return "\n".join(kept)
+    raise ReplyError(
+        f"the reply's code does not parse: {error.msg} (line {error.lineno} of the code)"
+    )
+
+
+def _prose(line: str) -> bool:
+    """A line of English, not of code: words and spaces, ending like a sentence."""
+    text = line.strip()
+    if not text:
+        return True
+    try:
+        ast.parse(text)
+        return False
+    except SyntaxError:
+        pass
+    return bool(re.match(r"^[A-Z][\w ,'’()-]*[.:!]?$", text)) and " " in text
 
 
 def _looks_like_code(text: str) -> bool:
@@ -227,13 +432,3 @@ def _looks_like_code(text: str) -> bool:
         not (isinstance(node, ast.Expr) and isinstance(node.value, (ast.Name, ast.Constant)))
         for node in tree.body
     )
-
-
-def _drop_echo(code: str, prompt_line: str | None) -> str:
-    """Models often repeat the prompt comment as the first line: it is already there."""
-    if prompt_line is None:
-        return code
-    lines = code.split("\n")
-    if lines and lines[0].strip() == prompt_line.strip():
-        return "\n".join(lines[1:])
-    return code

@@ -449,6 +449,85 @@ async def test_fix_with_model_offers_an_edit_only_after_it_ran_clean(
     assert "ValueError" in model.user_text(1)  # what attempt 1 raised went into attempt 2
 
 
+async def test_fix_with_model_on_an_error_raised_in_another_cell_rewrites_that_cell(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """The call in cell 3 reaches cell 2's function, which raises: the quick fix's edit is
+    of the function (where the diagnostic is), never of the call."""
+    await start(client, folder, options(model), "visual_studio_code")
+    source = (
+        "sales = [12.5, 8.0, 19.25]\n# %%\ndef average(values):\n"
+        "    return sum(values) / len(value)\n# %%\nprint(round(average(sales), 2))\n"
+    )
+    uri = open_doc(client, folder / "cross.py", source)
+    assert (await run(client, uri))["status"] == "error"
+    [error] = errors(client, uri)
+    assert error.range.start.line == 3
+    [action] = [a for a in await quick_fixes(client, uri) if a.title == "Fix with model"]
+    model.script(code("def average(values):\n    return sum(values) / len(values)"))
+    resolved = await client.code_action_resolve_async(action)
+    assert resolved.edit is not None, resolved.disabled
+    [change] = resolved.edit.document_changes or []
+    assert isinstance(change, lsp.TextDocumentEdit)
+    [edit] = change.edits
+    assert (edit.range.start.line, edit.range.end.line) == (2, 4)  # the function's lines
+    assert edit.new_text == "def average(values):\n    return sum(values) / len(values)\n"
+    assert "where the error was raised; line 6 ran again clean" in resolved.title
+    assert "This code calls it" in model.user_text(0)
+
+
+async def test_a_reply_that_opens_a_cell_is_written_into_the_prompts_body(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """A small model starts its answer with `# %% <the prompt>`: written as is, the prompt
+    and its code would be two cells and Regenerate would find no body."""
+    await start(client, folder, options(model))
+    source = "xs = [1, 2, 3]\n# %%\n# ai: print the mean of xs\n"
+    uri = open_doc(client, folder / "mean.py", source)
+    model.script(
+        "```python\n# %% print the mean of xs\n# ai: print the mean of xs\n"
+        "print(sum(xs) / len(xs))\n```"
+    )
+    assert (await generate(client, uri, 2))["status"] == "ok"
+    assert text(client, uri) == source + "print(sum(xs) / len(xs))\n"
+    model.script(code("import statistics\nprint(statistics.mean(xs))"))
+    assert (await generate(client, uri, 2))["status"] == "ok"  # Regenerate finds the body
+    assert text(client, uri) == source + "import statistics\nprint(statistics.mean(xs))\n"
+
+
+async def test_every_request_is_bounded_and_progress_says_the_prompt_is_being_read(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model, model={"maxTokens": 400}))
+    uri = open_doc(client, folder / "b.py", "# ai: print 1\n")
+    slow = code("print(1)")
+    slow.hang = 0.6  # the model reading a long prompt: nothing comes for a while
+    model.script(slow)
+    assert (await generate(client, uri, 0))["status"] == "ok"
+    assert model.requests[0]["max_tokens"] == 400  # Generate's bound (600) within the cap
+    assert any("the model is reading the prompt (~" in m for m in progress_messages(client))
+    source = "def half(n):\n    return n / 2\n\nprint(half('8'))\n"
+    fix_uri = open_doc(client, folder / "f.py", source)
+    model.script(code("def half(n):\n    return int(n) / 2\n\nprint(half('8'))"))
+    answer = await command(client, "runfix.runAndFix", {"uri": fix_uri})
+    assert answer["status"] == "fixed", answer
+    assert model.requests[1]["max_tokens"] == 256  # from the size of the code to fix
+
+
+async def test_a_stream_past_the_timeout_is_stopped_and_said_so(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model, model={"timeout": 2}))
+    source = "# ai: anything\n"
+    uri = open_doc(client, folder / "ramble.py", source)
+    model.script(Reply("x = 1\n" * 200, chunk_delay=0.3, chunks=40))  # 12 s of text
+    began = time.monotonic()
+    answer = await generate(client, uri, 0)
+    assert time.monotonic() - began < 2 + 3
+    assert answer["status"] == "error" and "answer was stopped after 2s" in answer["message"]
+    assert text(client, uri) == source
+
+
 # -- safety -------------------------------------------------------------------------------
 
 

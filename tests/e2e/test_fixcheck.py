@@ -185,7 +185,7 @@ async def test_a_fix_that_deletes_the_failing_line_is_flagged_and_never_applied_
     model.script(code("pass"))  # the failing statement, gone
     action = await offered(client, uri)
     assert action.edit is not None
-    assert "only deletes the failing code: look before applying" in action.title, action.title
+    assert f"removes the failing line (`{BROKEN}`): look before applying" in action.title
     assert 'breaks `print(table["tea"])` at line 10: NameError' in action.title
     # Run and fix applies what passes: this one it does not apply.
     model.script(code("pass"))

@@ -51,7 +51,7 @@ def test_fix_leaves_the_file_when_no_candidate_runs_clean(tmp_path: Path) -> Non
     source = "print(undefined)\n"
     path.write_text(source)
     with ModelServer() as model:
-        model.script(*(code("print(still_undefined)") for _ in range(3)))
+        model.script(*(code(f"print(still_undefined_{n})") for n in range(3)))
         done = run_fix(path, model)
     assert done.returncode == 1
     assert path.read_text() == source
@@ -144,3 +144,117 @@ def test_fix_is_checked_against_the_cells_that_depend_on_it(tmp_path: Path) -> N
     out = done.stdout
     assert "fix candidate: breaks `print(table['tea'])` at line 6: KeyError: 'tea'" in out
     assert "fixed on attempt 2 (verified: 1 dependent cell still passes)" in out
+
+
+# -- issue 35: what a real model exposed -------------------------------------------------
+
+
+def run_fix_with(path: Path, model: ModelServer, **env: str) -> subprocess.CompletedProcess[str]:
+    """`runfix run --fix` with sampling set from the environment, as a terminal user would."""
+    (path.parent / "pyproject.toml").write_text(
+        f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
+    )
+    environ = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url, **env}
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", str(path), "--fix"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environ,
+    )
+
+
+CROSS = (
+    "sales = [12.5, 8.0, 19.25]\n"
+    "# %%\n"
+    "def average(values):\n"
+    "    return sum(values) / len(value)\n"
+    "# %%\n"
+    "print(round(average(sales), 2))\n"
+)
+
+
+def test_the_fix_goes_into_the_function_that_raised_and_the_call_stays(tmp_path: Path) -> None:
+    """Cell 3 calls cell 2's function, which raises: the model is asked to fix the function
+    (the call as its test), the fix replaces the function, the call runs again and passes."""
+    path = tmp_path / "job.py"
+    path.write_text(CROSS)
+    with ModelServer() as model:
+        model.script(code("def average(values):\n    return sum(values) / len(values)"))
+        done = run_fix_with(path, model, RUNFIX_MODEL_TEMPERATURE="0", RUNFIX_MODEL_SEED="3")
+        asked = model.user_text(0)
+        request = model.requests[0]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == CROSS.replace("len(value)", "len(values)")  # the call is there
+    assert "The code to fix:\n```python\ndef average(values):" in asked
+    assert "This code calls it" in asked and "print(round(average(sales), 2))" in asked
+    assert "Did you mean: 'values'?" in asked  # what Python would have said
+    out = done.stdout
+    assert (
+        "fixed on attempt 1 (in `def average(values):` at line 3, where the error was raised" in out
+    )
+    assert f"{path}:6:1: note: 13.25" in out  # the call ran again, after the fixed function
+    # Every request is bounded; temperature and seed came from the environment.
+    assert request["max_tokens"] == 256 and request["temperature"] == 0 and request["seed"] == 3
+
+
+def test_an_echo_of_the_request_is_never_written_and_a_deletion_is_not_a_fix(
+    tmp_path: Path,
+) -> None:
+    """The 0.5B model's answers: the request's context echoed (placeholder and all), then a
+    candidate that runs clean by dropping the failing statement; the third is a fix."""
+    path = tmp_path / "job.py"
+    source = 'import math\n# %%\nside = math.sqroot(16)\nprint("side", side)\n'
+    path.write_text(source)
+    with ModelServer() as model:
+        model.script(
+            "```python\n# %%\nimport math\n# %% <<< the code goes here >>>\n```",
+            code('import math\nprint("side", 4.0)'),
+            code('side = math.sqrt(16)\nprint("side", side)'),
+        )
+        done = run_fix_with(path, model)
+        asked = [model.user_text(i) for i in range(3)]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == source.replace("sqroot", "sqrt")
+    assert "<<<" not in path.read_text()
+    assert "only repeated other code of the file" in asked[1]
+    assert "removes the failing line (`side = math.sqroot(16)`)" in asked[2]
+    assert "fixed on attempt 3" in done.stdout
+
+
+def test_when_only_deletions_run_clean_nothing_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "job.py"
+    source = "items = [1, 2, 3]\n# %%\ntotal = sum(itmes)\nprint(total)\n"
+    path.write_text(source)
+    with ModelServer() as model:
+        model.script(
+            code("print(6)"),
+            code("try:\n    total = sum(itmes)\nexcept Exception:\n    pass\nprint(6)"),
+            code("print('6')"),
+        )
+        done = run_fix_with(path, model)
+    assert done.returncode == 1
+    assert path.read_text() == source
+    assert "removes the failing line (`total = sum(itmes)`)" in done.stdout
+    assert "it was not applied" in done.stdout
+
+
+def test_a_module_file_of_the_folder_is_fixed_where_it_raised(tmp_path: Path) -> None:
+    module = tmp_path / "stats_util.py"
+    module.write_text(
+        '"""Helpers."""\n\n\ndef mean(values):\n    return sum(values) / len(valuse)\n'
+    )
+    path = tmp_path / "job.py"
+    source = "from stats_util import mean\n# %%\nprint(mean([1, 2, 3]))\n"
+    path.write_text(source)
+    with ModelServer() as model:
+        model.script(code("def mean(values):\n    return sum(values) / len(values)"))
+        done = run_fix_with(path, model)
+        asked = model.user_text(0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == source  # the caller is left as it is
+    assert module.read_text().endswith("return sum(values) / len(values)\n")
+    assert module.read_text().startswith('"""Helpers."""')
+    assert "The code to fix (in stats_util.py)" in asked
+    assert "at stats_util.py:4, where the error was raised" in done.stdout
+    assert f"{path}:3:1: note: 2.0" in done.stdout  # the caller ran again with the fixed module

@@ -122,6 +122,12 @@ class FakeEditor:
         self.version += 1
         return True
 
+    async def apply_file(
+        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+    ) -> bool:
+        self.applied.append(edit)
+        return True
+
     @asynccontextmanager
     async def _progress(self) -> AsyncIterator[Any]:
         yield self
@@ -262,14 +268,14 @@ def _fixer(
     asked: list[list[dict[str, str]]] = []
     ran: list[str] = []
 
-    async def ask(messages: list[dict[str, str]], what: str) -> str:
+    async def ask(messages: list[dict[str, str]], what: str, bound: int, retry: bool) -> str:
         asked.append(messages)
         reply = replies.pop(0)
         if reply == "cancel":
             raise ModelCancelled()
         return reply
 
-    async def run(code: str) -> RunOutcome:
+    async def run(code: str, at: int) -> RunOutcome:
         ran.append(code)
         return outcomes.pop(0)
 

@@ -204,10 +204,11 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
     if now is None:
         return action
     error = ls.flow.error_text_for(fix.uri, fix.piece, fix.message)
+    raised = ls.flow.raised_for(fix.uri, fix.piece, fix.message)
     first, last = fix.piece
     report = await graceful(
         lambda cancel: ls.flow.fix_piece(
-            fix.uri, now.lines, first, last, error, cancel, apply=False
+            fix.uri, now.lines, first, last, error, cancel, apply=False, raised=raised
         )
     )
     answer = report.answer

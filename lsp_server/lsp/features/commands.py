@@ -191,9 +191,12 @@ def register(server: RunfixServer) -> None:
         assert now is not None
         first, last = arg.piece
         error = ls.flow.error_text_for(arg.uri, arg.piece, arg.message)
+        raised = ls.flow.raised_for(arg.uri, arg.piece, arg.message)
         report = await _cancellable(
             ls,
-            lambda c: ls.flow.fix_piece(arg.uri, now.lines, first, last, error, c, apply=True),
+            lambda c: ls.flow.fix_piece(
+                arg.uri, now.lines, first, last, error, c, apply=True, raised=raised
+            ),
         )
         return to_json(report.answer)
 
