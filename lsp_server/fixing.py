@@ -137,14 +137,23 @@ _NAME_ERROR = re.compile(r"NameError: name '([A-Za-z_]\w*)' is not defined")
 _ATTRIBUTE_ERROR = re.compile(
     r"AttributeError: (?:module '([\w.]+)'|'(\w+)' object) has no attribute '(\w+)'"
 )
+_KEY_ERROR = re.compile(r"KeyError: '([^'\n]{1,80})'")
 
 
-def suggestion(error: str, code: str, names: Sequence[str] = ()) -> str | None:
+def suggestion(
+    error: str, code: str, names: Sequence[str] = (), keys: Sequence[str] = ()
+) -> str | None:
     """Python's own "Did you mean" for a misspelt name or attribute (the interpreter prints
     it under a traceback; a kernel's error message lacks it): from the names of `code`, then
     `names` (the kernel's variables, the file's names), then builtins; for attributes, of a
     standard-library module the server has loaded or of a builtin type. A small model that
-    does not see the typo fixes it once told."""
+    does not see the typo fixes it once told. A `KeyError` gets the close one of `keys` (the
+    columns of the kernel's DataFrames), as "Did you mean" too."""
+    if found := _KEY_ERROR.search(error):
+        wrong = found.group(1)
+        by_case = {k.lower(): k for k in keys}
+        close = difflib.get_close_matches(wrong.lower(), sorted(by_case), n=1, cutoff=0.75)
+        return f"Did you mean: '{by_case[close[0]]}'?" if close else None
     if found := _NAME_ERROR.search(error):
         wrong = found.group(1)
         pools = [_names_in(code), set(names), set(dir(builtins))]  # nearest first
@@ -156,6 +165,13 @@ def suggestion(error: str, code: str, names: Sequence[str] = ()) -> str | None:
         elif kind and isinstance(getattr(builtins, kind, None), type):
             owner = getattr(builtins, kind)
         pools = [{n for n in dir(owner) if not n.startswith("_")}] if owner is not None else []
+        if kind and not pools:  # a class of the user's code: what its methods set on self
+            own = _attributes_of(code, kind) - {wrong}
+            close = difflib.get_close_matches(wrong, sorted(own), n=1, cutoff=0.75)
+            if close:
+                return f"Did you mean: '{close[0]}'?"
+            shown = sorted(n for n in own if not n.startswith("__"))[:12]
+            return f"'{kind}' objects have: {', '.join(shown)}." if shown else None
     else:
         return None
     for pool in pools:
@@ -163,6 +179,39 @@ def suggestion(error: str, code: str, names: Sequence[str] = ()) -> str | None:
         if close:
             return f"Did you mean: '{close[0]}'?"
     return None
+
+
+def suggested(
+    target: Target, error: str, names: Sequence[str], keys: Sequence[str] = ()
+) -> tuple[str, str] | None:
+    """The code to fix with Python's own "Did you mean" applied on the line that raised
+    (a misspelt name, attribute or column key, nothing else), and what was changed; None
+    when nothing is suggested or the line does not hold the wrong one."""
+    if target.line is None or not target.first <= target.line <= target.last:
+        return None
+    hint = suggestion(error, target.code, names, keys)
+    found = re.fullmatch(r"Did you mean: '([^'\n]+)'\?", hint or "")
+    wrong = _KEY_ERROR.search(error) or _NAME_ERROR.search(error) or _ATTRIBUTE_ERROR.search(error)
+    if found is None or wrong is None:
+        return None
+    bad, good = wrong.groups()[-1], found.group(1)
+    if wrong.re is _KEY_ERROR:  # the key as a string literal, either quote
+        pattern, into = (
+            rf"""(['"]){re.escape(bad)}\1""",
+            lambda m: f"{m.group(1)}{good}{m.group(1)}",
+        )
+    elif wrong.re is _ATTRIBUTE_ERROR:
+        pattern, into = rf"\.{bad}\b", lambda m: f".{good}"
+    else:
+        pattern, into = rf"(?<![\w.]){bad}\b", lambda m: good
+    lines = target.code.split("\n")
+    at = target.line - target.first
+    fixed, count = re.subn(pattern, into, lines[at])
+    if not count:
+        return None
+    lines[at] = fixed
+    said = "a column the kernel has" if wrong.re is _KEY_ERROR else "Python's suggestion"
+    return "\n".join(lines), f"{said} (`{bad}` → `{good}`)"
 
 
 def _hinted(error: str, hint: str | None) -> str:
@@ -174,11 +223,36 @@ def _hinted(error: str, hint: str | None) -> str:
         (
             i
             for i in range(len(lines) - 1, -1, -1)
-            if _NAME_ERROR.search(lines[i]) or _ATTRIBUTE_ERROR.search(lines[i])
+            if _NAME_ERROR.search(lines[i])
+            or _ATTRIBUTE_ERROR.search(lines[i])
+            or _KEY_ERROR.search(lines[i])
         ),
         len(lines) - 1,
     )
     return "\n".join([*lines[: at + 1], hint, *lines[at + 1 :]])
+
+
+def _attributes_of(code: str, kind: str) -> set[str]:
+    """The attributes a class of `code` named `kind` has: its methods, and what they set
+    on `self`."""
+    try:
+        tree = ast.parse(without_magics(code))
+    except SyntaxError:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == kind:
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.add(sub.name)
+                elif (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.ctx, ast.Store)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id == "self"
+                ):
+                    found.add(sub.attr)
+    return found
 
 
 def _names_in(code: str) -> set[str]:
@@ -386,7 +460,7 @@ class FixResult:
         return "; ".join(parts)
 
 
-Ask = Callable[[list[dict[str, str]], str, int, bool], Awaitable[str]]
+Ask = Callable[[list[dict[str, str]], str, int, int], Awaitable[str]]
 Run = Callable[[str, int], Awaitable[RunOutcome]]
 Confirm = Callable[[str, list[Finding]], Awaitable[bool]]
 Verify = Callable[[str, Target], Awaitable[Check | None]]
@@ -418,8 +492,9 @@ class Fixer:
     """One failing piece of code at lines first..last of a document, and how to fix it."""
 
     ask: Ask
-    """(messages, what-for, max tokens, a retry) → the reply's text; raises ModelError or
-    ModelCancelled. A retry follows a failed candidate: sampled warmer (`RETRY_TEMPERATURE`)."""
+    """(messages, what-for, max tokens, how many requests this fix made before) → the
+    reply's text; raises ModelError or ModelCancelled. A retry follows a failed candidate:
+    sampled warmer (`RETRY_TEMPERATURE`), with another seed."""
     run: Run
     """Runs code at a document line (0-based); never raises for what the code did."""
     variables: Callable[[], Awaitable[list[Variable]]]
@@ -433,7 +508,7 @@ class Fixer:
     one that breaks a passing cell goes back to the model with what it broke."""
     max_tokens: int = 1024
     """The cap on an answer (model.maxTokens); a request asks for what its code needs."""
-    layout: str = "last"
+    layout: str = "first"
     redefine: Callable[[Target, str], Awaitable[RunOutcome]] | None = None
     """Puts a candidate for a module file's code into that module in the kernel (what the
     file will say once the edit is applied); None: module files are not fixed."""
@@ -460,6 +535,18 @@ class Fixer:
         if loop.target.path is not None:
             context += list(lines)
         bound = answer_bound(loop.target.code, self.max_tokens)
+        variables = await self.variables()
+        names = [v.name for v in variables] + sorted(_names_in("".join(lines)))
+        keys = [str(k) for v in variables for k in (v.columns or {})]
+        typo = suggested(loop.target, error, names, keys)
+        if typo is not None:  # Python's own suggestion, tried before any model is asked
+            self.report(f"trying {typo[1]}")
+            done = await self._attempt(loop, typo[0], 0)
+            if done is not None and done.status == "fixed":
+                done.message = f"{typo[1]}; no model asked"
+                return done
+            if done is not None:
+                return done
         number = 0
         again = False
         while number < self.max_attempts:
@@ -473,6 +560,7 @@ class Fixer:
                 current,
                 "\n".join([loop.target.code, *(a.code for a in loop.tried[-1:])]),
                 [*known, *sorted(_names_in("".join(lines)))],
+                [str(k) for v in variables for k in (v.columns or {})],
             )
             messages = fix_messages(
                 loop.target.code,
@@ -490,7 +578,7 @@ class Fixer:
             )
             try:
                 what = f"attempt {number}/{self.max_attempts}"
-                reply = await self.ask(messages, what, bound, bool(loop.tried))
+                reply = await self.ask(messages, what, bound, len(loop.tried))
             except ModelCancelled:
                 return loop.ended("cancelled", number, "cancelled")
             except ModelError as exc:

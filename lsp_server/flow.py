@@ -754,7 +754,7 @@ class Flow:
         folder = self.editor.folder_for(uri)
         path = self.editor.path_of(uri)
 
-        async def ask(messages: list[dict[str, str]], what: str, bound: int, retry: bool) -> str:
+        async def ask(messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
             reading = model.prompt_tokens(messages)
             progress.report(f"{what}: the model is reading the prompt (~{reading:,} tokens)")
             return await model.complete(
@@ -762,7 +762,8 @@ class Flow:
                 on_text=streamed(progress, what),
                 cancel=cancel,
                 max_tokens=bound,
-                temperature=retry_temperature(model.config.temperature) if retry else None,
+                temperature=retry_temperature(model.config.temperature) if asked else None,
+                seed=(model.config.seed or 0) + asked if asked else None,
             )
 
         async def confirm(code: str, findings: list[Finding]) -> bool:
@@ -991,7 +992,11 @@ class Flow:
             message = "runfix: the editor did not apply the fix."
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
-        said = f"fixed on attempt {result.attempts}" + (f" ({checked})" if checked else "")
+        said = (
+            f"fixed with {result.message}"
+            if result.attempts == 0
+            else f"fixed on attempt {result.attempts}"
+        ) + (f" ({checked})" if checked else "")
         self.editor.remark(place, said)
         await self.keep_candidate(uri, edit, result, (first, last))
         return FixReport(FixAnswer(Status.FIXED, result.attempts, None, checked), edit, now.version)

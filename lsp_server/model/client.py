@@ -199,6 +199,7 @@ class ModelClient:
         cancel: asyncio.Event | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        seed: int | None = None,
     ) -> str:
         """The reply's text; ModelError or ModelCancelled otherwise, within the timeout.
 
@@ -214,7 +215,10 @@ class ModelClient:
             if on_text is not None:
                 on_text(text)
 
-        sampling = temperature if temperature is not None else self.config.temperature
+        sampling = (
+            temperature if temperature is not None else self.config.temperature,
+            seed if seed is not None else self.config.seed,
+        )
         work = asyncio.wait_for(
             self._with_retries(messages, seen, bound, sampling), self.config.timeout
         )
@@ -240,7 +244,7 @@ class ModelClient:
         messages: Sequence[Mapping[str, str]],
         on_text: Callable[[str], None] | None,
         max_tokens: int,
-        temperature: float | None,
+        sampling: tuple[float | None, int | None],
     ) -> str:
         import openai
 
@@ -249,7 +253,7 @@ class ModelClient:
         switched = False
         while True:
             try:
-                return await self._once(messages, on_text, max_tokens, temperature)
+                return await self._once(messages, on_text, max_tokens, sampling)
             except openai.BadRequestError as exc:
                 # An endpoint that wants the other name for the bound says so in a 400:
                 # asked again once with it (never without a bound).
@@ -305,13 +309,14 @@ class ModelClient:
         messages: Sequence[Mapping[str, str]],
         on_text: Callable[[str], None] | None,
         max_tokens: int,
-        temperature: float | None,
+        sampling: tuple[float | None, int | None],
     ) -> str:
+        temperature, seed = sampling
         extra: dict[str, Any] = {self._token_field: max_tokens}
         if temperature is not None:
             extra["temperature"] = temperature
-        if self.config.seed is not None:
-            extra["seed"] = self.config.seed
+        if seed is not None:
+            extra["seed"] = seed
         client = self._openai()
         self.last_usage = None
         if not self.config.stream:

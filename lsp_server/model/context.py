@@ -34,10 +34,13 @@ FIX_SYSTEM = (
     "of the code to fix, and nothing else: no other code of the file, no cell markers. Keep "
     "every statement the user wrote and what it does; change only what the error needs."
 )
-LAYOUTS = ("last", "slot")
-"""How a fix request is laid out: `last` — the rest of the file first, the code to fix and
-its error at the end, nothing standing in its place; `slot` — the file with a placeholder
-where the code goes (the layout small models echo: scripts/bench_fix_live.py measures)."""
+LAYOUTS = ("first", "last", "slot")
+"""How a fix request is laid out: `first` — the code to fix and what it raised (its last
+lines, not the frames) first, then its caller, the rest of the file, earlier attempts and
+the kernel's variables; `last` — the rest of the file first, the code to fix and its whole
+traceback at the end; `slot` — the file with a placeholder where the code goes. Small
+models echo `slot`, and answer `last` with the code unchanged more often than `first`
+(scripts/bench_fix_live.py measures)."""
 SLOT = "# <<< the code goes here >>>"
 TOKENS_PER_CHAR = 1 / 3.6
 """Tokens a character of code takes, about (the bound on an answer is made from it)."""
@@ -188,7 +191,7 @@ def fix_messages(
     language: str = "python",
     *,
     caller: tuple[str, tuple[int, int] | None] | None = None,
-    layout: str = "last",
+    layout: str = "first",
     where: str | None = None,
 ) -> list[Message]:
     """A request to fix `code` (lines `piece` of `lines`) that raised `error`. `caller`: the
@@ -212,7 +215,36 @@ def fix_messages(
     rest = f"The rest of {where}" if where else "The rest of the file"
     state = f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n"
     tried = f"\nEarlier attempts to fix it that failed too:\n{earlier}" if attempts else ""
-    if layout == "slot":
+    if layout == "first":
+        around = excerpt(
+            lines, piece[0], piece[1], doc_budget, skip=True, slot=None, leave_out=leave_out
+        )
+        told = "".join(
+            f"\nAttempt {n}:\n```{language}\n{a.code.rstrip()}\n```\nIt failed: "
+            f"{headline(a.error)}\n"
+            for n, a in enumerate(attempts, 1)
+        )
+        user = (
+            f"The code to fix{f' (in {where})' if where else ''}:\n"
+            f"```{language}\n{code.rstrip()}\n```\n"
+            f"It raised:\n```\n{headline(error)}\n```\n"
+            + (
+                f"when called by this code, which runs again after your fix and must then "
+                f"succeed (do not change or repeat it):\n```{language}\n{caller[0].rstrip()}\n```\n"
+                if caller is not None
+                else ""
+            )
+            + (
+                f"\n{rest}, for reference (already run; do not repeat it):\n"
+                f"```{language}\n{around}\n```\n"
+                if doc_budget > 200 and around.strip()
+                else ""
+            )
+            + (f"\nEarlier attempts to fix it that failed too:\n{told}" if attempts else "")
+            + (f"\n{state}" if variables else "")
+            + f"\nReply with the corrected code to fix, complete, in one ```{language} block."
+        )
+    elif layout == "slot":
         around = excerpt(lines, piece[0], piece[1], doc_budget, skip=True, leave_out=leave_out)
         user = (
             f"This code failed:\n```{language}\n{code.rstrip()}\n```\n"
@@ -242,6 +274,25 @@ def fix_messages(
         )
     system = FIX_SYSTEM.format(language=language.capitalize(), fence=language)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+_FRAME = re.compile(r"^(\s|Traceback \(|During handling|The above exception|File \")")
+
+
+def headline(error: str, limit: int = 1200) -> str:
+    """What an error says, without its frames: the exception's lines (and what follows
+    them: Python's suggestion, a note). A small model given the frames as well answers
+    with the code unchanged more often; the code to fix is shown beside it anyway."""
+    before, found, frames = error.rstrip().partition("Traceback (most recent call last):")
+    if not found:
+        text = error.strip()
+    else:
+        lines = frames.split("\n")
+        start = len(lines) - 1
+        while start > 0 and not _FRAME.match(lines[start - 1]) and lines[start - 1].strip():
+            start -= 1
+        text = (before + "\n".join(lines[start:]).strip()).strip()
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def error_text(message: str, traceback: str, limit: int = 3000) -> str:

@@ -300,6 +300,11 @@ async def test_cancel_while_streaming_stops_at_once_and_changes_nothing(
     assert time.monotonic() - began < 2  # not the ~10 s the stream would still take
     assert isinstance(client.progress_reports[token][-1], lsp.WorkDoneProgressEnd)
     assert client.edits == [] and text(client, uri) == source
+    for _ in range(40):  # the HTTP stream was closed, not left to run on
+        if model.aborted:
+            break
+        await asyncio.sleep(0.05)
+    assert model.aborted == 1
 
 
 # -- run and fix --------------------------------------------------------------------------
@@ -309,7 +314,7 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     client: LanguageClient, folder: Path, model: ModelServer
 ) -> None:
     await start(client, folder, options(model))
-    source = "values = [4, 5]\n# %%\ntotal = sum(valus)\nprint(total)\n"
+    source = "values = [4, 5]\n# %%\ntotal = sum(amounts)\nprint(total)\n"
     uri = open_doc(client, folder / "fix.py", source)
     assert (await run(client, uri, 0, 0))["status"] == "ok"
     second = code("total = sum(values)\nprint(total)")
@@ -327,7 +332,7 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     assert text(client, uri) == "values = [4, 5]\n# %%\ntotal = sum(values)\nprint(total)\n"
     assert len(client.edits) == 1
     asked_first, asked_second = model.user_text(0), model.user_text(1)
-    assert "NameError: name 'valus' is not defined" in asked_first
+    assert "NameError: name 'amounts' is not defined" in asked_first
     assert "ZeroDivisionError" in asked_second and "sum(values) / 0" in asked_second
     assert any("attempt 2/3" in m for m in progress_messages(client))
     await asyncio.sleep(0.3)
@@ -338,7 +343,7 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     assert (failed["origin"], failed["status"], failed["code"]) == (
         "user",
         "error",
-        "total = sum(valus)\nprint(total)\n",
+        "total = sum(amounts)\nprint(total)\n",
     )
     assert (tried["origin"], tried["status"], tried["fixOf"]) == ("model", "error", failed["id"])
     assert (fixed["origin"], fixed["status"], fixed["fixOf"]) == ("model", "ok", failed["id"])
@@ -350,14 +355,14 @@ async def test_run_and_fix_of_a_file_goes_on_with_the_cells_below_a_fixed_one(
 ) -> None:
     """The same flow as `runfix run --fix`: each failing cell is fixed in turn."""
     await start(client, folder, options(model))
-    source = "items = [1, 2]\n# %%\nprint(sum(itms))\n# %%\nprint(len(itemz))\n"
+    source = "items = [1, 2]\n# %%\nprint(sum(things))\n# %%\nprint(len(stuff))\n"
     uri = open_doc(client, folder / "two.py", source)
     model.script(code("print(sum(items))"), code("print(len(items))"))
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
     assert answer == {"status": "fixed", "attempts": 2}
     assert text(client, uri) == "items = [1, 2]\n# %%\nprint(sum(items))\n# %%\nprint(len(items))\n"
     assert len(client.edits) == 2
-    assert "itemz" in model.user_text(1)  # the second request is about the second cell
+    assert "stuff" in model.user_text(1)  # the second request is about the second cell
     await asyncio.sleep(0.3)
     assert errors(client, uri) == []
     assert [h.label for h in await hints(client, uri)] == ["→ 3", "→ 2"]
@@ -457,7 +462,7 @@ async def test_fix_with_model_on_an_error_raised_in_another_cell_rewrites_that_c
     await start(client, folder, options(model), "visual_studio_code")
     source = (
         "sales = [12.5, 8.0, 19.25]\n# %%\ndef average(values):\n"
-        "    return sum(values) / len(value)\n# %%\nprint(round(average(sales), 2))\n"
+        "    return sum(values) / values.count()\n# %%\nprint(round(average(sales), 2))\n"
     )
     uri = open_doc(client, folder / "cross.py", source)
     assert (await run(client, uri))["status"] == "error"
@@ -473,7 +478,7 @@ async def test_fix_with_model_on_an_error_raised_in_another_cell_rewrites_that_c
     assert (edit.range.start.line, edit.range.end.line) == (2, 4)  # the function's lines
     assert edit.new_text == "def average(values):\n    return sum(values) / len(values)\n"
     assert "where the error was raised; line 6 ran again clean" in resolved.title
-    assert "This code calls it" in model.user_text(0)
+    assert "when called by this code" in model.user_text(0)
 
 
 async def test_a_reply_that_opens_a_cell_is_written_into_the_prompts_body(

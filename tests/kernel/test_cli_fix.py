@@ -33,14 +33,14 @@ def run_fix(path: Path, model: ModelServer) -> subprocess.CompletedProcess[str]:
 
 def test_fix_writes_the_file_when_a_candidate_runs_clean(tmp_path: Path) -> None:
     path = tmp_path / "job.py"
-    path.write_text("items = [1, 2, 3]\n# %%\nprint(sum(itmes))\n# %%\nprint('done')\n")
+    path.write_text("items = [1, 2, 3]\n# %%\nprint(sum(things))\n# %%\nprint('done')\n")
     with ModelServer() as model:
         model.script(code("print(sum(items))"))
         done = run_fix(path, model)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == "items = [1, 2, 3]\n# %%\nprint(sum(items))\n# %%\nprint('done')\n"
     out = done.stdout.splitlines()
-    assert f"{path}:3:1: error: NameError: name 'itmes' is not defined" in out
+    assert f"{path}:3:1: error: NameError: name 'things' is not defined" in out
     assert f"{path}:3:1: note: fixed on attempt 1" in out
     assert f"{path}:3:1: note: 6" in out
     assert f"{path}:5:1: note: done" in out  # later cells ran after the fix
@@ -133,7 +133,7 @@ def test_fix_is_checked_against_the_cells_that_depend_on_it(tmp_path: Path) -> N
     path.write_text(good)
     with ModelServer() as model:
         assert run_fix(path, model).returncode == 0  # recorded: every cell passed
-        path.write_text(good.replace("dict(prices)", "dict(price)"))
+        path.write_text(good.replace("dict(prices)", "dict(costs)"))
         model.script(
             code("table = {k.upper(): v for k, v in prices.items()}"),  # breaks line 6
             code("table = dict(prices)"),
@@ -168,7 +168,7 @@ CROSS = (
     "sales = [12.5, 8.0, 19.25]\n"
     "# %%\n"
     "def average(values):\n"
-    "    return sum(values) / len(value)\n"
+    "    return sum(values) / values.count()\n"
     "# %%\n"
     "print(round(average(sales), 2))\n"
 )
@@ -185,10 +185,10 @@ def test_the_fix_goes_into_the_function_that_raised_and_the_call_stays(tmp_path:
         asked = model.user_text(0)
         request = model.requests[0]
     assert done.returncode == 0, done.stdout + done.stderr
-    assert path.read_text() == CROSS.replace("len(value)", "len(values)")  # the call is there
+    assert path.read_text() == CROSS.replace("values.count()", "len(values)")  # the call stays
     assert "The code to fix:\n```python\ndef average(values):" in asked
-    assert "This code calls it" in asked and "print(round(average(sales), 2))" in asked
-    assert "Did you mean: 'values'?" in asked  # what Python would have said
+    assert "when called by this code" in asked and "print(round(average(sales), 2))" in asked
+    assert "TypeError: list.count() takes exactly one argument (0 given)" in asked
     out = done.stdout
     assert (
         "fixed on attempt 1 (in `def average(values):` at line 3, where the error was raised" in out
@@ -198,13 +198,31 @@ def test_the_fix_goes_into_the_function_that_raised_and_the_call_stays(tmp_path:
     assert request["max_tokens"] == 256 and request["temperature"] == 0 and request["seed"] == 3
 
 
+def test_a_misspelt_name_is_fixed_with_pythons_suggestion_before_any_model(
+    tmp_path: Path,
+) -> None:
+    """`len(value)` in another cell's function, `values` its parameter: Python would say
+    "Did you mean: 'values'?"; that is tried first, where the error is, and proven."""
+    path = tmp_path / "job.py"
+    source = CROSS.replace("values.count()", "len(value)")
+    path.write_text(source)
+    with ModelServer() as model:
+        done = run_fix_with(path, model)
+        asked = len(model.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == source.replace("len(value)", "len(values)")
+    assert asked == 0
+    assert "fixed with Python's suggestion (`value` → `values`); no model asked" in done.stdout
+    assert f"{path}:6:1: note: 13.25" in done.stdout
+
+
 def test_an_echo_of_the_request_is_never_written_and_a_deletion_is_not_a_fix(
     tmp_path: Path,
 ) -> None:
     """The 0.5B model's answers: the request's context echoed (placeholder and all), then a
     candidate that runs clean by dropping the failing statement; the third is a fix."""
     path = tmp_path / "job.py"
-    source = 'import math\n# %%\nside = math.sqroot(16)\nprint("side", side)\n'
+    source = 'import math\n# %%\nside = math.root(16)\nprint("side", side)\n'
     path.write_text(source)
     with ModelServer() as model:
         model.script(
@@ -215,34 +233,34 @@ def test_an_echo_of_the_request_is_never_written_and_a_deletion_is_not_a_fix(
         done = run_fix_with(path, model)
         asked = [model.user_text(i) for i in range(3)]
     assert done.returncode == 0, done.stdout + done.stderr
-    assert path.read_text() == source.replace("sqroot", "sqrt")
+    assert path.read_text() == source.replace("root", "sqrt")
     assert "<<<" not in path.read_text()
     assert "only repeated other code of the file" in asked[1]
-    assert "removes the failing line (`side = math.sqroot(16)`)" in asked[2]
+    assert "removes the failing line (`side = math.root(16)`)" in asked[2]
     assert "fixed on attempt 3" in done.stdout
 
 
 def test_when_only_deletions_run_clean_nothing_is_written(tmp_path: Path) -> None:
     path = tmp_path / "job.py"
-    source = "items = [1, 2, 3]\n# %%\ntotal = sum(itmes)\nprint(total)\n"
+    source = "items = [1, 2, 3]\n# %%\ntotal = sum(things)\nprint(total)\n"
     path.write_text(source)
     with ModelServer() as model:
         model.script(
             code("print(6)"),
-            code("try:\n    total = sum(itmes)\nexcept Exception:\n    pass\nprint(6)"),
+            code("try:\n    total = sum(things)\nexcept Exception:\n    pass\nprint(6)"),
             code("print('6')"),
         )
         done = run_fix_with(path, model)
     assert done.returncode == 1
     assert path.read_text() == source
-    assert "removes the failing line (`total = sum(itmes)`)" in done.stdout
+    assert "removes the failing line (`total = sum(things)`)" in done.stdout
     assert "it was not applied" in done.stdout
 
 
 def test_a_module_file_of_the_folder_is_fixed_where_it_raised(tmp_path: Path) -> None:
     module = tmp_path / "stats_util.py"
     module.write_text(
-        '"""Helpers."""\n\n\ndef mean(values):\n    return sum(values) / len(valuse)\n'
+        '"""Helpers."""\n\n\ndef mean(values):\n    return sum(values) / len(entries)\n'
     )
     path = tmp_path / "job.py"
     source = "from stats_util import mean\n# %%\nprint(mean([1, 2, 3]))\n"

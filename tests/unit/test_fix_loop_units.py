@@ -15,8 +15,10 @@ from lsp_server.fixcheck import FAIL, PASS, Check, Dependent, Verdict, last_outc
 from lsp_server.fixing import (
     IDENTICAL,
     Fixer,
+    Target,
     enclosing,
     module_frame,
+    suggested,
     suggestion,
     target_for,
     user_module,
@@ -176,7 +178,7 @@ def test_temperature_seed_and_the_bound_come_from_the_environment_for_the_cli() 
     assert ModelConfig.from_settings(mine, {"RUNFIX_MODEL_TEMPERATURE": "x"}).temperature == 0.2
 
 
-def test_the_request_shows_the_code_to_fix_last_and_the_caller_as_its_test() -> None:
+def test_the_request_shows_the_code_to_fix_and_what_it_raised_first_then_its_caller() -> None:
     messages = fix_messages(
         "def average(values):\n    return sum(values) / len(value)\n",
         "NameError: name 'value' is not defined",
@@ -189,7 +191,9 @@ def test_the_request_shows_the_code_to_fix_last_and_the_caller_as_its_test() -> 
     )
     user = messages[1]["content"]
     assert "<<<" not in user  # no placeholder to echo
-    assert user.index("This code calls it") < user.index("The code to fix")
+    assert user.startswith("The code to fix:\n```python\ndef average(values):")
+    assert "It raised:\n```\nNameError: name 'value' is not defined\n```" in user
+    assert user.index("The code to fix") < user.index("when called by this code")
     assert user.rstrip().endswith("in one ```python block.")
     assert user.count("print(round(average(sales), 2))") == 1  # the caller once, as the test
 
@@ -206,7 +210,7 @@ async def test_an_identical_candidate_is_not_run_and_the_next_request_says_so() 
         "```python\nprint(items)\n```",
     ]
 
-    async def ask(messages: list[dict[str, str]], what: str, bound: int, retry: bool) -> str:
+    async def ask(messages: list[dict[str, str]], what: str, bound: int, before: int) -> str:
         asked.append(messages)
         return replies.pop(0)
 
@@ -264,3 +268,20 @@ def test_verified_only_when_every_dependent_that_ran_before_still_passes() -> No
     )
     only_new = Check("checked", [Verdict(fresh, PASS)])
     assert not only_new.label.startswith("verified")  # nothing had run: nothing to compare
+
+
+def test_pythons_suggestion_is_a_candidate_on_the_line_that_raised_only() -> None:
+    target = Target(3, 4, "def average(values):\n    return sum(values) / len(value)\n", 4)
+    code, said = suggested(target, "NameError: name 'value' is not defined", []) or ("", "")
+    assert code == "def average(values):\n    return sum(values) / len(values)\n"
+    assert said == "Python's suggestion (`value` → `values`)"
+    column = Target(2, 2, 'print(df["Sales"].sum())\n', 2)
+    assert suggested(column, "KeyError: 'Sales'", [], ["city", "sales"]) == (
+        'print(df["sales"].sum())\n',
+        "a column the kernel has (`Sales` → `sales`)",
+    )
+    method = Target(2, 2, "words.srot()\n", 2)
+    assert suggested(method, "AttributeError: 'list' object has no attribute 'srot'", [])
+    unknown = Target(2, 2, "x = valu\n", None)  # the line that raised is not known
+    assert suggested(unknown, "NameError: name 'valu' is not defined", ["value"]) is None
+    assert suggested(column, "KeyError: 'region'", [], ["city", "sales"]) is None

@@ -268,7 +268,7 @@ def _fixer(
     asked: list[list[dict[str, str]]] = []
     ran: list[str] = []
 
-    async def ask(messages: list[dict[str, str]], what: str, bound: int, retry: bool) -> str:
+    async def ask(messages: list[dict[str, str]], what: str, bound: int, before: int) -> str:
         asked.append(messages)
         reply = replies.pop(0)
         if reply == "cancel":

@@ -215,7 +215,11 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
     edit = ls.editor.workspace_edit(fix.uri, report.version, report.edit) if report.edit else None
     if answer.status == Status.FIXED and edit is not None:
         action.edit = edit
-        said = f"ran clean on attempt {answer.attempts}"
+        said = (
+            f"ran clean with {answer.message}"
+            if answer.attempts == 0 and answer.message
+            else f"ran clean on attempt {answer.attempts}"
+        )
         action.title = f"{FIX_WITH_MODEL_TITLE} ({said}" + (
             f"; {answer.checked})" if answer.checked else ")"
         )
