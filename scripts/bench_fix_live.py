@@ -2,7 +2,7 @@
 whole file once ("paste it into a chat"), on the tasks of `fix_live_tasks.py`.
 
     .venv/bin/python scripts/bench_fix_live.py [--url URL --model NAME] [--only NAME…]
-        [--layout last|slot] [--skip-generate] [--verbose]
+        [--layout first|last|slot] [--skip-generate] [--skip-paste] [--verbose]
 
 Without `--url` it starts Qwen2.5-Coder-0.5B-Instruct on loopback (`scripts/model` sets it
 up). Both sides sample alike (temperature 0, seed 0; runfix's retries after a failed
@@ -12,7 +12,9 @@ its check expects — a deletion or a silenced error does not. runfix runs as `r
 FILE --fix` does (its function, in this process); the paste sends the file(s) and the
 traceback once and writes back the file the reply holds. A proxy in front of the model
 counts each request's prompt tokens (the endpoint's own count) and the replies that echo
-the request (cell markers, runfix's placeholder).
+the request (cell markers, runfix's placeholder). "Fixed with no model asked" counts the
+tasks runfix fixed with Python's own suggestion (or a column the kernel has) before any
+request: a typo fixed offline, proven the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import io
 import json
 import os
@@ -28,12 +31,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,92 +52,16 @@ from lsp_server.flow import Flow  # noqa: E402
 from lsp_server.prompts import prompt_at  # noqa: E402
 from lsp_server.session import Session  # noqa: E402
 from lsp_server.settings import Settings  # noqa: E402
+from tests.support.real_model import Proxy, Seen  # noqa: E402
 from tests.support.real_model import start as start_model  # noqa: E402
 
 SEED = 0
 ECHO = re.compile(r"^\s*(#\s*%%|#\s*<<<|#\s*… \(\d+ lines? left out\))", re.M)
 
 
-# -- the proxy that counts ------------------------------------------------------------------
-
-
-@dataclass
-class Counts:
-    prompts: list[int] = field(default_factory=list)
-    """Prompt tokens of each request."""
-    requests: int = 0
-    echoes: int = 0
-    """Replies holding a cell marker or runfix's own placeholder."""
-
-
-class Proxy:
-    """Forwards chat completions to the model; counts what each side sent and got."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
-        self.counts: dict[str, Counts] = {}
-        self.now = "idle"
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self._forward(None)
-
-            def do_POST(self) -> None:
-                self._forward(self.rfile.read(int(self.headers.get("content-length") or 0)))
-
-            def _forward(self, body: bytes | None) -> None:
-                request = urllib.request.Request(
-                    proxy.upstream + self.path.removeprefix("/v1"),
-                    data=body,
-                    headers={"content-type": "application/json"},
-                    method="POST" if body is not None else "GET",
-                )
-                try:
-                    with urllib.request.urlopen(request, timeout=600) as answer:
-                        status, raw = answer.status, answer.read()
-                except urllib.error.HTTPError as exc:
-                    status, raw = exc.code, exc.read()
-                if body is not None and status == 200:
-                    proxy.count(raw)
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-
-    def count(self, raw: bytes) -> None:
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            return
-        counts = self.counts.setdefault(self.now, Counts())
-        counts.requests += 1
-        usage = answer.get("usage") or {}
-        if isinstance(usage.get("prompt_tokens"), int):
-            counts.prompts.append(usage["prompt_tokens"])
-        for choice in answer.get("choices") or []:
-            if ECHO.search((choice.get("message") or {}).get("content") or ""):
-                counts.echoes += 1
-
-    @contextlib.contextmanager
-    def task(self, label: str) -> Iterator[Counts]:
-        self.now = label
-        self.counts[label] = Counts()
-        try:
-            yield self.counts[label]
-        finally:
-            self.now = "idle"
-
-    def close(self) -> None:
-        self._httpd.shutdown()
+def echoes(seen: Seen) -> int:
+    """Replies holding a cell marker or runfix's own placeholder (an echo of the request)."""
+    return sum(bool(ECHO.search(reply)) for reply in seen.replies)
 
 
 # -- one task's folder, and its check --------------------------------------------------------
@@ -149,7 +74,7 @@ def make_folder(base: Path, name: str, files: dict[str, str], model: str) -> Pat
         (folder / file).write_text(text)
     (folder / "pyproject.toml").write_text(
         f'[tool.runfix]\npython = "{sys.executable}"\n'
-        f'model = {{ name = "{model}", stream = false, timeout = 300 }}\n'
+        f'model = {{ name = "{model}", stream = false, timeout = 300, temperature = 0 }}\n'
     )
     return folder
 
@@ -211,7 +136,10 @@ def paste_fix(url: str, model: str, task: FixTask, folder: Path, max_tokens: int
         if several
         else "Reply with the complete corrected file in one ```python block."
     )
-    user = f"My Python {'files' if several else 'file'}:\n\n{shown}Running `python job.py` raised:\n```\n{error}\n```\nFix it. {ask}"
+    user = (
+        f"My Python {'files' if several else 'file'}:\n\n{shown}Running `python job.py` "
+        f"raised:\n```\n{error}\n```\nFix it. {ask}"
+    )
     messages = [{"role": "system", "content": PASTE_SYSTEM}, {"role": "user", "content": user}]
     reply = chat(url, model, messages, max_tokens)
     for block in _BLOCK.findall(reply) or []:
@@ -262,12 +190,12 @@ def runfix_fix(folder: Path, layout: str) -> None:
         flow_module.Flow._fixer = made  # type: ignore[method-assign]
 
 
-async def _generate(path: Path, line: int) -> tuple[str, bool]:
+async def _generate(path: Path, source: str, line: int) -> tuple[str, bool]:
     """Generate the body of the prompt on `line` as the editor's Generate does; the text
     after, and whether the prompt still holds its body (not split off by a new cell)."""
     folder = project_folder(path)
     settings = project_settings(folder, None)
-    lines = split_lines(path.read_text())
+    lines = split_lines(source)
     editor = HeadlessEditor(path.name, path, folder, lines)
 
     async def read(_: Path) -> Settings:
@@ -288,7 +216,7 @@ def runfix_generate(folder: Path, task: GenerateTask) -> bool:
     path = folder / "job.py"
     line = next(i for i, text in enumerate(task.source.splitlines()) if "# ai:" in text)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        text, whole = asyncio.run(_generate(path, line))
+        text, whole = asyncio.run(_generate(path, task.source, line))
     path.write_text(text)
     return whole
 
@@ -312,22 +240,25 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def summary(label: str, rows: Sequence[Row]) -> str:
+def summary(label: str, rows: Sequence[Row], echo: bool = True) -> str:
     done = sum(r.ok for r in rows)
     rate = 100 * done / len(rows) if rows else 0.0
+    seconds = median([r.seconds for r in rows])
+    tokens = median([r.tokens for r in rows])
     return (
-        f"{label:<26} {done:>3}/{len(rows):<3} {rate:5.1f} %   median {median([r.seconds for r in rows]):5.1f} s"
-        f"   prompt tokens median {median([r.tokens for r in rows]):6.0f}"
-        f"   requests {sum(r.requests for r in rows):>3}   echoing replies {sum(r.echoes for r in rows)}"
+        f"{label:<28} {done:>3}/{len(rows):<3} {rate:5.1f} %   median {seconds:5.1f} s"
+        f"   prompt tokens median {tokens:6.0f}   requests {sum(r.requests for r in rows):>3}"
+        f"   fixed with no model asked {sum(r.ok and not r.requests for r in rows)}"
+        + (f"   echoing replies {sum(r.echoes for r in rows)}" if echo else "")
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--url", help="an OpenAI-compatible endpoint (default: start Qwen)")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--only", nargs="*", help="task names")
-    parser.add_argument("--layout", default="last", choices=["last", "slot"])
+    parser.add_argument("--layout", default="first", choices=["first", "last", "slot"])
     parser.add_argument("--skip-generate", action="store_true")
     parser.add_argument("--skip-paste", action="store_true")
     parser.add_argument("--max-tokens", type=int, default=1024)
@@ -341,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if url is None:
             print("starting Qwen2.5-Coder-0.5B-Instruct on loopback (scripts/model)", flush=True)
             server = start_model(base / "model.log")
-            url = server.url
+            url, args.model = server.url, server.name
         proxy = Proxy(url)
         os.environ.update(
             {
@@ -352,95 +283,140 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         )
         try:
-            return _bench(args, base, proxy)
+            report(args, Bench(args, base, proxy))
         finally:
             proxy.close()
             if server is not None:
                 server.stop()
+    return 0
 
 
-def _bench(args: argparse.Namespace, base: Path, proxy: Proxy) -> int:
+@dataclass
+class Bench:
+    args: argparse.Namespace
+    base: Path
+    proxy: Proxy
+
+    def task(
+        self,
+        side: str,
+        name: str,
+        where: str,
+        files: dict[str, str],
+        expect: Sequence[str],
+        do: Callable[[Path], object],
+    ) -> Row:
+        """One side's go at one task, checked and counted."""
+        folder = make_folder(self.base / side, name, files, self.args.model)
+        seen = self.proxy.watch()
+        began = time.perf_counter()
+        do(folder)
+        ok = check(folder, expect)
+        took = time.perf_counter() - began
+        row = Row(name, where, ok, took, sum(seen.prompt_tokens), len(seen.requests), echoes(seen))
+        if self.args.verbose:
+            said = "done" if row.ok else "-"
+            print(
+                f"  {side:<12} {where:<10} {name:<22} {said:<5} {row.seconds:5.1f} s "
+                f"{row.tokens:5d} tokens",
+                flush=True,
+            )
+        return row
+
+
+def _generate_kept(task: GenerateTask, splits: list[bool], folder: Path) -> None:
+    splits.append(not runfix_generate(folder, task))
+
+
+def _paste_fix(url: str, model: str, task: FixTask, most: int, folder: Path) -> None:
+    paste_fix(url, model, task, folder, most)
+
+
+def _runfix_fix(layout: str, folder: Path) -> None:
+    runfix_fix(folder, layout)
+
+
+def _paste_generate(url: str, model: str, task: GenerateTask, most: int, folder: Path) -> None:
+    paste_generate(url, model, task, folder, most)
+
+
+def report(args: argparse.Namespace, bench: Bench) -> None:
     fixes = [t for t in FIX_TASKS if not args.only or t.name in args.only]
     generates = [t for t in GENERATE_TASKS if not args.only or t.name in args.only]
-    ours: list[Row] = []
-    pasted: list[Row] = []
-    for task in fixes:
-        for side, rows in (("runfix", ours), ("paste", pasted)):
-            if side == "paste" and args.skip_paste:
-                continue
-            folder = make_folder(base / side, task.name, task.files, args.model)
-            began = time.perf_counter()
-            with proxy.task(f"{side}:{task.name}") as counts:
-                if side == "runfix":
-                    runfix_fix(folder, args.layout)
-                else:
-                    paste_fix(proxy.url, args.model, task, folder, args.max_tokens)
-            row = Row(
-                task.name,
-                task.where,
-                check(folder, task.expect),
-                time.perf_counter() - began,
-                sum(counts.prompts),
-                counts.requests,
-                counts.echoes,
+    if args.skip_generate:
+        generates = []
+    url = bench.proxy.url
+    ours = [
+        bench.task(
+            "runfix",
+            t.name,
+            t.where,
+            t.files,
+            t.expect,
+            functools.partial(_runfix_fix, args.layout),
+        )
+        for t in fixes
+    ]
+    pasted = (
+        []
+        if args.skip_paste
+        else [
+            bench.task(
+                "paste",
+                t.name,
+                t.where,
+                t.files,
+                t.expect,
+                functools.partial(_paste_fix, url, args.model, t, args.max_tokens),
             )
-            rows.append(row)
-            if args.verbose:
-                print(
-                    f"  {side:<6} {task.where:<10} {task.name:<22} {'fixed' if row.ok else '-':<6} {row.seconds:5.1f} s {row.tokens:5d} tokens",
-                    flush=True,
-                )
-    gen_ours: list[Row] = []
-    gen_pasted: list[Row] = []
-    split = 0
-    for gtask in [] if args.skip_generate else generates:
-        for side, rows in (("runfix", gen_ours), ("paste", gen_pasted)):
-            if side == "paste" and args.skip_paste:
-                continue
-            folder = make_folder(
-                base / f"gen-{side}", gtask.name, {"job.py": gtask.source}, args.model
-            )
-            began = time.perf_counter()
-            with proxy.task(f"gen-{side}:{gtask.name}") as counts:
-                if side == "runfix":
-                    split += not runfix_generate(folder, gtask)
-                else:
-                    paste_generate(proxy.url, args.model, gtask, folder, args.max_tokens)
-            row = Row(
-                gtask.name,
+            for t in fixes
+        ]
+    )
+    splits: list[bool] = []
+    gen_ours = [
+        bench.task(
+            "gen-runfix",
+            g.name,
+            "generate",
+            {"job.py": g.source},
+            g.expect,
+            functools.partial(_generate_kept, g, splits),
+        )
+        for g in generates
+    ]
+    gen_pasted = (
+        []
+        if args.skip_paste
+        else [
+            bench.task(
+                "gen-paste",
+                g.name,
                 "generate",
-                check(folder, gtask.expect),
-                time.perf_counter() - began,
-                sum(counts.prompts),
-                counts.requests,
-                counts.echoes,
+                {"job.py": g.source},
+                g.expect,
+                functools.partial(_paste_generate, url, args.model, g, args.max_tokens),
             )
-            rows.append(row)
-            if args.verbose:
-                print(
-                    f"  {side:<6} generate   {gtask.name:<22} {'ok' if row.ok else '-':<6} {row.seconds:5.1f} s {row.tokens:5d} tokens",
-                    flush=True,
-                )
-
+            for g in generates
+        ]
+    )
     print(f"\nfix tasks ({len(fixes)}; layout {args.layout}; temperature 0, seed {SEED}):")
-    for label, rows in (("runfix run --fix", ours), ("paste (whole file once)", pasted)):
-        if rows:
-            print("  " + summary(label, rows))
+    print("  " + summary("runfix run --fix", ours))
+    if pasted:
+        print("  " + summary("paste (whole file once)", pasted, echo=False))
     for where in ("other cell", "module", "cell"):
         for label, rows in (("runfix", ours), ("paste", pasted)):
             picked = [r for r in rows if r.where == where]
             if picked:
-                print("  " + summary(f"{label}, bug in {where}", picked))
+                print("  " + summary(f"{label}, bug in {where}", picked, label == "runfix"))
     if ours and pasted:
         ratio = sum(r.ok for r in ours) / max(sum(r.ok for r in pasted), 1)
         print(f"  runfix fixed {ratio:.2f}× as many as the paste")
     if gen_ours:
         print(f"\ngenerate tasks ({len(gen_ours)}):")
-        for label, rows in (("runfix Generate", gen_ours), ("paste (whole file once)", gen_pasted)):
-            if rows:
-                print("  " + summary(label, rows))
-        print(f"  prompts split from their body by a generated cell marker: {split}")
-    return 0
+        print("  " + summary("runfix Generate", gen_ours))
+        if gen_pasted:
+            print("  " + summary("paste (whole file once)", gen_pasted, echo=False))
+        print(f"  prompts split from their body by a generated cell marker: {sum(splits)}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from executor.base import ExecutorUnavailable
 from executor.configs import DEFAULT_IMAGE
 from executor.docker import describe_engine, describe_image
 from executor.trust import Choice, TrustStore
+from tests.support import real_model
 from tests.support.remote_server import TOKEN_ENV, JupyterServer
 
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
@@ -114,6 +115,30 @@ def open_to_sandbox(folder: Path) -> None:
 
 # In the environment: this module may load twice (`conftest`, `tests.conftest`).
 REMOTE_URL = "RUNFIX_TEST_REMOTE_URL"
+
+
+@pytest.fixture(scope="session")
+def live_model(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A real small model (`tests/support/real_model.py`), or the endpoint named by
+    RUNFIX_TEST_MODEL_URL and RUNFIX_TEST_MODEL, behind a proxy that sees every request.
+    Skipped where none can be had, unless RUNFIX_REQUIRE_MODEL says it is here."""
+    server = None
+    url, name = os.environ.get("RUNFIX_TEST_MODEL_URL"), os.environ.get("RUNFIX_TEST_MODEL")
+    if not (url and name):
+        try:
+            server = real_model.start(tmp_path_factory.mktemp("model") / "server.log")
+        except real_model.ModelUnavailable as exc:
+            if os.environ.get("RUNFIX_REQUIRE_MODEL"):
+                pytest.fail(f"the real model is required here and could not start: {exc}")
+            pytest.skip(f"no real model here: {exc}")
+        url, name = server.url, server.name
+    proxy = real_model.Proxy(url)
+    try:
+        yield real_model.Live(proxy, name)
+    finally:
+        proxy.close()
+        if server is not None:
+            server.stop()
 
 
 @pytest.fixture(scope="session")

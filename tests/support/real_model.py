@@ -10,12 +10,19 @@ the same tests at another endpoint instead.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import socket
 import subprocess
+import threading
 import time
+import urllib.parse
 import urllib.request
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "qwen2.5-coder-0.5b"
@@ -28,12 +35,44 @@ class ModelUnavailable(Exception):
 def model_files() -> tuple[str, str]:
     """(the server's python, the GGUF file), from `scripts/model` (set up once)."""
     done = subprocess.run(
-        [str(ROOT / "scripts" / "model")], capture_output=True, text=True, timeout=1800
+        [str(ROOT / "scripts" / "model")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"},
     )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or len(lines) < 2:
         raise ModelUnavailable(f"scripts/model failed: {done.stderr.strip()[-500:]}")
     return lines[-2], lines[-1]
+
+
+LIVE_TIMEOUT = 120
+"""model.timeout in the live tests: one answer's budget."""
+LIVE_CAP = 512
+"""model.maxTokens in the live tests."""
+
+
+@dataclass
+class Live:
+    """A real model for the tests, behind a proxy that sees every request."""
+
+    proxy: Proxy
+    name: str
+
+    def options(self, **extra: Any) -> dict[str, Any]:
+        """The server settings that point runfix at it: greedy, seeded, bounded."""
+        model: dict[str, Any] = {
+            "baseUrl": self.proxy.url,
+            "name": self.name,
+            "timeout": LIVE_TIMEOUT,
+            "temperature": 0,
+            "seed": 0,
+            "maxTokens": LIVE_CAP,
+        }
+        if key_env := os.environ.get("RUNFIX_TEST_MODEL_KEY_ENV"):
+            model["apiKeyEnv"] = key_env
+        return {"model": model, **extra}
 
 
 def _free_port() -> int:
@@ -103,3 +142,98 @@ def start(log: Path) -> LlamaServer:
         server.stop()
         raise
     return server
+
+
+@dataclass
+class Seen:
+    """What went through the proxy while it was watching."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    """Each chat-completions request body."""
+    replies: list[str] = field(default_factory=list)
+    """Each answer's text (non-streamed answers)."""
+    prompt_tokens: list[int] = field(default_factory=list)
+    """The endpoint's count of each prompt (where it said)."""
+    aborted: int = 0
+    """Answers the client hung up on before their end (a cancel)."""
+
+
+class Proxy:
+    """A loopback proxy in front of a model endpoint that streams answers through as they
+    come and keeps what it saw: the requests (are they bounded?), the prompts' token counts,
+    the replies, and the answers a client hung up on."""
+
+    def __init__(self, upstream: str) -> None:
+        parsed = urllib.parse.urlsplit(upstream.rstrip("/"))
+        self.host, self.port_up = parsed.hostname or "127.0.0.1", parsed.port or 80
+        self.prefix = parsed.path  # e.g. /v1
+        self.seen = Seen()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._forward("GET", None)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                self._forward("POST", body)
+
+            def _forward(self, method: str, body: bytes | None) -> None:
+                request: dict[str, Any] = {}
+                if body:
+                    try:
+                        request = json.loads(body)
+                    except ValueError:
+                        request = {}
+                    proxy.seen.requests.append(request)
+                upstream = http.client.HTTPConnection(proxy.host, proxy.port_up, timeout=900)
+                path = proxy.prefix + self.path.removeprefix("/v1")
+                upstream.request(method, path, body, {"content-type": "application/json"})
+                answer = upstream.getresponse()
+                self.send_response(answer.status)
+                self.send_header("content-type", answer.getheader("content-type") or "")
+                self.end_headers()
+                kept = bytearray()
+                try:
+                    while chunk := answer.read1(65536):
+                        kept += chunk
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    proxy.seen.aborted += 1
+                finally:
+                    upstream.close()
+                if not request.get("stream"):
+                    proxy._keep(bytes(kept))
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    def _keep(self, raw: bytes) -> None:
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            return
+        if not isinstance(answer, dict) or "choices" not in answer:
+            return
+        usage = answer.get("usage") or {}
+        if isinstance(usage.get("prompt_tokens"), int):
+            self.seen.prompt_tokens.append(usage["prompt_tokens"])
+        for choice in answer["choices"] or []:
+            self.seen.replies.append((choice.get("message") or {}).get("content") or "")
+
+    def watch(self) -> Seen:
+        """Start over: what goes through from now on."""
+        self.seen = Seen()
+        return self.seen
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
