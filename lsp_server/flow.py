@@ -675,6 +675,10 @@ class Flow:
                 fixed = True  # the missing package a published wheel provides: run it again
                 after = first - 1
                 continue
+            if await self.define_first(uri, failed.lines, first, error, imported, cancel):
+                fixed = True  # a cell above defines the name and had not run: it ran
+                after = first - 1
+                continue
             report = await self.fix_piece(
                 uri,
                 failed.lines,
@@ -724,6 +728,36 @@ class Flow:
         await self.shown(uri, at, statement + "\n")
         ran = await self.run(uri, Range.lines(at, at), cancel, say_stop=False)
         return at if ran.status == Status.OK else None
+
+    async def define_first(
+        self,
+        uri: str,
+        lines: Sequence[str],
+        first: int,
+        error: str,
+        tried: set[str],
+        cancel: asyncio.Event,
+    ) -> bool:
+        """The offline fix for a `NameError` on a name a cell above defines: that cell had
+        not run (a kernel restarted, a file run from the middle). The cells above run (once
+        per name), as "Run Cells Above" does, instead of a model rewriting the cell that
+        used the name. Whether they ran clean."""
+        name = missing_name(error)
+        if name is None or f"define:{name}" in tried:
+            return False
+        tried.add(f"define:{name}")
+        flow = DocumentMap(lines)
+        above = [i for i in range(flow.index(first)) if name in flow.flow(i).defines]
+        if not above:
+            return False
+        where = flow.bounds(above[-1])
+        self.editor.remark(
+            Place(uri, where[0]),
+            f"`{name}` is defined at line {where[0] + 1}, in a cell that had not run: running "
+            "the cells above first (no model needed)",
+        )
+        ran = await self.run(uri, None, cancel, before=first, say_stop=False)
+        return ran.status == Status.OK
 
     async def install_first(
         self, uri: str, error: str, tried: set[str], cancel: asyncio.Event

@@ -56,7 +56,7 @@ CROSS = (
     "sales = [12.5, 8.0, 19.25]\n"
     "# %%\n"
     "def average(values):\n"
-    "    return sum(values) / len(value)\n"
+    "    return sum(values) / values.count()\n"
     "# %%\n"
     "print(round(average(sales), 2))\n"
 )
@@ -124,7 +124,7 @@ async def test_live_run_and_fix_on_a_selection_keeps_the_failing_statement(
 ) -> None:
     seen = live_model.proxy.watch()
     await client.initialize_session(init_params(folder, options=live_model.options()))
-    source = 'import math\n# %%\nside = math.sqroot(16)\nprint("side", side)\n'
+    source = 'import math\n# %%\nside = math.root(16)\nprint("side", side)\n'
     uri = open_doc(client, folder / "side.py", source)
     selection = {"start": {"line": 1, "character": 0}, "end": {"line": 3, "character": 19}}
     answer = await command(client, "runfix.runAndFix", {"uri": uri, "range": selection})

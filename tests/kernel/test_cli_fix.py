@@ -276,3 +276,28 @@ def test_a_module_file_of_the_folder_is_fixed_where_it_raised(tmp_path: Path) ->
     assert "The code to fix (in stats_util.py)" in asked
     assert "at stats_util.py:4, where the error was raised" in done.stdout
     assert f"{path}:3:1: note: 2.0" in done.stdout  # the caller ran again with the fixed module
+
+
+def test_a_name_a_cell_above_defines_runs_that_cell_first_not_a_model(tmp_path: Path) -> None:
+    """Run and fix from the middle of a file (here `--cell 2`): `average` is defined above,
+    in a cell that had not run. The cells above run; the model is never asked to rewrite
+    the call into a definition."""
+    path = tmp_path / "job.py"
+    source = (
+        "def average(values):\n    return sum(values) / len(values)\n# %%\nprint(average([1, 3]))\n"
+    )
+    path.write_text(source)
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
+    )
+    with ModelServer() as model:
+        env = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url}
+        done = subprocess.run(
+            [sys.executable, "-m", "lsp_server", "run", str(path), "--fix", "--cell", "2"],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        asked = len(model.requests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert asked == 0 and path.read_text() == source
+    assert "in a cell that had not run: running the cells above first" in done.stdout
+    assert f"{path}:4:1: note: 2.0" in done.stdout
