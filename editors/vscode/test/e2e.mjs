@@ -95,7 +95,17 @@ const writeSettings = (extra) =>
     path.join(user, "User", "settings.json"),
     JSON.stringify({ ...userSettings, ...extra }, null, 2),
   );
-writeSettings(scenario === "path-later" ? {} : { "runfix.path": env("RUNFIX_E2E_RUNFIX") });
+// "live-model": Run and Fix, then Generate from Prompt, against the real model the test
+// started (its settings in RUNFIX_E2E_MODEL, as JSON of runfix.model.* settings).
+const live = scenario === "live-model";
+writeSettings(
+  scenario === "path-later"
+    ? {}
+    : {
+        "runfix.path": env("RUNFIX_E2E_RUNFIX"),
+        ...(live ? JSON.parse(env("RUNFIX_E2E_MODEL")) : {}),
+      },
+);
 const common = ["--user-data-dir", user, "--extensions-dir", extensions];
 const installed = spawnSync(codeServer, [...common, "--install-extension", vsix], { encoding: "utf8" });
 step("installed", installed.status === 0 ? true : installed.stderr || installed.stdout);
@@ -237,6 +247,50 @@ try {
     null,
     { timeout: 60000 },
   ).then(() => step("idle"), () => step("idle", false));
+
+  if (live) {
+    const command = async (name) => {
+      await page.keyboard.press("F1");
+      await page.keyboard.type(name);
+      await pick(page, name);
+    };
+    const goTo = async (line) => {
+      await page.keyboard.press("Control+G");
+      await page.keyboard.type(String(line));
+      await page.keyboard.press("Enter");
+    };
+    await page.keyboard.press("Control+P");
+    await page.keyboard.type("sales.py");
+    await pick(page, "sales.py");
+    await page.waitForFunction(
+      () => (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+        .replace(/[\s\u00a0]+/g, " ").includes("def average"),
+      null,
+      { timeout: 30000 },
+    );
+    await page.locator(".editor-instance .monaco-editor").first().click();
+    await goTo(6); // the cell that calls the broken function
+    await command("runfix: Run and Fix");
+    await page.waitForFunction(
+      () => (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+        .replace(/[\s\u00a0]+/g, " ").includes("→ 13.25"),
+      null,
+      { timeout: 300000 },
+    ).then(() => step("fixed"), () => step("fixed", false));
+    const rows = () => document.querySelectorAll(".editor-instance .view-lines .view-line").length;
+    const before = await page.evaluate(rows);
+    await goTo(8); // the prompt
+    await command("runfix: Generate from Prompt");
+    await page.waitForFunction(
+      (count) => document.querySelectorAll(".editor-instance .view-lines .view-line").length > count,
+      before,
+      { timeout: 200000 },
+    ).then(() => step("generated"), () => step("generated", false));
+    await new Promise((r) => setTimeout(r, 2000));
+    report.editorText = await editor.innerText();
+    await page.screenshot({ path: path.join(out, "vscode-live-model.png") });
+    throw new Done();
+  }
 
   await page.locator(".editor-instance .monaco-editor").first().click();
   await page.keyboard.press("Control+Home");
