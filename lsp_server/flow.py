@@ -73,6 +73,7 @@ from lsp_server.fixing import (
     redefinition,
     retry_temperature,
     target_for,
+    user_module,
 )
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
@@ -246,6 +247,16 @@ class Flow:
         innermost frame in the document), where the stored results know it."""
         problem = self._problem_for(uri, piece, message)
         return problem.first if problem is not None else None
+
+    def module_for(self, uri: str, piece: tuple[int, ...], message: str) -> tuple[Path, int] | None:
+        """The module file of the folder (and its line) the error was raised in, where the
+        diagnostic names one ("raised in …")."""
+        problem = self._problem_for(uri, piece, message)
+        folder = self.editor.folder_for(uri)
+        for related in reversed(problem.related if problem is not None else ()):
+            if related.path and (module := user_module(related.path, folder)) is not None:
+                return module, related.line
+        return None
 
     def _problem_for(self, uri: str, piece: tuple[int, ...], message: str) -> Problem | None:
         for problem in self.session.store.get(uri).problems:

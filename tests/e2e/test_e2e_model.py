@@ -481,6 +481,31 @@ async def test_fix_with_model_on_an_error_raised_in_another_cell_rewrites_that_c
     assert "when called by this code" in model.user_text(0)
 
 
+async def test_fix_with_model_on_an_error_raised_in_a_module_file_edits_that_file(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """The call reaches a function of `stats_util.py` (a module of the folder, not open):
+    the quick fix's edit is of that file, the document is left as it is."""
+    await start(client, folder, options(model), "visual_studio_code")
+    module = folder / "stats_util.py"
+    module.write_text("def mean(values):\n    return sum(values) / values.count()\n")
+    source = "from stats_util import mean\n# %%\nprint(mean([1, 2, 3]))\n"
+    uri = open_doc(client, folder / "job.py", source)
+    assert (await run(client, uri))["status"] == "error"
+    [action] = [a for a in await quick_fixes(client, uri) if a.title == "Fix with model"]
+    model.script(code("def mean(values):\n    return sum(values) / len(values)"))
+    resolved = await client.code_action_resolve_async(action)
+    assert resolved.edit is not None, resolved.disabled
+    [change] = resolved.edit.document_changes or []
+    assert isinstance(change, lsp.TextDocumentEdit)
+    assert change.text_document.uri == module.as_uri() and change.text_document.version is None
+    [edit] = change.edits
+    assert (edit.range.start.line, edit.range.end.line) == (0, 2)
+    assert edit.new_text == "def mean(values):\n    return sum(values) / len(values)\n"
+    assert "at stats_util.py:1, where the error was raised" in resolved.title
+    assert text(client, uri) == source and "count()" in module.read_text()  # only offered
+
+
 async def test_a_reply_that_opens_a_cell_is_written_into_the_prompts_body(
     client: LanguageClient, folder: Path, model: ModelServer
 ) -> None:

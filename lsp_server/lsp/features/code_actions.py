@@ -205,14 +205,27 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
         return action
     error = ls.flow.error_text_for(fix.uri, fix.piece, fix.message)
     raised = ls.flow.raised_for(fix.uri, fix.piece, fix.message)
+    module = ls.flow.module_for(fix.uri, fix.piece, fix.message)
     first, last = fix.piece
     report = await graceful(
         lambda cancel: ls.flow.fix_piece(
-            fix.uri, now.lines, first, last, error, cancel, apply=False, raised=raised
+            fix.uri,
+            now.lines,
+            first,
+            last,
+            error,
+            cancel,
+            apply=False,
+            raised=raised,
+            module=module,
         )
     )
     answer = report.answer
-    edit = ls.editor.workspace_edit(fix.uri, report.version, report.edit) if report.edit else None
+    edit = None
+    if report.edit is not None and report.file is not None:  # a module file of the folder
+        edit = ls.editor.file_edit(report.file, report.lines, report.edit)
+    elif report.edit is not None:
+        edit = ls.editor.workspace_edit(fix.uri, report.version, report.edit)
     if answer.status == Status.FIXED and edit is not None:
         action.edit = edit
         said = (

@@ -192,10 +192,19 @@ def register(server: RunfixServer) -> None:
         first, last = arg.piece
         error = ls.flow.error_text_for(arg.uri, arg.piece, arg.message)
         raised = ls.flow.raised_for(arg.uri, arg.piece, arg.message)
+        module = ls.flow.module_for(arg.uri, arg.piece, arg.message)
         report = await _cancellable(
             ls,
             lambda c: ls.flow.fix_piece(
-                arg.uri, now.lines, first, last, error, c, apply=True, raised=raised
+                arg.uri,
+                now.lines,
+                first,
+                last,
+                error,
+                c,
+                apply=True,
+                raised=raised,
+                module=module,
             ),
         )
         return to_json(report.answer)
