@@ -815,19 +815,26 @@ class Flow:
             reason = f"The model's fix {describe(findings)}."
             return await self.confirm_run(code, reason, settings, Place(uri, first))
 
-        async def run(code: str, at: int) -> RunOutcome:
-            """A candidate runs where it would stand (line `at`); its results are not kept."""
+        async def execute(request: RunRequest) -> tuple[RunOutcome, bool]:
+            """In the folder's kernel, behind the folder's other runs; whether it ran."""
             kernel = await self.kernel(uri, first)
             if kernel is None:
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
+                note = "the folder is not trusted"
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note), False
             lock = await self._locked(uri, cancel)
             if lock is None:
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
+                note = "cancelled before it ran"
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note), False
             try:
-                request = run_request(settings, path, code, at)
-                outcome = await kernel.execute(request, cancel=cancel)
+                return await kernel.execute(request, cancel=cancel), True
             finally:
                 lock.release()
+
+        async def run(code: str, at: int) -> RunOutcome:
+            """A candidate runs where it would stand (line `at`); its results are not kept."""
+            outcome, ran = await execute(run_request(settings, path, code, at))
+            if not ran:
+                return outcome
             # Recorded as a model-written run at the lines it would have (its rich outputs
             # are not stored: it is an attempt, shown in the document only once applied).
             lines = [""] * at + code.splitlines(keepends=True)
@@ -846,18 +853,9 @@ class Flow:
             """A module file's candidate, put into that module in the kernel (and the names
             the user's namespace took from it rebound): what the file will say once fixed."""
             assert target.path is not None
-            kernel = await self.kernel(uri, first)
-            if kernel is None:
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
-            lock = await self._locked(uri, cancel)
-            if lock is None:
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
-            try:
-                code = redefinition(str(target.path), target.first, candidate)
-                request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
-                return await kernel.execute(request, cancel=cancel)
-            finally:
-                lock.release()
+            code = redefinition(str(target.path), target.first, candidate)
+            request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
+            return (await execute(request))[0]
 
         async def verify(candidate: str, target: Target) -> Check | None:
             if not settings.fix_check_dependents or lines is None or target.path is not None:

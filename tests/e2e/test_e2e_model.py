@@ -73,6 +73,17 @@ async def generate(client: LanguageClient, uri: str, line: int, run_too: bool = 
     )
 
 
+def generating(client: LanguageClient, uri: str, line: int) -> asyncio.Future[Any]:
+    """Generate on the prompt at `line`, sent and not awaited (to cancel it meanwhile)."""
+    params = lsp.ExecuteCommandParams(
+        command="runfix.generate",
+        arguments=[{"uri": uri, "position": {"line": line, "character": 0}}],
+    )
+    return asyncio.ensure_future(
+        client.protocol.send_request_async(lsp.WORKSPACE_EXECUTE_COMMAND, params)
+    )
+
+
 def text(client: LanguageClient, uri: str) -> str:
     return str(client.texts[uri])
 
@@ -269,13 +280,7 @@ async def test_cancel_while_streaming_stops_at_once_and_changes_nothing(
     uri = open_doc(client, folder / "cancel.py", source)
     long_code = "\n".join(f"v{i} = {i}" for i in range(200))
     model.script(Reply(f"```python\n{long_code}\n```", chunks=100, chunk_delay=0.1))
-    params = lsp.ExecuteCommandParams(
-        command="runfix.generate",
-        arguments=[{"uri": uri, "position": {"line": 0, "character": 0}}],
-    )
-    request = asyncio.ensure_future(
-        client.protocol.send_request_async(lsp.WORKSPACE_EXECUTE_COMMAND, params)
-    )
+    request = generating(client, uri, 0)
 
     def streaming() -> list[Any]:
         return [

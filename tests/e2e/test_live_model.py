@@ -25,7 +25,8 @@ from pytest_lsp import LanguageClient
 from lsp_server.cells import is_marker
 from lsp_server.prompts import prompt_at
 from tests.conftest import change, errors, hints, init_params, open_doc, quick_fixes, run
-from tests.e2e.test_e2e_model import command, generate, progress_messages, text
+from tests.e2e.test_e2e_model import command, generate, generating, progress_messages, text
+from tests.kernel.test_cli_fix import CROSS
 from tests.support import real_model
 from tests.support.agent_client import agent, tool
 from tests.support.real_model import LIVE_CAP, LIVE_TIMEOUT, Live
@@ -50,16 +51,6 @@ def bounded(seen: real_model.Seen, most: int = CAP) -> None:
     for request in seen.requests:
         bound = request.get("max_tokens") or request.get("max_completion_tokens")
         assert isinstance(bound, int) and 0 < bound <= most, request
-
-
-CROSS = (
-    "sales = [12.5, 8.0, 19.25]\n"
-    "# %%\n"
-    "def average(values):\n"
-    "    return sum(values) / values.count()\n"
-    "# %%\n"
-    "print(round(average(sales), 2))\n"
-)
 
 
 async def test_live_generate_keeps_the_prompt_with_its_body_and_an_agent_runs_it(
@@ -190,13 +181,7 @@ async def test_live_cancel_stops_the_stream_at_once(
     await client.initialize_session(init_params(folder, options=live_model.options()))
     source = "# ai: define 40 functions f1 to f40, each returning its number, one per line\n"
     uri = open_doc(client, folder / "long.py", source)
-    params = lsp.ExecuteCommandParams(
-        command="runfix.generate",
-        arguments=[{"uri": uri, "position": {"line": 0, "character": 0}}],
-    )
-    request = asyncio.ensure_future(
-        client.protocol.send_request_async(lsp.WORKSPACE_EXECUTE_COMMAND, params)
-    )
+    request = generating(client, uri, 0)
 
     def streaming() -> list[Any]:
         return [

@@ -253,50 +253,71 @@ def test_current_neovim_takes_lsp_runfix_lua_and_shows_inlay_hints(tmp_path: Pat
     assert {"line": 2, "label": "→ total 7.7"} in done["hints"]
 
 
-def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
-    """Neovim in tmux, as a user sees it after :RunfixRun; the screen becomes a PNG."""
+def _screen_in_tmux(
+    nvim: str,
+    tmp_path: Path,
+    project: Path,
+    file: str,
+    init: str,
+    done: Path,
+    *,
+    rows: int,
+    wait: float,
+    why: str,
+    settings: dict[str, Any] | None = None,
+) -> str:
+    """Neovim in tmux (100 columns, `rows` rows) on `file` of `project` with the Lua `init`,
+    its folder trusted; once the init writes `done` (within `wait` seconds), the screen
+    with its colours."""
     tmux = shutil.which("tmux")
     if tmux is None or shutil.which("chromium") is None:
         editor_missing(
             "tmux and chromium are needed for the screenshot (scripts/editors installs them)"
         )
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (project / "area.py").write_text(EXAMPLE)
-    init = tmp_path / "init.lua"
-    init.write_text(SHOT_INIT)
-    done = tmp_path / "done"
+    script = tmp_path / "init.lua"
+    script.write_text(init)
     env = {
         **SERVER_ENV,
         "TERM": "xterm-256color",
         "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
         "RUNFIX_NVIM_CMD": json.dumps(SERVER),
         "RUNFIX_NVIM_PYTHON": sys.executable,
+        "RUNFIX_NVIM_SETTINGS": json.dumps(settings or {}),
         "RUNFIX_NVIM_REPORT": str(done),
         "XDG_STATE_HOME": state_trusting(tmp_path, project),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
     session = f"runfix-{os.getpid()}"
     socket = ["-S", str(tmp_path / "tmux.sock")]
-    command = f"{nvim} --clean -u {init} area.py"
+    command = f"{nvim} --clean -u {script} {file}"
     subprocess.run(
-        [tmux, *socket, "new-session", "-d", "-s", session, "-x", "100", "-y", "14", command],
+        [tmux, *socket, "new-session", "-d", "-s", session, "-x", "100", "-y", str(rows), command],
         env=env, cwd=project, check=True,
     )  # fmt: skip
     try:
-        for _ in range(300):
-            if done.exists():
-                break
+        deadline = time.monotonic() + wait
+        while not done.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert done.exists(), "no error diagnostic appeared in Neovim"
+        assert done.exists(), why
         time.sleep(0.5)  # let it draw the virtual text
-        screen = subprocess.run(
+        return subprocess.run(
             [tmux, *socket, "capture-pane", "-p", "-e", "-t", session],
             check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
     finally:
         subprocess.run([tmux, *socket, "kill-server"], check=False, capture_output=True)
+
+
+def test_screenshot_of_neovim_with_results(nvim: str, tmp_path: Path) -> None:
+    """Neovim in tmux, as a user sees it after :RunfixRun; the screen becomes a PNG."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "area.py").write_text(EXAMPLE)
+    screen = _screen_in_tmux(
+        nvim, tmp_path, project, "area.py", SHOT_INIT, tmp_path / "done",
+        rows=14, wait=30, why="no error diagnostic appeared in Neovim",
+    )  # fmt: skip
     plain = re.sub(r"\x1b\[[0-9;]*m", "", screen)
     assert "→ total 7.7" in plain
     assert "NameError: name 'math' is not defined" in plain
@@ -501,46 +522,16 @@ def test_run_and_fix_and_generate_with_a_real_model_in_neovim(
     that calls a broken function, then Generate and run under a prompt; what the model
     writes is its own, where it lands is runfix's — the function's cell, the prompt's
     body — and the screen is kept as a PNG."""
-    tmux = shutil.which("tmux")
-    if tmux is None or shutil.which("chromium") is None:
-        editor_missing("tmux and chromium are needed (scripts/editors installs them)")
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (project / "sales.py").write_text(LIVE_DOC)
-    init = tmp_path / "init.lua"
-    init.write_text(LIVE_INIT)
     report = tmp_path / "report.json"
-    env = {
-        **SERVER_ENV,
-        "TERM": "xterm-256color",
-        "RUNFIX_NVIM_PLUGIN": str(PLUGIN),
-        "RUNFIX_NVIM_CMD": json.dumps(SERVER),
-        "RUNFIX_NVIM_PYTHON": sys.executable,
-        "RUNFIX_NVIM_SETTINGS": json.dumps(live_model.options()),
-        "RUNFIX_NVIM_REPORT": str(report),
-        "XDG_STATE_HOME": state_trusting(tmp_path, project),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
-    session = f"runfix-live-{os.getpid()}"
-    socket = ["-S", str(tmp_path / "tmux.sock")]
-    command = f"{nvim} --clean -u {init} sales.py"
-    subprocess.run(
-        [tmux, *socket, "new-session", "-d", "-s", session, "-x", "100", "-y", "16", command],
-        env=env, cwd=project, check=True,
+    screen = _screen_in_tmux(
+        nvim, tmp_path, project, "sales.py", LIVE_INIT, report,
+        rows=16, wait=600, why="Run and fix, then Generate, did not both answer in Neovim",
+        settings=live_model.options(),
     )  # fmt: skip
-    try:
-        for _ in range(4000):  # two model answers of up to 120 s each, and the runs
-            if report.exists():
-                break
-            time.sleep(0.1)
-        assert report.exists(), "Run and fix, then Generate, did not both answer in Neovim"
-        screen = subprocess.run(
-            [tmux, *socket, "capture-pane", "-p", "-e", "-t", session],
-            check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
-    finally:
-        subprocess.run([tmux, *socket, "kill-server"], check=False, capture_output=True)
     done = json.loads(report.read_text())
     text = "\n".join(done["text"]) + "\n"
     compile(text, "sales.py", "exec")  # the document parses, whatever the model wrote

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import editor_missing
+from tests.editors.test_nvim import LIVE_DOC
 
 ROOT = Path(__file__).parents[2]
 VSCODE = ROOT / "editors" / "vscode"
@@ -164,18 +165,6 @@ def test_restricted_mode_runs_nothing_of_a_hostile_repository(tmp_path: Path) ->
     assert list(marks[0].iterdir()) == []
 
 
-LIVE_SALES = """\
-sales = [12.5, 8.0, 19.25]
-# %%
-def average(values):
-    return sum(values) / values.count()
-# %%
-print(round(average(sales), 2))
-# %%
-# ai: print the largest value in sales
-"""
-
-
 @pytest.mark.timeout(1000)
 def test_run_and_fix_and_generate_with_a_real_model_in_code_server(
     tmp_path: Path, live_model: Any
@@ -186,7 +175,7 @@ def test_run_and_fix_and_generate_with_a_real_model_in_code_server(
     model = {f"runfix.model.{k}": v for k, v in live_model.options()["model"].items()}
 
     def prepare(workspace: Path) -> None:
-        (workspace / "sales.py").write_text(LIVE_SALES)
+        (workspace / "sales.py").write_text(LIVE_DOC)
 
     report, out = _code_server(
         tmp_path, "live-model", prepare, {"RUNFIX_E2E_MODEL": json.dumps(model)}

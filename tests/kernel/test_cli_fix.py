@@ -16,18 +16,22 @@ from tests.support.model_server import ModelServer, code
 pytestmark = pytest.mark.model
 
 
-def run_fix(path: Path, model: ModelServer) -> subprocess.CompletedProcess[str]:
+def run_fix(
+    path: Path, model: ModelServer, *more: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`runfix run FILE --fix` (and `more` arguments) against the loopback model; `env`
+    adds to the environment (sampling set there, as a terminal user would)."""
     (path.parent / "pyproject.toml").write_text(
         f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
     )
     # The endpoint is the user's to choose (a project file cannot): the environment.
-    env = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url}
+    environ = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url, **env}
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server", "run", str(path), "--fix"],
+        [sys.executable, "-m", "lsp_server", "run", str(path), "--fix", *more],
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
+        env=environ,
     )
 
 
@@ -149,21 +153,6 @@ def test_fix_is_checked_against_the_cells_that_depend_on_it(tmp_path: Path) -> N
 # -- issue 35: what a real model exposed -------------------------------------------------
 
 
-def run_fix_with(path: Path, model: ModelServer, **env: str) -> subprocess.CompletedProcess[str]:
-    """`runfix run --fix` with sampling set from the environment, as a terminal user would."""
-    (path.parent / "pyproject.toml").write_text(
-        f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
-    )
-    environ = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url, **env}
-    return subprocess.run(
-        [sys.executable, "-m", "lsp_server", "run", str(path), "--fix"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environ,
-    )
-
-
 CROSS = (
     "sales = [12.5, 8.0, 19.25]\n"
     "# %%\n"
@@ -181,7 +170,7 @@ def test_the_fix_goes_into_the_function_that_raised_and_the_call_stays(tmp_path:
     path.write_text(CROSS)
     with ModelServer() as model:
         model.script(code("def average(values):\n    return sum(values) / len(values)"))
-        done = run_fix_with(path, model, RUNFIX_MODEL_TEMPERATURE="0", RUNFIX_MODEL_SEED="3")
+        done = run_fix(path, model, RUNFIX_MODEL_TEMPERATURE="0", RUNFIX_MODEL_SEED="3")
         asked = model.user_text(0)
         request = model.requests[0]
     assert done.returncode == 0, done.stdout + done.stderr
@@ -207,7 +196,7 @@ def test_a_misspelt_name_is_fixed_with_pythons_suggestion_before_any_model(
     source = CROSS.replace("values.count()", "len(value)")
     path.write_text(source)
     with ModelServer() as model:
-        done = run_fix_with(path, model)
+        done = run_fix(path, model)
         asked = len(model.requests)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == source.replace("len(value)", "len(values)")
@@ -230,7 +219,7 @@ def test_an_echo_of_the_request_is_never_written_and_a_deletion_is_not_a_fix(
             code('import math\nprint("side", 4.0)'),
             code('side = math.sqrt(16)\nprint("side", side)'),
         )
-        done = run_fix_with(path, model)
+        done = run_fix(path, model)
         asked = [model.user_text(i) for i in range(3)]
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == source.replace("root", "sqrt")
@@ -250,7 +239,7 @@ def test_when_only_deletions_run_clean_nothing_is_written(tmp_path: Path) -> Non
             code("try:\n    total = sum(things)\nexcept Exception:\n    pass\nprint(6)"),
             code("print('6')"),
         )
-        done = run_fix_with(path, model)
+        done = run_fix(path, model)
     assert done.returncode == 1
     assert path.read_text() == source
     assert "removes the failing line (`total = sum(things)`)" in done.stdout
@@ -267,7 +256,7 @@ def test_a_module_file_of_the_folder_is_fixed_where_it_raised(tmp_path: Path) ->
     path.write_text(source)
     with ModelServer() as model:
         model.script(code("def mean(values):\n    return sum(values) / len(values)"))
-        done = run_fix_with(path, model)
+        done = run_fix(path, model)
         asked = model.user_text(0)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == source  # the caller is left as it is
@@ -287,15 +276,8 @@ def test_a_name_a_cell_above_defines_runs_that_cell_first_not_a_model(tmp_path: 
         "def average(values):\n    return sum(values) / len(values)\n# %%\nprint(average([1, 3]))\n"
     )
     path.write_text(source)
-    (tmp_path / "pyproject.toml").write_text(
-        f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
-    )
     with ModelServer() as model:
-        env = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url}
-        done = subprocess.run(
-            [sys.executable, "-m", "lsp_server", "run", str(path), "--fix", "--cell", "2"],
-            capture_output=True, text=True, timeout=120, env=env,
-        )  # fmt: skip
+        done = run_fix(path, model, "--cell", "2")
         asked = len(model.requests)
     assert done.returncode == 0, done.stdout + done.stderr
     assert asked == 0 and path.read_text() == source
