@@ -62,8 +62,16 @@ def runtime_dir() -> Path:
 
 
 def socket_path(folder: Path) -> Path:
-    """Where the `runfix serve` holding `folder` listens for agents."""
-    digest = hashlib.sha256(str(folder).encode()).hexdigest()[:24]
+    """Where the `runfix serve` holding `folder` listens for agents: named by the folder's
+    identity (device and inode, links followed), so that every spelling of it — `//path`, a
+    link to it, its real path when the editor opened it through a link — finds the editor's
+    socket, and an agent never gets a folder an editor holds served alone, unasked."""
+    try:
+        found = os.stat(folder)
+        identity = f"{found.st_dev}:{found.st_ino}"
+    except OSError:
+        identity = os.path.realpath(folder)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:24]
     return runtime_dir() / f"{digest}.sock"
 
 
@@ -124,6 +132,10 @@ class AgentDoor:
                 continue
             self._servers[folder] = server
 
+    def folders(self) -> list[Path]:
+        """The folders agents can reach now."""
+        return list(self._servers)
+
     @property
     def running(self) -> bool:
         """An agent's call is under way (shutdown waits until it is answered)."""
@@ -148,12 +160,15 @@ class AgentDoor:
         finally:
             self._cancels.discard(cancel)
 
-    async def close(self) -> None:
+    async def close(self, folders: list[Path] | None = None) -> None:
+        """Stop serving agents `folders` (every folder: None), their sockets removed."""
         for folder, server in list(self._servers.items()):
+            if folders is not None and folder not in folders:
+                continue
             server.close()
             with contextlib.suppress(OSError, AgentError):
                 socket_path(folder).unlink()
-        self._servers.clear()
+            del self._servers[folder]
 
     async def _serve(
         self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -230,7 +245,12 @@ class AgentDoor:
         path = Path(raw) if Path(raw).is_absolute() else folder / raw
         path = Path(os.path.normpath(path))
         if folder != path and folder not in path.parents:
-            raise AgentError(f"{path} is not in {folder}")
+            # Another spelling of the folder (a link to it, its real path): the file as the
+            # editor names it, if it really is inside (a link out of the folder is not).
+            real, root = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+            if real != root and root not in real.parents:
+                raise AgentError(f"{path} is not in {folder}")
+            path = folder / real.relative_to(root)
         return path.as_uri(), path
 
     def _lines(self, args: dict[str, Any]) -> tuple[int, int] | None:

@@ -261,3 +261,52 @@ async def test_runfix_mcp_alone_runs_nothing_in_an_untrusted_folder(tmp_path: Pa
     assert "is not trusted" in said["error"], said
     assert not sign.exists()
     assert not (project / ".runfix").exists()  # not even a record made there
+
+
+@pytest.mark.parametrize("spelling", ["link", "double slash", "file through a link"])
+async def test_another_spelling_of_the_folder_reaches_the_editor_and_its_consent(
+    initialized: Any, folder: Path, tmp_path: Path, spelling: str
+) -> None:
+    """Issue 36: `//path`, a link to the folder, a file named through a link: the agent's
+    call finds the editor's socket (the folder's identity, not its spelling), so the user is
+    asked and the run lands in the editor's kernel — never a second kernel, unasked."""
+    initialized.answer = ALLOW
+    link = tmp_path / "link-to-project"
+    link.symlink_to(folder)
+    (folder / "job.py").write_text("made_by_agent = 7\n")
+    async with agent("Spelling Agent") as session:
+        if spelling == "link":
+            ran = await tool(session, "run_code", folder=str(link), code="made_by_agent = 7")
+        elif spelling == "double slash":
+            ran = await tool(
+                session, "run_code", folder="/" + str(folder), code="made_by_agent = 7"
+            )
+        else:
+            ran = await tool(session, "run_file", path=str(link / "job.py"))
+    assert ran.get("status") == "ok", ran
+    [question] = initialized.questions  # asked in the editor
+    assert "Spelling Agent" in question.message
+    uri = open_doc(initialized, folder / "check.py", "made_by_agent * 6\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+    assert [h.label for h in await hints(initialized, uri)] == ["→ 42"]  # the editor's kernel
+
+
+async def test_a_folder_added_after_initialized_is_the_editors_for_agents_too(
+    initialized: Any, tmp_path: Path
+) -> None:
+    initialized.answer = ALLOW
+    later = tmp_path / "later"
+    later.mkdir()
+    initialized.workspace_did_change_workspace_folders(
+        lsp.DidChangeWorkspaceFoldersParams(
+            event=lsp.WorkspaceFoldersChangeEvent(
+                added=[lsp.WorkspaceFolder(uri=later.as_uri(), name="later")], removed=[]
+            )
+        )
+    )
+    await asyncio.sleep(0.5)  # (a notification: nothing answers it)
+    async with agent("Later Agent") as session:
+        ran = await tool(session, "run_code", folder=str(later), code="in_later = 1")
+    assert ran.get("status") == "ok", ran
+    [question] = initialized.questions  # the editor's server asked: it holds the folder
+    assert "Later Agent" in question.message and "later" in question.message

@@ -44,6 +44,16 @@ def register(server: RunfixServer) -> None:
         """Agents (`runfix mcp`) may reach the workspace's folders from now on."""
         await ls.agents.open(ls.editor.workspace_folders())
 
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def folders_changed(
+        ls: RunfixServer, params: lsp.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        """A folder added later is reachable by agents too (through the editor's consent,
+        never served alone); a folder removed is not."""
+        held = ls.editor.workspace_folders()
+        await ls.agents.close([f for f in ls.agents.folders() if f not in held])
+        await ls.agents.open(held)
+
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: RunfixServer, params: None) -> None:
         await ls.shut_down()
