@@ -20,7 +20,10 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import stat
+import struct
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,20 +48,65 @@ class AgentError(Exception):
     """A call that cannot be carried out; its message goes back to the agent."""
 
 
-@functools.cache
 def runtime_dir() -> Path:
     """The user's private runtime folder for runfix's sockets (0700, the user's own, not a
-    link); made if missing. A folder someone else made or opened up is refused."""
+    link); made if missing. Checked at every use, not once: a folder someone else made or
+    opened up is refused, and so is one below a folder another user could rename it out of
+    (owned by someone but this user or root, or writable by others without the sticky bit:
+    `XDG_RUNTIME_DIR` left pointing into another user's folder by `su`)."""
     base = os.environ.get("XDG_RUNTIME_DIR")
     root = Path(base) / "runfix" if base else Path(tempfile.gettempdir()) / f"runfix-{os.getuid()}"
+    for parent in root.parents:
+        try:
+            above = os.lstat(parent)
+        except OSError:
+            continue  # made below
+        if above.st_uid not in (os.getuid(), 0):
+            raise AgentError(
+                f"{root} is inside {parent}, which another user owns (uid {above.st_uid}): "
+                "agents are not served (is XDG_RUNTIME_DIR another user's?)"
+            )
+        if above.st_mode & stat.S_IWOTH and not above.st_mode & stat.S_ISVTX:
+            raise AgentError(f"{root} is inside {parent}, which anyone may write to")
     with contextlib.suppress(FileExistsError):
         root.mkdir(mode=0o700, parents=False)
-    found = os.lstat(root)
+    _private(os.lstat(root), root)
+    return root
+
+
+def _private(found: os.stat_result, root: Path) -> None:
     if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
         raise AgentError(f"{root} is not a folder of this user's: agents are not served")
     if stat.S_IMODE(found.st_mode) & 0o077:
         raise AgentError(f"{root} is open to other users (mode {found.st_mode & 0o777:o})")
-    return root
+
+
+async def connect(folder: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the socket of the `runfix serve` holding `folder`: the runtime folder
+    checked again and pinned by a descriptor while connecting (it cannot be swapped between
+    the check and the connect), and the server's user checked on the socket itself
+    (`SO_PEERCRED`): one run by another user is refused, saying so. FileNotFoundError or
+    ConnectionRefusedError: nobody listens there."""
+    where = socket_path(folder)
+    fd = os.open(where.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        _private(os.fstat(fd), where.parent)
+        pinned = f"/proc/self/fd/{fd}/{where.name}"
+        target = pinned if sys.platform.startswith("linux") else str(where)
+        reader, writer = await asyncio.open_unix_connection(target, limit=LINE_LIMIT)
+    finally:
+        os.close(fd)
+    peer = writer.get_extra_info("socket")
+    if peer is not None and hasattr(socket, "SO_PEERCRED"):
+        raw = peer.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _, uid, _ = struct.unpack("3i", raw)
+        if uid != os.getuid():
+            writer.close()
+            raise AgentError(
+                f"the socket for {folder} is served by another user (uid {uid}), not by "
+                "your editor: refused"
+            )
+    return reader, writer
 
 
 def socket_path(folder: Path) -> Path:

@@ -27,7 +27,7 @@ from mcp.server.stdio import stdio_server
 from mcp.types import ToolAnnotations
 
 from lsp_server import __version__
-from lsp_server.agents import LINE_LIMIT, AgentDoor, AgentError, socket_path
+from lsp_server.agents import LINE_LIMIT, AgentDoor, AgentError, connect, socket_path
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -118,9 +118,7 @@ class _Connection:
             for attempt in (1, 2):  # a connection the server closed meanwhile: once more
                 if self.streams is None:
                     try:
-                        self.streams = await asyncio.open_unix_connection(
-                            str(socket_path(self.folder)), limit=LINE_LIMIT
-                        )
+                        self.streams = await connect(self.folder)
                     except (ConnectionRefusedError, FileNotFoundError):
                         raise _NoServer from None  # a socket a server that died left
                     except OSError as exc:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from lsprotocol import types as lsp
 from mcp import ClientSession
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from lsp_server.agents import AgentError, connect, runtime_dir, socket_path
 from tests.conftest import (
     SERVER,
     SERVER_ENV,
@@ -310,3 +314,58 @@ async def test_a_folder_added_after_initialized_is_the_editors_for_agents_too(
     assert ran.get("status") == "ok", ran
     [question] = initialized.questions  # the editor's server asked: it holds the folder
     assert "Later Agent" in question.message and "later" in question.message
+
+
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "getuid") or os.getuid() != 0, reason="another user is played by root only"
+)
+
+
+@needs_root
+def test_a_runtime_folder_inside_another_users_folder_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: XDG_RUNTIME_DIR left pointing into another user's folder (what `su`
+    without `-` leaves): that user could rename runfix's folder away and plant a socket."""
+    theirs = tmp_path / "run-user-1000"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(theirs))
+    with pytest.raises(AgentError, match="which another user owns"):
+        runtime_dir()
+
+
+@needs_root
+async def test_a_socket_served_by_another_user_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: the agent's code never goes to a socket another user listens on, even in
+    runfix's own folder: the peer's uid (SO_PEERCRED) is checked on connect."""
+    mine = tmp_path / "run"
+    mine.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(mine))
+    project = tmp_path / "project"
+    project.mkdir()
+    where = socket_path(project)
+    impostor = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, socket, sys, time\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            "s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666)\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            "s.listen(); print('ready', flush=True)\n"
+            "c, _ = s.accept(); time.sleep(5)\n",
+            str(where),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert impostor.stdout is not None and impostor.stdout.readline().strip() == "ready"
+        with pytest.raises(AgentError, match=r"served by another user \(uid 65534\)"):
+            await connect(project)
+    finally:
+        impostor.kill()
+        impostor.wait()
