@@ -109,18 +109,19 @@ async def connect(folder: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWri
     return reader, writer
 
 
-def socket_path(folder: Path) -> Path:
+def socket_path(folder: Path, root: Path | None = None) -> Path:
     """Where the `runfix serve` holding `folder` listens for agents: named by the folder's
     identity (device and inode, links followed), so that every spelling of it — `//path`, a
     link to it, its real path when the editor opened it through a link — finds the editor's
-    socket, and an agent never gets a folder an editor holds served alone, unasked."""
+    socket, and an agent never gets a folder an editor holds served alone, unasked. `root`:
+    the runtime folder, already checked."""
     try:
         found = os.stat(folder)
         identity = f"{found.st_dev}:{found.st_ino}"
     except OSError:
         identity = os.path.realpath(folder)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:24]
-    return runtime_dir() / f"{digest}.sock"
+    return (root or runtime_dir()) / f"{digest}.sock"
 
 
 def text_of(outcome: RunOutcome, limit: int = 20_000) -> str:

@@ -140,20 +140,39 @@ _ATTRIBUTE_ERROR = re.compile(
 _KEY_ERROR = re.compile(r"KeyError: '([^'\n]{1,80})'")
 
 
-def suggestion(
+@dataclass(frozen=True)
+class Suggestion:
+    """What Python (or the kernel's columns) says of a misspelt name, attribute or key."""
+
+    pattern: re.Pattern[str]
+    """Which error it is about: `_NAME_ERROR`, `_ATTRIBUTE_ERROR` or `_KEY_ERROR`."""
+    wrong: str
+    right: str | None = None
+    have: str = ""
+    """When nothing is close, for a user class: what its objects have."""
+
+    @property
+    def text(self) -> str | None:
+        if self.right is not None:
+            return f"Did you mean: '{self.right}'?"
+        return self.have or None
+
+
+def suggest(
     error: str, code: str, names: Sequence[str] = (), keys: Sequence[str] = ()
-) -> str | None:
+) -> Suggestion | None:
     """Python's own "Did you mean" for a misspelt name or attribute (the interpreter prints
     it under a traceback; a kernel's error message lacks it): from the names of `code`, then
     `names` (the kernel's variables, the file's names), then builtins; for attributes, of a
-    standard-library module the server has loaded or of a builtin type. A small model that
-    does not see the typo fixes it once told. A `KeyError` gets the close one of `keys` (the
-    columns of the kernel's DataFrames), as "Did you mean" too."""
+    standard-library module the server has loaded or of a builtin type, or what a class of
+    `code` sets on `self`. A `KeyError` gets the close one of `keys` (the columns of the
+    kernel's DataFrames). A small model that does not see the typo fixes it once told."""
     if found := _KEY_ERROR.search(error):
         wrong = found.group(1)
         by_case = {k.lower(): k for k in keys}
         close = difflib.get_close_matches(wrong.lower(), sorted(by_case), n=1, cutoff=0.75)
-        return f"Did you mean: '{by_case[close[0]]}'?" if close else None
+        return Suggestion(_KEY_ERROR, wrong, by_case[close[0]]) if close else None
+    kind: str | None = None
     if found := _NAME_ERROR.search(error):
         wrong = found.group(1)
         pools = [_names_in(code), set(names), set(dir(builtins))]  # nearest first
@@ -164,21 +183,31 @@ def suggestion(
             owner = sys.modules.get(module)
         elif kind and isinstance(getattr(builtins, kind, None), type):
             owner = getattr(builtins, kind)
-        pools = [{n for n in dir(owner) if not n.startswith("_")}] if owner is not None else []
-        if kind and not pools:  # a class of the user's code: what its methods set on self
-            own = _attributes_of(code, kind) - {wrong}
-            close = difflib.get_close_matches(wrong, sorted(own), n=1, cutoff=0.75)
-            if close:
-                return f"Did you mean: '{close[0]}'?"
-            shown = sorted(n for n in own if not n.startswith("__"))[:12]
-            return f"'{kind}' objects have: {', '.join(shown)}." if shown else None
+        if owner is not None:
+            pools = [{n for n in dir(owner) if not n.startswith("_")}]
+        elif kind:  # a class of the user's code: what its methods set on self
+            pools = [_attributes_of(code, kind)]
+        else:
+            pools = []
     else:
         return None
     for pool in pools:
         close = difflib.get_close_matches(wrong, sorted(pool - {wrong}), n=1, cutoff=0.75)
         if close:
-            return f"Did you mean: '{close[0]}'?"
+            return Suggestion(found.re, wrong, close[0])
+    if kind and pools and found.re is _ATTRIBUTE_ERROR:
+        shown = sorted(n for n in pools[0] - {wrong} if not n.startswith("__"))[:12]
+        if shown:
+            return Suggestion(found.re, wrong, have=f"'{kind}' objects have: {', '.join(shown)}.")
     return None
+
+
+def suggestion(
+    error: str, code: str, names: Sequence[str] = (), keys: Sequence[str] = ()
+) -> str | None:
+    """`suggest`'s words, as the model is told them under the error."""
+    found = suggest(error, code, names, keys)
+    return found.text if found is not None else None
 
 
 def suggested(
@@ -189,18 +218,16 @@ def suggested(
     when nothing is suggested or the line does not hold the wrong one."""
     if target.line is None or not target.first <= target.line <= target.last:
         return None
-    hint = suggestion(error, target.code, names, keys)
-    found = re.fullmatch(r"Did you mean: '([^'\n]+)'\?", hint or "")
-    wrong = _KEY_ERROR.search(error) or _NAME_ERROR.search(error) or _ATTRIBUTE_ERROR.search(error)
-    if found is None or wrong is None:
+    found = suggest(error, target.code, names, keys)
+    if found is None or found.right is None:
         return None
-    bad, good = wrong.groups()[-1], found.group(1)
-    if wrong.re is _KEY_ERROR:  # the key as a string literal, either quote
+    bad, good = found.wrong, found.right
+    if found.pattern is _KEY_ERROR:  # the key as a string literal, either quote
         pattern, into = (
             rf"""(['"]){re.escape(bad)}\1""",
             lambda m: f"{m.group(1)}{good}{m.group(1)}",
         )
-    elif wrong.re is _ATTRIBUTE_ERROR:
+    elif found.pattern is _ATTRIBUTE_ERROR:
         pattern, into = rf"\.{bad}\b", lambda m: f".{good}"
     else:
         pattern, into = rf"(?<![\w.]){bad}\b", lambda m: good
@@ -210,7 +237,7 @@ def suggested(
     if not count:
         return None
     lines[at] = fixed
-    said = "a column the kernel has" if wrong.re is _KEY_ERROR else "Python's suggestion"
+    said = "a column the kernel has" if found.pattern is _KEY_ERROR else "Python's suggestion"
     return "\n".join(lines), f"{said} (`{bad}` → `{good}`)"
 
 
@@ -539,14 +566,16 @@ class Fixer:
         names = [v.name for v in variables] + sorted(_names_in("".join(lines)))
         keys = [str(k) for v in variables for k in (v.columns or {})]
         typo = suggested(loop.target, error, names, keys)
+        fresh: list[Variable] | None = variables
+        """The kernel's variables, until a run may have changed them."""
         if typo is not None:  # Python's own suggestion, tried before any model is asked
             self.report(f"trying {typo[1]}")
             done = await self._attempt(loop, typo[0], 0)
-            if done is not None and done.status == "fixed":
-                done.message = f"{typo[1]}; no model asked"
-                return done
             if done is not None:
+                if done.status == "fixed":
+                    done.message = f"{typo[1]}; no model asked"
                 return done
+            fresh = None
         number = 0
         again = False
         while number < self.max_attempts:
@@ -554,7 +583,7 @@ class Fixer:
             current = loop.current
             headline = current.strip().splitlines()[-1] if current.strip() else "error"
             self.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
-            variables = await self.variables()
+            variables = fresh = fresh if fresh is not None else await self.variables()
             known = [v.name for v in variables]
             hint = suggestion(
                 current,
@@ -607,6 +636,7 @@ class Fixer:
             done = await self._attempt(loop, candidate, number)
             if done is not None:
                 return done
+            fresh = None  # the candidate ran: the kernel's variables may differ now
         return loop.settled(self.max_attempts)
 
     async def _attempt(self, loop: _Loop, candidate: str, number: int) -> FixResult | None:

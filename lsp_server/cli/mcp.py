@@ -27,7 +27,14 @@ from mcp.server.stdio import stdio_server
 from mcp.types import ToolAnnotations
 
 from lsp_server import __version__
-from lsp_server.agents import LINE_LIMIT, AgentDoor, AgentError, connect, socket_path
+from lsp_server.agents import (
+    LINE_LIMIT,
+    AgentDoor,
+    AgentError,
+    connect,
+    runtime_dir,
+    socket_path,
+)
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -43,8 +50,9 @@ start at 1."""
 def _held_folder(path: Path) -> Path | None:
     """The folder (the path itself or one above) that an editor's `runfix serve` holds."""
     path = Path(os.path.abspath(path))
+    root = runtime_dir()  # checked once for the walk up, not once per folder above
     for folder in (path, *path.parents):
-        if socket_path(folder).exists():
+        if socket_path(folder, root).exists():
             return folder
     return None
 
