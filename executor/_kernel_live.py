@@ -1,31 +1,45 @@
 """Runs inside the kernel as the module `_runfix_live`: what the kernel knows where the user
-types (completion, hover, signature help), read without running the user's code.
+types (completion, hover, signature help) and the names it holds (`variables`), read without
+running a line of the user's code.
 
-Values are reached by walking what already exists: a name in the namespace, then
-attributes and literal subscripts. An attribute is read from the object's own
-`__dict__` or as a plain class attribute, never through a property, a descriptor or
-`__getattr__` (a getter that writes a file must not run because the user typed a dot);
-a subscript only into a real dict, list or tuple. The only code of a value's type that
-runs is what its library wrote for this purpose: `_ipython_key_completions_`, and the
-columns, dtypes and shape of pandas and numpy objects.
+The rule: every read goes through a lookup no user code can hook. A value's type is
+`type(x)` (never `x.__class__`, which a property or a `__getattribute__` answers: Django's
+`SimpleLazyObject` would load its value); a class's namespace, bases, name and module come
+from `type`'s own descriptors called directly (a metaclass's `__getattribute__` never sees
+them); an instance's attributes are read from its `__dict__` through the interpreter's own
+descriptor, or from a `__slots__` slot, never through a property, a descriptor or
+`__getattr__`. Type tests are identity (`type(x) is dict`, a base found in the class's
+`__mro__` by `is`) — `isinstance`, `len`, `repr`, `str`, `hash`, `==` and sorting run on
+exact builtins only; a dictionary is searched by walking it and comparing keys of exactly
+the key's type (a lookup would call a stored key's `__eq__` when the hashes match). Lengths
+of containers' subclasses are the base type's (`list.__len__(x)`).
 
-Only what a static language server cannot know is offered: names that exist in the
-kernel but are not bound in the document, attributes set on an instance at run time,
-dictionary keys and table columns. A static server beside runfix (Pylance, pyright,
-pylsp) lists the rest, and the editor merges the two lists without duplicates.
+Libraries' objects (pandas, numpy, polars) are described from their metadata — dtype,
+shape, column labels that are exact `str`/`int` — and their repr is shown only when no
+element is a Python object (a numpy dtype without objects). A type counts as a library's
+only when the library's module exports that very class under its name.
 
-The server asks over a comm (`TARGET`), on a kernel subshell where the kernel has them,
-so an answer never waits for a running cell. This file must run on any Python 3.8+ with
-IPython, and import nothing from runfix.
+Only what a static language server cannot know is offered for completion: names that exist
+in the kernel but are not bound in the document, attributes set on an instance at run time,
+dictionary keys and table columns. A static server beside runfix (Pylance, pyright, pylsp)
+lists the rest, and the editor merges the two lists without duplicates.
+
+The server asks over a comm (`TARGET`), on a kernel subshell where the kernel has them, so an
+answer never waits for a running cell. Each answer is worked out on a thread of its own with
+a deadline its walks check; one that still has not answered is abandoned (and said so) rather
+than holding the next. This file must run on any Python 3.8+ with IPython, and import
+nothing from runfix.
 """
 
 from __future__ import annotations
 
-import builtins
 import inspect
+import json
 import keyword
 import re
-import reprlib
+import sys
+import threading
+import time
 import types
 from typing import Any
 
@@ -35,6 +49,12 @@ LIMIT = 500
 """Items in one completion answer."""
 PREVIEW = 200
 """Characters of a value's preview."""
+DEADLINE = 1.0
+"""Seconds one answer's walk may take before it stops."""
+ABANDON = 2.0
+"""Seconds the comm waits for an answer before it gives up on its thread."""
+STUCK = 4
+"""Abandoned answers still running past which no new one is started."""
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _STEP = r"(?:\.\s*" + _NAME + r"|\[\s*(?:'[^'\\]*'|\"[^\"\\]*\"|-?\d+)\s*\])"
@@ -47,56 +67,171 @@ _PART = re.compile(r"\.\s*(" + _NAME + r")|\[\s*(?:'([^'\\]*)'|\"([^\"\\]*)\"|(-
 _LIBRARIES = ("pandas", "numpy", "polars")
 """Packages whose own accessors (shape, columns, dtypes) may run to describe their values."""
 _MISSING = object()
-_OBJECT_REPR = object.__dict__["__repr__"]
+
+# -- reads no user code can hook -------------------------------------------------------
+
+_class_namespace = type.__dict__["__dict__"].__get__
+_class_mro = type.__dict__["__mro__"].__get__
+_class_qualname = type.__dict__["__qualname__"].__get__
+_class_module = type.__dict__["__module__"].__get__
+_class_text_signature = type.__dict__["__text_signature__"].__get__
+_module_namespace: Any = vars(types.ModuleType)["__dict__"].__get__
+_function_code = types.FunctionType.__dict__["__code__"].__get__
+_function_defaults = types.FunctionType.__dict__["__defaults__"].__get__
+_function_kwdefaults = types.FunctionType.__dict__["__kwdefaults__"].__get__
+_function_doc = types.FunctionType.__dict__["__doc__"].__get__
+_function_qualname = types.FunctionType.__dict__["__qualname__"].__get__
+_function_namespace = types.FunctionType.__dict__["__dict__"].__get__
+_function_annotations = types.FunctionType.__dict__["__annotations__"].__get__  # noqa: RUF063 (`inspect.get_annotations` reads through getattr)
+_method_function = types.MethodType.__dict__["__func__"].__get__
+_static_function = staticmethod.__dict__["__func__"].__get__
+_SLOTS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+_BUILTIN_CALLABLES = (
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+)
+_TYPE_CALL = type.__dict__["__call__"]
+_OBJECT_INIT = object.__dict__["__init__"]
+_OBJECT_NEW = object.__dict__["__new__"]
+_SIZED = (list, tuple, dict, set, frozenset, str, bytes, bytearray)
+"""Bases whose own `__len__` gives a subclass's length without running the subclass's."""
 
 
-# -- walking values without running their code -----------------------------------------
+class _TooLong(Exception):
+    """The walk went past the answer's deadline."""
 
 
-def _own_dict(value: Any) -> dict[str, Any] | None:
-    """The instance's `__dict__`, through the interpreter's own descriptor only (a class may
-    make `__dict__` a property)."""
-    if isinstance(value, types.ModuleType):
-        return value.__dict__
-    for klass in type(value).__mro__:
-        slot = klass.__dict__.get("__dict__", _MISSING)
-        if slot is _MISSING:
-            continue
-        if isinstance(slot, types.GetSetDescriptorType):
-            own = slot.__get__(value, type(value))
-            return own if isinstance(own, dict) else None
-        return None
-    return None
+_clock = threading.local()
 
 
-def _class_value(value: Any, name: str) -> Any:
-    """A plain class attribute (no descriptor: nothing to run to read it), else _MISSING."""
-    for klass in type(value).__mro__:
-        found = klass.__dict__.get(name, _MISSING)
-        if found is _MISSING:
-            continue
-        return _MISSING if hasattr(type(found), "__get__") else found
+def _tick() -> None:
+    if time.monotonic() > getattr(_clock, "until", float("inf")):
+        raise _TooLong
+
+
+def _one_of(kind: Any, kinds: tuple[Any, ...]) -> bool:
+    """`kind in kinds` by identity (`in` would call a metaclass's `__eq__`)."""
+    return any(candidate is kind for candidate in kinds)
+
+
+def _mro(kind: Any) -> tuple[Any, ...]:
+    try:
+        mro = _class_mro(kind)
+    except TypeError:
+        return ()
+    return mro if type(mro) is tuple else ()
+
+
+def _is_sub(kind: Any, base: type) -> bool:
+    return _one_of(base, _mro(kind))
+
+
+def _is_class(value: Any) -> bool:
+    return _is_sub(type(value), type)
+
+
+def _in_class(kind: Any, name: str) -> Any:
+    """`name` as `kind` or a base holds it in its namespace, unread (a descriptor stays one)."""
+    for klass in _mro(kind):
+        found = _class_namespace(klass).get(name, _MISSING)
+        if found is not _MISSING:
+            return found
     return _MISSING
 
 
+def _descriptor(found: Any) -> bool:
+    return _in_class(type(found), "__get__") is not _MISSING
+
+
+def _data_descriptor(found: Any) -> bool:
+    kind = type(found)
+    return (
+        _in_class(kind, "__set__") is not _MISSING or _in_class(kind, "__delete__") is not _MISSING
+    )
+
+
+def _scan(mapping: Any, key: Any) -> Any:
+    """`mapping[key]` for a str or int key, compared only with keys of exactly its type."""
+    want = type(key)
+    for index, (held, value) in enumerate(dict.items(mapping)):
+        if not index & 1023:
+            _tick()
+        if type(held) is want and held == key:
+            return value
+    return _MISSING
+
+
+def _str_items(mapping: Any, limit: int) -> list[tuple[str, Any]]:
+    """The first `limit` entries of a dict whose keys are exact `str`."""
+    out: list[tuple[str, Any]] = []
+    for index, (key, value) in enumerate(dict.items(mapping)):
+        if not index & 1023:
+            _tick()
+        if type(key) is str:
+            out.append((key, value))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _own_dict(value: Any) -> dict[Any, Any] | None:
+    """The instance's `__dict__`, through the interpreter's own descriptor only (a class may
+    make `__dict__` a property)."""
+    kind = type(value)
+    if _is_sub(kind, types.ModuleType):
+        own = _module_namespace(value)
+        return own if type(own) is dict else None
+    for klass in _mro(kind):
+        slot = _class_namespace(klass).get("__dict__", _MISSING)
+        if slot is _MISSING:
+            continue
+        if not _one_of(type(slot), _SLOTS):
+            return None
+        try:
+            own = slot.__get__(value, kind)
+        except Exception:
+            return None
+        return own if type(own) is dict else None
+    return None
+
+
 def _attribute(value: Any, name: str) -> Any:
+    """`value.name` where reading it runs nothing: a class's plain attribute, an instance's
+    own, a slot's; else _MISSING."""
+    if _is_class(value):
+        found = _in_class(value, name)
+        return _MISSING if found is _MISSING or _descriptor(found) else found
+    kind = type(value)
+    found = _in_class(kind, name)
+    if found is not _MISSING and _data_descriptor(found):
+        if type(found) is not types.MemberDescriptorType:  # a property, a custom descriptor
+            return _MISSING
+        try:
+            return found.__get__(value, kind)  # a `__slots__` slot
+        except Exception:
+            return _MISSING
     own = _own_dict(value)
-    if own is not None and name in own:
-        return own[name]
-    if isinstance(value, type):
-        found = value.__dict__.get(name, _MISSING)
-        return _MISSING if hasattr(type(found), "__get__") else found
-    return _class_value(value, name)
+    if own is not None:
+        held = _scan(own, name)
+        if held is not _MISSING:
+            return held
+    return _MISSING if found is _MISSING or _descriptor(found) else found
 
 
 def _item(value: Any, key: Any) -> Any:
-    if isinstance(value, dict):
-        return dict.get(value, key, _MISSING)
-    if isinstance(value, (list, tuple)) and isinstance(key, int):
-        try:
-            return list.__getitem__(value, key) if isinstance(value, list) else value[key]
-        except IndexError:
-            return _MISSING
+    kind = type(value)
+    if _is_sub(kind, dict):
+        return _scan(value, key)
+    if type(key) is int:
+        for base in (list, tuple):
+            if _is_sub(kind, base):
+                try:
+                    return base.__getitem__(value, key)
+                except IndexError:
+                    return _MISSING
     return _MISSING
 
 
@@ -104,11 +239,13 @@ def resolve(namespace: dict[str, Any], chain: str) -> Any:
     """The value `chain` names (`cfg["a"].b[0]`), or _MISSING where a step would have to
     run code."""
     head = re.match(_NAME, chain)
-    if head is None or head.group(0) not in namespace:
+    if head is None:
         return _MISSING
-    value = namespace[head.group(0)]
+    value = _scan(namespace, head.group(0))
     rest = chain[head.end() :]
     for step in _PART.finditer(rest):
+        if value is _MISSING:
+            return _MISSING
         attr, single, double, number = step.groups()
         if attr is not None:
             value = _attribute(value, attr)
@@ -116,63 +253,450 @@ def resolve(namespace: dict[str, Any], chain: str) -> Any:
             value = _item(value, int(number))
         else:
             value = _item(value, single if single is not None else double)
-        if value is _MISSING:
-            return _MISSING
     return value
 
 
-def _from_library(value: Any) -> bool:
-    module = type(value).__module__ or ""
-    return module.split(".", 1)[0] in _LIBRARIES
+# -- what a value is -------------------------------------------------------------------
+
+
+def _kind_name(kind: Any) -> str:
+    try:
+        name = _class_qualname(kind)
+        module = _class_module(kind)
+    except Exception:
+        return "?"
+    if type(name) is not str:
+        name = "?"
+    if type(module) is not str or module in ("builtins", "__main__"):
+        return name
+    return f"{module}.{name}"
 
 
 def _type_name(value: Any) -> str:
+    return _kind_name(type(value))
+
+
+def _short_name(value: Any) -> str:
+    try:
+        name = _class_qualname(type(value))
+    except Exception:
+        return "?"
+    return name if type(name) is str else "?"
+
+
+_libraries: dict[int, tuple[Any, str | None]] = {}
+
+
+def _library(kind: Any) -> str | None:
+    """The library (`_LIBRARIES`) whose module defines `kind` and exports that very class
+    under its name, else None: a class that only says it is pandas's is not."""
+    known = _libraries.get(id(kind))
+    if known is not None and known[0] is kind:
+        return known[1]
+    root = None
+    try:
+        module = _class_module(kind)
+        name = _class_qualname(kind)
+    except Exception:
+        module = name = None
+    if type(module) is str and type(name) is str and module.partition(".")[0] in _LIBRARIES:
+        home = _scan(sys.modules, module)
+        held = _module_namespace(home) if _is_sub(type(home), types.ModuleType) else None
+        for part in name.split("."):
+            if type(held) is dict:
+                held = _scan(held, part)
+            elif _is_class(held):
+                held = _class_namespace(held).get(part, _MISSING)
+            else:
+                held = _MISSING
+        if held is kind or _numpy_dtype_kind(kind):
+            root = module.partition(".")[0]
+    if len(_libraries) < 4096:
+        _libraries[id(kind)] = (kind, root)
+    return root
+
+
+def _numpy(name: str) -> Any:
+    numpy = _scan(sys.modules, "numpy")
+    if numpy is _MISSING or not _is_sub(type(numpy), types.ModuleType):
+        return _MISSING
+    namespace = _module_namespace(numpy)
+    return _scan(namespace, name) if type(namespace) is dict else _MISSING
+
+
+def _numpy_dtype_kind(kind: Any) -> bool:
+    """A numpy dtype's class (numpy before 1.25 names them `dtype[float64]`, exported nowhere)."""
+    dtype = _numpy("dtype")
+    return _is_class(dtype) and _is_sub(kind, dtype)
+
+
+def _length(value: Any) -> int | None:
     kind = type(value)
-    module = kind.__module__
-    name = kind.__qualname__
-    return name if module in ("builtins", "__main__", None) else f"{module}.{name}"
+    for base in _SIZED:
+        if _is_sub(kind, base):
+            return base.__len__(value)
+    return None
+
+
+def _library_read(value: Any, name: str) -> Any:
+    """`value.name` for a library's object, only where its class declares `name` (pandas
+    answers other names from the object's own labels)."""
+    if _in_class(type(value), name) is _MISSING:
+        return _MISSING
+    try:
+        return getattr(value, name)
+    except Exception:
+        return _MISSING
+
+
+def _shape(value: Any) -> list[int] | None:
+    shape = _library_read(value, "shape")
+    if type(shape) is tuple and all(type(n) is int for n in shape):
+        return list(shape)
+    return None
+
+
+def _dtype_text(dtype: Any) -> str:
+    """A dtype's name when a library made it; else the name of its type."""
+    if _library(type(dtype)) is None:
+        return f"<{_type_name(dtype)}>"
+    try:
+        text = str(dtype)
+    except Exception:
+        return f"<{_type_name(dtype)}>"
+    return text if type(text) is str else f"<{_type_name(dtype)}>"
+
+
+def _label(label: Any) -> str | None:
+    if type(label) is str:
+        return label
+    if type(label) is int:
+        return repr(label)
+    return None
 
 
 def _columns(value: Any) -> dict[str, str] | None:
-    """A table's columns and their types (pandas, polars)."""
-    if not _from_library(value):
+    """A table's columns and their types (pandas, polars): labels that are exact `str` or
+    `int` only, dtypes only as their library names them."""
+    if _library(type(value)) is None:
+        return None
+    columns = _library_read(value, "columns")
+    dtypes = _library_read(value, "dtypes")
+    if columns is _MISSING or dtypes is _MISSING:
         return None
     try:
-        columns = list(value.columns)
-        dtypes = list(value.dtypes)
+        labels = list(columns[:LIMIT])
+        kinds = list(dtypes[:LIMIT]) if type(dtypes) is list else list(dtypes.iloc[:LIMIT])
     except Exception:
         return None
-    if len(columns) != len(dtypes):
+    if len(labels) != len(kinds):
         return None
-    return {str(c): str(t) for c, t in zip(columns[:LIMIT], dtypes[:LIMIT])}  # noqa: B905 (3.8)
+    out: dict[str, str] = {}
+    for label, dtype in zip(labels, kinds):  # noqa: B905 (3.8)
+        _tick()
+        text = _label(label)
+        if text is not None:
+            out[text] = _dtype_text(dtype)
+    return out
 
 
-def _keys(value: Any) -> list[tuple[str, str]]:
-    """(key, what it holds) for `value[` completion."""
-    if isinstance(value, dict):
-        return [
-            (k, _type_name(v)) for k, v in list(dict.items(value))[:LIMIT] if isinstance(k, str)
-        ]
-    columns = _columns(value)
-    if columns is not None:
-        return list(columns.items())
-    for klass in type(value).__mro__:  # the completion protocol: a method meant to run
-        method = klass.__dict__.get("_ipython_key_completions_", _MISSING)
-        if isinstance(method, types.FunctionType):
-            try:
-                return [(str(k), "") for k in list(method(value))[:LIMIT] if isinstance(k, str)]
-            except Exception:
-                return []
-        if method is not _MISSING:
+def _repr_is_safe(value: Any) -> bool:
+    """A library's repr runs no user code: numpy's scalars and arrays, pandas's Series and
+    Index, when their dtype is numpy's and holds no Python objects."""
+    kind = type(value)
+    root = _library(kind)
+    if root is None or root == "polars":
+        return False
+    if root == "pandas" and _in_class(kind, "columns") is not _MISSING:
+        return False  # a table: its columns say more
+    dtype = _library_read(value, "dtype")
+    if dtype is _MISSING or not _numpy_dtype_kind(type(dtype)):
+        return False
+    try:
+        return dtype.hasobject is False
+    except Exception:
+        return False
+
+
+def _preview(value: Any, depth: int = 2) -> str:
+    """A short repr that runs no `__repr__` but the interpreter's own and, where it runs
+    nothing of the user's, a library's."""
+    kind = type(value)
+    if kind is str or kind is bytes or kind is bytearray:
+        cut = value[: PREVIEW + 1]
+        return repr(cut) if len(cut) <= PREVIEW else repr(cut[:PREVIEW]) + "…"
+    if kind is int:
+        bits = value.bit_length()
+        return repr(value) if bits <= 4000 else f"<int of {bits:,} bits>"
+    if value is None or value is ... or _one_of(kind, (float, complex, bool, range)):
+        return repr(value)
+    if _one_of(kind, (list, tuple, set, frozenset, dict)):
+        return _container_preview(value, kind, depth)
+    if _is_class(value):
+        return f"<class '{_kind_name(value)}'>"
+    if kind is types.FunctionType:
+        name = _function_qualname(value)
+        return f"<function {name if type(name) is str else '?'}>"
+    if _repr_is_safe(value):
+        try:
+            text = repr(value)
+        except Exception:
+            text = ""
+        if type(text) is str and text:
+            return text
+    return f"<{_kind_name(kind)}>"
+
+
+_BRACKETS = {
+    list: ("[", "]"),
+    tuple: ("(", ")"),
+    dict: ("{", "}"),
+    set: ("{", "}"),
+    frozenset: ("frozenset({", "})"),
+}
+
+
+def _container_preview(value: Any, kind: Any, depth: int) -> str:
+    opening, closing = _BRACKETS[kind]
+    if depth <= 0:
+        return f"{opening}…{closing}" if _length(value) else f"{opening}{closing}"
+    parts: list[str] = []
+    size = 0
+    entries = dict.items(value) if kind is dict else value
+    for index, entry in enumerate(entries):
+        _tick()
+        if index >= 20 or size > PREVIEW:
+            parts.append("…")
             break
-    return []
+        if kind is dict:
+            text = f"{_preview(entry[0], 0)}: {_preview(entry[1], depth - 1)}"
+        else:
+            text = _preview(entry, depth - 1)
+        parts.append(text)
+        size += len(text) + 2
+    if kind is tuple and len(parts) == 1:
+        return f"({parts[0]},)"
+    if kind is set and not parts:
+        return "set()"
+    return opening + ", ".join(parts) + closing
+
+
+# -- callables: signature and doc from the code object --------------------------------
+
+
+class _Written:
+    """Text shown as it is where a signature prints a default or an annotation."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _annotation(value: Any, depth: int = 3) -> str:
+    kind = type(value)
+    if kind is str:
+        return str(value)
+    if value is None:
+        return "None"
+    if _is_class(value):
+        name = _kind_name(value)
+        return name.rpartition(".")[2] if name.startswith("typing.") else name
+    special = _attribute(value, "_name") if _kind_name(kind).startswith("typing.") else _MISSING
+    if depth > 0 and (kind is types.GenericAlias or _kind_name(kind).startswith("typing.")):
+        origin = _attribute(value, "__origin__")
+        args = _attribute(value, "__args__")
+        if origin is not _MISSING and type(args) is tuple:
+            inner = ", ".join(_annotation(a, depth - 1) for a in args[:10])
+            head = special if type(special) is str else _annotation(origin, depth - 1)
+            return f"{head}[{inner}]"
+    union = getattr(types, "UnionType", None)
+    if depth > 0 and union is not None and kind is union:
+        args = _attribute(value, "__args__")
+        if type(args) is tuple:
+            return " | ".join(_annotation(a, depth - 1) for a in args[:10])
+    if type(special) is str:
+        return special
+    return _preview(value, 0)
+
+
+def _unwrapped(function: Any) -> Any:
+    """The function `functools.wraps` copied its signature from, as `inspect` follows it."""
+    for _ in range(10):
+        own = _function_namespace(function)
+        inner = _scan(own, "__wrapped__") if type(own) is dict else _MISSING
+        if type(inner) is not types.FunctionType:
+            return function
+        function = inner
+    return function
+
+
+def _function_signature(function: Any, bound: bool) -> inspect.Signature | None:
+    """A plain function's signature from its code object, defaults and annotations shown
+    only as `_preview` and `_annotation` write them; `bound`: the first parameter is taken."""
+    function = _unwrapped(function)
+    code = _function_code(function)
+    if type(code) is not types.CodeType:
+        return None
+    names = code.co_varnames
+    positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
+    only = getattr(code, "co_posonlyargcount", 0)
+    defaults = _function_defaults(function)
+    defaults = defaults if type(defaults) is tuple else ()
+    kwdefaults = _function_kwdefaults(function)
+    annotations = _annotations(function)
+    P = inspect.Parameter
+    parameters: list[inspect.Parameter] = []
+
+    def add(name: str, kind: Any, default: Any = _MISSING) -> None:
+        shown = P.empty if default is _MISSING else _Written(_preview(default, 1))
+        note = _scan(annotations, name) if annotations else _MISSING
+        hint = P.empty if note is _MISSING else _Written(_annotation(note))
+        parameters.append(P(name, kind, default=shown, annotation=hint))
+
+    first_default = positional - len(defaults)
+    for index in range(positional):
+        default = defaults[index - first_default] if index >= first_default else _MISSING
+        add(names[index], P.POSITIONAL_ONLY if index < only else P.POSITIONAL_OR_KEYWORD, default)
+    at = positional
+    if code.co_flags & inspect.CO_VARARGS:
+        add(names[at + keyword_only], P.VAR_POSITIONAL)
+    for index in range(at, at + keyword_only):
+        found = _scan(kwdefaults, names[index]) if type(kwdefaults) is dict else _MISSING
+        add(names[index], P.KEYWORD_ONLY, found)
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        extra = 1 if code.co_flags & inspect.CO_VARARGS else 0
+        add(names[at + keyword_only + extra], P.VAR_KEYWORD)
+    if bound and parameters and parameters[0].kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD):
+        parameters = parameters[1:]
+    back = _scan(annotations, "return") if annotations else _MISSING
+    try:
+        return inspect.Signature(
+            parameters,
+            return_annotation=inspect.Signature.empty
+            if back is _MISSING
+            else _Written(_annotation(back)),
+            __validate_parameters__=False,
+        )
+    except Exception:
+        return None
+
+
+def _annotations(function: Any) -> dict[Any, Any] | None:
+    """A function's annotations where reading them runs nothing (from 3.14 they are
+    evaluated on first read: left out there)."""
+    if sys.version_info >= (3, 14):
+        return None
+    found = _function_annotations(function)
+    return found if type(found) is dict else None
+
+
+def _text_signature(text: Any) -> str | None:
+    """A builtin's `__text_signature__` as `inspect` shows it (`$self` and the like gone)."""
+    if type(text) is not str or not text.startswith("("):
+        return None
+    text = re.sub(r"\$\w+,?\s*", "", text)
+    return str(re.sub(r"^\(/,?\s*", "(", text))
+
+
+def _signature_text(value: Any) -> str | None:
+    kind = type(value)
+    if kind is types.FunctionType:
+        sig = _function_signature(value, bound=False)
+    elif kind is types.MethodType:
+        function = _method_function(value)
+        sig = _function_signature(function, True) if type(function) is types.FunctionType else None
+    elif _one_of(kind, _BUILTIN_CALLABLES):
+        descriptor = _in_class(kind, "__text_signature__")
+        if not _one_of(type(descriptor), _SLOTS):
+            return None
+        try:
+            return _text_signature(descriptor.__get__(value, kind))
+        except Exception:
+            return None
+    elif _is_class(value):
+        sig = _class_signature(value)
+        if sig is None or type(sig) is str:
+            return sig
+    else:
+        call = _in_class(kind, "__call__")
+        sig = _function_signature(call, True) if type(call) is types.FunctionType else None
+    return None if sig is None else str(sig)
+
+
+def _class_signature(value: Any) -> Any:
+    """What calling the class takes: its `__init__`'s, else its `__new__`'s parameters; a
+    builtin's text signature; nothing where a metaclass takes the call."""
+    if _in_class(type(value), "__call__") is not _TYPE_CALL:
+        return None
+    init = _in_class(value, "__init__")
+    if type(init) is types.FunctionType:
+        return _function_signature(init, True)
+    new = _in_class(value, "__new__")
+    if type(new) is staticmethod:
+        new = _static_function(new)
+    if type(new) is types.FunctionType:
+        return _function_signature(new, True)
+    module = _class_module(value)
+    if (
+        init is _OBJECT_INIT
+        and new is _OBJECT_NEW
+        and not (type(module) is str and module == "builtins")
+    ):
+        return "()"
+    try:
+        return _text_signature(_class_text_signature(value))
+    except Exception:
+        return None
+
+
+def _doc(value: Any) -> str:
+    """A callable's docstring, read without running a `__doc__` property."""
+    kind = type(value)
+    if kind is types.MethodType:
+        value, kind = _method_function(value), types.FunctionType
+    if kind is types.FunctionType:
+        doc = _function_doc(value)
+    elif _is_class(value):
+        doc = _class_namespace(value).get("__doc__")
+    elif _one_of(kind, _BUILTIN_CALLABLES):
+        descriptor = _in_class(kind, "__doc__")
+        try:
+            doc = descriptor.__get__(value, kind) if _one_of(type(descriptor), _SLOTS) else None
+        except Exception:
+            doc = None
+    else:
+        doc = _in_class(kind, "__doc__")
+    return inspect.cleandoc(doc)[:2000] if type(doc) is str else ""
+
+
+def _callable(value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    sig = _signature_text(value)
+    if sig is not None:
+        out["signature"] = sig
+    doc = _doc(value)
+    if doc:
+        out["doc"] = doc
+    return out
 
 
 # -- what the server asks ------------------------------------------------------------
 
 
-def _hidden(shell: Any) -> set[str]:
-    return set(getattr(shell, "user_ns_hidden", {}) or {})
+def _keys(value: Any) -> list[tuple[str, str]]:
+    """(key, what it holds) for `value[` completion: a dict's `str` keys, a table's columns."""
+    if _is_sub(type(value), dict):
+        return [(k, _type_name(v)) for k, v in _str_items(value, LIMIT)]
+    columns = _columns(value)
+    if columns is not None:
+        return [(k, t) for k, t in columns.items() if not k[:1].isdigit() and k[:1] != "-"]
+    return []
+
+
+def _is_module(value: Any) -> bool:
+    return _is_sub(type(value), types.ModuleType)
 
 
 def complete(
@@ -206,69 +730,63 @@ def complete(
     attr = _ATTR.search(before)
     if attr is not None:
         value = resolve(namespace, attr.group(1))
-        if value is _MISSING or isinstance(value, (types.ModuleType, type)):
+        if value is _MISSING or _is_module(value) or _is_class(value):
             return None  # a module's or a class's members are in their source: static
-        prefix = attr.group(2)
-        items = []
-        own = _own_dict(value) or {}
-        for name, held in list(own.items())[:LIMIT]:
-            if (
-                isinstance(name, str)
-                and name.isidentifier()
-                and name.startswith(prefix)
-                and (not name.startswith("_") or prefix.startswith("_"))
-            ):
-                items.append({"label": name, "kind": "attribute", "detail": _type_name(held)})
-        for name, dtype in (_columns(value) or {}).items():
-            if (
-                name.isidentifier()
-                and not keyword.iskeyword(name)
-                and name.startswith(prefix)
-                and not any(name in k.__dict__ for k in type(value).__mro__)
-                and name not in own
-            ):
-                items.append({"label": name, "kind": "column", "detail": dtype})
-        return {"what": "attribute", "prefix": prefix, "items": items}
+        return {
+            "what": "attribute",
+            "prefix": attr.group(2),
+            "items": _members(value, attr.group(2)),
+        }
     bare = _BARE.search(before)
     if bare is None:
         return None
     prefix = bare.group(1)
-    skip = set(bound) | (hidden or set())
+    skip = set(bound) | (hidden or set()) | _builtin_names()
     items = []
-    for name, held in list(namespace.items()):
+    for name, held in _str_items(namespace, len(namespace) + 1):
         if len(items) >= LIMIT:
             break
         if (
-            not isinstance(name, str)
-            or not name.startswith(prefix)
+            not name.startswith(prefix)
             or name in skip
             or keyword.iskeyword(name)
-            or hasattr(builtins, name)
             or (name.startswith("_") and not prefix.startswith("_"))
-            or isinstance(held, types.ModuleType)
+            or _is_module(held)
         ):
             continue
         items.append({"label": name, "kind": "name", "detail": _type_name(held)})
     return {"what": "name", "prefix": prefix, "items": items}
 
 
-class _Preview(reprlib.Repr):
-    """A short repr that runs no `__repr__` but the interpreter's own and its libraries'."""
+def _builtin_names() -> set[str]:
+    import builtins
 
-    def repr1(self, x: Any, level: int) -> str:
-        kind = type(x)
+    return {name for name, _ in _str_items(_module_namespace(builtins), 10_000)}
+
+
+def _members(value: Any, prefix: str) -> list[dict[str, Any]]:
+    """An instance's own attributes and a table's columns that are identifiers."""
+    items = []
+    own = _own_dict(value)
+    names: set[str] = set()
+    for name, held in _str_items(own, LIMIT) if own is not None else ():
+        names.add(name)
         if (
-            kind.__module__ == "builtins"
-            or inspect.getattr_static(kind, "__repr__") is _OBJECT_REPR
-            or _from_library(x)
+            name.isidentifier()
+            and name.startswith(prefix)
+            and (not name.startswith("_") or prefix.startswith("_"))
         ):
-            return super().repr1(x, level)
-        return f"<{_type_name(x)}>"
-
-
-_PREVIEW = _Preview()
-_PREVIEW.maxstring = PREVIEW
-_PREVIEW.maxother = PREVIEW
+            items.append({"label": name, "kind": "attribute", "detail": _type_name(held)})
+    for name, dtype in (_columns(value) or {}).items():
+        if (
+            name.isidentifier()
+            and not keyword.iskeyword(name)
+            and name.startswith(prefix)
+            and name not in names
+            and _in_class(type(value), name) is _MISSING
+        ):
+            items.append({"label": name, "kind": "column", "detail": dtype})
+    return items
 
 
 def describe(namespace: dict[str, Any], chain: str) -> dict[str, Any] | None:
@@ -278,76 +796,26 @@ def describe(namespace: dict[str, Any], chain: str) -> dict[str, Any] | None:
     if value is _MISSING:
         return None
     about: dict[str, Any] = {"expression": chain, "type": _type_name(value)}
-    if isinstance(value, (list, tuple, dict, set, frozenset, str, bytes)):
-        about["length"] = len(value)
-    elif _from_library(value):
-        try:
-            shape = value.shape
-            if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-                about["shape"] = list(shape)
-        except Exception:
-            pass
+    length = _length(value)
+    if length is not None:
+        about["length"] = length
+    elif _library(type(value)) is not None:
+        shape = _shape(value)
+        if shape is not None:
+            about["shape"] = shape
         columns = _columns(value)
         if columns is not None:
             about["columns"] = dict(list(columns.items())[:50])
     if callable(value):
         about.update(_callable(value))
     elif "columns" not in about:
-        about["preview"] = _PREVIEW.repr(value)[:PREVIEW]
-        own = None if isinstance(value, types.ModuleType) else _own_dict(value)
+        about["preview"] = _preview(value)[:PREVIEW]
+        own = None if _is_module(value) else _own_dict(value)
         if own:
             about["attributes"] = {
-                str(k): _type_name(v)
-                for k, v in list(own.items())[:30]
-                if not str(k).startswith("_")
+                k: _type_name(v) for k, v in _str_items(own, 30) if not k.startswith("_")
             }
     return about
-
-
-class _Written:
-    """An annotation written as a string (`from __future__ import annotations`), shown bare."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def _signature(value: Any) -> inspect.Signature | None:
-    try:
-        sig = inspect.signature(value)
-    except (TypeError, ValueError):
-        return None
-
-    def bare(annotation: Any) -> Any:
-        return _Written(annotation) if isinstance(annotation, str) else annotation
-
-    parameters = [p.replace(annotation=bare(p.annotation)) for p in sig.parameters.values()]
-    return sig.replace(parameters=parameters, return_annotation=bare(sig.return_annotation))
-
-
-_PLAIN_DOC = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)
-
-
-def _doc(value: Any) -> str:
-    """A callable's docstring, read without running a `__doc__` property."""
-    if isinstance(value, _PLAIN_DOC):
-        doc = value.__doc__
-    else:
-        doc = inspect.getattr_static(value, "__doc__", None)
-    return inspect.cleandoc(doc)[:2000] if isinstance(doc, str) else ""
-
-
-def _callable(value: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    sig = _signature(value)
-    if sig is not None:
-        out["signature"] = str(sig)
-    doc = _doc(value)
-    if doc:
-        out["doc"] = doc
-    return out
 
 
 def _open_call(before: str) -> tuple[str, int] | None:
@@ -378,10 +846,10 @@ def signature(namespace: dict[str, Any], before: str) -> dict[str, Any] | None:
     value = resolve(namespace, callee)
     if value is _MISSING or not callable(value):
         return None
-    sig = _signature(value)
+    sig = _signature_text(value)
     if sig is None:
         return None
-    parameters = [str(p) for p in sig.parameters.values()]
+    parameters = _parameters(sig)
     return {
         "label": f"{callee}{sig}",
         "parameters": parameters,
@@ -390,31 +858,94 @@ def signature(namespace: dict[str, Any], before: str) -> dict[str, Any] | None:
     }
 
 
+def _parameters(sig: str) -> list[str]:
+    """The parameters of a signature's text, split at its top-level commas."""
+    inner = sig[1 : sig.rfind(")")] if sig.startswith("(") else ""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(inner):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(inner[start:index].strip())
+            start = index + 1
+    if inner.strip():
+        parts.append(inner[start:].strip())
+    return [p for p in parts if p not in ("/", "*")]
+
+
 def picture(namespace: dict[str, Any], hidden: set[str], limit: int = 200) -> dict[str, Any]:
     """The namespace in brief, for answers while the kernel is busy and cannot be asked:
     each name's type, and for those with them its attributes, keys or columns."""
     names: dict[str, Any] = {}
-    for name, value in list(namespace.items()):
+    for name, value in _str_items(namespace, len(namespace) + 1):
         if len(names) >= limit:
             break
-        if not isinstance(name, str) or name.startswith("_") or name in hidden:
-            continue
-        if isinstance(value, types.ModuleType):
+        if name.startswith("_") or name in hidden or _is_module(value):
             continue
         entry: dict[str, Any] = {"type": _type_name(value)}
-        keys = _keys(value) if isinstance(value, dict) or _from_library(value) else []
+        keys = _keys(value)
         if keys:
             entry["keys"] = keys[:100]
-        own = None if isinstance(value, type) else _own_dict(value)
+        own = None if _is_class(value) else _own_dict(value)
         if own:
-            entry["attributes"] = {
-                str(k): _type_name(v) for k, v in list(own.items())[:100] if isinstance(k, str)
-            }
+            entry["attributes"] = {k: _type_name(v) for k, v in _str_items(own, 100)}
         names[name] = entry
     return {"names": names}
 
 
+def _variable(name: str, value: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"name": name, "type": _short_name(value)}
+    length = _length(value)
+    if length is not None:
+        item["length"] = length
+    elif _library(type(value)) is not None:
+        shape = _shape(value)
+        if shape is not None:
+            item["shape"] = shape
+        columns = _columns(value)
+        if columns:
+            item["columns"] = dict(list(columns.items())[:50])
+    text = _preview(value, 1)
+    item["summary"] = text if len(text) <= 80 else text[:79] + "…"
+    return item
+
+
+def variables_of(namespace: dict[str, Any], hidden: set[str], limit: int = 200) -> list[Any]:
+    """The user's names in brief: type, length or shape, a table's columns, a preview."""
+    items: list[dict[str, Any]] = []
+    for name, value in _str_items(namespace, len(namespace) + 1):
+        if name.startswith("_") or name in hidden or _is_module(value):
+            continue
+        items.append(_variable(name, value))
+        if len(items) >= limit:
+            break
+    return items
+
+
+def variables(limit: int = 200) -> str:
+    """The kernel's names as JSON (`runfix.variables`, agents, the model's context):
+    modules, private and IPython's own names left out; what was read within the deadline."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    _clock.until = time.monotonic() + 2 * DEADLINE
+    try:
+        items = variables_of(shell.user_ns, _hidden(shell), limit)
+    except _TooLong:
+        items = []
+    finally:
+        _clock.until = float("inf")
+    return json.dumps(items)
+
+
 # -- the comm ------------------------------------------------------------------------
+
+
+def _hidden(shell: Any) -> set[str]:
+    hidden = getattr(shell, "user_ns_hidden", None)
+    return {name for name, _ in _str_items(hidden, 100_000)} if type(hidden) is dict else set()
 
 
 def _answer(shell: Any, data: dict[str, Any]) -> Any:
@@ -433,6 +964,35 @@ def _answer(shell: Any, data: dict[str, Any]) -> Any:
     return None
 
 
+_abandoned: list[threading.Thread] = []
+
+
+def answer(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """`{"answer": …}` or `{"error": …}` for one question, worked out on a thread of its own
+    within DEADLINE; a thread that has not answered in ABANDON is left and said so."""
+    _abandoned[:] = [t for t in _abandoned if t.is_alive()]
+    if len(_abandoned) >= STUCK:
+        return {"error": f"{len(_abandoned)} earlier answers are still stuck in the kernel"}
+    said: dict[str, Any] = {}
+
+    def work() -> None:
+        _clock.until = time.monotonic() + DEADLINE
+        try:
+            said["answer"] = _answer(shell, data)
+        except _TooLong:
+            said["error"] = f"stopped: the answer took over {DEADLINE:g} s"
+        except Exception as exc:  # an answer that failed is no answer, never a crash
+            said["error"] = f"{type(exc).__name__}: {exc}"
+
+    thread = threading.Thread(target=work, name="runfix-live", daemon=True)
+    thread.start()
+    thread.join(ABANDON)
+    if thread.is_alive():
+        _abandoned.append(thread)
+        return {"error": f"abandoned: no answer within {ABANDON:g} s", "abandoned": True}
+    return said
+
+
 def register() -> None:
     """Open the comm target the server asks through (once per kernel)."""
     from IPython import get_ipython
@@ -445,11 +1005,7 @@ def register() -> None:
     def opened(comm: Any, _open_msg: Any) -> None:
         def asked(msg: Any) -> None:
             data = msg.get("content", {}).get("data") or {}
-            try:
-                answer = _answer(shell, data)
-                comm.send({"id": data.get("id"), "answer": answer})
-            except Exception as exc:  # an answer that failed is no answer, never a crash
-                comm.send({"id": data.get("id"), "error": f"{type(exc).__name__}: {exc}"})
+            comm.send({"id": data.get("id"), **answer(shell, data)})
 
         comm.on_msg(asked)
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
-import json
 import linecache
 import mmap
 import os
@@ -31,7 +30,6 @@ import textwrap
 import threading
 import time
 import traceback
-import types
 from typing import Any
 
 MIME = "application/x-runfix+json"
@@ -681,41 +679,6 @@ async def run_async(code: str, filename: str, first_line: int = 1, limit: int = 
                 awaitable = steps.send(await awaitable)
         except StopIteration:
             pass
-
-
-def _describe(name: str, value: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {"name": name, "type": type(value).__name__}
-    shape = getattr(value, "shape", None)
-    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-        item["shape"] = list(shape)
-    elif not isinstance(value, (str, bytes)) and hasattr(value, "__len__"):
-        with contextlib.suppress(Exception):
-            item["length"] = len(value)
-    dtypes = getattr(value, "dtypes", None)
-    columns = getattr(value, "columns", None)
-    if dtypes is not None and columns is not None:
-        with contextlib.suppress(Exception):
-            item["columns"] = {str(c): str(dtypes[c]) for c in list(columns)[:50]}
-    try:
-        text = repr(value)
-    except Exception:
-        text = "<unrepresentable>"
-    item["summary"] = text if len(text) <= 80 else text[:79] + "…"
-    return item
-
-
-def variables(limit: int = 200) -> str:
-    """The user's names as JSON: modules, private and IPython's own names left out."""
-    shell = _shell()
-    hidden = shell.user_ns_hidden
-    items = []
-    for name, value in list(shell.user_ns.items()):
-        if name.startswith("_") or name in hidden or isinstance(value, types.ModuleType):
-            continue
-        items.append(_describe(name, value))
-        if len(items) >= limit:
-            break
-    return json.dumps(items)
 
 
 def reap() -> int:

@@ -813,7 +813,7 @@ class JupyterKernel(ABC, Generic[C]):
                 "",
                 silent=True,
                 store_history=False,
-                user_expressions={"v": "__import__('_runfix_kernel').variables()"},
+                user_expressions={"v": "__import__('_runfix_live').variables()"},
                 timeout=10,
             )
         raw = reply["content"].get("user_expressions", {}).get("v", {})

@@ -101,8 +101,9 @@ class LiveDoor:
             said = content.get("data") or {}
             if said.get("id") != asked:
                 continue  # an answer that came too late for an earlier question
-            if "error" in said:
-                log.info("the kernel could not answer %s: %s", op, said["error"])
+            if "error" in said:  # an abandoned answer left a thread in the kernel: said so
+                level = logging.WARNING if said.get("abandoned") else logging.INFO
+                log.log(level, "the kernel could not answer %s: %s", op, said["error"])
                 return None
             return said.get("answer")
         raise LiveUnavailable(f"the kernel did not answer within {timeout * 1000:.0f} ms")
