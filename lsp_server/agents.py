@@ -28,11 +28,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from executor.events import Display, Error, RunOutcome, RunRequest, Stream, Value
 from lsp_server.contract import Range
 from lsp_server.editor import Editor
 from lsp_server.flow import Flow, output_files
+from lsp_server.folder_files import read_regular
 from lsp_server.record.store import entry, one_based, ran_text
 from lsp_server.results import build
 from lsp_server.session import Session
@@ -42,10 +44,39 @@ log = logging.getLogger(__name__)
 ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
 LINE_LIMIT = 16 * 1024 * 1024
 """The longest call or answer taken (a snippet, an output)."""
+RESULTS_LIMIT = 4 * 1024 * 1024
+"""Characters of output one `results` answer holds (the rest is counted, not sent)."""
+FILE_LIMIT = 8 * 1024 * 1024
+"""Bytes of a file an agent's `run_file` reads from disk."""
+NAME_LIMIT = 60
+"""Characters of an agent's name shown and recorded."""
 
 
 class AgentError(Exception):
     """A call that cannot be carried out; its message goes back to the agent."""
+
+
+def agent_name(raw: Any) -> str:
+    """The name an agent gave, as it may be shown and recorded: one line of printable text,
+    bounded (a name holding a newline or "runfix: …" must not read as runfix's own words)."""
+    text = "".join(ch if ch.isprintable() else " " for ch in str(raw or ""))
+    text = " ".join(text.split())
+    if len(text) > NAME_LIMIT:
+        text = text[: NAME_LIMIT - 1] + "…"
+    return text or "an agent"
+
+
+def local_path(raw: str) -> str:
+    """A path an agent gave, as a local path: a `file:` URI where a path goes is the path it
+    names; a name no file can have is refused with the reason."""
+    if raw.startswith("file:"):
+        parsed = urlparse(raw)
+        if parsed.netloc not in ("", "localhost"):
+            raise AgentError(f"path: {raw[:200]} names a file on another machine")
+        raw = unquote(parsed.path)
+    if "\0" in raw or len(raw) > 4096 or any(len(p) > 255 for p in raw.split("/")):
+        raise AgentError("path: not a file name (too long, or holding a NUL)")
+    return raw
 
 
 def runtime_dir() -> Path:
@@ -148,6 +179,9 @@ class AgentDoor:
         self._servers: dict[Path, asyncio.AbstractServer] = {}
         self._allowed: set[Path] = set()
         """Folders whose user allowed agents for this session."""
+        self._denied: set[Path] = set()
+        """Folders whose user denied an agent, until they allow one: nothing an agent asks
+        there touches the kernel (its names, a value, an interrupt)."""
         self._asking: dict[Path, asyncio.Future[str | None]] = {}
         self._cancels: set[asyncio.Event] = set()
         """One per agent's run under way: `cancel_all` (the server shutting down) sets them."""
@@ -227,7 +261,7 @@ class AgentDoor:
                 self._in_flight += 1
                 try:
                     answer = await self._answer(folder, line)
-                    writer.write(json.dumps(answer).encode() + b"\n")
+                    writer.write(_bounded(answer))
                     await writer.drain()
                 finally:
                     self._in_flight -= 1
@@ -254,8 +288,7 @@ class AgentDoor:
         args = call.get("args") or {}
         if not isinstance(args, dict):
             raise AgentError("args must be an object")
-        agent = str(call.get("agent") or "an agent")[:80]
-        return await op(folder, args, agent)
+        return await op(folder, args, agent_name(call.get("agent")))
 
     # -- consent ---------------------------------------------------------------------------
 
@@ -266,24 +299,44 @@ class AgentDoor:
                 f"{folder} is not trusted: nothing runs there (the user decides that in the "
                 "editor or with `runfix trust`; an agent cannot)"
             )
-        if folder in self._allowed:
-            return
-        pending = self._asking.get(folder)
-        if pending is None:
-            question = (
-                f"runfix: {agent} wants to run code in {folder.name}'s kernel (the one your "
-                "runs use; its results show in your files)."
+        while folder not in self._allowed:
+            # One question at a time per folder, naming the agent that asked it; a call of
+            # another agent meanwhile waits for it: "Allow for this session" lets it run,
+            # "Allow once" only the call that asked, and the other asks its own question.
+            pending = self._asking.get(folder)
+            mine = pending is None or pending.done()
+            if pending is None or pending.done():
+                question = (
+                    f'runfix: the agent "{agent}" wants to run code in {folder.name}\'s kernel '
+                    "(the one your runs use; its results show in your files)."
+                )
+                pending = asyncio.ensure_future(
+                    self.editor.choose(question, [ALLOW_ONCE, ALLOW_SESSION, DENY])
+                )
+                self._asking[folder] = pending
+            answer = await asyncio.shield(pending)
+            if self._asking.get(folder) is pending:
+                del self._asking[folder]
+            if answer == ALLOW_SESSION:
+                self._allowed.add(folder)
+            elif not mine:
+                continue  # a question about another agent: this one asks its own
+            elif answer == ALLOW_ONCE:
+                self._denied.discard(folder)
+                return
+            else:
+                if answer == DENY:
+                    self._denied.add(folder)
+                raise AgentError("the user did not allow agents to run code in this folder")
+        self._denied.discard(folder)
+
+    def _not_denied(self, folder: Path) -> None:
+        """Reading the kernel asks nothing, but not after the user denied an agent there."""
+        if folder in self._denied:
+            raise AgentError(
+                "the user denied agents in this folder: nothing of its kernel is read for "
+                "them until the user allows one"
             )
-            pending = asyncio.ensure_future(
-                self.editor.choose(question, [ALLOW_ONCE, ALLOW_SESSION, DENY])
-            )
-            self._asking[folder] = pending
-            pending.add_done_callback(lambda _: self._asking.pop(folder, None))
-        answer = await asyncio.shield(pending)
-        if answer == ALLOW_SESSION:
-            self._allowed.add(folder)
-        elif answer != ALLOW_ONCE:
-            raise AgentError("the user did not allow agents to run code in this folder")
 
     # -- operations ------------------------------------------------------------------------
 
@@ -291,6 +344,7 @@ class AgentDoor:
         raw = args.get("path")
         if not isinstance(raw, str) or not raw:
             raise AgentError("path: the file's path is needed")
+        raw = local_path(raw)
         path = Path(raw) if Path(raw).is_absolute() else folder / raw
         path = Path(os.path.normpath(path))
         if folder != path and folder not in path.parents:
@@ -318,10 +372,13 @@ class AgentDoor:
         lines = self._lines(args)
         await self._may_run(folder, agent)
         if self.editor.text(uri) is None:  # not open: the file on disk, as a snippet
-            try:
-                text = path.read_text(encoding="utf-8")
+            try:  # off the loop, a regular file only, bounded: a FIFO must not hold the editor
+                raw = await asyncio.to_thread(_read_file, path)
+                text = raw.decode("utf-8")
             except OSError as exc:
                 raise AgentError(f"{path}: {exc.strerror}") from None
+            except UnicodeDecodeError:
+                raise AgentError(f"{path}: not UTF-8 text") from None
             rows = text.splitlines(keepends=True)
             first, last = lines if lines is not None else (0, len(rows) - 1)
             code = "".join(rows[first : last + 1])
@@ -378,7 +435,7 @@ class AgentDoor:
         results = self.session.store.get(uri)
         lines = self._lines(args)
         first, last = lines if lines is not None else (0, 1 << 30)
-        said = []
+        said: list[dict[str, Any]] = []
         for at, end, statement in results.placed():
             if end >= first and at <= last:
                 stale = results.stale(statement)
@@ -394,9 +451,22 @@ class AgentDoor:
             for p in results.problems
             if p.last >= first and p.first <= last
         ]
-        return {"results": said, "problems": problems}
+        left, cut = RESULTS_LIMIT, 0
+        for item in said:  # the first lines' output whole, the rest counted
+            text = item["output"]
+            if len(text) > left:
+                item["output"] = text[:left] + f"… [{len(text) - left:,} more characters]"
+                cut += len(text) - left
+            left = max(left - len(text), 0)
+        answer: dict[str, Any] = {"results": said, "problems": problems}
+        if cut:
+            answer["truncated"] = (
+                f"{cut:,} characters of output left out: ask for fewer lines (first, last)"
+            )
+        return answer
 
     async def _variables(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
+        self._not_denied(folder)
         kernel = self.session.kernels.find(folder)
         if kernel is None or not kernel.launched:
             return {"variables": []}
@@ -406,6 +476,7 @@ class AgentDoor:
         expression = args.get("expression")
         if not isinstance(expression, str) or not expression:
             raise AgentError("expression: a name, attribute or literal subscript is needed")
+        self._not_denied(folder)
         kernel = self.session.kernels.find(folder)
         if kernel is None or not kernel.launched:
             return {"value": None}
@@ -430,6 +501,24 @@ class AgentDoor:
     async def _interrupt(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         kernel = self.session.kernels.find(folder)
         if kernel is not None and kernel.launched:
+            await self._may_run(folder, agent)  # it stops the user's run: asked as a run is
             await kernel.interrupt()
             return {"interrupted": True}
         return {"interrupted": False}
+
+
+def _bounded(answer: dict[str, Any]) -> bytes:
+    """The answer's line; one too long for the agent's side to read is replaced by an error
+    saying so (a line cut short would be read as the next call's answer)."""
+    line = json.dumps(answer).encode() + b"\n"
+    if len(line) <= LINE_LIMIT:
+        return line
+    error = (
+        f"the answer was {len(line) / 1024 / 1024:.1f} MiB, over the {LINE_LIMIT >> 20} MiB "
+        "an answer may be: ask for less (fewer lines, one value)"
+    )
+    return json.dumps({"id": answer.get("id"), "error": error}).encode() + b"\n"
+
+
+def _read_file(path: Path) -> bytes:
+    return read_regular(Path(os.path.realpath(path)), FILE_LIMIT)

@@ -24,6 +24,7 @@ from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
 from lsp_server.cells import cell_at, code_of, is_marker, split_cells
 from lsp_server.fixcheck import Check, deletion_style, still_runs
+from lsp_server.folder_files import read_regular
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
     Attempt,
@@ -394,10 +395,7 @@ def redefinition(path: str, first: int, candidate: str) -> str:
 def module_target(module: Path, line: int) -> Target | None:
     """The top-level statement of `module` holding `line`, read with a size cap."""
     try:
-        if module.stat().st_size > MODULE_LIMIT:
-            return None
-        with open(module, encoding="utf-8") as f:
-            lines = split_lines(f.read())
+        lines = split_lines(read_regular(module, MODULE_LIMIT).decode("utf-8"))
     except (OSError, UnicodeDecodeError):
         return None
     if not 0 <= line < len(lines):

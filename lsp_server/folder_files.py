@@ -100,13 +100,22 @@ def write_new(fd: int, where: Path, name: str, data: bytes) -> None:
         f.write(data)
 
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of a regular file, never through a link (OSError otherwise)."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+def read_regular(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file, never through a link, never waiting on a FIFO or a
+    device, at most `limit` bytes (OSError otherwise, saying which)."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        found = os.fstat(f.fileno())
+        if not stat.S_ISREG(found.st_mode):
             raise OSError(errno.EINVAL, f"{path} is not a regular file")
-        return f.read()
+        if limit is not None and found.st_size > limit:
+            raise OSError(
+                errno.EFBIG, f"{path} is {found.st_size:,} bytes, over the {limit:,} read"
+            )
+        data = f.read() if limit is None else f.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise OSError(errno.EFBIG, f"{path} grew past the {limit:,} bytes read")
+    return data
 
 
 def stored_output(folder: Path | None, recorded: str | Path | None) -> Path | None:

@@ -32,6 +32,7 @@ from lsp_server.agents import (
     AgentDoor,
     AgentError,
     connect,
+    local_path,
     runtime_dir,
     socket_path,
 )
@@ -102,7 +103,10 @@ async def call(path: str, op: str, args: dict[str, Any], ctx: Context | None) ->
     """One call to the `runfix serve` holding `path`'s folder; its answer. What went wrong
     is a ToolError: the agent reads its message."""
     try:
-        answer = await _call(path, op, args, ctx)
+        local = local_path(path)
+        if args.get("path") == path:
+            args = {**args, "path": local}
+        answer = await _call(local, op, args, ctx)
     except AgentError as exc:
         raise ToolError(str(exc)) from None
     return answer if isinstance(answer, dict) else {"result": answer}
@@ -137,16 +141,33 @@ class _Connection:
                 try:
                     writer.write(json.dumps(message).encode() + b"\n")
                     await writer.drain()
-                    line = await reader.readline()  # the server answers every call
+                    answer = await self._answer_to(reader, message.get("id"))
                 except (ConnectionError, OSError):
-                    line = b""
-                if line:
-                    answer: dict[str, Any] = json.loads(line)
+                    answer = None
+                except ValueError:  # a line over the limit: the stream is not whole any more
+                    self.close()
+                    raise AgentError(
+                        "the editor's answer could not be read (over the limit, or not JSON)"
+                    ) from None
+                except BaseException:  # the agent gave up on the call: its answer is not read
+                    self.close()  # by the next one (a new connection starts in step)
+                    raise
+                if answer is not None:
                     return answer
                 self.close()
                 if attempt == 2 or message.get("op") in ("run", "code"):
                     break  # a run is never sent twice
             raise AgentError(f"the editor's runfix for {self.folder} stopped before it answered")
+
+    @staticmethod
+    async def _answer_to(reader: asyncio.StreamReader, asked: Any) -> dict[str, Any] | None:
+        """The answer to the call `asked` (one left unread by an earlier call is skipped);
+        None when the server closed the connection."""
+        while line := await reader.readline():  # the server answers every call
+            answer: dict[str, Any] = json.loads(line)
+            if answer.get("id") == asked:
+                return answer
+        return None
 
     def close(self) -> None:
         if self.streams is not None:

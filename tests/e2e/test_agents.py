@@ -233,8 +233,8 @@ async def test_two_agents_on_two_folders_do_not_cross(editor: Any, tmp_path: Pat
     assert [r["origin"] for r in runs2] == ["agent: agent-two"], runs2
     assert runs1[0]["code"] == "only_in_one = 1"
     assert sorted(q.message.split(" wants")[0] for q in editor.questions) == [
-        "runfix: agent-one",
-        "runfix: agent-two",
+        'runfix: the agent "agent-one"',
+        'runfix: the agent "agent-two"',
     ]  # consent is per folder
 
 

@@ -442,7 +442,7 @@ def test_an_agents_run_shows_on_the_line_in_neovim(nvim: str, tmp_path: Path, wh
     done = json.loads(report.read_text())
     assert "error" not in done, done.get("error")
     assert done["attached"] and said is not None and said["status"] == "ok", (done, said)
-    assert len(done["questions"]) == 1 and "Codex wants to run" in done["questions"][0]
+    assert len(done["questions"]) == 1 and '"Codex" wants to run' in done["questions"][0]
     assert done["shown"] and {"line": 1, "text": "→ 42"} in done["seen"], done["seen"]
     assert "by agent: Codex" in done["hover"], done["hover"]
 
