@@ -189,6 +189,12 @@ class DocumentResults:
             name = flow.depends(cell, front.names, where)
             if name == "?":
                 return front
+            if name == "*":
+                why = (
+                    f"{front.reason}; this cell may depend on it (`exec`, `import *`, "
+                    "`globals()`: what is read or bound cannot be known)"
+                )
+                return replace(front, reason=why)
             if name is not None:
                 line = flow.bounds(where)[0] + 1
                 why = f"{front.reason}; this cell depends on `{name}` from the cell at line {line}"
@@ -456,6 +462,8 @@ class LineChange:
     """What was typed (for telling an edit of code from one of a comment or blank line)."""
     deleted: bool = field(default=False, compare=False)
     """It replaced some text (its range was not empty)."""
+    column: int = field(default=-1, compare=False)
+    """Where on its line an edit of one line began (-1: not known, or several lines)."""
 
     @property
     def delta(self) -> int:
@@ -789,11 +797,11 @@ def _defined_before(
         return frozenset()
     cell = flow.index(change.first)
     if not results.fronts:
-        return flow.flow(cell).defines_or_none
+        return flow.defined(cell)
     for front in results.fronts:
         if front.names is not None and flow.index(front.line) == cell:
             return frozenset()
-    return flow.flow(cell).defines_or_none
+    return flow.defined(cell)
 
 
 def _edit_fronts(
@@ -833,6 +841,10 @@ def _edit_fronts(
 def _edits_code(change: LineChange, lines: Sequence[str]) -> bool:
     """The change wrote or removed something on a line of code (typing in a comment, adding
     blank lines or a comment above, changes no state)."""
+    if change.first == change.last and "\n" not in change.text and change.first < len(lines):
+        comment = comment_start(lines[change.first])
+        if comment is not None and 0 <= comment < change.column:
+            return False  # typed in a trailing comment: `x = 1  # note`
     for i, typed in enumerate(change.text.split("\n")):
         touched = bool(typed.strip()) or (i == 0 and change.deleted)
         line = change.first + i
@@ -841,10 +853,36 @@ def _edits_code(change: LineChange, lines: Sequence[str]) -> bool:
     return False
 
 
+_QUOTES = ('"""', "'''", '"', "'")
+
+
+def comment_start(line: str) -> int | None:
+    """Where a line's comment begins (outside its strings), in UTF-16 code units as LSP
+    counts columns; None: no comment, or a string left open (its end is on another line)."""
+    quote: str | None = None
+    index = 0
+    while index < len(line):
+        if quote is None:
+            if line[index] == "#":
+                return len(line[:index].encode("utf-16-le")) // 2
+            quote = next((q for q in _QUOTES if line.startswith(q, index)), None)
+            index += len(quote) if quote is not None else 1
+        elif line[index] == "\\":
+            index += 2
+        elif line.startswith(quote, index):
+            index += len(quote)
+            quote = None
+        else:
+            index += 1
+    return None
+
+
 def _is_code(line: str) -> bool:
     text = line.strip()
     return bool(text) and not text.startswith("#")
 
 
-def line_change(start_line: int, end_line: int, text: str, deleted: bool = False) -> LineChange:
-    return LineChange(start_line, end_line, text.count("\n"), text, deleted)
+def line_change(
+    start_line: int, end_line: int, text: str, deleted: bool = False, column: int = -1
+) -> LineChange:
+    return LineChange(start_line, end_line, text.count("\n"), text, deleted, column)

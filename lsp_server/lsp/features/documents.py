@@ -47,7 +47,8 @@ def register(server: RunfixServer) -> None:
                 return
             start, end = change.range.start, change.range.end
             deleted = (start.line, start.character) != (end.line, end.character)
-            changes.append(line_change(start.line, end.line, change.text, deleted))
+            column = start.character if start.line == end.line else -1
+            changes.append(line_change(start.line, end.line, change.text, deleted, column))
         if store.edit(uri, doc.version or 0, changes, doc.lines):
             ls.editor.publish(uri)
 
