@@ -14,12 +14,21 @@ first that knows wins:
 3. pipreqs' curated mapping of import names to distributions (Apache-2.0,
    `data/pipreqs-mapping.txt`), where the database confirms the distribution
    really provides the name (it drops the mapping's stale entries);
-4. pigar's database of what the published wheels on PyPI install (BSD-3, the
+4. which of the distributions that provide the name people install: the download
+   counts of the 15,000 most-downloaded on PyPI (`data/top-pypi-packages.csv`, a
+   monthly snapshot, `scripts/refresh_top_pypi.py`). Of the providers in it, the most
+   downloaded is chosen (`grpc` → `grpcio`, not the placeholder `grpc`; `skimage` →
+   `scikit-image`; for `mysql.connector`, those named with `connector` first); it is
+   installed unasked only when something besides its downloads says it is the import's
+   own — its name is the import's or made from it, it installs nothing else, or the
+   mapping above agrees — else proposed in the question. A provider not in that list is
+   never installed unasked when one in it exists;
+5. pigar's database of what the published wheels on PyPI install (BSD-3, the
    `pigar` package's `.db.sqlite3`: 650,000 distributions, read-only, never its
-   code): the only distribution providing the name; else the one whose name is
-   the import's (`numpy`), when no related distribution is further developed;
-   else the most developed distribution named after it (highest version among
-   `kafka-python`, `kafka-python-ng`, `kafka`: a guess the user confirms).
+   code), for names no popular distribution provides: the only distribution providing
+   the name; else the one whose name is the import's, when no related distribution is
+   further developed; else the most developed distribution named after it (a guess
+   the user confirms).
 
 What none of that vouches for is still offered, as a question: its `vouched` is
 False and the editor asks before installing (`Install `X`? (…)`).
@@ -70,6 +79,17 @@ def _installed() -> dict[str, list[str]]:
     except Exception as exc:  # a broken distribution's metadata
         log.debug("installed distributions unreadable: %s", exc)
         return {}
+
+
+@functools.cache
+def _downloads() -> dict[str, int]:
+    """Downloads over 30 days of the 15,000 most-downloaded distributions, by canonical name."""
+    out: dict[str, int] = {}
+    for line in (DATA / "top-pypi-packages.csv").read_text(encoding="utf-8").splitlines()[2:]:
+        name, _, count = line.rpartition(",")
+        if name and count.isdigit():
+            out.setdefault(canonical(name), int(count))
+    return out
 
 
 @functools.cache
@@ -200,13 +220,22 @@ def provider_for(module: str, *, installed: bool = True) -> Provider | None:
             if published := _published("-".join(parts[:n])):
                 return Provider(published, True, f"the {top} namespace package")
     providers = _providers(top)
+    curated = _curated().get(top)
+    popular = _popular(parts, providers, curated)
     # those named after the import first, the most developed first: what a question lists
     ranked = sorted(
         providers,
         key=lambda p: (not _related(top, p.name), [-n for n in p.version], p.name.lower()),
     )
     names = tuple(dict.fromkeys(p.name for p in ranked))
-    curated = _curated().get(top)
+    if popular is not None:
+        found, own = popular
+        why = (
+            "the most downloaded package that provides it"
+            if own
+            else "the most downloaded of the packages that provide it"
+        )
+        return Provider(found.name, own, why, _without(names, found.name))
     if curated is not None:
         ours = next((p for p in providers if canonical(p.name) == canonical(curated)), None)
         exact = next((p for p in providers if canonical(p.name) == canonical(top)), None)
@@ -232,6 +261,82 @@ def provider_for(module: str, *, installed: bool = True) -> Provider | None:
         else "no known package provides it"
     )
     return Provider(guess, False, why, names[:8])
+
+
+VARIANT_RATIO = 10
+"""How many times more a variant (`<name>-…`) of the distribution named after an import may
+be downloaded and still be taken for a build of the same project (`psycopg2-binary`: 5×)
+rather than the project people mean under a longer name (`discord.py` over `discord`: 18×,
+`kafka-python`: 53×, `websocket-client`: 779×)."""
+UNDECLARED = {"mpl_toolkits": "matplotlib", "pkg_resources": "setuptools", "gi": "PyGObject"}
+"""Import names whose distribution's wheels do not declare them (or that publish none), so
+no database of wheels lists them: the distribution that installs them."""
+
+
+def _popular(
+    parts: list[str], providers: tuple[_Published, ...], curated: str | None
+) -> tuple[_Published, bool] | None:
+    """The provider people install, by downloads, and whether more than downloads says it
+    is the import's own (then it installs unasked). None: none of the providers is among
+    the most downloaded.
+
+    The candidates: the providers among the most-downloaded distributions, with the
+    distribution named after the import, the mapping's and UNDECLARED's; where none of
+    the providers is among them, also the names projects give their distribution of `x`
+    (`python-x`, `pyx`, `x-python`). For a dotted import (`mysql.connector`), those whose
+    name holds its second part, where any does (for a namespace package: only those)."""
+    top = parts[0]
+    counts = _downloads()
+    listed = {canonical(p.name): p for p in providers if canonical(p.name) in counts}
+    claimed = [top, curated, UNDECLARED.get(top)]
+    if not listed:
+        stem = canonical(top)
+        claimed += [f"python-{stem}", f"py{stem}", f"{stem}-python"]
+    for name in claimed:
+        if name and canonical(name) in counts and canonical(name) not in listed:
+            listed[canonical(name)] = _Published(_listed_name(name), (), dedicated=False)
+    if len(parts) > 1:
+        second = canonical(parts[1])
+        named = {k: p for k, p in listed.items() if second in k.split("-")}
+        if named:
+            best = max(named.values(), key=lambda p: counts[canonical(p.name)])
+            return best, _related(".".join(parts[:2]), best.name) or len(named) == 1
+        if top in NAMESPACES:
+            return None  # `google.x`: the providers of `google` are not those of `google.x`
+    if not listed:
+        return None
+    best = max(listed.values(), key=lambda p: counts[canonical(p.name)])
+    for name in (top, curated):
+        # A variant of the distribution named after the import, or of the mapping's
+        # (`psycopg2-binary`, `mlflow-skinny`), downloaded more as others' dependency,
+        # does not displace the project's own distribution; a project far more downloaded
+        # under a longer name does (`websocket-client` over `websocket`, `kafka-python`).
+        found = listed.get(canonical(name)) if name else None
+        if (
+            found is not None
+            and canonical(best.name).startswith(canonical(found.name) + "-")
+            and counts[canonical(best.name)] <= VARIANT_RATIO * counts[canonical(found.name)]
+        ):
+            return found, True
+    mapped = {canonical(n) for n in (top, curated, UNDECLARED.get(top)) if n}
+    own = (
+        canonical(best.name) in mapped
+        or _related(top, best.name)
+        or best.dedicated
+        or len(listed) == 1
+    )
+    return best, own
+
+
+@functools.cache
+def _listed_names() -> dict[str, str]:
+    """Canonical name → the name as the download list spells it."""
+    lines = (DATA / "top-pypi-packages.csv").read_text(encoding="utf-8").splitlines()[2:]
+    return {canonical(n): n for n, _, _ in (line.rpartition(",") for line in lines) if n}
+
+
+def _listed_name(name: str) -> str:
+    return _listed_names().get(canonical(name), name)
 
 
 def _without(names: tuple[str, ...], chosen: str) -> tuple[str, ...]:
