@@ -222,10 +222,17 @@ def provider_for(module: str, *, installed: bool = True) -> Provider | None:
     providers = _providers(top)
     curated = _curated().get(top)
     popular = _popular(parts, providers, curated)
-    # those named after the import first, the most developed first: what a question lists
+    # what a question lists: the most downloaded first, then those named after the import,
+    # the most developed first
+    counts = _downloads()
     ranked = sorted(
         providers,
-        key=lambda p: (not _related(top, p.name), [-n for n in p.version], p.name.lower()),
+        key=lambda p: (
+            -counts.get(canonical(p.name), 0),
+            not _related(top, p.name),
+            [-n for n in p.version],
+            p.name.lower(),
+        ),
     )
     names = tuple(dict.fromkeys(p.name for p in ranked))
     if popular is not None:

@@ -53,6 +53,10 @@ def _private_folder() -> Path:
     return folder
 
 
+class TrustFileError(OSError):
+    """The decisions' file exists but cannot be read: nothing is written over it."""
+
+
 def resolved(folder: Path) -> Path:
     """The folder as decisions name it: absolute, links resolved."""
     return Path(os.path.realpath(folder))
@@ -66,25 +70,47 @@ class TrustStore:
         self.path = path or state_folder() / "trust.json"
         self._seen: tuple[int, int] | None = None
         self._folders: dict[str, Choice] = {}
+        self.problem: str | None = None
+        """Why the file could not be read (then nothing is trusted, and nothing written)."""
 
     def _load(self) -> dict[str, Choice]:
         try:
             info = self.path.stat()
-        except OSError:
+        except FileNotFoundError:
+            self._seen, self._folders, self.problem = None, {}, None
+            return self._folders
+        except OSError as exc:
             self._seen, self._folders = None, {}
+            self.problem = f"{self.path} cannot be read ({exc.strerror})"
             return self._folders
         seen = (info.st_mtime_ns, info.st_size)
         if seen == self._seen:
             return self._folders
         folders: dict[str, Choice] = {}
+        self.problem = None
         try:
             raw = json.loads(self.path.read_bytes())
             for name, value in dict(raw.get("folders", {})).items():
                 if isinstance(name, str) and value in Choice._value2member_map_:
                     folders[name] = Choice(value)
-        except (OSError, ValueError, TypeError, AttributeError):
-            folders = {}  # unreadable: nothing is trusted (the user can decide again)
+        except OSError as exc:
+            folders, self.problem = {}, f"{self.path} cannot be read ({exc.strerror})"
+        except (ValueError, TypeError, AttributeError) as exc:
+            # unreadable: nothing is trusted, and nothing is written over it (the decisions
+            # in it are the user's: `runfix trust` says so rather than drop them)
+            folders, self.problem = {}, f"{self.path} is not runfix's decisions ({exc})"
         self._seen, self._folders = seen, folders
+        return folders
+
+    def _writable(self) -> dict[str, Choice]:
+        """The decisions, to change: TrustFileError when the file cannot be read (writing
+        would drop the decisions it holds)."""
+        folders = dict(self._load())
+        if self.problem is not None:
+            raise TrustFileError(
+                f"{self.problem}: nothing was changed (fix the file or remove it, then "
+                "decide again)"
+            )
         return folders
 
     def _save(self, folders: dict[str, Choice]) -> None:
@@ -105,20 +131,21 @@ class TrustStore:
         return None
 
     def decide(self, folder: Path, choice: Choice) -> Path:
-        folders = dict(self._load())
+        folders = self._writable()
         key = resolved(folder)
         folders[str(key)] = choice
         self._save(folders)
         return key
 
     def revoke(self, folder: Path) -> list[Path]:
-        """Forget the decisions that cover `folder` (its own and its parents'); which."""
-        folders = dict(self._load())
+        """Forget the folder's own decision; which (none: it had none of its own — a
+        parent's may still cover it, and is not revoked for it)."""
+        folders = self._writable()
         here = resolved(folder)
-        gone = [p for p in (here, *here.parents) if folders.pop(str(p), None) is not None]
-        if gone:
-            self._save(folders)
-        return gone
+        if folders.pop(str(here), None) is None:
+            return []
+        self._save(folders)
+        return [here]
 
     def entries(self) -> Iterator[tuple[Path, Choice]]:
         for name, choice in sorted(self._load().items()):

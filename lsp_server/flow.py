@@ -34,7 +34,7 @@ from executor.jupyter import Kernel
 from executor.pool import create as create_kernel
 from executor.safety import Finding, describe, scan
 from executor.text import split_lines
-from executor.trust import Choice
+from executor.trust import Choice, TrustFileError
 from lsp_server.cells import cell_at, code_of, is_marker, split_cells
 from lsp_server.contract import (
     FixAnswer,
@@ -379,7 +379,12 @@ class Flow:
     def decided(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
         """The user decided how the folder's code runs: kept, and the documents' notes that
         nothing ran are dropped."""
-        self.session.decide(folder, choice, keep=keep)
+        try:
+            self.session.decide(folder, choice, keep=keep)
+        except TrustFileError as exc:  # kept for this session only
+            self.editor.tell(
+                f"runfix: {exc}; your choice holds until the editor closes", Level.WARNING
+            )
         for uri in self.editor.open_documents():
             if self.editor.folder_for(uri) == folder and self.session.store.drop_kind(uri, "trust"):
                 self.editor.published(uri, DocumentResults())

@@ -15,6 +15,7 @@ Workspace Trust is the decision there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -25,7 +26,7 @@ from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
 from executor.kinds import KINDS
 from executor.pool import KernelPool
-from executor.trust import Choice, TrustStore
+from executor.trust import Choice, TrustFileError, TrustStore, resolved
 from lsp_server import fixcheck
 from lsp_server.executors import kernel_config
 from lsp_server.model.client import ModelClient, ModelConfig
@@ -84,8 +85,13 @@ class Session:
         """The folders' kernels (one may have been started before the server was built)."""
         self.trust = trust or TrustStore()
         self.decided = decided
-        """A decision for every folder, for this session only (`runfix run`: the user's
-        own act; VS Code: its Workspace Trust)."""
+        """A decision for this session only, for every folder (`runfix run`: the user's own
+        act) or those of `decided_for` (VS Code's Workspace Trust)."""
+        self.decided_for: tuple[Path, ...] | None = None
+        """The folders `decided` covers, resolved, with those inside them (None: every one).
+        VS Code trusts the workspace it was sent for: a folder added later, or a file
+        outside every folder, is still asked about."""
+        self._resolved: dict[Path, Path] = {}
         self.decided_here: dict[Path, Choice | None] = {}
         """Decisions for this session only, per folder (None: revoked this session)."""
         self.confirmed: set[str] = set()
@@ -116,7 +122,15 @@ class Session:
             return self.decided_here[folder]
         if (kept := self.trust.decision(folder)) is not None:
             return kept[1]
-        return self.decided
+        return self.decided if self._covered(folder) else None
+
+    def _covered(self, folder: Path) -> bool:
+        if self.decided_for is None:
+            return True
+        real = self._resolved.get(folder)
+        if real is None:
+            real = self._resolved[folder] = resolved(folder)
+        return any(real == f or f in real.parents for f in self.decided_for)
 
     def may_start(self, folder: Path, settings: Settings) -> bool:
         """Whether a kernel may start for the folder with these settings."""
@@ -125,14 +139,19 @@ class Session:
     def decide(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
         """Record the user's decision (kept in the state folder, or for this session)."""
         if keep:
-            self.trust.decide(folder, choice)
+            try:
+                self.trust.decide(folder, choice)
+            except TrustFileError:
+                self.decided_here[folder] = choice  # for this session; the caller says why
+                raise
             self.decided_here.pop(folder, None)
         else:
             self.decided_here[folder] = choice
 
     async def revoke(self, folder: Path) -> None:
         """Forget the folder's decision; its kernel stops at once, its state with it."""
-        self.trust.revoke(folder)
+        with contextlib.suppress(TrustFileError):  # then nothing was kept to revoke
+            self.trust.revoke(folder)
         self.decided_here[folder] = None
         await self.kernels.stop(folder)
 

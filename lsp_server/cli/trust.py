@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from executor.trust import Choice, TrustStore
+from executor.trust import Choice, TrustFileError, TrustStore
 
 MEANING = {
     Choice.TRUST: "with its own interpreter and settings",
@@ -26,8 +26,18 @@ def command(args: argparse.Namespace) -> int:
 
 def trust_command(folder: Path | None, choice: str, revoke: bool, listing: bool) -> int:
     store = TrustStore()
+    try:
+        return _trust(store, folder, choice, revoke, listing)
+    except TrustFileError as exc:
+        print(f"runfix: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _trust(store: TrustStore, folder: Path | None, choice: str, revoke: bool, listing: bool) -> int:
     if listing:
         entries = list(store.entries())
+        if store.problem is not None:
+            raise TrustFileError(store.problem)
         for path, decided in entries:
             print(f"{path}\t{decided.value}\t({MEANING[decided]})")
         if not entries:
@@ -39,6 +49,15 @@ def trust_command(folder: Path | None, choice: str, revoke: bool, listing: bool)
         return 2
     if revoke:
         gone = store.revoke(target)
+        covering = store.decision(target)
+        if not gone and covering is not None:
+            parent = covering[0]
+            print(
+                f"runfix: error: {target} is trusted through {parent}; nothing was revoked "
+                f"(to revoke that folder and those inside it: runfix trust --revoke {parent})",
+                file=sys.stderr,
+            )
+            return 2
         if not gone:
             print(f"runfix: {target} was not trusted")
         for path in gone:

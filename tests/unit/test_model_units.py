@@ -221,18 +221,30 @@ def test_an_import_resolves_to_the_package_that_really_provides_it(module: str, 
 
 @pytest.mark.parametrize(
     ("module", "proposed", "also"),
-    [("kafka", "kafka", "kafka-python"), ("docx", "docx", "python-docx"),
-     ("attr", "attr", "attrs"), ("my_private_thing", "my-private-thing", None)],
+    [("osgeo", "GDAL", "pygdal"), ("my_private_thing", "my-private-thing", None)],
 )  # fmt: skip
 def test_a_name_no_data_vouches_for_is_a_question(
     module: str, proposed: str, also: str | None
 ) -> None:
-    """Several packages provide `import kafka` (`pip install kafka` is not kafka-python),
-    or none does: installing is asked, naming the others."""
+    """Several packages provide `import osgeo` and only downloads say which (GDAL is not
+    named after it and installs more), or none does: installing is asked, naming the
+    others."""
     found = provider_for(module, installed=False)
     assert found is not None and not found.vouched
     assert found.distribution == proposed and found.why
     assert also is None or also in found.others
+
+
+@pytest.mark.parametrize(
+    ("module", "dist"), [("kafka", "kafka-python"), ("docx", "python-docx"), ("attr", "attrs")]
+)
+def test_the_package_people_download_wins_over_the_one_named_after_the_import(
+    module: str, dist: str
+) -> None:
+    """`pip install kafka` is not kafka-python: the download counts say which is meant."""
+    found = provider_for(module, installed=False)
+    assert found is not None and found.vouched and found.distribution == dist
+    assert module in found.others
 
 
 def test_what_is_installed_here_vouches() -> None:

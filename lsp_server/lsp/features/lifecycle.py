@@ -8,9 +8,12 @@ folder's kernel at its next use.
 
 from __future__ import annotations
 
-from lsprotocol import types as lsp
+from pathlib import Path
 
-from executor.trust import Choice
+from lsprotocol import types as lsp
+from pygls.uris import to_fs_path
+
+from executor.trust import Choice, resolved
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.lsp.text import DocumentWorkspace
@@ -28,8 +31,11 @@ def register(server: RunfixServer) -> None:
         ls.init_options = params.initialization_options
         # The client's own trust decision (VS Code's Workspace Trust), never a setting.
         said = ls.init_options.get(CLIENT_TRUST) if isinstance(ls.init_options, dict) else None
-        if said == "trusted":
+        if said == "trusted":  # for the folders it was said of, not for all to come
             ls.session.decided = Choice.TRUST
+            roots = [f.uri for f in params.workspace_folders or ()] or [params.root_uri or ""]
+            paths = [p for r in roots if r.startswith("file:") and (p := to_fs_path(r))]
+            ls.session.decided_for = tuple(resolved(Path(p)) for p in paths)
         elif said == "restricted":
             ls.editor.restricted = RESTRICTED
         # pygls made its workspace just before this handler; ours splits lines as LSP does.
