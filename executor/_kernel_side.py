@@ -91,6 +91,28 @@ def cap(text: str, limit: int) -> str:
     return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
 
 
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+def _cut_before(text: str, at: int) -> int:
+    """`at`, or the start of a terminal escape sequence it would cut in two (a colour code
+    cut by the limit would show its tail as text)."""
+    start = text.rfind("\x1b", max(0, at - 64), at)
+    if start < 0:
+        return at
+    whole = _ESCAPE.match(text, start)
+    return start if whole is None or whole.end() > at else at
+
+
+def _cut_after(text: str, at: int) -> int:
+    """`at`, or the end of a terminal escape sequence it would cut in two."""
+    start = text.rfind("\x1b", max(0, at - 64), at)
+    if start < 0:
+        return at
+    whole = _ESCAPE.match(text, start)
+    return whole.end() if whole is not None and whole.end() > at else at
+
+
 class _Budget:
     """A run's output within `outputLimit`, as a terminal's scrollback keeps it: the head
     (half the limit) is passed on as it comes; past it the latest text is kept (the tail)
@@ -104,20 +126,29 @@ class _Budget:
         """[stream, statement span, text], oldest first: what passed the head."""
         self.tail_size = 0
         self.dropped = 0
+        self.open_line = False
+        """The head's last text did not end its line."""
 
     def take(self, text: str) -> str:
         """The part of `text` within the head (what is left over is not kept)."""
         if len(text) <= self.left:
             self.left -= len(text)
+            self._wrote(text)
             return text
-        kept, self.left = text[: self.left], 0
+        kept, self.left = text[: _cut_before(text, self.left)], 0
         self.dropped += len(text) - len(kept)
+        self._wrote(kept)
         return kept
+
+    def _wrote(self, text: str) -> None:
+        if text:
+            self.open_line = not text.endswith("\n")
 
     def take_stream(self, stream: Any, span: Any, text: str) -> str:
         """The part of `text` to write now; the rest joins the tail."""
-        now = text[: self.left] if self.left > 0 else ""
-        self.left -= len(now)
+        now = text[: _cut_before(text, self.left)] if self.left > 0 else ""
+        self.left = max(self.left - len(now), 0) if len(now) == len(text) else 0
+        self._wrote(now)
         rest = text[len(now) :]
         if rest:
             last = self.tail[-1] if self.tail else None
@@ -144,6 +175,7 @@ class _Budget:
         while self.tail_size > self.tail_room and self.tail:
             oldest = self.tail[0]
             cut = min(len(oldest[2]), self.tail_size - self.tail_room)
+            cut = _cut_after(oldest[2], cut)
             oldest[2] = oldest[2][cut:]
             self.tail_size -= cut
             self.dropped += cut
@@ -161,7 +193,14 @@ class _Budget:
                 _publish({"stmt": span})
                 said = span
             if i == 0 and self.dropped:
-                stream.write(f"\n… {self.dropped:,} characters of output dropped …\n")
+                note = f"\n… {self.dropped:,} characters of output dropped …\n"
+                line, _, rest = text.partition("\n")
+                if self.open_line and "\r" in line:
+                    # The line the head left open is redrawn with "\r" (a progress bar): its
+                    # last frame takes the open line's place, and the note follows it.
+                    stream.write(clean("\r" + line))
+                    text = rest
+                stream.write(note)
             stream.write(clean(text))
         self.tail = []
         _current.announced = False  # what follows says its statement again

@@ -701,7 +701,10 @@ class JupyterKernel(ABC, Generic[C]):
             if msg["msg_type"] == "stream":
                 _pass_on(msg, collector, on_stream, on_output)
         reply = await self._drain_reply(msg_id)
-        return self._finished(watch.status, collector, request, began, reply)
+        outcome = self._finished(watch.status, collector, request, began, reply)
+        if watch.why and outcome.status == RunStatus.CANCELLED:
+            outcome = replace(outcome, note=watch.why)
+        return outcome
 
     async def _between_messages(
         self,
@@ -727,6 +730,8 @@ class JupyterKernel(ABC, Generic[C]):
         if watch.interrupted_at is None:
             if (cancel is not None and cancel.is_set()) or declined:
                 watch.status, watch.interrupted_at = RunStatus.CANCELLED, now
+                if declined and not (cancel is not None and cancel.is_set()):
+                    watch.why = INPUT_DECLINED_NOTE
                 await self._interrupt()
             elif now >= watch.deadline + (relay.waited(now) if relay is not None else 0.0):
                 watch.status, watch.interrupted_at = RunStatus.TIMEOUT, now
@@ -846,6 +851,8 @@ class _Watch:
     status: RunStatus = RunStatus.OK
     interrupted_at: float | None = None
     """When the run was interrupted (cancelled or timed out); then `grace` counts."""
+    why: str | None = None
+    """Why it was cancelled, where more than "interrupted" can be said."""
 
 
 def _pass_on(
@@ -935,6 +942,12 @@ def _helper_gone(outcome: RunOutcome) -> bool:
     """The code deleted runfix's helper module, so the call to it failed."""
     error = outcome.error
     return error is not None and not error.frames and "_runfix_kernel" in error.evalue
+
+
+INPUT_DECLINED_NOTE = (
+    "Cancelled: input() got no answer (declined, timed out, or not text), so the kernel was "
+    "interrupted. Its state is kept."
+)
 
 
 def _stopped_note(status: RunStatus, timeout: float, *, restarted: bool) -> str:

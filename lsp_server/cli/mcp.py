@@ -59,14 +59,11 @@ def _held_folder(path: Path) -> Path | None:
 
 
 def _project_of(path: Path) -> Path:
-    """The folder `runfix mcp` serves alone for `path`: the nearest one above it with a
-    `pyproject.toml` or `.git`, else the path itself (a folder) or its directory."""
-    path = Path(os.path.abspath(path))
-    start = path if path.is_dir() else path.parent
-    for folder in (start, *start.parents):
-        if (folder / "pyproject.toml").exists() or (folder / ".git").exists():
-            return folder
-    return start
+    """The folder `runfix mcp` serves alone for `path`: its project, as `runfix run` finds
+    it (the same run record, settings and kernel folder)."""
+    from lsp_server.cli.run import project_folder  # (the server alone loads the rest too)
+
+    return project_folder(Path(os.path.abspath(path)))
 
 
 class _Alone:

@@ -25,7 +25,14 @@ def _target(source: Path, out: Path, force: bool) -> Path | int:
     """Where to write what is made of `source`, or the exit status saying why not: `source`
     is missing (2), `out` is no place runfix writes (2), or exists without --force (1)."""
     if not source.is_file():
-        print(f"runfix: error: {source} does not exist", file=sys.stderr)
+        what = (
+            "is a folder: name a file"
+            if source.is_dir()
+            else "is not a regular file"
+            if source.exists()
+            else "does not exist"
+        )
+        print(f"runfix: error: {source} {what}", file=sys.stderr)
         return 2
     if (why := safe_target(out)) is not None:
         print(f"runfix: error: {why}", file=sys.stderr)

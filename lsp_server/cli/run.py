@@ -39,6 +39,7 @@ from lsp_server.editor import (
 )
 from lsp_server.flow import Flow
 from lsp_server.record.ci_formats import render
+from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.results import DocumentResults, Problem, StatementResult
 from lsp_server.runs import pieces_for
 from lsp_server.session import Session
@@ -48,11 +49,17 @@ NOTE_LINES = 20  # output lines shown per statement; the rest is counted
 _LEVELS = {Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "note"}
 
 
+PROJECT_MARKS = ("pyproject.toml", ".git", ".venv", "venv", str(RECORD_FILE))
+"""What makes a folder a project root: a run record counts (an editor opened on a folder
+without the others keeps its record there, and `runfix run` of a file below it records
+in the same one)."""
+
+
 def project_folder(start: Path) -> Path:
     """The nearest folder above `start` that looks like a project root, else its own folder."""
     folder = start if start.is_dir() else start.parent
     for candidate in (folder, *folder.parents):
-        if any((candidate / m).exists() for m in ("pyproject.toml", ".git", ".venv", "venv")):
+        if any((candidate / m).exists() for m in PROJECT_MARKS):
             return candidate
     return folder
 

@@ -46,6 +46,8 @@ class _ClientLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self._inside, "busy", False) or self.server.protocol.writer is None:
             return
+        if getattr(record, "shown", False):
+            return  # the client showed it already (`window/showMessage`)
         self._inside.busy = True
         try:
             kind = next((t for level, t in self._TYPES if record.levelno >= level), None)

@@ -9,6 +9,7 @@ import itertools
 import json
 import logging
 import time
+import uuid
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,9 @@ from lsp_server.results import DocumentResults, Front, StatementResult
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
+SHOWN = {"shown": True}
+"""A log record's `extra` for what the client was shown already (`window/showMessage`): not
+sent again as a `window/logMessage`."""
 
 RUN_ANYWAY = "Run"
 NO_RUN = "Don't run"
@@ -305,14 +309,19 @@ class LspEditor:
     # -- telling and asking -------------------------------------------------------------
 
     def tell(self, message: str, level: Level, place: Place | None = None) -> None:
-        log.log(logging.INFO if level == Level.INFO else logging.WARNING, "%s", message)
+        # logged for the server's own log, not sent again as a `window/logMessage`
+        log.log(
+            logging.INFO if level == Level.INFO else logging.WARNING, "%s", message, extra=SHOWN
+        )
         params = lsp.ShowMessageParams(type=_MESSAGE_TYPES[level], message=message)
         self.server.window_show_message(params)
 
     def tell_once(self, message: str, level: Level) -> None:
-        """Shown once per server life (repeats go to the log only)."""
+        """Shown once per server life (repeats go to the server's log only)."""
         if message in self._told:
-            log.log(logging.INFO if level == Level.INFO else logging.WARNING, "%s", message)
+            log.log(
+                logging.INFO if level == Level.INFO else logging.WARNING, "%s", message, extra=SHOWN
+            )
             return
         self._told.add(message)
         self.tell(message, level)
@@ -376,11 +385,13 @@ class LspEditor:
         """`runfix/input`: the client asks the user for a line (`input()`, `getpass()`),
         saying how long it waits (`timeout`: the folder's other runs wait behind this one)."""
         params = {"prompt": prompt, "password": password, "timeout": timeout}
-        try:
-            answer = await asyncio.wait_for(
-                self.server.protocol.send_request_async(INPUT_REQUEST, params), timeout
-            )
+        asked = f"runfix-input-{uuid.uuid4().hex}"
+        pending = self.server.protocol.send_request_async(INPUT_REQUEST, params, msg_id=asked)
+        try:  # shielded: an answer that comes after all is taken and dropped, not a traceback
+            answer = await asyncio.wait_for(asyncio.shield(pending), timeout)
         except asyncio.TimeoutError:
+            pending.add_done_callback(_dropped)
+            self.server.protocol.notify("$/cancelRequest", {"id": asked})  # close its prompt
             self.tell(
                 f"runfix: no answer to input() within {timeout:g} s: the run was cancelled "
                 "(setting inputTimeout).",
@@ -391,6 +402,11 @@ class LspEditor:
         value = answer.get("value") if isinstance(answer, dict) else getattr(answer, "value", None)
         if answer is not None and not isinstance(value, str):
             log.warning('runfix/input: the answer is not {"value": <text>}: %r', answer)
+            self.tell(
+                "runfix: the editor answered input() with something that is not text: the "
+                "run was cancelled.",
+                Level.WARNING,
+            )
         return value if isinstance(value, str) else None
 
     # -- edits --------------------------------------------------------------------------
@@ -490,3 +506,9 @@ class LspEditor:
                 log.error("%s failed: %s", what, exc, exc_info=exc)
 
         task.add_done_callback(done)
+
+
+def _dropped(late: asyncio.Future[Any]) -> None:
+    """An answer to a request given up on: read (so that no error is left unretrieved)."""
+    if not late.cancelled() and late.exception() is not None:
+        log.info("a late answer to a request given up on: %s", late.exception())

@@ -4,18 +4,27 @@ pygls splits a document with `str.splitlines`, which also breaks at form feed,
 U+2028 and the like: every position after one would be off by a line, and
 incremental edits would land on the wrong text. It also splits the whole text
 again on every access to `lines`, and applies an incremental change by walking
-every line; here a change re-splits only the lines it touched.
+every line; here a change re-splits only the lines it touched. A document the editor
+has not opened is read from disk as pygls does, but only a regular file, bounded, never
+waiting on a FIFO; one missing or unreadable is empty (a request about it answers
+nothing rather than an internal error).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from lsprotocol.types import TextDocumentContentChangePartial
 from pygls.workspace import TextDocument, Workspace
 
 from executor.text import split_lines
+from lsp_server.folder_files import read_regular
+
+UNOPENED_LIMIT = 8 * 1024 * 1024
+"""Bytes read of a document the editor has not opened."""
 
 
 class Document(TextDocument):
@@ -23,6 +32,16 @@ class Document(TextDocument):
 
     _lines_of: str | None = None
     _lines: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> str:
+        if self._source is None and self.path is not None:  # not opened: the file on disk
+            try:
+                data = read_regular(Path(os.path.realpath(self.path)), UNOPENED_LIMIT)
+                return data.decode("utf-8", errors="replace")
+            except (OSError, ValueError):
+                return ""
+        return self._source or ""
 
     @property
     def lines(self) -> Sequence[str]:

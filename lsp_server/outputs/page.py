@@ -18,9 +18,11 @@ no script a kernel sent ever runs, here or in an editor's webview.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import logging
 import secrets
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -172,9 +174,10 @@ def _modified(path: Path) -> float:
 
 
 class _BoundedServer(ThreadingHTTPServer):
-    """One thread per connection, at most `CONNECTIONS` at once (more are closed at once),
-    each closed after `IDLE` seconds of silence: idle connections cannot use up the
-    server's threads and file descriptors."""
+    """One thread per connection, at most `CONNECTIONS` at once, each closed after `IDLE`
+    seconds of silence. When every slot is taken, the connection that has waited longest
+    without sending a whole request is closed to make room: connections that say nothing
+    can neither use up the server's threads and descriptors nor keep a real request out."""
 
     daemon_threads = True
     request_queue_size = 128  # connections waiting to be taken (or closed)
@@ -182,21 +185,45 @@ class _BoundedServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
         self._slots = threading.BoundedSemaphore(CONNECTIONS)
+        self._waiting: dict[Any, None] = {}
+        """Connections served that have not sent a whole request yet, oldest first."""
+        self._lock = threading.Lock()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)  # busy: this one is closed, the page goes on
-            return
+            self._evict()
+            if not self._slots.acquire(timeout=1.0):
+                self.shutdown_request(request)  # busy with real requests: this one waits not
+                return
+        with self._lock:
+            self._waiting[request] = None
         try:
             super().process_request(request, client_address)
         except BaseException:
+            self.started(request)
             self._slots.release()
             raise
+
+    def _evict(self) -> None:
+        """Close the oldest connection still silent (its thread ends, freeing its slot)."""
+        with self._lock:
+            oldest = next(iter(self._waiting), None)
+            if oldest is None:
+                return
+            del self._waiting[oldest]
+        with contextlib.suppress(OSError):
+            oldest.shutdown(socket.SHUT_RDWR)
+
+    def started(self, request: Any) -> None:
+        """The connection sent a whole request: it is being answered, not evicted."""
+        with self._lock:
+            self._waiting.pop(request, None)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
+            self.started(request)
             self._slots.release()
 
 
@@ -210,6 +237,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("page: " + format, *args)
+
+    def parse_request(self) -> bool:
+        whole = super().parse_request()
+        if whole and isinstance(self.server, _BoundedServer):
+            self.server.started(self.request)
+        return whole
 
     def _refuse(self, code: int) -> None:
         self.send_response(code)

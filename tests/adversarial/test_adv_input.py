@@ -114,3 +114,42 @@ async def test_an_answer_of_the_wrong_shape_is_a_refusal_not_a_traceback(
     answer = await run(client, uri)
     assert answer["status"] == "cancelled"
     assert not any("could not be handled" in m.message for m in client.log_messages)
+
+
+async def test_a_wrong_typed_answer_says_so_not_that_the_kernel_was_interrupted(
+    client: LanguageClient, folder: Path
+) -> None:
+    """Issue 36, S3 14."""
+
+    @client.feature("runfix/input")
+    async def odd(params: Any) -> Any:
+        return {"value": ["not", "text"]}
+
+    await client.initialize_session(_can_ask(folder))
+    uri = open_doc(client, folder / "ask.py", "x = input('Name? ')\n")
+    answer = await run(client, uri)
+    assert answer["status"] == "cancelled"
+    assert "input() got no answer" in answer["message"], answer
+    assert any(
+        "answered input() with something that is not text" in m.message for m in client.messages
+    )
+
+
+async def test_an_answer_after_the_timeout_is_dropped_without_a_traceback(
+    client: LanguageClient, folder: Path
+) -> None:
+    """Issue 36, S3 14: the user answers after `inputTimeout`."""
+
+    @client.feature("runfix/input")
+    async def late(params: Any) -> Any:
+        await asyncio.sleep(2.5)
+        return {"value": "too late"}
+
+    await client.initialize_session(_can_ask(folder, {"inputTimeout": 1}))
+    uri = open_doc(client, folder / "ask.py", "x = input('Name? ')\n")
+    assert (await run(client, uri))["status"] == "cancelled"
+    await asyncio.sleep(2.5)  # the late answer arrives
+    other = open_doc(client, folder / "other.py", "6 * 7\n")
+    assert (await run(client, other))["status"] == "ok"
+    logged = "\n".join(m.message for m in client.log_messages)
+    assert "Traceback" not in logged and "InvalidStateError" not in logged, logged

@@ -136,3 +136,43 @@ async def test_finished_commands_leave_no_request_future_behind() -> None:
     await asyncio.sleep(0.1)
     assert len([m for m in sent if getattr(m, "id", None) not in (None, 0)]) == 50
     assert server.protocol._request_futures == {}
+
+
+# -- issue 36, S3 14: what the output limit cuts ------------------------------------------
+
+
+class _Collected:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+
+def test_a_colour_code_is_never_cut_in_two_by_the_output_limit() -> None:
+    from executor._kernel_side import _Budget
+
+    stream = _Collected()
+    budget = _Budget(100)  # a head of 50 characters, a tail of 50
+    flood = "x" * 48 + "\x1b[31mRED\x1b[0m" + "y" * 300 + "\x1b[32mGREEN\x1b[0m" + "z" * 10
+    stream.write(budget.take_stream(stream, None, flood))
+    head = stream.text
+    budget.flush_tail()
+    shown = terminal_text(stream.text)
+    assert head == "x" * 48  # the code that would be cut goes with what is dropped
+    assert "[3" not in shown and "1m" not in shown and "2m" not in shown, shown
+    assert shown.endswith("GREEN" + "z" * 10)
+
+
+def test_a_carriage_return_bomb_shows_its_last_frame() -> None:
+    from executor._kernel_side import _Budget
+
+    stream = _Collected()
+    budget = _Budget(1000)
+    for i in range(20_000):
+        kept = budget.take_stream(stream, None, f"\r{i}")
+        stream.write(kept)
+    budget.flush_tail()
+    first = terminal_text(stream.text).splitlines()[0]
+    assert first == "19999", first  # not the frame the head stopped at

@@ -118,3 +118,22 @@ def test_idle_connections_cannot_use_up_the_page(
     assert status == 200 and body.startswith(b"\x89PNG")
     for s in idle:
         s.close()
+
+
+def test_a_request_is_answered_while_300_idle_connections_are_open(
+    served: tuple[OutputPage, Path, Path],
+) -> None:
+    """Issue 36, S3 14: silent connections hold every slot for their whole idle time; a
+    real request closes the oldest of them and is answered at once."""
+    import socket
+    import time
+
+    page, image, _ = served
+    idle = [socket.create_connection(("127.0.0.1", page.port), timeout=5) for _ in range(300)]
+    time.sleep(0.3)
+    began = time.monotonic()
+    status, _, body = get(page, f"/{page.token}/file?path={quote(str(image))}")
+    assert status == 200 and body.startswith(b"\x89PNG")
+    assert time.monotonic() - began < 5  # not after the idle connections' 10 s
+    for s in idle:
+        s.close()

@@ -37,6 +37,8 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))
     def code_lens(ls: RunfixServer, params: lsp.CodeLensParams) -> Prepared:
         uri = params.text_document.uri
+        if uri not in ls.workspace.text_documents:
+            return Prepared.of([])  # never opened: nothing to run from here
         lines = ls.workspace.get_text_document(uri).lines
         markers = ls.session.cached_settings(ls.editor.folder_for(uri)).prompt_markers
         return made.get(uri, (lines, markers), lambda: Prepared.of(lenses(uri, lines, markers)))

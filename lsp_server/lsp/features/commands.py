@@ -88,7 +88,7 @@ def _within(ls: RunfixServer, command: str, uri: str, line_range: Range | None) 
     size = len(ls.workspace.text_documents[uri].lines)
     if line_range is not None and line_range.start.line > size:
         raise JsonRpcInvalidParams(
-            f"{command}: the range starts at line {line_range.start.line}, past the end of "
+            f"{command}: line {line_range.start.line} is past the end of "
             f"the document ({size} lines)"
         )
 
@@ -123,6 +123,7 @@ def _run_range(ls: RunfixServer, name: str, arg: RunArgs) -> Range | None:
     """What a run covers: the range, else the cell holding the position, else everything."""
     line_range = arg.range
     if line_range is None and arg.position is not None:
+        _within(ls, name, arg.uri, Range(arg.position, arg.position))  # not the last cell
         line_range = _cell_range(ls, arg.uri, arg.position.line)
     _within(ls, name, arg.uri, line_range)
     return line_range
