@@ -82,7 +82,10 @@ rate = 2
 # %% b
 rate * 10
 # %% c
-count = globals().get("count", 0) + 1
+try:
+    count += 1
+except NameError:
+    count = 1
 count
 # %% d
 print(rate + 1)
