@@ -34,13 +34,16 @@ nothing from runfix.
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import keyword
+import queue
 import re
 import sys
 import threading
 import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 TARGET = "runfix.live"
@@ -385,8 +388,8 @@ def _columns(value: Any) -> dict[str, str] | None:
     if columns is _MISSING or dtypes is _MISSING:
         return None
     try:
-        labels = list(columns[:LIMIT])
-        kinds = list(dtypes[:LIMIT]) if type(dtypes) is list else list(dtypes.iloc[:LIMIT])
+        labels = list(itertools.islice(columns, LIMIT))  # (a slice would build a new Index)
+        kinds = list(itertools.islice(dtypes, LIMIT))
     except Exception:
         return None
     if len(labels) != len(kinds):
@@ -758,10 +761,18 @@ def complete(
     return {"what": "name", "prefix": prefix, "items": items}
 
 
+_builtins_seen: list[Any] = [None, set()]
+
+
 def _builtin_names() -> set[str]:
+    """The builtins' names (made again when a name was put there or taken away)."""
     import builtins
 
-    return {name for name, _ in _str_items(_module_namespace(builtins), 10_000)}
+    space = _module_namespace(builtins)
+    if _builtins_seen[0] != len(space):
+        _builtins_seen[:] = [len(space), {name for name, _ in _str_items(space, 10_000)}]
+    names: set[str] = _builtins_seen[1]
+    return names
 
 
 def _members(value: Any, prefix: str) -> list[dict[str, Any]]:
@@ -943,9 +954,18 @@ def variables(limit: int = 200) -> str:
 # -- the comm ------------------------------------------------------------------------
 
 
+_hidden_seen: list[Any] = [None, set()]
+
+
 def _hidden(shell: Any) -> set[str]:
+    """IPython's own names in the namespace (read again when their number changes)."""
     hidden = getattr(shell, "user_ns_hidden", None)
-    return {name for name, _ in _str_items(hidden, 100_000)} if type(hidden) is dict else set()
+    if type(hidden) is not dict:
+        return set()
+    if _hidden_seen[0] != (id(hidden), len(hidden)):
+        _hidden_seen[:] = [(id(hidden), len(hidden)), {n for n, _ in _str_items(hidden, 100_000)}]
+    names: set[str] = _hidden_seen[1]
+    return names
 
 
 def _answer(shell: Any, data: dict[str, Any]) -> Any:
@@ -964,16 +984,38 @@ def _answer(shell: Any, data: dict[str, Any]) -> Any:
     return None
 
 
+class _Worker:
+    """The thread answers are worked out on, kept between questions (starting one per
+    question cost a tenth of a millisecond); replaced when one of its answers is abandoned."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.abandoned = False
+        """Given up on: it ends once its answer is done, if ever."""
+        self.thread = threading.Thread(target=self._loop, name="runfix-live", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.abandoned:
+            self.jobs.get()()
+
+
+_workers: list[_Worker] = []
 _abandoned: list[threading.Thread] = []
 
 
 def answer(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
-    """`{"answer": …}` or `{"error": …}` for one question, worked out on a thread of its own
-    within DEADLINE; a thread that has not answered in ABANDON is left and said so."""
+    """`{"answer": …}` or `{"error": …}` for one question, worked out on the worker thread
+    within DEADLINE; a worker that has not answered in ABANDON is left (said so) and the
+    next question goes to a new one."""
     _abandoned[:] = [t for t in _abandoned if t.is_alive()]
     if len(_abandoned) >= STUCK:
         return {"error": f"{len(_abandoned)} earlier answers are still stuck in the kernel"}
+    if not _workers:
+        _workers.append(_Worker())
+    worker = _workers[0]
     said: dict[str, Any] = {}
+    done = threading.Event()
 
     def work() -> None:
         _clock.until = time.monotonic() + DEADLINE
@@ -983,12 +1025,14 @@ def answer(shell: Any, data: dict[str, Any]) -> dict[str, Any]:
             said["error"] = f"stopped: the answer took over {DEADLINE:g} s"
         except Exception as exc:  # an answer that failed is no answer, never a crash
             said["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=work, name="runfix-live", daemon=True)
-    thread.start()
-    thread.join(ABANDON)
-    if thread.is_alive():
-        _abandoned.append(thread)
+    worker.jobs.put(work)
+    if not done.wait(ABANDON):
+        worker.abandoned = True
+        _workers.remove(worker)
+        _abandoned.append(worker.thread)
         return {"error": f"abandoned: no answer within {ABANDON:g} s", "abandoned": True}
     return said
 
