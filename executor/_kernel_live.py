@@ -806,17 +806,7 @@ def describe(namespace: dict[str, Any], chain: str) -> dict[str, Any] | None:
     value = resolve(namespace, chain)
     if value is _MISSING:
         return None
-    about: dict[str, Any] = {"expression": chain, "type": _type_name(value)}
-    length = _length(value)
-    if length is not None:
-        about["length"] = length
-    elif _library(type(value)) is not None:
-        shape = _shape(value)
-        if shape is not None:
-            about["shape"] = shape
-        columns = _columns(value)
-        if columns is not None:
-            about["columns"] = dict(list(columns.items())[:50])
+    about: dict[str, Any] = {"expression": chain, "type": _type_name(value), **_size(value)}
     if callable(value):
         about.update(_callable(value))
     elif "columns" not in about:
@@ -906,18 +896,24 @@ def picture(namespace: dict[str, Any], hidden: set[str], limit: int = 200) -> di
     return {"names": names}
 
 
-def _variable(name: str, value: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {"name": name, "type": _short_name(value)}
+def _size(value: Any) -> dict[str, Any]:
+    """A container's length, or a library object's shape and columns (the first 50)."""
     length = _length(value)
     if length is not None:
-        item["length"] = length
-    elif _library(type(value)) is not None:
+        return {"length": length}
+    out: dict[str, Any] = {}
+    if _library(type(value)) is not None:
         shape = _shape(value)
         if shape is not None:
-            item["shape"] = shape
+            out["shape"] = shape
         columns = _columns(value)
-        if columns:
-            item["columns"] = dict(list(columns.items())[:50])
+        if columns is not None:
+            out["columns"] = dict(list(columns.items())[:50])
+    return out
+
+
+def _variable(name: str, value: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"name": name, "type": _short_name(value), **_size(value)}
     text = _preview(value, 1)
     item["summary"] = text if len(text) <= 80 else text[:79] + "…"
     return item
