@@ -4,7 +4,7 @@ The kernels live in `executor.local` (local) and `executor.docker` (the sandbox)
 imported where they are used: importing this package loads neither jupyter_client
 nor docker-py."""
 
-from executor.base import Executor, ExecutorState, ExecutorUnavailable
+from executor.base import ExecutorState, ExecutorUnavailable
 from executor.events import (
     Display,
     Error,
@@ -23,7 +23,6 @@ __all__ = [
     "Display",
     "Error",
     "Event",
-    "Executor",
     "ExecutorState",
     "ExecutorUnavailable",
     "Frame",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 DEFAULT_IMAGE = "runfix-sandbox:latest"
@@ -24,6 +25,9 @@ def default_transport() -> str:
 class LocalConfig:
     """A kernel run by a local interpreter; the pool replaces the kernel when this changes."""
 
+    KIND: ClassVar[str] = "kernel"
+    """The `executor` setting that makes this kind (its row of `executor.kinds`)."""
+
     python: str
     hidden_env: tuple[str, ...] = ()
     """Variables the kernel must not see (API keys)."""
@@ -33,6 +37,9 @@ class LocalConfig:
 @dataclass(frozen=True)
 class DockerConfig:
     """A kernel in a locked-down container (`executor.docker`)."""
+
+    KIND: ClassVar[str] = "docker"
+    """The `executor` setting that makes this kind (its row of `executor.kinds`)."""
 
     image: str = DEFAULT_IMAGE
     network: str = "none"
@@ -66,6 +73,9 @@ class RemoteConfig:
 
     The token is not here: it is read from the variable `token_env` names when the
     kernel connects, so it is never part of a setting, a log line or a comparison."""
+
+    KIND: ClassVar[str] = "remote"
+    """The `executor` setting that makes this kind (its row of `executor.kinds`)."""
 
     url: str | None = None
     """The server's base URL (http(s)://host:port/prefix); None: not set yet."""

@@ -257,7 +257,6 @@ class DockerKernel(JupyterKernel[DockerConfig]):
     """A kernel in a locked-down container of its own, the folder mounted at /workspace."""
 
     where = "container"
-    executor = "docker"
     _replaced = "the container was replaced and the kernel's state was lost."
 
     def __init__(

@@ -132,8 +132,6 @@ class JupyterKernel(ABC, Generic[C]):
 
     where = "kernel"
     """How messages name this executor ("kernel", "container")."""
-    executor = "kernel"
-    """The `executor` setting that makes this kind ("kernel", "docker", "remote")."""
     _replaced = "the kernel was restarted and its state was lost."
 
     def __init__(
@@ -181,7 +179,7 @@ class JupyterKernel(ABC, Generic[C]):
     @property
     def label(self) -> str:
         """What the editor's status line calls it ("kernel", "docker", "remote · host")."""
-        return self.executor
+        return str(getattr(self.config, "KIND", "kernel"))  # (each config names its kind)
 
     @property
     def _channels(self) -> KernelClient:

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 class Kind:
     """One kind of executor: a row of `KINDS`."""
 
-    name: str
-    """The `executor` setting's value."""
     config: type[KernelConfig]
     section: str | None
     """The settings group holding its options (`docker.image`) and the `Settings` attribute
@@ -37,6 +35,11 @@ class Kind:
     """Code runs locked away from this machine: flagged code needs no confirmation."""
     load: Callable[[], type[Kernel]]
     """Its kernel class, imported when called."""
+
+    @property
+    def name(self) -> str:
+        """The `executor` setting's value (named by its config: `LocalConfig.KIND`)."""
+        return self.config.KIND
 
     def kernel(
         self, folder: Path, config: Any, *, grace: float = 3.0, startup_timeout: float = 60.0
@@ -64,15 +67,12 @@ def _remote() -> type[Kernel]:
     return RemoteKernel
 
 
-KINDS: dict[str, Kind] = {
-    kind.name: kind
-    for kind in (
-        Kind("kernel", LocalConfig, None, asks_trust=True, sandboxed=False, load=_local),
-        Kind("docker", DockerConfig, "docker", asks_trust=False, sandboxed=True, load=_docker),
-        Kind("remote", RemoteConfig, "remote", asks_trust=False, sandboxed=False, load=_remote),
-    )
-}
-"""By `executor` setting; the first is the default."""
+LOCAL = Kind(LocalConfig, None, asks_trust=True, sandboxed=False, load=_local)
+DOCKER = Kind(DockerConfig, "docker", asks_trust=False, sandboxed=True, load=_docker)
+REMOTE = Kind(RemoteConfig, "remote", asks_trust=False, sandboxed=False, load=_remote)
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (LOCAL, DOCKER, REMOTE)}
+"""By `executor` setting; the first is the default. Elsewhere a kind is named through its
+row (`LOCAL.name`), never by its string."""
 
 
 def kind_of(config: KernelConfig) -> Kind:

@@ -166,7 +166,6 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
     """A kernel on a Jupyter Server or an Enterprise Gateway, one per workspace folder."""
 
     where = "remote kernel"
-    executor = "remote"
     _replaced = "a new kernel was started and the state was lost."
 
     def __init__(

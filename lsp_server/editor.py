@@ -1,6 +1,6 @@
 """The editor as the services see it: a narrow interface with two implementations.
 
-`lsp_editor.LspEditor` speaks LSP to a client; `headless.HeadlessEditor` is
+`lsp.editor.LspEditor` speaks LSP to a client; `cli.run.HeadlessEditor` is
 `runfix run` in a terminal. The run-and-fix flow (`flow.Flow`) calls only
 what is here: read a document, publish results, tell the user, ask to
 confirm, apply an edit, report progress, ask for a line of input.

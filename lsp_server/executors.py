@@ -9,7 +9,6 @@ from typing import cast
 from executor.configs import KernelConfig, LocalConfig, default_transport
 from executor.interpreter import find_interpreter
 from executor.kinds import KINDS, Kind
-from lsp_server.model.client import secret_names
 from lsp_server.settings import Settings
 
 
@@ -20,13 +19,13 @@ def kind(settings: Settings) -> Kind:
 def kernel_config(folder: Path, settings: Settings) -> KernelConfig:
     """What runs the folder's code. The container never gets a host variable, so it needs no
     list of secrets, nor does a remote one (it runs in its server's environment); the local
-    kernel gets the server's environment minus the secrets (`secret_names`)."""
+    kernel gets the server's environment minus the secrets (`Settings.secret_names`)."""
     section = kind(settings).section
     if section is not None:
         return cast(KernelConfig, getattr(settings, section))
     python = find_interpreter(folder, settings.python).path
     transport = default_transport() if settings.transport == "auto" else settings.transport
-    return LocalConfig(python, tuple(sorted(secret_names(settings))), transport)
+    return LocalConfig(python, tuple(sorted(settings.secret_names())), transport)
 
 
 def sandboxed(settings: Settings) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 from executor.base import ExecutorUnavailable
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
-from executor.kinds import KINDS
+from executor.kinds import DOCKER, KINDS, LOCAL
 from executor.pool import KernelPool
 from executor.trust import Choice, TrustFileError, TrustStore, resolved
 from lsp_server import fixcheck
@@ -61,9 +61,9 @@ def needs_trust(settings: Settings) -> bool:
 def with_choice(settings: Settings, choice: Choice | None) -> Settings:
     """The settings a decision makes: the sandbox, or runfix's own interpreter."""
     if choice == Choice.SANDBOX:
-        return replace(settings, executor="docker")
+        return replace(settings, executor=DOCKER.name)
     if choice == Choice.OWN:
-        return replace(settings, executor="kernel", python=sys.executable)
+        return replace(settings, executor=LOCAL.name, python=sys.executable)
     return settings
 
 

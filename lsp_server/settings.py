@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from executor.configs import DockerConfig, RemoteConfig
-from executor.kinds import KINDS
+from executor.kinds import KINDS, LOCAL
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -92,7 +92,7 @@ class Settings:
     prompt_markers: tuple[str, ...] = ("ai:",)
     context_budget: int = 12_000
     """Characters of document and kernel state sent to the model with a request."""
-    executor: str = "kernel"
+    executor: str = LOCAL.name
     """kernel: a local Jupyter kernel; docker: a kernel in a locked-down container;
     remote: a kernel on a Jupyter Server or Enterprise Gateway (`remote.*`)."""
     docker: DockerConfig = field(default_factory=DockerConfig)
@@ -101,6 +101,13 @@ class Settings:
     """The remote server's settings (`remote.*`), documented on `RemoteConfig`; never the
     token itself."""
     problems: tuple[str, ...] = field(default=(), compare=False)
+
+    def secret_names(self) -> set[str]:
+        """Environment variables that hold secrets (model keys, the remote server's token):
+        never passed to a kernel or an installer."""
+        names = {"OPENAI_API_KEY", self.model_api_key_env}
+        token = self.remote.token_env
+        return names | ({token} if token else set())
 
 
 def _optional_number(minimum: float) -> Callable[[Any], float | None]:

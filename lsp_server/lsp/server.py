@@ -185,7 +185,7 @@ class RunfixServer(LanguageServer):
         self.page: OutputPage | None = None
         self.shutting_down = False
         """`shutdown` came: a run cancelled now says so."""
-        """The local output page (`features/output_page.py`), once asked for."""
+        """The local output page (`outputs/page.py`), once asked for."""
         self.session = Session(
             self._read_settings, lambda f, k: self.editor.kernel_state(f, k), kernels
         )

@@ -7,7 +7,7 @@ failure becomes a `ModelError` whose message tells the user what to do.
 
 The API key is read from the environment variable the settings name, at the
 moment of the request; it is never a setting value, never logged, and never
-reaches a kernel (see `secret_names`).
+reaches a kernel (see `Settings.secret_names`).
 """
 
 from __future__ import annotations
@@ -39,14 +39,6 @@ class ModelError(Exception):
 
 class ModelCancelled(Exception):
     """The user cancelled the request."""
-
-
-def secret_names(settings: Settings) -> set[str]:
-    """Environment variables that hold secrets (model keys, the remote server's token):
-    never passed to a kernel or an installer."""
-    names = {"OPENAI_API_KEY", settings.model_api_key_env}
-    token = settings.remote.token_env
-    return names | ({token} if token else set())
 
 
 @dataclass(frozen=True)
