@@ -26,7 +26,10 @@ from typing import Protocol
 
 from executor.events import RunRequest, RunStatus
 from executor.jupyter import Kernel
+from lsp_server.cells import code_of, is_marker
+from lsp_server.dataflow import DocumentMap
 from lsp_server.model.context import error_text
+from lsp_server.record.store import RecordedRun
 
 PASS, FAIL = "pass", "fail"
 _KINDS = ("PASS_TO_PASS", "FAIL_TO_PASS", "FAIL_TO_FAIL", "NEW_TO_PASS", "NEW_TO_FAIL")
@@ -246,6 +249,59 @@ def _ended(began: float, status: str, message: str, verdicts: list[Verdict] | No
 
 
 # -- what the user last saw -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a fix's check runs: the cells above the fixed one, it, the cells that depend on
+    it (with how each last ran), and the recorded times of all of them."""
+
+    above: list[Code]
+    fixed: Code
+    dependents: list[Dependent]
+    seconds: list[float | None]
+
+
+def plan(
+    lines: Sequence[str], first: int, last: int, candidate: str, recorded: Sequence[_Ran]
+) -> Plan | None:
+    """The check of `candidate` in place of lines first..last of `lines` (the cells that
+    read what its cell defines, or defined before: `DocumentMap.dependents`), from the
+    file's `recorded` runs; None: no cell depends on it (nothing to check)."""
+    rows = candidate if candidate.endswith("\n") else candidate + "\n"
+    fixed_lines = [*lines[:first], *rows.splitlines(keepends=True), *lines[last + 1 :]]
+    before, after = DocumentMap(lines), DocumentMap(fixed_lines)
+    index = after.index(first)
+    was = before.flow(before.index(first)).defines
+
+    def piece(bounds: tuple[int, int]) -> Code:
+        a, b = bounds
+        if is_marker(fixed_lines[a]) and a < b:
+            a += 1  # the code under the marker, as a run of the cell records it
+        return Code(a, code_of(fixed_lines, a, b))
+
+    dependents = []
+    for i in after.dependents(index, also=was):
+        p = piece(after.bounds(i))
+        status, seconds = last_outcome(recorded, p.code)
+        dependents.append(Dependent(p.first, after.bounds(i)[1], p.code, status, seconds))
+    if not dependents:
+        return None
+    above = [piece(after.bounds(i)) for i in range(index)]
+    fixed = piece(after.bounds(index))
+    times = [last_outcome(recorded, p.code)[1] for p in [*above, fixed]]
+    return Plan(above, fixed, dependents, [*times, *(d.seconds for d in dependents)])
+
+
+def worth_comparing(runs: Sequence[RecordedRun]) -> list[RecordedRun]:
+    """Of a file's recorded runs (newest first), those a cell's last outcome is read from:
+    the user's and agents', that ran to an end (whatever command ran them)."""
+    return [
+        run
+        for run in runs
+        if (run.origin == "user" or run.origin.startswith("agent"))
+        and run.status in ("ok", "error")
+    ]
 
 
 class _Ran(Protocol):

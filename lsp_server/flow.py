@@ -35,7 +35,7 @@ from executor.pool import create as create_kernel
 from executor.safety import Finding, describe, scan
 from executor.text import split_lines
 from executor.trust import Choice, TrustFileError
-from lsp_server.cells import cell_at, code_of, is_marker, split_cells
+from lsp_server.cells import cell_at, code_of, split_cells
 from lsp_server.contract import (
     FixAnswer,
     GenerateAnswer,
@@ -57,7 +57,7 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.executors import kernel_config, sandboxed
-from lsp_server.fixcheck import Check, Code, Dependent, budget_for, last_outcome
+from lsp_server.fixcheck import Check, budget_for, plan, worth_comparing
 from lsp_server.fixcheck import check as check_against
 from lsp_server.fixing import (
     Fixer,
@@ -930,32 +930,14 @@ class Flow:
     ) -> Check:
         """Run `candidate` in place of lines first..last, after the cells above, then the cells
         that depend on its cell, in a throwaway kernel; compare them with their last runs."""
-        rows = candidate if candidate.endswith("\n") else candidate + "\n"
-        fixed_lines = [*lines[:first], *rows.splitlines(keepends=True), *lines[last + 1 :]]
-        before, after = DocumentMap(lines), DocumentMap(fixed_lines)
-        index = after.index(first)
-        was = before.flow(before.index(first)).defines
         folder = self.editor.folder_for(uri)
         path = self.editor.path_of(uri)
-        recorded = self._recorded_runs(folder, settings, path)
-
-        def piece(lines_: Sequence[str], bounds: tuple[int, int]) -> Code:
-            a, b = bounds
-            if is_marker(lines_[a]) and a < b:
-                a += 1  # the code under the marker, as a run of the cell records it
-            return Code(a, code_of(lines_, a, b))
-
-        dependents = []
-        for i in after.dependents(index, also=was):
-            p = piece(fixed_lines, after.bounds(i))
-            status, seconds = last_outcome(recorded, p.code)
-            dependents.append(Dependent(p.first, after.bounds(i)[1], p.code, status, seconds))
-        if not dependents:
+        record = self.session.existing_record(folder, settings)
+        recorded = worth_comparing(record.recent(path, CHECK_HISTORY) if record else [])
+        planned = plan(lines, first, last, candidate, recorded)
+        if planned is None:
             return Check("checked")
-        above = [piece(fixed_lines, after.bounds(i)) for i in range(index)]
-        fixed = piece(fixed_lines, after.bounds(index))
-        times = [last_outcome(recorded, p.code)[1] for p in [*above, fixed]]
-        budget = budget_for([*times, *(d.seconds for d in dependents)], settings.fix_check_budget)
+        budget = budget_for(planned.seconds, settings.fix_check_budget)
         config = kernel_config(folder, settings)
 
         def make() -> Kernel:
@@ -967,19 +949,8 @@ class Flow:
         def request(code: str, where: str, line: int) -> RunRequest:
             return run_request(settings, where, code, line)
 
+        above, fixed, dependents = planned.above, planned.fixed, planned.dependents
         return await check_against(make, path, above, fixed, dependents, budget, request, cancel)
-
-    def _recorded_runs(self, folder: Path, settings: Settings, path: str) -> list[RecordedRun]:
-        """The user's and agents' latest recorded runs of `path`, newest first, whatever
-        command ran them (`fixcheck.last_outcome` finds a cell's outcome in them)."""
-        record = self.session.existing_record(folder, settings)
-        runs = record.recent(path, CHECK_HISTORY) if record is not None else []
-        return [
-            run
-            for run in runs
-            if (run.origin == "user" or run.origin.startswith("agent"))
-            and run.status in ("ok", "error")
-        ]
 
     async def _settle(
         self, uri: str, lines: Sequence[str], first: int, last: int, result: FixResult, apply: bool
