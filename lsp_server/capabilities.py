@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_server.contract import INPUT_CAPABILITY, OUTPUTS_CAPABILITY
-from lsp_server.positions import Width, width_for
+from lsp_server.text.positions import Width, width_for
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,6 @@ from executor.pool import create as create_kernel
 from executor.safety import Finding, describe, scan
 from executor.text import split_lines
 from executor.trust import Choice, TrustFileError
-from lsp_server.cells import cell_at, code_of, split_cells
 from lsp_server.contract import (
     FixAnswer,
     GenerateAnswer,
@@ -44,7 +43,6 @@ from lsp_server.contract import (
     RunAnswer,
     Status,
 )
-from lsp_server.dataflow import DocumentMap
 from lsp_server.editor import (
     Editor,
     Level,
@@ -57,9 +55,9 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.executors import kernel_config, sandboxed
-from lsp_server.fixcheck import Check, budget_for, plan, worth_comparing
-from lsp_server.fixcheck import check as check_against
-from lsp_server.fixing import (
+from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
+from lsp_server.fix.fixcheck import check as check_against
+from lsp_server.fix.fixing import (
     Fixer,
     FixResult,
     Target,
@@ -84,13 +82,15 @@ from lsp_server.model.context import (
     generate_messages,
 )
 from lsp_server.outputs.bundles import MB, OutputFiles
-from lsp_server.positions import strip_eol
-from lsp_server.prompts import Prompt, prompt_at, prompt_lines
 from lsp_server.record.store import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
 from lsp_server.session import NotTrusted, Session
 from lsp_server.settings import Settings
+from lsp_server.text.cells import cell_at, code_of, split_cells
+from lsp_server.text.dataflow import DocumentMap
+from lsp_server.text.positions import strip_eol
+from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
 
 log = logging.getLogger(__name__)
 

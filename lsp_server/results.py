@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from executor.events import Display, Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
-from lsp_server.dataflow import DocumentMap
 from lsp_server.outputs.bundles import Output, OutputFiles, colored_html, render
-from lsp_server.positions import strip_eol
+from lsp_server.text.dataflow import DocumentMap
+from lsp_server.text.positions import strip_eol
 
 SUMMARY_WIDTH = 60
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from executor.events import RunOutcome, RunRequest
-from lsp_server.cells import split_cells
 from lsp_server.contract import Range
 from lsp_server.settings import Settings
+from lsp_server.text.cells import split_cells
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from executor.jupyter import Kernel
 from executor.kinds import DOCKER, KINDS, LOCAL
 from executor.pool import KernelPool
 from executor.trust import Choice, TrustFileError, TrustStore, resolved
-from lsp_server import fixcheck
 from lsp_server.executors import kernel_config
+from lsp_server.fix import fixcheck
 from lsp_server.model.client import ModelClient, ModelConfig
 from lsp_server.record.store import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
 from lsp_server.record.store import FILE as RECORD_FILE

@@ -49,9 +49,9 @@ from executor.trust import Choice  # noqa: E402
 from lsp_server import flow as flow_module  # noqa: E402
 from lsp_server.cli.run import HeadlessEditor, project_folder, project_settings, run_file  # noqa: E402
 from lsp_server.flow import Flow  # noqa: E402
-from lsp_server.prompts import prompt_at  # noqa: E402
 from lsp_server.session import Session  # noqa: E402
 from lsp_server.settings import Settings  # noqa: E402
+from lsp_server.text.prompts import prompt_at  # noqa: E402
 from tests.support.real_model import Proxy, Seen  # noqa: E402
 from tests.support.real_model import start as start_model  # noqa: E402
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from executor.configs import LocalConfig
 from executor.events import RunRequest
 from executor.local import LocalKernel
-from lsp_server.fixcheck import PASS, Code, Dependent, check, ended
+from lsp_server.fix.fixcheck import PASS, Code, Dependent, check, ended
 
 LOAD = "rows = [{'k': i % 97, 'v': i * 0.5} for i in range(200_000)]\n"
 FIXED = "table = {}\nfor r in rows:\n    table[r['k']] = table.get(r['k'], 0) + r['v']\n"

@@ -10,8 +10,8 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from lsp_server.contract import SOURCE, ProblemData, to_json
-from lsp_server.positions import Width, content_span, strip_eol, utf16_len
 from lsp_server.results import DocumentResults, Front, Problem, StatementResult
+from lsp_server.text.positions import Width, content_span, strip_eol, utf16_len
 
 HOVER_LIMIT = 100_000
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from lsprotocol import types as lsp
 
-from lsp_server.positions import Width, strip_eol, utf16_len
+from lsp_server.text.positions import Width, strip_eol, utf16_len
 
 
 def replace_lines(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from executor.events import Variable
 from executor.safety import without_magics
-from lsp_server.positions import strip_eol
+from lsp_server.text.positions import strip_eol
 
 Message = dict[str, str]
 MAX_CODE = 20_000  # characters of code accepted from one reply

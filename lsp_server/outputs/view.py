@@ -11,10 +11,10 @@ import bisect
 from collections.abc import Sequence
 from pathlib import Path
 
-from lsp_server.cells import cell_at, split_cells
 from lsp_server.contract import OutputItem, OutputsAnswer
 from lsp_server.outputs.bundles import FOLDER, Output, latest_images
 from lsp_server.results import DocumentResults, StatementResult
+from lsp_server.text.cells import cell_at, split_cells
 
 HISTORY = 24
 """Images of a folder a view offers, newest first."""

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from executor.files import replace_file
-from lsp_server.cells import code_of, split_cells
 from lsp_server.folder_files import read_regular, safe_target, stored_output
 from lsp_server.record.store import RecordedOutput, RecordedRun, standing
+from lsp_server.text.cells import code_of, split_cells
 
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
 

@@ -615,7 +615,7 @@ def standing(
 ) -> list[RecordedRun]:
     """Of `runs` (newest first), those within lines first..last whose code still stands
     there as it ran, a newer run hiding older ones it overlaps; in document order."""
-    from lsp_server.cells import code_of
+    from lsp_server.text.cells import code_of
 
     taken: list[RecordedRun] = []
     for run in runs:
@@ -633,8 +633,8 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str], folder: Path) ->
     code still stands, as it ran, on the same lines, its statements' outputs — marked as
     from an earlier session, with their time; nothing on lines whose text changed."""
     from lsp_server.outputs.bundles import Output
-    from lsp_server.positions import strip_eol
     from lsp_server.results import DocumentResults, Problem, StatementResult
+    from lsp_server.text.positions import strip_eol
 
     results = DocumentResults()
     for run in standing(runs, lines, 0, len(lines) - 1):

@@ -22,8 +22,8 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_server.cells import is_marker
-from lsp_server.prompts import prompt_at
+from lsp_server.text.cells import is_marker
+from lsp_server.text.prompts import prompt_at
 from tests.conftest import change, errors, hints, init_params, open_doc, quick_fixes, run
 from tests.e2e.test_e2e_model import command, generate, generating, progress_messages, text
 from tests.kernel.test_cli_fix import CROSS

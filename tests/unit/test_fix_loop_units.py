@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from executor.events import Error, Frame, RunOutcome, RunStatus, Span, Stream
-from lsp_server.fixcheck import FAIL, PASS, Check, Dependent, Verdict, last_outcome, still_runs
-from lsp_server.fixing import (
+from lsp_server.fix.fixcheck import FAIL, PASS, Check, Dependent, Verdict, last_outcome, still_runs
+from lsp_server.fix.fixing import (
     IDENTICAL,
     Fixer,
     Target,

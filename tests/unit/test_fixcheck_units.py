@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from lsp_server.fixcheck import FAIL, PASS, Check, Dependent, Verdict, budget_for, deletion_style
+from lsp_server.fix.fixcheck import (
+    FAIL,
+    PASS,
+    Check,
+    Dependent,
+    Verdict,
+    budget_for,
+    deletion_style,
+)
 
 ORIGINAL = "total = price * qty\nprint(total)\n"
 

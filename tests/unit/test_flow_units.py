@@ -43,17 +43,17 @@ from lsp_server.editor import (
     TrustQuestion,
     apply_to_lines,
 )
-from lsp_server.fixing import Fixer, FixResult
+from lsp_server.fix.fixing import Fixer, FixResult
 from lsp_server.flow import Flow
 from lsp_server.lsp.convert import hover, inlay_hints, tooltip_at
 from lsp_server.lsp.features.code_actions import quick_fixes
 from lsp_server.lsp.launch import root_folder
 from lsp_server.lsp.prepared import ByLine, Memo, Prepared
 from lsp_server.model.client import ModelCancelled
-from lsp_server.positions import utf16_len
 from lsp_server.results import DocumentResults, build
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
+from lsp_server.text.positions import utf16_len
 from tests.conftest import CLIENTS
 
 URI = "file:///ws/doc.py"

@@ -9,12 +9,12 @@ from executor.events import Variable
 from executor.install import valid_distribution
 from executor.safety import scan
 from lsp_server.editor import apply_to_lines
-from lsp_server.fixing import import_for, import_line, missing_module, missing_name
+from lsp_server.fix.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.model.client import ModelConfig
 from lsp_server.model.context import Attempt, ReplyError, excerpt, extract_code, fix_messages
-from lsp_server.prompts import prompt_at
 from lsp_server.settings import OPENAI_URL, PROJECT, USER_ONLY, resolve
+from lsp_server.text.prompts import prompt_at
 
 
 def lines(text: str) -> list[str]:

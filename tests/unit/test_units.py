@@ -17,7 +17,6 @@ from pygls.workspace import PositionCodec
 from executor.events import Error, Frame, RunOutcome, RunStatus, Span, Stream, Value
 from executor.messages import MessageCollector
 from executor.text import split_lines
-from lsp_server.cells import split_cells
 from lsp_server.contract import BadArguments, Position, Range, RunArgs, one_argument
 from lsp_server.lsp.convert import (
     diagnostics,
@@ -27,7 +26,6 @@ from lsp_server.lsp.convert import (
     result_diagnostics_json,
 )
 from lsp_server.lsp.text import Document
-from lsp_server.positions import strip_eol, utf16_len
 from lsp_server.results import (
     DocumentResults,
     Output,
@@ -42,6 +40,8 @@ from lsp_server.results import (
 )
 from lsp_server.runs import Piece, pieces_for
 from lsp_server.settings import KNOWN_KEYS, USER_ONLY, Settings, resolve, section
+from lsp_server.text.cells import split_cells
+from lsp_server.text.positions import strip_eol, utf16_len
 
 PATH = "/ws/doc.py"
 

@@ -18,7 +18,6 @@ from lsprotocol import types as lsp
 from executor.cancel import graceful
 from executor.distributions import provider_for
 from lsp_server.capabilities import ClientFeatures
-from lsp_server.cells import cell_at, split_cells
 from lsp_server.contract import (
     FIX_WITH_MODEL,
     GENERATE,
@@ -39,14 +38,15 @@ from lsp_server.contract import (
     structure,
     to_json,
 )
-from lsp_server.dataflow import DocumentMap
 from lsp_server.executors import install_blocked
-from lsp_server.fixing import import_for, import_line, missing_module, missing_name
+from lsp_server.fix.fixing import import_for, import_line, missing_module, missing_name
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.features.trust import trust_fixes
 from lsp_server.lsp.server import RunfixServer
-from lsp_server.prompts import prompt_at
 from lsp_server.settings import Settings
+from lsp_server.text.cells import cell_at, split_cells
+from lsp_server.text.dataflow import DocumentMap
+from lsp_server.text.prompts import prompt_at
 
 KIND = "runfix.run"  # a kind of our own: not a quick fix, not a refactoring
 FIX_KIND = "runfix.run.fix"

@@ -10,10 +10,10 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from lsp_server.cells import split_cells
 from lsp_server.contract import RUN, Range, RunArgs, to_json
 from lsp_server.lsp.prepared import Memo, Prepared
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.text.cells import split_cells
 
 TITLE = "▶ Run cell"
 

@@ -19,7 +19,6 @@ from pygls.exceptions import JsonRpcInvalidParams
 from executor import install as installer
 from executor.cancel import graceful
 from executor.jupyter import Kernel
-from lsp_server.cells import cell_at, split_cells
 from lsp_server.contract import (
     CLEAR,
     FIX_WITH_MODEL,
@@ -53,6 +52,7 @@ from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp.editor import kernel_status
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.text.cells import cell_at, split_cells
 
 T = TypeVar("T")
 

@@ -26,10 +26,10 @@ from typing import Protocol
 
 from executor.events import RunRequest, RunStatus
 from executor.jupyter import Kernel
-from lsp_server.cells import code_of, is_marker
-from lsp_server.dataflow import DocumentMap
 from lsp_server.model.context import error_text
 from lsp_server.record.store import RecordedRun
+from lsp_server.text.cells import code_of, is_marker
+from lsp_server.text.dataflow import DocumentMap
 
 PASS, FAIL = "pass", "fail"
 _KINDS = ("PASS_TO_PASS", "FAIL_TO_PASS", "FAIL_TO_FAIL", "NEW_TO_PASS", "NEW_TO_FAIL")

@@ -22,8 +22,7 @@ from pathlib import Path
 from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
-from lsp_server.cells import cell_at, code_of, is_marker, split_cells
-from lsp_server.fixcheck import Check, deletion_style, still_runs
+from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
 from lsp_server.folder_files import read_regular
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
@@ -34,6 +33,7 @@ from lsp_server.model.context import (
     extract_code,
     fix_messages,
 )
+from lsp_server.text.cells import cell_at, code_of, is_marker, split_cells
 
 # -- offline fixes ----------------------------------------------------------------------
 

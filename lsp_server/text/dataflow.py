@@ -34,7 +34,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from lsp_server.cells import is_marker
+from lsp_server.text.cells import is_marker
 
 _ANY_NAME = frozenset({"exec", "eval", "globals", "vars", "locals"})
 """Builtins whose call can read or bind any global name."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lsp_server.cells import is_marker, prompt_text
+from lsp_server.text.cells import is_marker, prompt_text
 
 
 @dataclass(frozen=True)

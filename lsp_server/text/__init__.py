@@ -1,0 +1,2 @@
+"""What runfix reads in a document's text, without running it: cells (`cells`), the dataflow
+map of the cells (`dataflow`), prompts (`prompts`), LSP positions (`positions`)."""
