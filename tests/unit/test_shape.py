@@ -172,6 +172,25 @@ def test_the_core_never_imports_the_cli() -> None:
     assert {name: found for name, found in crossing.items() if found} == {}
 
 
+def test_the_top_level_of_the_server_holds_at_most_15_modules() -> None:
+    """Issue 37: the core is grouped by role (`text/`, `fix/`, …) rather than grown flat."""
+    top = sorted(
+        p.stem for p in (ROOT / "lsp_server").glob("*.py") if p.stem not in ("__init__", "__main__")
+    )
+    assert len(top) <= 15, top
+
+
+def test_what_reads_the_text_runs_nothing() -> None:
+    """`lsp_server/text/` reads a document's text: it imports nothing but itself (no kernel,
+    no settings, no LSP), so every front end and the fix check can use it as it is."""
+    crossing = {
+        name: sorted(m for m in imported if not m.startswith("lsp_server.text"))
+        for name, imported in _graph().items()
+        if name.startswith("lsp_server.text")
+    }
+    assert {name: found for name, found in crossing.items() if found} == {}
+
+
 def test_the_editors_speak_only_what_the_contract_names() -> None:
     """The contract is what the editors read: every command and message they use is in it."""
     sources = [*(ROOT / "editors/vscode/src").glob("*.ts")]
