@@ -33,10 +33,11 @@ from urllib.parse import unquote, urlparse
 from executor.events import Display, Error, RunOutcome, RunRequest, Stream, Value
 from lsp_server.contract import Range
 from lsp_server.editor import Editor
-from lsp_server.flow import Flow, output_files
+from lsp_server.flow import Flow
 from lsp_server.folder_files import read_regular
 from lsp_server.record.store import entry, one_based, ran_text
 from lsp_server.results import build
+from lsp_server.runs import output_files
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)

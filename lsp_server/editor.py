@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -181,3 +182,25 @@ def apply_to_lines(lines: Sequence[str], first: int, last: int, code: str) -> li
     if out and lines and not lines[-1].endswith("\n") and out[-1].endswith("\n"):
         out[-1] = out[-1][:-1]
     return out
+
+
+SHOWN_TEXT = 80
+"""Characters of streamed text shown in progress."""
+STREAM_REPORTS = 0.1
+"""Seconds between progress reports of streamed text."""
+
+
+def streamed(progress: Progress, prefix: str) -> Callable[[str], None]:
+    """Show the model's text as it streams in: the tail of its last line, now and then."""
+    last = 0.0
+
+    def on_text(text: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < STREAM_REPORTS:
+            return
+        last = now
+        tail = text.rstrip().rsplit("\n", 1)[-1][-SHOWN_TEXT:]
+        progress.report(f"{prefix}: {tail}" if tail else prefix)
+
+    return on_text

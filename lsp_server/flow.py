@@ -1,14 +1,14 @@
-"""The run-and-fix flow, one for the editor and for `runfix run [--fix]`.
+"""The run flow, one for the editor, agents and `runfix run`: running, generating,
+installing, and the trust gate in front of a kernel.
 
 Running: the pieces (cells, or the lines of a range) of the text as it stood
 when the run was asked for, one folder's runs at a time, stopping at the first
 that fails; results are stored and published after each piece.
 
-Fixing: the model writes a candidate, it runs where the failing piece stands,
-and only a candidate that ran clean is applied — as one edit, and only if the
-code did not change meanwhile. Generating writes a prompt's body the same way.
-Model-written code the scan flags needs the user's "Run" before it runs in the
-local kernel; in the sandbox the container is the control.
+Fixing lives in `fix.flow.FixFlow` (`Flow.fixes`): the model writes a candidate, it
+runs where the failing piece stands, and only a candidate that ran clean is applied.
+Generating writes a prompt's body; model-written code the scan flags needs the user's
+"Run" before it runs in the local kernel; in the sandbox the container is the control.
 
 The flow talks to the editor only through `editor.Editor`, and to everything
 else through the `session.Session`.
@@ -23,20 +23,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
-from executor.distributions import provider_for
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
-from executor.pool import create as create_kernel
-from executor.safety import Finding, describe, scan
-from executor.text import split_lines
+from executor.safety import Finding, scan
 from executor.trust import Choice, TrustFileError
 from lsp_server.contract import (
-    FixAnswer,
     GenerateAnswer,
     InstallAnswer,
     Range,
@@ -44,35 +39,22 @@ from lsp_server.contract import (
     Status,
 )
 from lsp_server.editor import (
+    SHOWN_TEXT,
     Editor,
     Level,
     LineEdit,
     Place,
-    Progress,
     Snapshot,
     TrustAnswer,
     TrustQuestion,
     lines_match,
+    streamed,
 )
-from lsp_server.executors import kernel_config, sandboxed
-from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
-from lsp_server.fix.fixcheck import check as check_against
+from lsp_server.executors import sandboxed
 from lsp_server.fix.fixing import (
-    Fixer,
-    FixResult,
-    Target,
-    import_for,
-    import_line,
-    missing_module,
-    missing_name,
-    module_frame,
-    module_target,
-    raised_line,
-    redefinition,
-    retry_temperature,
-    target_for,
     user_module,
 )
+from lsp_server.fix.flow import FixFlow
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
     GENERATE_BOUND,
@@ -81,10 +63,10 @@ from lsp_server.model.context import (
     extract_code,
     generate_messages,
 )
-from lsp_server.outputs.bundles import MB, OutputFiles
+from lsp_server.outputs.bundles import OutputFiles
 from lsp_server.record.store import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
-from lsp_server.runs import Piece, PieceRun, pieces_for, run_request
+from lsp_server.runs import Piece, PieceRun, output_files, pieces_for, run_request
 from lsp_server.session import NotTrusted, Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, code_of, split_cells
@@ -94,50 +76,17 @@ from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
 
 log = logging.getLogger(__name__)
 
-SHOWN_TEXT = 80  # characters of streamed text shown in progress
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
 SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"
-STREAM_REPORTS = 0.1  # seconds between progress reports of streamed text
-CHECK_HISTORY = 500  # recorded runs of a file read for its cells' last outcomes (fix check)
-
-
-@dataclass(frozen=True)
-class FixReport:
-    """How fixing a piece went, and the edit that fixes it (when it was not applied)."""
-
-    answer: FixAnswer
-    edit: LineEdit | None = None
-    version: int = 0
-    """The document version the edit is for."""
-    file: Path | None = None
-    """The module file the edit is for (None: the document)."""
-    lines: tuple[str, ...] = ()
-    """That file's lines the edit was made against."""
 
 
 def _run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
     if isinstance(status, RunStatus):
         status = Status.ERROR if status == RunStatus.DIED else Status(status.value)
     return RunAnswer(status, round((time.perf_counter() - began) * 1000, 3), message)
-
-
-def streamed(progress: Progress, prefix: str) -> Callable[[str], None]:
-    """Show the model's text as it streams in: the tail of its last line, now and then."""
-    last = 0.0
-
-    def on_text(text: str) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last < STREAM_REPORTS:
-            return
-        last = now
-        tail = text.rstrip().rsplit("\n", 1)[-1][-SHOWN_TEXT:]
-        progress.report(f"{prefix}: {tail}" if tail else prefix)
-
-    return on_text
 
 
 def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[Problem]:
@@ -165,35 +114,6 @@ def _rich(outcome: RunOutcome) -> bool:
     )
 
 
-def _outcome_error(outcome: RunOutcome) -> str:
-    error = outcome.error
-    return error_text(error.message, error.text) if error else outcome.note or "it failed"
-
-
-def _file_holds(target: Target) -> bool:
-    """Whether a module file still says what it said when its fix began."""
-    assert target.path is not None
-    try:
-        with open(target.path, encoding="utf-8", newline="") as f:
-            now = split_lines(f.read())
-    except (OSError, UnicodeDecodeError):
-        return False
-    return lines_match(now, target.lines)
-
-
-def _head(code: str) -> str:
-    """A piece of code's first statement line, short: how a message names it."""
-    head = next(
-        (
-            ln.strip()
-            for ln in code.splitlines()
-            if ln.strip() and not ln.lstrip().startswith(("#", "@"))
-        ),
-        "",
-    )
-    return head if len(head) <= 40 else head[:39] + "…"
-
-
 def _find_again(
     lines: Sequence[str], was: Prompt, text: str, markers: Sequence[str]
 ) -> Prompt | None:
@@ -212,6 +132,8 @@ class Flow:
     def __init__(self, session: Session, editor: Editor) -> None:
         self.session = session
         self.editor = editor
+        self.fixes = FixFlow(self)
+        """Run and fix, fixing a piece (`fix.flow`)."""
         self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
         """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
         self._doing: dict[Path, str] = {}
@@ -274,7 +196,7 @@ class Flow:
         self.session.store.add(uri, version, results, now.lines)
         self.editor.published(uri, results)
 
-    async def _record_id(self, uri: str, ticket: int | None) -> int | None:
+    async def record_id(self, uri: str, ticket: int | None) -> int | None:
         """The run record's id of a run recorded with `ticket` (None: not recorded)."""
         folder = self.editor.folder_for(uri)
         record = self.session.existing_record(folder, await self.session.settings(folder))
@@ -428,7 +350,7 @@ class Flow:
 
     # -- running --------------------------------------------------------------------------
 
-    async def _locked(self, folder_uri: str, cancel: asyncio.Event) -> asyncio.Lock | None:
+    async def locked(self, folder_uri: str, cancel: asyncio.Event) -> asyncio.Lock | None:
         """The folder's run lock, held; None if cancelled while waiting for it."""
         folder = self.editor.folder_for(folder_uri)
         lock = self.session.run_lock(folder)
@@ -493,7 +415,7 @@ class Flow:
         kernel = await self.kernel(uri, pieces[0].first)
         if kernel is None:
             return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
-        lock = await self._locked(uri, cancel)
+        lock = await self.locked(uri, cancel)
         if lock is None:
             return _run_answer(Status.CANCELLED, began)
         status = RunStatus.OK
@@ -654,372 +576,6 @@ class Flow:
             cells = [flow.bounds(i) for i in range(index + 1)] + cells
         return await self.run(uri, None, cancel, within=cells)
 
-    # -- run and fix ----------------------------------------------------------------------
-
-    async def run_and_fix(
-        self, uri: str, line_range: Range | None, cancel: asyncio.Event
-    ) -> FixAnswer:
-        """Run; fix the piece that fails and apply the fix; with no range, go on with the
-        cells below it, fixing each that fails, until one cannot be fixed."""
-        attempts = 0
-        after = -1
-        fixed = False
-        imported: set[str] = set()
-        while True:
-            runs: list[PieceRun] = []
-            ran = await self.run(uri, line_range, cancel, runs=runs, after=after, say_stop=False)
-            if ran.status in (Status.OK, Status.CANCELLED):
-                status = Status.FIXED if fixed and ran.status == Status.OK else ran.status
-                return FixAnswer(status, attempts)
-            if not runs or runs[-1].outcome.status != RunStatus.ERROR:
-                message = ran.message or (runs[-1].outcome.note if runs else "it did not run")
-                return FixAnswer(Status.FAILED, attempts, message)
-            failed = runs[-1]
-            first, last = failed.piece.first, failed.piece.last
-            error = failed.outcome.error.message if failed.outcome.error else ""
-            at = await self.import_first(uri, error, imported, cancel)
-            if at is not None:  # an offline fix: the missing import, added and run
-                fixed = True
-                shift = 1 if at <= first else 0
-                if line_range is not None:
-                    line_range = Range.lines(
-                        line_range.start.line + shift, max(line_range.end.line - 1, 0) + shift
-                    )
-                after = first + shift - 1
-                continue
-            if await self.install_first(uri, error, imported, cancel):
-                fixed = True  # the missing package a published wheel provides: run it again
-                after = first - 1
-                continue
-            if await self.define_first(uri, failed.lines, first, error, imported, cancel):
-                fixed = True  # a cell above defines the name and had not run: it ran
-                after = first - 1
-                continue
-            report = await self.fix_piece(
-                uri,
-                failed.lines,
-                first,
-                last,
-                _outcome_error(failed.outcome),
-                cancel,
-                apply=True,
-                fix_of=await self._record_id(uri, failed.record_id),
-                raised=raised_line(failed.outcome.error, self.editor.path_of(uri)),
-                module=module_frame(
-                    failed.outcome.error, self.editor.path_of(uri), self.editor.folder_for(uri)
-                ),
-            )
-            attempts += report.answer.attempts
-            if report.answer.status != Status.FIXED:
-                return FixAnswer(report.answer.status, attempts, report.answer.message)
-            fixed = True
-            if line_range is not None:
-                return FixAnswer(Status.FIXED, attempts)
-            edit = report.edit
-            if edit is not None and edit.first == first:  # the piece itself was rewritten
-                after = first + edit.code.rstrip("\n").count("\n")
-            elif edit is not None and edit.last < first:  # a cell above: the piece moved
-                after = last + edit.code.rstrip("\n").count("\n") - (edit.last - edit.first)
-            else:
-                after = last
-
-    async def import_first(
-        self, uri: str, error: str, imported: set[str], cancel: asyncio.Event
-    ) -> int | None:
-        """The offline fix a model is not needed for, tried first: a `NameError` on a common
-        alias or a standard-library module gets its import, inserted with the imports and run
-        (once per name). The line it went in at; None: no such fix."""
-        name = missing_name(error)
-        statement = import_for(name) if name else None
-        if name is None or statement is None or name in imported:
-            return None
-        imported.add(name)
-        text = self.text(uri)
-        at = import_line(text.lines)
-        if not await self.editor.apply(
-            uri, text.version, LineEdit(at, at - 1, statement), f"runfix: {statement}"
-        ):
-            return None
-        self.editor.remark(Place(uri, at), f"added `{statement}` (no model needed)")
-        await self.shown(uri, at, statement + "\n")
-        ran = await self.run(uri, Range.lines(at, at), cancel, say_stop=False)
-        return at if ran.status == Status.OK else None
-
-    async def define_first(
-        self,
-        uri: str,
-        lines: Sequence[str],
-        first: int,
-        error: str,
-        tried: set[str],
-        cancel: asyncio.Event,
-    ) -> bool:
-        """The offline fix for a `NameError` on a name a cell above defines: that cell had
-        not run (a kernel restarted, a file run from the middle). The cells above run (once
-        per name), as "Run Cells Above" does, instead of a model rewriting the cell that
-        used the name. Whether they ran clean."""
-        name = missing_name(error)
-        if name is None or f"define:{name}" in tried:
-            return False
-        tried.add(f"define:{name}")
-        flow = DocumentMap(lines)
-        above = [i for i in range(flow.index(first)) if name in flow.flow(i).defines]
-        if not above:
-            return False
-        where = flow.bounds(above[-1])
-        self.editor.remark(
-            Place(uri, where[0]),
-            f"`{name}` is defined at line {where[0] + 1}, in a cell that had not run: running "
-            "the cells above first (no model needed)",
-        )
-        ran = await self.run(uri, None, cancel, before=first, say_stop=False)
-        return ran.status == Status.OK
-
-    async def install_first(
-        self, uri: str, error: str, tried: set[str], cancel: asyncio.Event
-    ) -> bool:
-        """The other offline fix, tried before a model: a `ModuleNotFoundError` whose import
-        data vouches for a distribution installs it (once); a name no data vouches for is
-        left to the question the quick fix asks. Whether it was installed."""
-        module = missing_module(error)
-        found = provider_for(module) if module else None
-        if found is None or not found.vouched or found.distribution in tried:
-            return False
-        tried.add(found.distribution)
-        answer = await self.install(uri, [found.distribution], None, cancel)
-        return answer.status == Status.OK
-
-    def _fixer(
-        self,
-        uri: str,
-        first: int,
-        settings: Settings,
-        progress: Progress,
-        cancel: asyncio.Event,
-        fix_of: int | None = None,
-        lines: Sequence[str] | None = None,
-        last: int = 0,
-    ) -> Fixer:
-        model = self.session.model_for(settings)
-        folder = self.editor.folder_for(uri)
-        path = self.editor.path_of(uri)
-
-        async def ask(messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
-            reading = model.prompt_tokens(messages)
-            progress.report(f"{what}: the model is reading the prompt (~{reading:,} tokens)")
-            return await model.complete(
-                messages,
-                on_text=streamed(progress, what),
-                cancel=cancel,
-                max_tokens=bound,
-                temperature=retry_temperature(model.config.temperature) if asked else None,
-                seed=(model.config.seed or 0) + asked if asked else None,
-            )
-
-        async def confirm(code: str, findings: list[Finding]) -> bool:
-            reason = f"The model's fix {describe(findings)}."
-            return await self.confirm_run(code, reason, settings, Place(uri, first))
-
-        async def execute(request: RunRequest) -> tuple[RunOutcome, bool]:
-            """In the folder's kernel, behind the folder's other runs; whether it ran."""
-            kernel = await self.kernel(uri, first)
-            if kernel is None:
-                note = "the folder is not trusted"
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note), False
-            lock = await self._locked(uri, cancel)
-            if lock is None:
-                note = "cancelled before it ran"
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note), False
-            try:
-                return await kernel.execute(request, cancel=cancel), True
-            finally:
-                lock.release()
-
-        async def run(code: str, at: int) -> RunOutcome:
-            """A candidate runs where it would stand (line `at`); its results are not kept."""
-            outcome, ran = await execute(run_request(settings, path, code, at))
-            if not ran:
-                return outcome
-            # Recorded as a model-written run at the lines it would have (its rich outputs
-            # are not stored: it is an attempt, shown in the document only once applied).
-            lines = [""] * at + code.splitlines(keepends=True)
-            results = build(outcome, path=path, lines=lines, fallback_line=at, folder=None)
-            piece = (at, len(lines) - 1)
-            self.record(
-                folder, settings, entry(path, piece, code, "model", outcome, results, fix_of)
-            )
-            return outcome
-
-        def report(message: str) -> None:
-            progress.report(message)
-            self.editor.remark(Place(uri, first), f"fixing, {message}")
-
-        async def redefine(target: Target, candidate: str) -> RunOutcome:
-            """A module file's candidate, put into that module in the kernel (and the names
-            the user's namespace took from it rebound): what the file will say once fixed."""
-            assert target.path is not None
-            code = redefinition(str(target.path), target.first, candidate)
-            request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
-            return (await execute(request))[0]
-
-        async def verify(candidate: str, target: Target) -> Check | None:
-            if not settings.fix_check_dependents or lines is None or target.path is not None:
-                return None
-            progress.report("checking the cells that depend on it, in a throwaway kernel")
-            checked = await self.check_fix(
-                uri, lines, target.first, target.last, candidate, settings, cancel
-            )
-            if checked.status == "checked" and not checked.verdicts:
-                return None  # no cell depends on it: nothing to say
-            self.editor.remark(Place(uri, first), f"fix candidate: {checked.label}")
-            return checked
-
-        return Fixer(
-            ask=ask,
-            run=run,
-            variables=lambda: self.variables(uri),
-            confirm=confirm,
-            report=report,
-            max_attempts=settings.fix_max_attempts,
-            budget=settings.context_budget,
-            verify=verify,
-            max_tokens=model.config.max_tokens,
-            redefine=redefine,
-        )
-
-    async def fix_piece(
-        self,
-        uri: str,
-        lines: Sequence[str],
-        first: int,
-        last: int,
-        error: str,
-        cancel: asyncio.Event,
-        *,
-        apply: bool,
-        fix_of: int | None = None,
-        raised: int | None = None,
-        module: tuple[Path, int] | None = None,
-    ) -> FixReport:
-        """Fix lines first..last (as `lines` had them) that raised `error`; `raised`: the
-        line of the innermost frame in the document. When that is in another cell (a
-        function the piece called), the fix goes there and the piece runs again as its test.
-
-        With `apply`, the passing version is applied; else the report carries the edit
-        (for `codeAction/resolve`: the user applies it or not)."""
-        settings = await self.settings_for(uri)
-        code = code_of(lines, first, last)
-        target = (module_target(*module) if module is not None else None) or target_for(
-            lines, first, last, raised, settings.prompt_markers
-        )
-        self.say_if_stale_above(uri, first)
-        async with self.editor.progress(cancel) as progress:
-            fixer = self._fixer(uri, first, settings, progress, cancel, fix_of, lines, last)
-            result = await fixer.fix(lines, first, last, code, error, target)
-        return await self._settle(uri, lines, first, last, result, apply)
-
-    async def check_fix(
-        self,
-        uri: str,
-        lines: Sequence[str],
-        first: int,
-        last: int,
-        candidate: str,
-        settings: Settings,
-        cancel: asyncio.Event,
-    ) -> Check:
-        """Run `candidate` in place of lines first..last, after the cells above, then the cells
-        that depend on its cell, in a throwaway kernel; compare them with their last runs."""
-        folder = self.editor.folder_for(uri)
-        path = self.editor.path_of(uri)
-        record = self.session.existing_record(folder, settings)
-        recorded = worth_comparing(record.recent(path, CHECK_HISTORY) if record else [])
-        planned = plan(lines, first, last, candidate, recorded)
-        if planned is None:
-            return Check("checked")
-        budget = budget_for(planned.seconds, settings.fix_check_budget)
-        config = kernel_config(folder, settings)
-
-        def make() -> Kernel:
-            return create_kernel(
-                folder, config, grace=settings.interrupt_grace,
-                startup_timeout=settings.kernel_start_timeout,
-            )  # fmt: skip
-
-        def request(code: str, where: str, line: int) -> RunRequest:
-            return run_request(settings, where, code, line)
-
-        above, fixed, dependents = planned.above, planned.fixed, planned.dependents
-        return await check_against(make, path, above, fixed, dependents, budget, request, cancel)
-
-    async def _settle(
-        self, uri: str, lines: Sequence[str], first: int, last: int, result: FixResult, apply: bool
-    ) -> FixReport:
-        """What a fix attempt comes to: an applied (or offered) edit, or why not."""
-        place = Place(uri, first)
-        if result.status == "cancelled":
-            return FixReport(FixAnswer(Status.CANCELLED, result.attempts))
-        if result.status != "fixed" or result.code is None or result.outcome is None:
-            self.editor.tell(f"runfix: not fixed: {result.message}", Level.WARNING, place)
-            return FixReport(FixAnswer(Status.FAILED, result.attempts, result.message))
-        now = self.text(uri)
-        target = result.target or Target(first, last, code_of(lines, first, last))
-        spans = {(first, last)}
-        if target.path is None:
-            spans.add((target.first, target.last))
-        unchanged = all(lines_match(now.lines[a : b + 1], lines[a : b + 1]) for a, b in spans)
-        if not unchanged or (target.path is not None and not _file_holds(target)):
-            message = "runfix: the code changed while it was being fixed; the fix was not applied."
-            self.editor.tell(message, Level.ERROR, place)
-            return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
-        edit = LineEdit(target.first, target.last, result.code)
-        checked = result.label or None
-        if target.path is not None:
-            where = (
-                f"in `{_head(target.code)}` at {target.path.name}:{target.first + 1}, where the "
-                "error was raised"
-            )
-            checked = f"{where}; line {first + 1} ran again clean" + (
-                f"; {checked}" if checked else ""
-            )
-        elif not target.holds(first, last):
-            place = Place(uri, target.first)
-            where = (
-                f"in `{_head(target.code)}` at line {target.first + 1}, where the error was raised"
-            )
-            checked = f"{where}; line {first + 1} ran again clean" + (
-                f"; {checked}" if checked else ""
-            )
-        if apply and result.held:  # never applied without a look
-            message = (
-                f"runfix: the model's fix {result.held}; it was not applied. Its code:\n"
-                f"{result.code.rstrip()}"
-            )
-            self.editor.tell(message, Level.WARNING, place)
-            answer = FixAnswer(Status.FAILED, result.attempts, message, checked)
-            return FixReport(answer)
-        if not apply:
-            self.editor.spawn(self.keep_candidate(uri, edit, result, (first, last)), "results")
-            answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked)
-            return FixReport(answer, edit, now.version, target.path, target.lines)
-        applied = (
-            await self.editor.apply_file(target.path, target.lines, edit, "runfix: fix")
-            if target.path is not None
-            else await self.editor.apply(uri, now.version, edit, "runfix: fix")
-        )
-        if not applied:
-            message = "runfix: the editor did not apply the fix."
-            self.editor.tell(message, Level.ERROR, place)
-            return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
-        said = (
-            f"fixed with {result.message}"
-            if result.attempts == 0
-            else f"fixed on attempt {result.attempts}"
-        ) + (f" ({checked})" if checked else "")
-        self.editor.remark(place, said)
-        await self.keep_candidate(uri, edit, result, (first, last))
-        return FixReport(FixAnswer(Status.FIXED, result.attempts, None, checked), edit, now.version)
-
     async def shown(self, uri: str, first: int, code: str) -> int | None:
         """Wait until the document holds `code` at line `first`; its version then, else None."""
         want = code.rstrip("\n").split("\n")
@@ -1032,48 +588,6 @@ class Flow:
                 return now.version
             await asyncio.sleep(0.01)
         return None
-
-    async def keep_candidate(
-        self, uri: str, edit: LineEdit, result: FixResult, piece: tuple[int, int]
-    ) -> None:
-        """Once the fix shows in the document, show what its run printed on its lines (and,
-        for a fix in another cell, what the piece printed when it ran again after it)."""
-        first, code = edit.first, edit.code
-        target = result.target
-        if target is not None and target.path is not None:  # the document did not change
-            now = self.editor.text(uri)
-            if now is not None and result.outcome is not None:
-                self._keep_run(uri, now.version, result.outcome, *piece)
-                self.editor.runs_done()
-            return
-        version = await self.shown(uri, first, code)
-        if version is None or result.outcome is None:
-            return
-        last = first + code.rstrip("\n").count("\n")
-        own = result.defined if result.defined is not None else result.outcome
-        self._keep_run(uri, version, own, first, last)
-        if result.defined is not None:  # the piece ran again, where it stands after the edit
-            moved = (last - first) - (edit.last - edit.first) if edit.last < piece[0] else 0
-            self._keep_run(uri, version, result.outcome, piece[0] + moved, piece[1] + moved)
-        self.mark_findings(uri, version, scan(code, first + 1))
-        self.editor.runs_done()
-
-    def _keep_run(self, uri: str, version: int, outcome: RunOutcome, first: int, last: int) -> None:
-        now = self.editor.text(uri)
-        if now is None:
-            return
-        folder = self.editor.folder_for(uri)
-        results = build(
-            outcome,
-            path=self.editor.path_of(uri),
-            lines=now.lines,
-            fallback_line=first,
-            folder=folder,
-            piece=(first, last),
-            files=output_files(folder, self.session.cached_settings(folder)),
-        )
-        self.session.store.clear(uri, first, last)
-        self.keep(uri, version, results)
 
     # -- generate -------------------------------------------------------------------------
 
@@ -1202,10 +716,3 @@ class Flow:
                 RunRequest("import importlib\nimportlib.invalidate_caches()\n", "<runfix>", 1, 30)
             )
         return InstallAnswer(Status.OK, run=await self.run(uri, rerun, cancel))
-
-
-def output_files(folder: Path, settings: Settings) -> OutputFiles:
-    """Where a run's rich outputs go, within the settings' limits."""
-    return OutputFiles(
-        folder, int(settings.outputs_run_mb * MB), int(settings.outputs_folder_mb * MB)
-    )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from executor.events import RunOutcome, RunRequest
 from lsp_server.contract import Range
+from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.settings import Settings
 from lsp_server.text.cells import split_cells
 
@@ -69,3 +71,10 @@ class PieceRun:
     version: int
     record_id: int | None = None
     """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""
+
+
+def output_files(folder: Path, settings: Settings) -> OutputFiles:
+    """Where a run's rich outputs go, within the settings' limits."""
+    return OutputFiles(
+        folder, int(settings.outputs_run_mb * MB), int(settings.outputs_folder_mb * MB)
+    )

@@ -46,8 +46,8 @@ from fix_live_tasks import FIX_TASKS, GENERATE_TASKS, FixTask, GenerateTask  # n
 
 from executor.text import split_lines  # noqa: E402
 from executor.trust import Choice  # noqa: E402
-from lsp_server import flow as flow_module  # noqa: E402
 from lsp_server.cli.run import HeadlessEditor, project_folder, project_settings, run_file  # noqa: E402
+from lsp_server.fix.flow import FixFlow  # noqa: E402
 from lsp_server.flow import Flow  # noqa: E402
 from lsp_server.session import Session  # noqa: E402
 from lsp_server.settings import Settings  # noqa: E402
@@ -175,19 +175,19 @@ def paste_generate(url: str, model: str, task: GenerateTask, folder: Path, max_t
 
 def runfix_fix(folder: Path, layout: str) -> None:
     """`runfix run job.py --fix`, in this process (its output is not shown)."""
-    made = flow_module.Flow._fixer
+    made = FixFlow._fixer
 
-    def fixer(self: Flow, *args: Any, **kwargs: Any) -> Any:
+    def fixer(self: FixFlow, *args: Any, **kwargs: Any) -> Any:
         built = made(self, *args, **kwargs)
         built.layout = layout
         return built
 
-    flow_module.Flow._fixer = fixer  # type: ignore[method-assign]
+    FixFlow._fixer = fixer  # type: ignore[method-assign]
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             run_file(folder / "job.py", None, None, fix=True)
     finally:
-        flow_module.Flow._fixer = made  # type: ignore[method-assign]
+        FixFlow._fixer = made  # type: ignore[method-assign]
 
 
 async def _generate(path: Path, source: str, line: int) -> tuple[str, bool]:

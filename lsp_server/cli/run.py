@@ -415,7 +415,7 @@ async def _run(
             ran = await flow.run_dependents(editor.uri, dependents_of, cancel, with_above=True)
             return 0 if ran.status == Status.OK else 1
         if fix:
-            fixed = await flow.run_and_fix(editor.uri, line_range, cancel)
+            fixed = await flow.fixes.run_and_fix(editor.uri, line_range, cancel)
             return 0 if fixed.status in (Status.OK, Status.FIXED) else 1
         ran = await flow.run(editor.uri, line_range, cancel)
         return 0 if ran.status == Status.OK else 1

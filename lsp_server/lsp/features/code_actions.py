@@ -208,7 +208,7 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
     module = ls.flow.module_for(fix.uri, fix.piece, fix.message)
     first, last = fix.piece
     report = await graceful(
-        lambda cancel: ls.flow.fix_piece(
+        lambda cancel: ls.flow.fixes.fix_piece(
             fix.uri,
             now.lines,
             first,

@@ -169,7 +169,7 @@ def _cells_command(server: RunfixServer, name: str, which: str) -> None:
 
 def register(server: RunfixServer) -> None:
     _range_command(server, RUN, Flow.run)
-    _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
+    _range_command(server, RUN_AND_FIX, lambda flow, uri, r, c: flow.fixes.run_and_fix(uri, r, c))
     for name, which in (
         (RUN_ABOVE, "above"),
         (RUN_BELOW, "below"),
@@ -196,7 +196,7 @@ def register(server: RunfixServer) -> None:
         module = ls.flow.module_for(arg.uri, arg.piece, arg.message)
         report = await _cancellable(
             ls,
-            lambda c: ls.flow.fix_piece(
+            lambda c: ls.flow.fixes.fix_piece(
                 arg.uri,
                 now.lines,
                 first,
