@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,12 +26,9 @@ from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
-from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
-from executor.safety import Finding, scan
-from executor.trust import Choice, TrustFileError
+from executor.safety import Finding
 from lsp_server.contract import (
-    GenerateAnswer,
     InstallAnswer,
     Range,
     RunAnswer,
@@ -42,43 +38,33 @@ from lsp_server.editor import (
     SHOWN_TEXT,
     Editor,
     Level,
-    LineEdit,
     Place,
     Snapshot,
-    TrustAnswer,
-    TrustQuestion,
     lines_match,
-    streamed,
 )
-from lsp_server.executors import sandboxed
 from lsp_server.fix.fixing import (
     user_module,
 )
 from lsp_server.fix.flow import FixFlow
-from lsp_server.model.client import ModelCancelled, ModelError
+from lsp_server.gate import Gate
+from lsp_server.generate import Generator
 from lsp_server.model.context import (
-    GENERATE_BOUND,
-    ReplyError,
     error_text,
-    extract_code,
-    generate_messages,
 )
 from lsp_server.outputs.bundles import OutputFiles
 from lsp_server.record.store import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, PieceRun, output_files, pieces_for, run_request
-from lsp_server.session import NotTrusted, Session
+from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, code_of, split_cells
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.positions import strip_eol
-from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
 
 log = logging.getLogger(__name__)
 
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
-SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"
 
@@ -99,13 +85,6 @@ def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[
     return out
 
 
-def _sandbox_ready(image: str) -> bool:
-    """Whether the sandbox can run here (docker-py is imported here, off the loop)."""
-    from executor.docker import sandbox_ready
-
-    return sandbox_ready(image)
-
-
 def _rich(outcome: RunOutcome) -> bool:
     """Whether a run showed more than text (images, HTML, …: files to store)."""
     return any(
@@ -114,28 +93,18 @@ def _rich(outcome: RunOutcome) -> bool:
     )
 
 
-def _find_again(
-    lines: Sequence[str], was: Prompt, text: str, markers: Sequence[str]
-) -> Prompt | None:
-    """The prompt in the document as it is now (it may have moved while the model wrote)."""
-    if was.line < len(lines) and strip_eol(lines[was.line]) == text:
-        return prompt_at(lines, was.line, markers)
-    same = [i for i in prompt_lines(lines, markers) if strip_eol(lines[i]) == text]
-    if not same:
-        return None
-    return prompt_at(lines, min(same, key=lambda i: abs(i - was.line)), markers)
-
-
 class Flow:
     """Runs, fixes, generations and installs for any editor: what a command asks, done."""
 
     def __init__(self, session: Session, editor: Editor) -> None:
         self.session = session
         self.editor = editor
+        self.gate = Gate(self)
+        """Trust before a kernel, confirmation before flagged code (`gate`)."""
+        self.generator = Generator(self)
+        """Writing a prompt's body (`generate`)."""
         self.fixes = FixFlow(self)
         """Run and fix, fixing a piece (`fix.flow`)."""
-        self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
-        """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
         self._doing: dict[Path, str] = {}
         """What a folder's run in progress waits for, for the runs queued behind it."""
 
@@ -258,96 +227,6 @@ class Flow:
         self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
         self.editor.published(uri, DocumentResults(problems=[problem]))
 
-    # -- trust ----------------------------------------------------------------------------
-
-    async def kernel(self, uri: str, line: int | None = None) -> Kernel | None:
-        """The folder's kernel, once its code may run: the first time, an undecided folder's
-        user is asked how (one question per folder; runs meanwhile wait for its answer).
-        None: nothing may run, and the document says so at `line`."""
-        folder = self.editor.folder_for(uri)
-        settings = await self.session.settings(folder)
-        if not self.session.may_start(folder, settings):
-            await self.session.kernels.stop(folder)  # revoked elsewhere (`runfix trust`)
-            answer = await self._trust_answer(folder, settings)
-            if answer.choice is None:
-                self.not_trusted(uri, line, folder, answer.why)
-                return None
-            self.decided(folder, answer.choice)
-        try:
-            return await self.session.kernel_for(folder)
-        except NotTrusted as exc:  # revoked while the question was out
-            self.not_trusted(uri, line, folder, str(exc))
-            return None
-
-    async def _trust_answer(self, folder: Path, settings: Settings) -> TrustAnswer:
-        pending = self._questions.get(folder)
-        if pending is None:
-            pending = asyncio.ensure_future(self._ask_trust(folder, settings))
-            self._questions[folder] = pending
-            pending.add_done_callback(lambda _: self._questions.pop(folder, None))
-        return await asyncio.shield(pending)
-
-    async def _ask_trust(self, folder: Path, settings: Settings) -> TrustAnswer:
-        interpreter = find_interpreter(folder, settings.python)
-        try:
-            sandbox = await asyncio.wait_for(
-                asyncio.to_thread(_sandbox_ready, settings.docker.image), SANDBOX_CHECK
-            )
-        except Exception:  # no engine, no image, no docker package: no sandbox to offer
-            sandbox = False
-        question = TrustQuestion(folder, interpreter.path, interpreter.source, sandbox)
-        return await self.editor.ask_trust(question)
-
-    def decided(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
-        """The user decided how the folder's code runs: kept, and the documents' notes that
-        nothing ran are dropped."""
-        try:
-            self.session.decide(folder, choice, keep=keep)
-        except TrustFileError as exc:  # kept for this session only
-            self.editor.tell(
-                f"runfix: {exc}; your choice holds until the editor closes", Level.WARNING
-            )
-        for uri in self.editor.open_documents():
-            if self.editor.folder_for(uri) == folder and self.session.store.drop_kind(uri, "trust"):
-                self.editor.published(uri, DocumentResults())
-
-    def not_trusted(self, uri: str, line: int | None, folder: Path, why: str) -> None:
-        """Say on the line that nothing ran, and why; its quick fixes decide."""
-        now = self.editor.text(uri)
-        message = (
-            f"runfix: nothing ran: {folder} is not trusted ({why}). Trust it (quick fix "
-            f"'Trust this folder', or `runfix trust {folder}`) to run its code."
-        )
-        self.editor.remark(Place(uri, line), message)
-        if now is None or not now.lines:
-            return
-        at = min(line or 0, len(now.lines) - 1)
-        problem = Problem(
-            at, at, message, "warning", message, kind="trust", source=(strip_eol(now.lines[at]),)
-        )
-        self.session.store.drop_kind(uri, "trust")
-        self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
-        self.editor.published(uri, DocumentResults(problems=[problem]))
-
-    # -- confirming -----------------------------------------------------------------------
-
-    async def confirm_run(self, code: str, reason: str, settings: Settings, place: Place) -> bool:
-        """Whether flagged model-written code may run.
-
-        In the sandbox (`executor: docker`) the container is the control, so nothing is
-        asked. Else the editor asks; a "Run" holds for this exact code for the session."""
-        if sandboxed(settings):
-            log.info("flagged model-written code runs in the sandbox: %s", reason)
-            return True
-        digest = hashlib.sha256(code.encode()).hexdigest()
-        if digest in self.session.confirmed:
-            return True
-        if await self.editor.confirm(reason, place):
-            self.session.confirmed.add(digest)
-            return True
-        log.info("flagged model-written code was not run: %s", reason)
-        return False
-
     # -- running --------------------------------------------------------------------------
 
     async def locked(self, folder_uri: str, cancel: asyncio.Event) -> asyncio.Lock | None:
@@ -412,7 +291,7 @@ class Flow:
         if not pieces:
             return _run_answer(Status.OK, began)
         flagged = {p: self.session.store.get(uri).safety_in(p.first, p.last) for p in pieces}
-        kernel = await self.kernel(uri, pieces[0].first)
+        kernel = await self.gate.kernel(uri, pieces[0].first)
         if kernel is None:
             return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
         lock = await self.locked(uri, cancel)
@@ -479,7 +358,9 @@ class Flow:
         if flagged:
             reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
             reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
-            if not await self.confirm_run(code, reason, settings, Place(uri, flagged[0].first)):
+            if not await self.gate.confirm_run(
+                code, reason, settings, Place(uri, flagged[0].first)
+            ):
                 return "not run: model-written code was flagged and the run was not confirmed"
         self.session.store.clear_made_at(uri, text.version, piece.first, piece.last)
         path = self.editor.path_of(uri)
@@ -552,7 +433,7 @@ class Flow:
             return await self.run(uri, None, cancel, before=cell.first)
         if which == "below":
             return await self.run(uri, None, cancel, after=cell.first - 1)
-        kernel = await self.kernel(uri, line)
+        kernel = await self.gate.kernel(uri, line)
         if kernel is None:
             return RunAnswer(Status.CANCELLED, 0, "not run: the folder is not trusted")
         await kernel.restart()
@@ -589,77 +470,6 @@ class Flow:
             await asyncio.sleep(0.01)
         return None
 
-    # -- generate -------------------------------------------------------------------------
-
-    async def generate(
-        self, uri: str, line: int, run: bool, cancel: asyncio.Event
-    ) -> GenerateAnswer:
-        """Write (or rewrite) the body of the prompt on `line`; with `run`, run it too."""
-        text = self.text(uri)
-        settings = await self.settings_for(uri)
-        prompt = prompt_at(text.lines, line, settings.prompt_markers)
-        if prompt is None:
-            return self._failed(f"runfix: line {line + 1} is not a prompt (`# ai: …`).")
-        prompt_line = strip_eol(text.lines[prompt.line])
-        variables = await self.variables(uri)
-        messages = generate_messages(
-            prompt.text,
-            text.lines,
-            prompt.line,
-            (prompt.body_first, prompt.body_last),
-            variables,
-            settings.context_budget,
-        )
-        model = self.session.model_for(settings)
-        async with self.editor.progress(cancel) as progress:
-            reading = model.prompt_tokens(messages)
-            progress.report(
-                f"Generating: {prompt.text[:60]}: the model is reading the prompt "
-                f"(~{reading:,} tokens)"
-            )
-            try:
-                reply = await model.complete(
-                    messages,
-                    on_text=streamed(progress, "Generating"),
-                    cancel=cancel,
-                    max_tokens=GENERATE_BOUND,
-                )
-            except ModelCancelled:
-                return GenerateAnswer(Status.CANCELLED)
-            except ModelError as exc:
-                return self._failed(f"runfix: {exc}")
-        try:
-            body = range(prompt.body_first, prompt.body_last + 1)
-            shown = [line for i, line in enumerate(text.lines) if i not in body]
-            code = extract_code(reply, prompt_line=prompt_line, context=shown)
-        except ReplyError as exc:
-            return self._failed(f"runfix: nothing was inserted: {exc}.")
-        text = self.text(uri)
-        now = _find_again(text.lines, prompt, prompt_line, settings.prompt_markers)
-        if now is None:
-            return self._failed(
-                "runfix: the prompt changed while the model wrote; nothing was inserted."
-            )
-        edit = LineEdit(now.body_first, now.body_last, code)
-        label = "runfix: regenerate" if now.has_body else "runfix: generate"
-        if not await self.editor.apply(uri, text.version, edit, label):
-            return self._failed("runfix: the editor did not apply the generated code.")
-        first, last = now.body_first, now.body_first + code.rstrip("\n").count("\n")
-        answer = GenerateAnswer(Status.OK, Range.lines(first, last))
-        version = await self.shown(uri, first, code)
-        if version is None:
-            log.warning("the generated code did not show up in %s; it will not be run", uri)
-            return answer
-        self.mark_findings(uri, version, scan(code, first + 1))
-        if run or settings.auto_run:
-            ran = await self.run(uri, Range.lines(first, last), cancel, origin="model")
-            answer = GenerateAnswer(Status.OK, answer.range, ran)
-        return answer
-
-    def _failed(self, message: str) -> GenerateAnswer:
-        self.editor.tell(message, Level.ERROR)
-        return GenerateAnswer(Status.ERROR, message=message)
-
     # -- install --------------------------------------------------------------------------
 
     async def install(
@@ -680,7 +490,7 @@ class Flow:
             )
             if await self.editor.choose(message, (INSTALL_ANYWAY, NO_INSTALL)) != INSTALL_ANYWAY:
                 return InstallAnswer(Status.CANCELLED, f"not installed: {shown} was not confirmed")
-        kernel = await self.kernel(uri, rerun.start.line if rerun else None)
+        kernel = await self.gate.kernel(uri, rerun.start.line if rerun else None)
         shown = " ".join(packages)
         if kernel is None:
             return InstallAnswer(Status.CANCELLED, "not installed: the folder is not trusted")

@@ -271,11 +271,11 @@ class FixFlow:
 
         async def confirm(code: str, findings: list[Finding]) -> bool:
             reason = f"The model's fix {describe(findings)}."
-            return await self.flow.confirm_run(code, reason, settings, Place(uri, first))
+            return await self.flow.gate.confirm_run(code, reason, settings, Place(uri, first))
 
         async def execute(request: RunRequest) -> tuple[RunOutcome, bool]:
             """In the folder's kernel, behind the folder's other runs; whether it ran."""
-            kernel = await self.flow.kernel(uri, first)
+            kernel = await self.flow.gate.kernel(uri, first)
             if kernel is None:
                 note = "the folder is not trusted"
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note), False

@@ -368,18 +368,18 @@ async def test_flagged_code_needs_a_yes_in_the_local_kernel_and_the_yes_is_kept(
     editor = FakeEditor(code, answer=True)
     flow = flow_for(editor)
     place = Place(URI, 0)
-    assert await flow.confirm_run(code, "it deletes", Settings(), place)
-    assert await flow.confirm_run(code, "it deletes", Settings(), place)
+    assert await flow.gate.confirm_run(code, "it deletes", Settings(), place)
+    assert await flow.gate.confirm_run(code, "it deletes", Settings(), place)
     assert editor.asked == ["it deletes"]  # asked once for this exact code
     editor.answer = False
-    assert not await flow.confirm_run(code + "\n", "it deletes", Settings(), place)
+    assert not await flow.gate.confirm_run(code + "\n", "it deletes", Settings(), place)
 
 
 async def test_flagged_code_in_the_sandbox_runs_unasked() -> None:
     editor = FakeEditor("")
     flow = flow_for(editor)
     sandboxed = resolve((PROJECT, {"executor": "docker"}))
-    assert await flow.confirm_run("os.remove('x')", "it deletes", sandboxed, Place(URI))
+    assert await flow.gate.confirm_run("os.remove('x')", "it deletes", sandboxed, Place(URI))
     assert editor.asked == []
 
 
@@ -390,7 +390,9 @@ async def test_the_headless_editor_never_runs_flagged_code_unasked(
     flow = Flow(
         Session(lambda folder: _settings(), editor.kernel_state, decided=Choice.TRUST), editor
     )
-    assert not await flow.confirm_run("os.remove('x')", "It deletes.", Settings(), Place("u", 4))
+    assert not await flow.gate.confirm_run(
+        "os.remove('x')", "It deletes.", Settings(), Place("u", 4)
+    )
     assert capsys.readouterr().out == (
         "job.py:5:1: warning: It deletes; not run headless (review it, or run it in the editor)\n"
     )

@@ -182,7 +182,9 @@ def register(server: RunfixServer) -> None:
     async def generate(ls: RunfixServer, *args: Any) -> Any:
         arg = argument(ls, GENERATE, args, GenerateArgs)
         line = arg.position.line
-        answer = await _cancellable(ls, lambda c: ls.flow.generate(arg.uri, line, arg.run, c))
+        answer = await _cancellable(
+            ls, lambda c: ls.flow.generator.generate(arg.uri, line, arg.run, c)
+        )
         return to_json(answer)
 
     @server.command(FIX_WITH_MODEL)
@@ -241,7 +243,7 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(
                 f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
             )
-        kernel = await ls.flow.kernel(arg.uri)
+        kernel = await ls.flow.gate.kernel(arg.uri)
         return [dataclasses.asdict(v) for v in await kernel.variables()] if kernel else []
 
     @server.command(STATUS)

@@ -1,0 +1,137 @@
+"""The gate in front of a folder's kernel: how the user decided its code runs (the
+question, asked once per folder while runs wait for it; the choices kept or for the
+session; the note on the line when nothing ran), and the confirmation flagged
+model-written code needs before it runs in the local kernel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from executor.interpreter import find_interpreter
+from executor.jupyter import Kernel
+from executor.trust import Choice, TrustFileError
+from lsp_server.editor import Level, Place, TrustAnswer, TrustQuestion
+from lsp_server.executors import sandboxed
+from lsp_server.results import DocumentResults, Problem
+from lsp_server.session import NotTrusted
+from lsp_server.settings import Settings
+from lsp_server.text.positions import strip_eol
+
+if TYPE_CHECKING:
+    from lsp_server.flow import Flow
+
+log = logging.getLogger(__name__)
+
+SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
+
+
+def _sandbox_ready(image: str) -> bool:
+    """Whether the sandbox can run here (docker-py is imported here, off the loop)."""
+    from executor.docker import sandbox_ready
+
+    return sandbox_ready(image)
+
+
+class Gate:
+    """Trust before a kernel, confirmation before flagged code (`Flow.gate`)."""
+
+    def __init__(self, flow: Flow) -> None:
+        self.flow = flow
+        self.session, self.editor = flow.session, flow.editor
+        self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
+        """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
+
+    # -- trust ----------------------------------------------------------------------------
+
+    async def kernel(self, uri: str, line: int | None = None) -> Kernel | None:
+        """The folder's kernel, once its code may run: the first time, an undecided folder's
+        user is asked how (one question per folder; runs meanwhile wait for its answer).
+        None: nothing may run, and the document says so at `line`."""
+        folder = self.editor.folder_for(uri)
+        settings = await self.session.settings(folder)
+        if not self.session.may_start(folder, settings):
+            await self.session.kernels.stop(folder)  # revoked elsewhere (`runfix trust`)
+            answer = await self._trust_answer(folder, settings)
+            if answer.choice is None:
+                self.not_trusted(uri, line, folder, answer.why)
+                return None
+            self.decided(folder, answer.choice)
+        try:
+            return await self.session.kernel_for(folder)
+        except NotTrusted as exc:  # revoked while the question was out
+            self.not_trusted(uri, line, folder, str(exc))
+            return None
+
+    async def _trust_answer(self, folder: Path, settings: Settings) -> TrustAnswer:
+        pending = self._questions.get(folder)
+        if pending is None:
+            pending = asyncio.ensure_future(self._ask_trust(folder, settings))
+            self._questions[folder] = pending
+            pending.add_done_callback(lambda _: self._questions.pop(folder, None))
+        return await asyncio.shield(pending)
+
+    async def _ask_trust(self, folder: Path, settings: Settings) -> TrustAnswer:
+        interpreter = find_interpreter(folder, settings.python)
+        try:
+            sandbox = await asyncio.wait_for(
+                asyncio.to_thread(_sandbox_ready, settings.docker.image), SANDBOX_CHECK
+            )
+        except Exception:  # no engine, no image, no docker package: no sandbox to offer
+            sandbox = False
+        question = TrustQuestion(folder, interpreter.path, interpreter.source, sandbox)
+        return await self.editor.ask_trust(question)
+
+    def decided(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
+        """The user decided how the folder's code runs: kept, and the documents' notes that
+        nothing ran are dropped."""
+        try:
+            self.session.decide(folder, choice, keep=keep)
+        except TrustFileError as exc:  # kept for this session only
+            self.editor.tell(
+                f"runfix: {exc}; your choice holds until the editor closes", Level.WARNING
+            )
+        for uri in self.editor.open_documents():
+            if self.editor.folder_for(uri) == folder and self.session.store.drop_kind(uri, "trust"):
+                self.editor.published(uri, DocumentResults())
+
+    def not_trusted(self, uri: str, line: int | None, folder: Path, why: str) -> None:
+        """Say on the line that nothing ran, and why; its quick fixes decide."""
+        now = self.editor.text(uri)
+        message = (
+            f"runfix: nothing ran: {folder} is not trusted ({why}). Trust it (quick fix "
+            f"'Trust this folder', or `runfix trust {folder}`) to run its code."
+        )
+        self.editor.remark(Place(uri, line), message)
+        if now is None or not now.lines:
+            return
+        at = min(line or 0, len(now.lines) - 1)
+        problem = Problem(
+            at, at, message, "warning", message, kind="trust", source=(strip_eol(now.lines[at]),)
+        )
+        self.session.store.drop_kind(uri, "trust")
+        self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
+        self.editor.published(uri, DocumentResults(problems=[problem]))
+
+    # -- confirming -----------------------------------------------------------------------
+
+    async def confirm_run(self, code: str, reason: str, settings: Settings, place: Place) -> bool:
+        """Whether flagged model-written code may run.
+
+        In the sandbox (`executor: docker`) the container is the control, so nothing is
+        asked. Else the editor asks; a "Run" holds for this exact code for the session."""
+        if sandboxed(settings):
+            log.info("flagged model-written code runs in the sandbox: %s", reason)
+            return True
+        digest = hashlib.sha256(code.encode()).hexdigest()
+        if digest in self.session.confirmed:
+            return True
+        if await self.editor.confirm(reason, place):
+            self.session.confirmed.add(digest)
+            return True
+        log.info("flagged model-written code was not run: %s", reason)
+        return False

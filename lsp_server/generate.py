@@ -1,0 +1,128 @@
+"""Generate: the model writes the body of a prompt (`# ai: …`) under it, with the
+document and the kernel's names as context; the body is inserted, scanned, and run
+when asked (`autoRun`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from executor.safety import scan
+from lsp_server.contract import (
+    GenerateAnswer,
+    Range,
+    Status,
+)
+from lsp_server.editor import (
+    Level,
+    LineEdit,
+    streamed,
+)
+from lsp_server.model.client import ModelCancelled, ModelError
+from lsp_server.model.context import (
+    GENERATE_BOUND,
+    ReplyError,
+    extract_code,
+    generate_messages,
+)
+from lsp_server.text.positions import strip_eol
+from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
+
+if TYPE_CHECKING:
+    from lsp_server.flow import Flow
+
+log = logging.getLogger(__name__)
+
+
+def _find_again(
+    lines: Sequence[str], was: Prompt, text: str, markers: Sequence[str]
+) -> Prompt | None:
+    """The prompt in the document as it is now (it may have moved while the model wrote)."""
+    if was.line < len(lines) and strip_eol(lines[was.line]) == text:
+        return prompt_at(lines, was.line, markers)
+    same = [i for i in prompt_lines(lines, markers) if strip_eol(lines[i]) == text]
+    if not same:
+        return None
+    return prompt_at(lines, min(same, key=lambda i: abs(i - was.line)), markers)
+
+
+class Generator:
+    """Writing a prompt's body (`Flow.generator`)."""
+
+    def __init__(self, flow: Flow) -> None:
+        self.flow = flow
+        self.session, self.editor = flow.session, flow.editor
+
+    # -- generate -------------------------------------------------------------------------
+
+    async def generate(
+        self, uri: str, line: int, run: bool, cancel: asyncio.Event
+    ) -> GenerateAnswer:
+        """Write (or rewrite) the body of the prompt on `line`; with `run`, run it too."""
+        text = self.flow.text(uri)
+        settings = await self.flow.settings_for(uri)
+        prompt = prompt_at(text.lines, line, settings.prompt_markers)
+        if prompt is None:
+            return self._failed(f"runfix: line {line + 1} is not a prompt (`# ai: …`).")
+        prompt_line = strip_eol(text.lines[prompt.line])
+        variables = await self.flow.variables(uri)
+        messages = generate_messages(
+            prompt.text,
+            text.lines,
+            prompt.line,
+            (prompt.body_first, prompt.body_last),
+            variables,
+            settings.context_budget,
+        )
+        model = self.session.model_for(settings)
+        async with self.editor.progress(cancel) as progress:
+            reading = model.prompt_tokens(messages)
+            progress.report(
+                f"Generating: {prompt.text[:60]}: the model is reading the prompt "
+                f"(~{reading:,} tokens)"
+            )
+            try:
+                reply = await model.complete(
+                    messages,
+                    on_text=streamed(progress, "Generating"),
+                    cancel=cancel,
+                    max_tokens=GENERATE_BOUND,
+                )
+            except ModelCancelled:
+                return GenerateAnswer(Status.CANCELLED)
+            except ModelError as exc:
+                return self._failed(f"runfix: {exc}")
+        try:
+            body = range(prompt.body_first, prompt.body_last + 1)
+            shown = [line for i, line in enumerate(text.lines) if i not in body]
+            code = extract_code(reply, prompt_line=prompt_line, context=shown)
+        except ReplyError as exc:
+            return self._failed(f"runfix: nothing was inserted: {exc}.")
+        text = self.flow.text(uri)
+        now = _find_again(text.lines, prompt, prompt_line, settings.prompt_markers)
+        if now is None:
+            return self._failed(
+                "runfix: the prompt changed while the model wrote; nothing was inserted."
+            )
+        edit = LineEdit(now.body_first, now.body_last, code)
+        label = "runfix: regenerate" if now.has_body else "runfix: generate"
+        if not await self.editor.apply(uri, text.version, edit, label):
+            return self._failed("runfix: the editor did not apply the generated code.")
+        first, last = now.body_first, now.body_first + code.rstrip("\n").count("\n")
+        answer = GenerateAnswer(Status.OK, Range.lines(first, last))
+        version = await self.flow.shown(uri, first, code)
+        if version is None:
+            log.warning("the generated code did not show up in %s; it will not be run", uri)
+            return answer
+        self.flow.mark_findings(uri, version, scan(code, first + 1))
+        if run or settings.auto_run:
+            ran = await self.flow.run(uri, Range.lines(first, last), cancel, origin="model")
+            answer = GenerateAnswer(Status.OK, answer.range, ran)
+        return answer
+
+    def _failed(self, message: str) -> GenerateAnswer:
+        self.editor.tell(message, Level.ERROR)
+        return GenerateAnswer(Status.ERROR, message=message)
