@@ -37,7 +37,7 @@ from lsp_server.flow import Flow
 from lsp_server.folder_files import read_regular
 from lsp_server.record.store import entry, one_based, ran_text
 from lsp_server.results import build
-from lsp_server.runs import output_files
+from lsp_server.runs import RunMode, output_files
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
@@ -387,9 +387,8 @@ class AgentDoor:
         where = Range.lines(*lines) if lines is not None else None
         ran: list[Any] = []
         with self._cancellable() as cancel:
-            answer = await self.flow.run(
-                uri, where, cancel, runs=ran, origin=f"agent: {agent}", say_stop=False
-            )
+            mode = RunMode(origin=f"agent: {agent}", say_stop=False)
+            answer = await self.flow.run(uri, where, cancel, mode, ran)
         output = "".join(text_of(piece.outcome) for piece in ran)
         return {"status": answer.status.value, "output": output, "message": answer.message}
 

@@ -54,7 +54,15 @@ from lsp_server.model.context import (
 from lsp_server.outputs.bundles import OutputFiles
 from lsp_server.record.store import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
 from lsp_server.results import DocumentResults, Problem, build
-from lsp_server.runs import Piece, PieceRun, output_files, pieces_for, run_request
+from lsp_server.runs import (
+    EVERY_PIECE,
+    Piece,
+    PieceRun,
+    RunMode,
+    output_files,
+    pieces_for,
+    run_request,
+)
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, code_of, split_cells
@@ -261,16 +269,11 @@ class Flow:
         uri: str,
         line_range: Range | None,
         cancel: asyncio.Event,
-        *,
+        mode: RunMode = EVERY_PIECE,
         runs: list[PieceRun] | None = None,
-        after: int = -1,
-        say_stop: bool = True,
-        origin: str = "user",
-        before: int | None = None,
-        within: Sequence[tuple[int, int]] | None = None,
     ) -> RunAnswer:
-        """Run the range's lines, or every cell (below line `after`, above line `before`,
-        starting within one of the line spans `within`), stopping at the first that fails.
+        """Run the range's lines, or every cell `mode` takes (below a line, above one,
+        starting within line spans), stopping at the first that fails.
 
         What runs is the text as it stood when the run was asked for, each piece whole,
         however the document changes meanwhile; results land through the edits made
@@ -282,11 +285,7 @@ class Flow:
         folder = self.editor.folder_for(uri)
         settings = await self.session.settings(folder)
         pieces = [
-            p
-            for p in pieces_for(text.lines, line_range, settings.prompt_markers)
-            if p.first > after
-            and (before is None or p.first < before)
-            and (within is None or any(a <= p.first <= b for a, b in within))
+            p for p in pieces_for(text.lines, line_range, settings.prompt_markers) if mode.takes(p)
         ]
         if not pieces:
             return _run_answer(Status.OK, began)
@@ -316,7 +315,7 @@ class Flow:
                         flagged[piece],
                         asked_at,
                         files,
-                        origin,
+                        mode.origin,
                     )
                     if isinstance(ran, str):
                         return _run_answer(Status.CANCELLED, began, ran)
@@ -325,7 +324,7 @@ class Flow:
                     status = ran.outcome.status
                     why = ran.outcome.note if status == RunStatus.CANCELLED else ""
                     if status != RunStatus.OK:
-                        if say_stop and number < len(pieces):
+                        if mode.say_stop and number < len(pieces):
                             left = len(pieces) - number
                             self.editor.remark(Place(uri), f"stopped; {left} later cell(s) not run")
                         break
@@ -430,15 +429,15 @@ class Flow:
         if cell is None:
             return RunAnswer(Status.OK, 0)
         if which == "above":
-            return await self.run(uri, None, cancel, before=cell.first)
+            return await self.run(uri, None, cancel, RunMode(before=cell.first))
         if which == "below":
-            return await self.run(uri, None, cancel, after=cell.first - 1)
+            return await self.run(uri, None, cancel, RunMode(after=cell.first - 1))
         kernel = await self.gate.kernel(uri, line)
         if kernel is None:
             return RunAnswer(Status.CANCELLED, 0, "not run: the folder is not trusted")
         await kernel.restart()
         self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
-        return await self.run(uri, None, cancel, before=cell.last + 1)
+        return await self.run(uri, None, cancel, RunMode(before=cell.last + 1))
 
     async def run_dependents(
         self, uri: str, line: int, cancel: asyncio.Event, *, with_above: bool = False
@@ -455,7 +454,7 @@ class Flow:
             return RunAnswer(Status.OK, 0)
         if with_above:
             cells = [flow.bounds(i) for i in range(index + 1)] + cells
-        return await self.run(uri, None, cancel, within=cells)
+        return await self.run(uri, None, cancel, RunMode(within=tuple(cells)))
 
     async def shown(self, uri: str, first: int, code: str) -> int | None:
         """Wait until the document holds `code` at line `first`; its version then, else None."""

@@ -28,6 +28,7 @@ from lsp_server.model.context import (
     extract_code,
     generate_messages,
 )
+from lsp_server.runs import RunMode
 from lsp_server.text.positions import strip_eol
 from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
 
@@ -119,7 +120,9 @@ class Generator:
             return answer
         self.flow.mark_findings(uri, version, scan(code, first + 1))
         if run or settings.auto_run:
-            ran = await self.flow.run(uri, Range.lines(first, last), cancel, origin="model")
+            ran = await self.flow.run(
+                uri, Range.lines(first, last), cancel, RunMode(origin="model")
+            )
             answer = GenerateAnswer(Status.OK, answer.range, ran)
         return answer
 

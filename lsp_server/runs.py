@@ -73,6 +73,33 @@ class PieceRun:
     """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""
 
 
+@dataclass(frozen=True)
+class RunMode:
+    """Which of a document's pieces a run (`Flow.run`) takes, and how it is told."""
+
+    after: int = -1
+    """Only pieces that start below this line."""
+    before: int | None = None
+    """Only pieces that start above this line."""
+    within: tuple[tuple[int, int], ...] | None = None
+    """Only pieces that start within one of these line spans."""
+    origin: str = "user"
+    """Who ran it, as the record says (`user`, `model`, `agent: <name>`)."""
+    say_stop: bool = True
+    """Say in the document that later cells did not run after one failed."""
+
+    def takes(self, piece: Piece) -> bool:
+        return (
+            piece.first > self.after
+            and (self.before is None or piece.first < self.before)
+            and (self.within is None or any(a <= piece.first <= b for a, b in self.within))
+        )
+
+
+EVERY_PIECE = RunMode()
+"""Every piece, run by the user: `Flow.run`'s default mode."""
+
+
 def output_files(folder: Path, settings: Settings) -> OutputFiles:
     """Where a run's rich outputs go, within the settings' limits."""
     return OutputFiles(

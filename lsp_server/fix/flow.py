@@ -42,7 +42,7 @@ from lsp_server.fix.fixing import (
 from lsp_server.model.context import error_text
 from lsp_server.record.store import entry
 from lsp_server.results import build
-from lsp_server.runs import PieceRun, output_files, run_request
+from lsp_server.runs import PieceRun, RunMode, output_files, run_request
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
@@ -118,9 +118,8 @@ class FixFlow:
         imported: set[str] = set()
         while True:
             runs: list[PieceRun] = []
-            ran = await self.flow.run(
-                uri, line_range, cancel, runs=runs, after=after, say_stop=False
-            )
+            mode = RunMode(after=after, say_stop=False)
+            ran = await self.flow.run(uri, line_range, cancel, mode, runs)
             if ran.status in (Status.OK, Status.CANCELLED):
                 status = Status.FIXED if fixed and ran.status == Status.OK else ran.status
                 return FixAnswer(status, attempts)
@@ -195,7 +194,7 @@ class FixFlow:
             return None
         self.editor.remark(Place(uri, at), f"added `{statement}` (no model needed)")
         await self.flow.shown(uri, at, statement + "\n")
-        ran = await self.flow.run(uri, Range.lines(at, at), cancel, say_stop=False)
+        ran = await self.flow.run(uri, Range.lines(at, at), cancel, RunMode(say_stop=False))
         return at if ran.status == Status.OK else None
 
     async def define_first(
@@ -225,7 +224,7 @@ class FixFlow:
             f"`{name}` is defined at line {where[0] + 1}, in a cell that had not run: running "
             "the cells above first (no model needed)",
         )
-        ran = await self.flow.run(uri, None, cancel, before=first, say_stop=False)
+        ran = await self.flow.run(uri, None, cancel, RunMode(before=first, say_stop=False))
         return ran.status == Status.OK
 
     async def install_first(
