@@ -110,6 +110,12 @@ class Session:
             cached = self._settings[folder] = await self._read_settings(folder)
         return with_choice(cached, self.choice(folder))
 
+    def display_settings(self, folder: Path) -> Settings:
+        """The folder's settings as far as they say how results show: a trust decision
+        changes none of those, so none is read (a publication never touches the trust
+        store: a `stat` and a `realpath` each time)."""
+        return self._settings.get(folder) or Settings()
+
     def cached_settings(self, folder: Path) -> Settings:
         """The folder's settings if known, without asking anyone (for fast handlers)."""
         return with_choice(self._settings.get(folder) or Settings(), self.choice(folder))

@@ -509,7 +509,7 @@ class FixFlow:
             fallback_line=first,
             folder=folder,
             piece=(first, last),
-            files=output_files(folder, self.session.cached_settings(folder)),
+            files=output_files(folder, self.session.display_settings(folder)),
         )
         self.session.store.clear(uri, first, last)
         self.flow.keep(uri, version, results)

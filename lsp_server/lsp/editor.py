@@ -220,7 +220,7 @@ class LspEditor:
         doc = self.server.workspace.text_documents.get(uri)
         if doc is None:
             return
-        setting = self.session.cached_settings(self.folder_for(uri)).results
+        setting = self.session.display_settings(self.folder_for(uri)).results
         with_results = self.features.results_mode(setting) in ("diagnostics", "both")
         results, width = self.session.store.get(uri), self.features.width
         protocol = self.server.protocol

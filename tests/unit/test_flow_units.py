@@ -479,3 +479,19 @@ def test_the_early_kernels_folder_is_the_first_workspace_folder_else_the_root(
     assert root_folder({"rootUri": "untitled:x"}) is None
     assert root_folder({"rootUri": None}) is None
     assert root_folder([]) is None
+
+
+def test_how_results_show_is_read_without_the_trust_store(tmp_path: Path) -> None:
+    """Issue 37: a publication reads the display settings; no trust decision changes them,
+    so the trust store (a stat and a realpath) is not read for them."""
+    from executor.trust import TrustStore
+
+    class Untouchable(TrustStore):
+        def decision(self, folder: Path) -> Any:
+            raise AssertionError("the trust store was read")
+
+    async def read(folder: Path) -> Settings:
+        return Settings()
+
+    session = Session(read, lambda folder, kernel: None, trust=Untouchable(tmp_path / "t.json"))
+    assert session.display_settings(tmp_path).results == Settings().results

@@ -112,7 +112,7 @@ async def _cancellable(ls: RunfixServer, work: Callable[[asyncio.Event], Awaitab
 def _cell_range(ls: RunfixServer, uri: str, line: int) -> Range:
     """The code lines of the cell holding `line` (a marker line belongs to its cell)."""
     lines = ls.workspace.get_text_document(uri).lines
-    markers = ls.session.cached_settings(ls.editor.folder_for(uri)).prompt_markers
+    markers = ls.session.display_settings(ls.editor.folder_for(uri)).prompt_markers
     cell = cell_at(split_cells(lines, markers), min(line, max(len(lines) - 1, 0)))
     if cell is None or cell.code_first > cell.last:
         return Range.lines(line, line - 1)

@@ -22,7 +22,7 @@ def register(server: RunfixServer) -> None:
     def inlay_hint(ls: RunfixServer, params: lsp.InlayHintParams) -> list[Any] | Prepared:
         uri = params.text_document.uri
         store, features = ls.session.store, ls.editor.features
-        setting = ls.session.cached_settings(ls.editor.folder_for(uri)).results
+        setting = ls.session.display_settings(ls.editor.folder_for(uri)).results
         if features.results_mode(setting) == "diagnostics" or not store.has(uri):
             return []
         lines = ls.workspace.get_text_document(uri).lines

@@ -35,7 +35,7 @@ _KINDS = {
 def running_kernel(ls: RunfixServer, uri: str) -> Kernel | None:
     """The folder's kernel if it runs and `completion` is on; never starts one."""
     folder = ls.editor.folder_for(uri)
-    if not ls.session.cached_settings(folder).completion:
+    if not ls.session.display_settings(folder).completion:
         return None
     kernel = ls.session.kernels.find(folder)
     return kernel if kernel is not None and kernel.launched else None
