@@ -105,9 +105,13 @@ async def test_results_over_the_line_limit_are_bounded_and_the_next_call_works(
     uri = open_doc(initialized, folder / "big.py", code)
     assert (await run(initialized, uri))["status"] == "ok"
     async with agent() as session:
-        said = await tool(session, "results", path=str(folder / "big.py"))
+        for _ in range(20):  # (the results are kept by then; a loaded machine gets time)
+            said = await tool(session, "results", path=str(folder / "big.py"))
+            if len(said.get("results", ())) == 3:
+                break
+            await asyncio.sleep(0.5)
         after = await tool(session, "results", path=str(folder / "big.py"), first=3)
-    assert "fewer lines" in said["truncated"]
+    assert "fewer lines" in said.get("truncated", ""), {k: str(v)[:300] for k, v in said.items()}
     assert sum(len(r["output"]) for r in said["results"]) < 16 * 1024 * 1024
     assert [r["output"] for r in after["results"]] == ["end\n"]  # the next answer is its own
 
