@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from executor.events import Display, Error, RunOutcome, RunRequest, Stream, Value
+from executor.events import Display, Error, RunOutcome, Stream, Value
 from lsp_server.contract import Range
 from lsp_server.editor import Editor
 from lsp_server.flow import Flow
 from lsp_server.folder_files import read_regular
 from lsp_server.record.store import entry, one_based, ran_text
 from lsp_server.results import build
-from lsp_server.runs import RunMode, output_files
+from lsp_server.runs import RunMode, output_files, run_request
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
@@ -404,9 +404,7 @@ class AgentDoor:
         settings = await self.session.settings(folder)
         kernel = await self.session.kernel_for(folder)
         lock = self.session.run_lock(folder)
-        request = RunRequest(
-            code, name, first + 1, timeout=settings.timeout, output_limit=settings.output_limit
-        )
+        request = run_request(settings, name, code, first)
         with self._cancellable() as cancel:
             async with lock:
                 outcome = await kernel.execute(request, cancel=cancel)
