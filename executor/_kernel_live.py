@@ -25,10 +25,10 @@ dictionary keys and table columns. A static server beside runfix (Pylance, pyrig
 lists the rest, and the editor merges the two lists without duplicates.
 
 The server asks over a comm (`TARGET`), on a kernel subshell where the kernel has them, so an
-answer never waits for a running cell. Each answer is worked out on a thread of its own with
-a deadline its walks check; one that still has not answered is abandoned (and said so) rather
-than holding the next. This file must run on any Python 3.8+ with IPython, and import
-nothing from runfix.
+answer never waits for a running cell. Answers are worked out on a worker thread, with a
+deadline their walks check; a worker that still has not answered is abandoned (and said so)
+and the next question goes to a new one. This file must run on any Python 3.8+ with
+IPython, and import nothing from runfix.
 """
 
 from __future__ import annotations
