@@ -82,14 +82,21 @@ def _installed() -> dict[str, list[str]]:
 
 
 @functools.cache
-def _downloads() -> dict[str, int]:
-    """Downloads over 30 days of the 15,000 most-downloaded distributions, by canonical name."""
-    out: dict[str, int] = {}
+def _download_list() -> dict[str, tuple[str, int]]:
+    """The 15,000 most-downloaded distributions, by canonical name: the name as the list
+    spells it and its downloads over 30 days (read once)."""
+    out: dict[str, tuple[str, int]] = {}
     for line in (DATA / "top-pypi-packages.csv").read_text(encoding="utf-8").splitlines()[2:]:
         name, _, count = line.rpartition(",")
         if name and count.isdigit():
-            out.setdefault(canonical(name), int(count))
+            out.setdefault(canonical(name), (name, int(count)))
     return out
+
+
+@functools.cache
+def _downloads() -> dict[str, int]:
+    """Downloads over 30 days, by canonical name."""
+    return {key: count for key, (_, count) in _download_list().items()}
 
 
 @functools.cache
@@ -335,15 +342,8 @@ def _popular(
     return best, own
 
 
-@functools.cache
-def _listed_names() -> dict[str, str]:
-    """Canonical name → the name as the download list spells it."""
-    lines = (DATA / "top-pypi-packages.csv").read_text(encoding="utf-8").splitlines()[2:]
-    return {canonical(n): n for n, _, _ in (line.rpartition(",") for line in lines) if n}
-
-
 def _listed_name(name: str) -> str:
-    return _listed_names().get(canonical(name), name)
+    return _download_list().get(canonical(name), (name, 0))[0]
 
 
 def _without(names: tuple[str, ...], chosen: str) -> tuple[str, ...]:
