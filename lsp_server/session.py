@@ -136,7 +136,7 @@ class Session:
         real = self._resolved.get(folder)
         if real is None:
             real = self._resolved[folder] = resolved(folder)
-        return any(real == f or f in real.parents for f in self.decided_for)
+        return any(real.is_relative_to(f) for f in self.decided_for)
 
     def may_start(self, folder: Path, settings: Settings) -> bool:
         """Whether a kernel may start for the folder with these settings."""

@@ -8,10 +8,7 @@ folder's kernel at its next use.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lsprotocol import types as lsp
-from pygls.uris import to_fs_path
 
 from executor.trust import Choice, resolved
 from lsp_server.capabilities import ClientFeatures
@@ -33,9 +30,7 @@ def register(server: RunfixServer) -> None:
         said = ls.init_options.get(CLIENT_TRUST) if isinstance(ls.init_options, dict) else None
         if said == "trusted":  # for the folders it was said of, not for all to come
             ls.session.decided = Choice.TRUST
-            roots = [f.uri for f in params.workspace_folders or ()] or [params.root_uri or ""]
-            paths = [p for r in roots if r.startswith("file:") and (p := to_fs_path(r))]
-            ls.session.decided_for = tuple(resolved(Path(p)) for p in paths)
+            ls.session.decided_for = tuple(resolved(f) for f in ls.editor.workspace_folders())
         elif said == "restricted":
             ls.editor.restricted = RESTRICTED
         # pygls made its workspace just before this handler; ours splits lines as LSP does.
