@@ -107,7 +107,7 @@ class Flow:
     def __init__(self, session: Session, editor: Editor) -> None:
         self.session = session
         self.editor = editor
-        self.gate = Gate(self)
+        self.gate = Gate(session, editor)
         """Trust before a kernel, confirmation before flagged code (`gate`)."""
         self.generator = Generator(self)
         """Writing a prompt's body (`generate`)."""

@@ -10,20 +10,16 @@ import asyncio
 import hashlib
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
 from executor.trust import Choice, TrustFileError
-from lsp_server.editor import Level, Place, TrustAnswer, TrustQuestion
+from lsp_server.editor import Editor, Level, Place, TrustAnswer, TrustQuestion
 from lsp_server.executors import sandboxed
 from lsp_server.results import DocumentResults, Problem
-from lsp_server.session import NotTrusted
+from lsp_server.session import NotTrusted, Session
 from lsp_server.settings import Settings
 from lsp_server.text.positions import strip_eol
-
-if TYPE_CHECKING:
-    from lsp_server.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +36,8 @@ def _sandbox_ready(image: str) -> bool:
 class Gate:
     """Trust before a kernel, confirmation before flagged code (`Flow.gate`)."""
 
-    def __init__(self, flow: Flow) -> None:
-        self.flow = flow
-        self.session, self.editor = flow.session, flow.editor
+    def __init__(self, session: Session, editor: Editor) -> None:
+        self.session, self.editor = session, editor
         self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
         """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
 
