@@ -87,3 +87,15 @@ async def test_a_project_file_problem_is_said_once(client: Any, folder: Path) ->
     for problem in ("timeout = 'soon'", "unknown setting 'bogus'"):
         assert sum(problem in m for m in said) == 1, said
     assert [h.label for h in await hints(client, uri)] == ["→ 42"]
+
+
+async def test_a_carriage_return_bomb_shows_its_last_frame_in_the_editor(
+    initialized: Any, folder: Path
+) -> None:
+    """The same through a real kernel and LSP: 200,000 frames of a progress line, far past
+    `outputLimit`; the hint shows the last one, not the frame the head stopped at."""
+    code = "for i in range(200000):\n    print(f'\\r{i}', end='')\n"
+    uri = open_doc(initialized, folder / "bomb.py", code)
+    assert (await run(initialized, uri))["status"] == "ok"
+    [hint] = await hints(initialized, uri)
+    assert hint.label.startswith("→ 199999"), hint.label
