@@ -43,6 +43,16 @@ async def test_code_lens_of_a_file_never_opened_and_missing_is_empty(
     assert not await initialized.text_document_code_lens_async(lsp.CodeLensParams(piped))
     hovered = initialized.text_document_hover_async(lsp.HoverParams(piped, lsp.Position(0, 0)))
     assert await asyncio.wait_for(hovered, 10) is None
+    start = lsp.Position(0, 0)
+    # these read the document's text: a FIFO read from disk would block the server's loop
+    for asked in (
+        initialized.text_document_completion_async(lsp.CompletionParams(piped, start)),
+        initialized.text_document_signature_help_async(lsp.SignatureHelpParams(piped, start)),
+        initialized.text_document_code_action_async(
+            lsp.CodeActionParams(piped, lsp.Range(start, start), lsp.CodeActionContext([]))
+        ),
+    ):
+        await asyncio.wait_for(asked, 10)
 
 
 async def test_a_position_past_the_end_is_refused_not_the_last_cell_run(
