@@ -32,12 +32,11 @@ from urllib.parse import unquote, urlparse
 
 from executor.events import Display, Error, RunOutcome, Stream, Value
 from lsp_server.contract import Range
-from lsp_server.editor import Editor
+from lsp_server.editor import Editor, Snapshot
 from lsp_server.flow import Flow
 from lsp_server.folder_files import read_regular
-from lsp_server.record.store import entry, one_based, ran_text
-from lsp_server.results import build
-from lsp_server.runs import RunMode, output_files, run_request
+from lsp_server.record.store import one_based
+from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
@@ -380,15 +379,15 @@ class AgentDoor:
                 raise AgentError(f"{path}: {exc.strerror}") from None
             except UnicodeDecodeError:
                 raise AgentError(f"{path}: not UTF-8 text") from None
-            rows = text.splitlines(keepends=True)
+            rows = tuple(text.splitlines(keepends=True))
             first, last = lines if lines is not None else (0, len(rows) - 1)
-            code = "".join(rows[first : last + 1])
-            return await self._execute(folder, code, str(path), first, agent)
-        where = Range.lines(*lines) if lines is not None else None
+            where = await self._where(folder, uri, str(path), rows)
+            return await self._execute(where, Piece(first, last), agent)
+        span = Range.lines(*lines) if lines is not None else None
         ran: list[Any] = []
         with self._cancellable() as cancel:
             mode = RunMode(origin=f"agent: {agent}", say_stop=False)
-            answer = await self.flow.run(uri, where, cancel, mode, ran)
+            answer = await self.flow.run(await self.flow.where(uri), span, cancel, mode, ran)
         output = "".join(text_of(piece.outcome) for piece in ran)
         return {"status": answer.status.value, "output": output, "message": answer.message}
 
@@ -397,36 +396,35 @@ class AgentDoor:
         if not isinstance(code, str) or not code.strip():
             raise AgentError("code: the code to run is needed")
         await self._may_run(folder, agent)
-        return await self._execute(folder, code, f"<{agent}>", 0, agent)
+        rows = tuple(code.splitlines(keepends=True)) or ("",)
+        where = await self._where(folder, "", f"<{agent}>", rows)
+        return await self._execute(where, Piece(0, len(rows) - 1), agent)
 
-    async def _execute(self, folder: Path, code: str, name: str, first: int, agent: str) -> Any:
+    async def _where(self, folder: Path, uri: str, name: str, rows: tuple[str, ...]) -> Where:
+        """The context of code in no open document (a file on disk, an agent's snippet)."""
+        return Where(uri, name, folder, await self.session.settings(folder), Snapshot(0, rows))
+
+    async def _execute(self, where: Where, piece: Piece, agent: str) -> Any:
         """Code that is in no open document, in the folder's kernel, behind its runs."""
-        settings = await self.session.settings(folder)
-        kernel = await self.session.kernel_for(folder)
-        lock = self.session.run_lock(folder)
-        request = run_request(settings, name, code, first)
+        kernel = await self.session.kernel_for(where.folder, where.settings)
         with self._cancellable() as cancel:
-            async with lock:
-                outcome = await kernel.execute(request, cancel=cancel)
-        log.info("%s ran %d characters in %s", agent, len(code), folder)
-        origin = f"agent: {agent}"
-        rows = code.splitlines(keepends=True) or [""]
-        lines = [""] * first + rows
-        where = (first, first + len(rows) - 1)
-        results = build(
-            outcome,
-            path=name,
-            lines=lines,
-            fallback_line=first,
-            folder=folder,
-            piece=where,
-            files=output_files(folder, settings),
-            ran=f"{ran_text(outcome)} · by {origin}",
-        )
-        self.flow.record(folder, settings, entry(name, where, code, origin, outcome, results))
+            lock = await self.flow.runner.locked(where, cancel)
+            if lock is None:
+                return {"status": "cancelled", "output": "", "message": self._cancelled_note()}
+            try:
+                ran = await self.flow.runner.run(
+                    where, piece, kernel, cancel, origin=f"agent: {agent}", keep=False
+                )
+            finally:
+                lock.release()
+        outcome = ran.outcome
+        log.info("%s ran %d line(s) in %s", agent, piece.last - piece.first + 1, where.folder)
         status = "error" if outcome.status.value == "died" else outcome.status.value
-        note = "the server is shutting down" if self.stopping and status == "cancelled" else ""
+        note = self._cancelled_note() if status == "cancelled" else ""
         return {"status": status, "output": text_of(outcome), "message": note or outcome.note}
+
+    def _cancelled_note(self) -> str:
+        return "the server is shutting down" if self.stopping else ""
 
     async def _results(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, _ = self._uri(folder, args)

@@ -10,61 +10,36 @@ runs where the failing piece stands, and only a candidate that ran clean is appl
 Generating writes a prompt's body; model-written code the scan flags needs the user's
 "Run" before it runs in the local kernel; in the sandbox the container is the control.
 
-The flow talks to the editor only through `editor.Editor`, and to everything
-else through the `session.Session`.
+Every request comes with its document's context (`runs.Where`, made once at the front
+end's door by `Flow.where`); every piece runs through the `runner.Runner`. The flow talks
+to the editor only through `editor.Editor`, and to everything else through the
+`session.Session`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
-from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value, Variable
-from executor.jupyter import Kernel
+from executor.events import RunRequest, RunStatus, Variable
 from executor.safety import Finding
-from lsp_server.contract import (
-    InstallAnswer,
-    Range,
-    RunAnswer,
-    Status,
-)
-from lsp_server.editor import (
-    SHOWN_TEXT,
-    Editor,
-    Level,
-    Place,
-    Snapshot,
-    lines_match,
-)
-from lsp_server.fix.fixing import (
-    user_module,
-)
+from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
+from lsp_server.editor import SHOWN_TEXT, Editor, Level, Place, Snapshot, lines_match
+from lsp_server.fix.fixing import user_module
 from lsp_server.fix.flow import FixFlow
 from lsp_server.gate import Gate
 from lsp_server.generate import Generator
-from lsp_server.model.context import (
-    error_text,
-)
-from lsp_server.outputs.bundles import OutputFiles
-from lsp_server.record.store import RESTORE_RUNS, RecordedRun, entry, ran_text, restored
-from lsp_server.results import DocumentResults, Problem, build
-from lsp_server.runs import (
-    EVERY_PIECE,
-    Piece,
-    PieceRun,
-    RunMode,
-    output_files,
-    pieces_for,
-    run_request,
-)
+from lsp_server.model.context import error_text
+from lsp_server.record.store import RESTORE_RUNS, restored
+from lsp_server.results import DocumentResults, Problem
+from lsp_server.runner import Runner
+from lsp_server.runs import EVERY_PIECE, Piece, PieceRun, RunMode, Where, output_files, pieces_for
 from lsp_server.session import Session
-from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, code_of, split_cells
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.positions import strip_eol
@@ -72,7 +47,8 @@ from lsp_server.text.positions import strip_eol
 log = logging.getLogger(__name__)
 
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
-QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
+NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
+INVALIDATE_CACHES = "import importlib\nimportlib.invalidate_caches()\n"
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"
 
@@ -93,14 +69,6 @@ def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[
     return out
 
 
-def _rich(outcome: RunOutcome) -> bool:
-    """Whether a run showed more than text (images, HTML, …: files to store)."""
-    return any(
-        isinstance(e, (Display, Value)) and any(m != "text/plain" for m in e.data)
-        for e in outcome.events
-    )
-
-
 class Flow:
     """Runs, fixes, generations and installs for any editor: what a command asks, done."""
 
@@ -109,25 +77,33 @@ class Flow:
         self.editor = editor
         self.gate = Gate(session, editor)
         """Trust before a kernel, confirmation before flagged code (`gate`)."""
+        self.runner = Runner(session, editor)
+        """Where every piece runs, its results kept and recorded (`runner`)."""
         self.generator = Generator(self)
         """Writing a prompt's body (`generate`)."""
         self.fixes = FixFlow(self)
         """Run and fix, fixing a piece (`fix.flow`)."""
-        self._doing: dict[Path, str] = {}
-        """What a folder's run in progress waits for, for the runs queued behind it."""
 
     # -- reading ------------------------------------------------------------------------
+
+    async def where(self, uri: str) -> Where:
+        """The document's context for one request: its folder, the folder's settings (the
+        trust decision applied) and its text now. The only place the core looks them up."""
+        folder = self.editor.folder_for(uri)
+        settings = await self.session.settings(folder)
+        return Where(uri, self.editor.path_of(uri), folder, settings, self.text(uri))
 
     def text(self, uri: str) -> Snapshot:
         """The document now; a closed one reads as empty."""
         return self.editor.text(uri) or Snapshot(0, ())
 
-    async def settings_for(self, uri: str) -> Settings:
-        return await self.session.settings(self.editor.folder_for(uri))
+    def now(self, where: Where) -> Where:
+        """The same context over the document's text as it is now (after an edit)."""
+        return where.now(self.text(where.uri))
 
-    async def variables(self, uri: str) -> list[Variable]:
+    async def variables(self, where: Where) -> list[Variable]:
         """The kernel's variables if it is up; none rather than waiting on a start or a run."""
-        kernel = self.session.kernels.find(self.editor.folder_for(uri))
+        kernel = self.session.kernels.find(where.folder)
         if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
             return []
         try:
@@ -147,11 +123,13 @@ class Flow:
         problem = self._problem_for(uri, piece, message)
         return problem.first if problem is not None else None
 
-    def module_for(self, uri: str, piece: tuple[int, ...], message: str) -> tuple[Path, int] | None:
+    def module_for(
+        self, where: Where, piece: tuple[int, ...], message: str
+    ) -> tuple[Path, int] | None:
         """The module file of the folder (and its line) the error was raised in, where the
         diagnostic names one ("raised in …")."""
-        problem = self._problem_for(uri, piece, message)
-        folder = self.editor.folder_for(uri)
+        problem = self._problem_for(where.uri, piece, message)
+        folder = where.folder
         for related in reversed(problem.related if problem is not None else ()):
             if related.path and (module := user_module(related.path, folder)) is not None:
                 return module, related.line
@@ -165,18 +143,9 @@ class Flow:
 
     # -- results ------------------------------------------------------------------------
 
-    def keep(self, uri: str, version: int, results: DocumentResults) -> None:
-        """Store results made from `version` (moved through later edits), and publish."""
-        now = self.editor.text(uri)
-        if now is None:
-            return  # closed while it ran: its results went with it
-        self.session.store.add(uri, version, results, now.lines)
-        self.editor.published(uri, results)
-
-    async def record_id(self, uri: str, ticket: int | None) -> int | None:
+    def record_id(self, where: Where, ticket: int | None) -> int | None:
         """The run record's id of a run recorded with `ticket` (None: not recorded)."""
-        folder = self.editor.folder_for(uri)
-        record = self.session.existing_record(folder, await self.session.settings(folder))
+        record = self.session.existing_record(where.folder, where.settings)
         return record.id_for(ticket) if record is not None else None
 
     def say_if_stale_above(self, uri: str, line: int) -> None:
@@ -194,35 +163,34 @@ class Flow:
                 Place(uri, line),
             )
 
-    async def restore(self, uri: str) -> None:
+    async def restore(self, where: Where) -> None:
         """A document opened: the results its unchanged code had (`record.restored`).
 
         Not in a folder whose code may not run yet: its record came with the repository
         as far as anyone knows, and a repository's record can say anything."""
-        text = self.editor.text(uri)
-        if text is None or self.session.store.get(uri).statements:
+        uri, folder = where.uri, where.folder
+        if self.editor.text(uri) is None or self.session.store.get(uri).statements:
             return
-        folder = self.editor.folder_for(uri)
-        settings = await self.session.settings(folder)
-        if not self.session.may_start(folder, settings):
+        if not self.session.may_start(folder, where.settings):
             return
-        record = self.session.existing_record(folder, settings)
+        record = self.session.existing_record(folder, where.settings)
         if record is None:
             return  # nothing ran here yet: opening a file creates nothing in the folder
-        runs = record.recent(self.editor.path_of(uri), RESTORE_RUNS)
+        runs = record.recent(where.path, RESTORE_RUNS)
         now = self.editor.text(uri)
         if not runs or now is None or self.session.store.get(uri).statements:
             return
         results = restored(runs, now.lines, folder)
         if results.statements:
-            self.keep(uri, now.version, results)
+            self.runner.keep(uri, now.version, results)
             self.editor.runs_done()
 
     def mark_findings(self, uri: str, version: int, findings: list[Finding]) -> None:
         now = self.editor.text(uri)
         if now is None or not findings:
             return
-        self.keep(uri, version, DocumentResults(problems=_safety_problems(findings, now.lines)))
+        problems = _safety_problems(findings, now.lines)
+        self.runner.keep(uri, version, DocumentResults(problems=problems))
 
     def explain_unavailable(self, uri: str, message: str) -> None:
         """A message, and an Error diagnostic on the document's first line, saying what to fix."""
@@ -237,36 +205,9 @@ class Flow:
 
     # -- running --------------------------------------------------------------------------
 
-    async def locked(self, folder_uri: str, cancel: asyncio.Event) -> asyncio.Lock | None:
-        """The folder's run lock, held; None if cancelled while waiting for it."""
-        folder = self.editor.folder_for(folder_uri)
-        lock = self.session.run_lock(folder)
-        if not lock.locked():  # free: taken at once, without a task to watch `cancel`
-            await lock.acquire()
-            return lock
-        # Queued: the progress says behind what (a run waiting for input() can take long).
-        acquired = asyncio.ensure_future(lock.acquire())
-        cancelled = asyncio.ensure_future(cancel.wait())
-        said: str | None = None
-        try:
-            async with self.editor.progress(cancel) as progress:
-                while not acquired.done():
-                    doing = self._doing.get(folder, "")
-                    if doing != said:
-                        why = f" ({doing})" if doing else ""
-                        progress.report(f"Waiting for the folder's run in progress{why}")
-                        said = doing
-                    await asyncio.wait({acquired, cancelled}, timeout=QUEUE_REPORTS)
-                    if cancelled.done() and not acquired.done():
-                        return None
-        finally:
-            cancelled.cancel()
-            acquired.cancel()  # (a no-op once it holds the lock)
-        return lock
-
     async def run(
         self,
-        uri: str,
+        where: Where,
         line_range: Range | None,
         cancel: asyncio.Event,
         mode: RunMode = EVERY_PIECE,
@@ -275,50 +216,41 @@ class Flow:
         """Run the range's lines, or every cell `mode` takes (below a line, above one,
         starting within line spans), stopping at the first that fails.
 
-        What runs is the text as it stood when the run was asked for, each piece whole,
-        however the document changes meanwhile; results land through the edits made
-        since (or are dropped where their lines changed). Each piece that ran is
-        appended to `runs` when given (the fix loop reads them)."""
+        What runs is `where.text` (the text as it stood when the run was asked for), each
+        piece whole, however the document changes meanwhile; results land through the
+        edits made since (or are dropped where their lines changed). Each piece that ran
+        is appended to `runs` when given (the fix loop reads them)."""
         began = time.perf_counter()
         asked_at = asyncio.get_running_loop().time()
-        text = self.text(uri)
-        folder = self.editor.folder_for(uri)
-        settings = await self.session.settings(folder)
+        uri, lines = where.uri, where.text.lines
         pieces = [
-            p for p in pieces_for(text.lines, line_range, settings.prompt_markers) if mode.takes(p)
+            p for p in pieces_for(lines, line_range, where.settings.prompt_markers) if mode.takes(p)
         ]
         if not pieces:
             return _run_answer(Status.OK, began)
         flagged = {p: self.session.store.get(uri).safety_in(p.first, p.last) for p in pieces}
-        kernel = await self.gate.kernel(uri, pieces[0].first)
-        if kernel is None:
+        admitted = await self.gate.kernel(where, pieces[0].first)
+        if admitted is None:
             return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
-        lock = await self.locked(uri, cancel)
+        where, kernel = admitted.where, admitted.kernel
+        lock = await self.runner.locked(where, cancel)
         if lock is None:
             return _run_answer(Status.CANCELLED, began)
         status = RunStatus.OK
         why = ""
-        files = output_files(folder, settings)  # outputs.maxRunMB is for the whole run
+        files = output_files(where.folder, where.settings)  # outputs.maxRunMB: the whole run
         try:
             async with self.editor.progress(cancel) as progress:
                 for number, piece in enumerate(pieces, 1):
                     if len(pieces) > 1:
                         share = (number - 1) * 100 // len(pieces)
                         progress.report(f"Running cell {number}/{len(pieces)}", share)
-                    ran = await self.run_piece(
-                        uri,
-                        text,
-                        piece,
-                        kernel,
-                        settings,
-                        cancel,
-                        flagged[piece],
-                        asked_at,
-                        files,
-                        mode.origin,
-                    )
-                    if isinstance(ran, str):
-                        return _run_answer(Status.CANCELLED, began, ran)
+                    if flagged[piece] and not await self._confirmed(where, piece, flagged[piece]):
+                        return _run_answer(Status.CANCELLED, began, NOT_CONFIRMED)
+                    ran = await self.runner.run(
+                        where, piece, kernel, cancel, origin=mode.origin, asked_at=asked_at,
+                        files=files,
+                    )  # fmt: skip
                     if runs is not None:
                         runs.append(ran)
                     status = ran.outcome.status
@@ -336,136 +268,65 @@ class Flow:
         self.editor.runs_done()
         return _run_answer(status, began, why or None)
 
-    async def run_piece(
-        self,
-        uri: str,
-        text: Snapshot,
-        piece: Piece,
-        kernel: Kernel,
-        settings: Settings,
-        cancel: asyncio.Event,
-        flagged: list[Problem],
-        asked_at: float | None = None,
-        files: OutputFiles | None = None,
-        origin: str = "user",
-    ) -> PieceRun | str:
-        """Run one piece of `text`, keeping its results (rich outputs in `files`: by default
-        within a run's limit of their own); a str: why it did not run.
+    async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
+        """Whether model-written code the scan flagged in `piece` may run (`Gate.confirm_run`)."""
+        code = code_of(where.text.lines, piece.first, piece.last)
+        reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
+        reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
+        place = Place(where.uri, flagged[0].first)
+        return await self.gate.confirm_run(code, reason, where.settings, place)
 
-        Model-written code the scan flagged (`flagged`) runs only once the user confirms."""
-        code = code_of(text.lines, piece.first, piece.last)
-        if flagged:
-            reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
-            reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
-            if not await self.gate.confirm_run(
-                code, reason, settings, Place(uri, flagged[0].first)
-            ):
-                return "not run: model-written code was flagged and the run was not confirmed"
-        self.session.store.clear_made_at(uri, text.version, piece.first, piece.last)
-        path = self.editor.path_of(uri)
-        outcome = await kernel.execute(
-            run_request(settings, path, code, piece.first),
-            cancel=cancel,
-            asked_at=asked_at,
-            ask_input=(
-                self._asker(self.editor.folder_for(uri), f"{path}:{piece.first + 1}", settings)
-                if self.editor.features.input and not origin.startswith("agent")
-                else None  # (an agent's run: nobody at the editor waits to answer it)
-            ),
-            on_output=self.editor.live(uri),
-        )
-        folder = self.editor.folder_for(uri)
-        making = functools.partial(
-            build,
-            outcome,
-            path=path,
-            lines=text.lines,
-            fallback_line=piece.first,
-            folder=folder,
-            piece=(piece.first, piece.last),
-            files=files or output_files(folder, settings),
-            ran=ran_text(outcome) + (f" · by {origin}" if origin.startswith("agent") else ""),
-        )
-        # Rich outputs are decoded and stored as files: off the loop, which keeps answering
-        # (a cell that shows 4,000 images); plain text is made at once.
-        results = await asyncio.to_thread(making) if _rich(outcome) else making()
-        self.keep(uri, text.version, results)
-        recorded = entry(path, (piece.first, piece.last), code, origin, outcome, results)
-        run_id = self.record(folder, settings, recorded)
-        return PieceRun(piece, outcome, text.lines, text.version, run_id)
-
-    def _asker(
-        self, folder: Path, where: str, settings: Settings
-    ) -> Callable[[str, bool], Awaitable[str | None]]:
-        """The code's `input()` asked through the editor, within `inputTimeout`; meanwhile
-        the runs queued behind it say what they wait for."""
-
-        async def ask(prompt: str, password: bool) -> str | None:
-            self._doing[folder] = f"it waits for input() at {where}"
-            try:
-                return await self.editor.ask_input(prompt, password, settings.input_timeout)
-            finally:
-                self._doing.pop(folder, None)
-
-        return ask
-
-    def record(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
-        """Add a run to the folder's record; its ticket (None: not recorded)."""
-        run_id = self.session.recorded(folder, settings, run)
-        for message in self.session.record(folder, settings).told_once():
-            self.editor.tell(f"runfix: {message}", Level.WARNING)
-        return run_id
-
-    async def run_cells(self, uri: str, line: int, which: str, cancel: asyncio.Event) -> RunAnswer:
+    async def run_cells(
+        self, where: Where, line: int, which: str, cancel: asyncio.Event
+    ) -> RunAnswer:
         """Cells around the one holding `line`: `above` (the cells before it), `below` (it
         and the cells after it), `dependents` (the cells below that read what it defines,
         transitively, in file order: `dataflow`), or `to` (restart the kernel, then every
         cell up to and including it: the state a fresh notebook would have there)."""
         if which == "dependents":
-            return await self.run_dependents(uri, line, cancel)
-        text = self.text(uri)
-        settings = await self.settings_for(uri)
-        cell = cell_at(split_cells(text.lines, settings.prompt_markers), line)
+            return await self.run_dependents(where, line, cancel)
+        cell = cell_at(split_cells(where.text.lines, where.settings.prompt_markers), line)
         if cell is None:
             return RunAnswer(Status.OK, 0)
         if which == "above":
-            return await self.run(uri, None, cancel, RunMode(before=cell.first))
+            return await self.run(where, None, cancel, RunMode(before=cell.first))
         if which == "below":
-            return await self.run(uri, None, cancel, RunMode(after=cell.first - 1))
-        kernel = await self.gate.kernel(uri, line)
-        if kernel is None:
+            return await self.run(where, None, cancel, RunMode(after=cell.first - 1))
+        admitted = await self.gate.kernel(where, line)
+        if admitted is None:
             return RunAnswer(Status.CANCELLED, 0, "not run: the folder is not trusted")
-        await kernel.restart()
+        await admitted.kernel.restart()
         self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
-        return await self.run(uri, None, cancel, RunMode(before=cell.last + 1))
+        return await self.run(admitted.where, None, cancel, RunMode(before=cell.last + 1))
 
     async def run_dependents(
-        self, uri: str, line: int, cancel: asyncio.Event, *, with_above: bool = False
+        self, where: Where, line: int, cancel: asyncio.Event, *, with_above: bool = False
     ) -> RunAnswer:
         """The cells below the one holding `line` that read what it defines, directly or
         through the cells between, in file order (`with_above`: first every cell up to and
         including it, as a fresh kernel needs: `runfix run --dependents-of`)."""
-        flow = DocumentMap(self.text(uri).lines)
+        flow = DocumentMap(where.text.lines)
         index = flow.index(line)
         cells = [flow.bounds(i) for i in flow.dependents(index)]
         if not cells and not with_above:
-            where = Place(uri, flow.bounds(index)[0])
-            self.editor.remark(where, "no cell below reads what this cell defines")
+            place = Place(where.uri, flow.bounds(index)[0])
+            self.editor.remark(place, "no cell below reads what this cell defines")
             return RunAnswer(Status.OK, 0)
         if with_above:
             cells = [flow.bounds(i) for i in range(index + 1)] + cells
-        return await self.run(uri, None, cancel, RunMode(within=tuple(cells)))
+        return await self.run(where, None, cancel, RunMode(within=tuple(cells)))
 
-    async def shown(self, uri: str, first: int, code: str) -> int | None:
-        """Wait until the document holds `code` at line `first`; its version then, else None."""
+    async def shown(self, where: Where, first: int, code: str) -> Where | None:
+        """Wait until the document holds `code` at line `first`: the context over its text
+        then, else None."""
         want = code.rstrip("\n").split("\n")
         deadline = time.monotonic() + EDIT_ARRIVAL
         while time.monotonic() < deadline:
-            now = self.editor.text(uri)
+            now = self.editor.text(where.uri)
             if now is None:
                 return None
             if lines_match(now.lines[first : first + len(want)], want):
-                return now.version
+                return where.now(now)
             await asyncio.sleep(0.01)
         return None
 
@@ -473,7 +334,7 @@ class Flow:
 
     async def install(
         self,
-        uri: str,
+        where: Where,
         packages: list[str],
         rerun: Range | None,
         cancel: asyncio.Event,
@@ -489,10 +350,11 @@ class Flow:
             )
             if await self.editor.choose(message, (INSTALL_ANYWAY, NO_INSTALL)) != INSTALL_ANYWAY:
                 return InstallAnswer(Status.CANCELLED, f"not installed: {shown} was not confirmed")
-        kernel = await self.gate.kernel(uri, rerun.start.line if rerun else None)
+        admitted = await self.gate.kernel(where, rerun.start.line if rerun else None)
         shown = " ".join(packages)
-        if kernel is None:
+        if admitted is None:
             return InstallAnswer(Status.CANCELLED, "not installed: the folder is not trusted")
+        kernel = admitted.kernel
 
         def failed(message: str, output: str | None = None) -> InstallAnswer:
             self.editor.tell(message, Level.ERROR)
@@ -521,7 +383,5 @@ class Flow:
         if rerun is None:
             return InstallAnswer(Status.OK)
         with suppress(Exception):
-            await kernel.execute(
-                RunRequest("import importlib\nimportlib.invalidate_caches()\n", "<runfix>", 1, 30)
-            )
-        return InstallAnswer(Status.OK, run=await self.run(uri, rerun, cancel))
+            await self.runner.quietly(kernel, RunRequest(INVALIDATE_CACHES, "<runfix>", 1, 30))
+        return InstallAnswer(Status.OK, run=await self.run(self.now(where), rerun, cancel))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from executor.interpreter import find_interpreter
@@ -17,7 +18,8 @@ from executor.trust import Choice, TrustFileError
 from lsp_server.editor import Editor, Level, Place, TrustAnswer, TrustQuestion
 from lsp_server.executors import sandboxed
 from lsp_server.results import DocumentResults, Problem
-from lsp_server.session import NotTrusted, Session
+from lsp_server.runs import Where
+from lsp_server.session import NotTrusted, Session, with_choice
 from lsp_server.settings import Settings
 from lsp_server.text.positions import strip_eol
 
@@ -33,6 +35,15 @@ def _sandbox_ready(image: str) -> bool:
     return sandbox_ready(image)
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """A folder's kernel, and the request's context as the user's decision made it (the
+    sandbox, runfix's own Python) when the gate asked for one."""
+
+    kernel: Kernel
+    where: Where
+
+
 class Gate:
     """Trust before a kernel, confirmation before flagged code (`Flow.gate`)."""
 
@@ -40,26 +51,28 @@ class Gate:
         self.session, self.editor = session, editor
         self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
         """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
+        self._noted: dict[str, Path] = {}
+        """The documents that say nothing ran, and the folder each waits on."""
 
     # -- trust ----------------------------------------------------------------------------
 
-    async def kernel(self, uri: str, line: int | None = None) -> Kernel | None:
+    async def kernel(self, where: Where, line: int | None = None) -> Admitted | None:
         """The folder's kernel, once its code may run: the first time, an undecided folder's
         user is asked how (one question per folder; runs meanwhile wait for its answer).
         None: nothing may run, and the document says so at `line`."""
-        folder = self.editor.folder_for(uri)
-        settings = await self.session.settings(folder)
-        if not self.session.may_start(folder, settings):
+        folder = where.folder
+        if not self.session.may_start(folder, where.settings):
             await self.session.kernels.stop(folder)  # revoked elsewhere (`runfix trust`)
-            answer = await self._trust_answer(folder, settings)
+            answer = await self._trust_answer(folder, where.settings)
             if answer.choice is None:
-                self.not_trusted(uri, line, folder, answer.why)
+                self.not_trusted(where.uri, line, folder, answer.why)
                 return None
             self.decided(folder, answer.choice)
+            where = replace(where, settings=with_choice(where.settings, answer.choice))
         try:
-            return await self.session.kernel_for(folder)
+            return Admitted(await self.session.kernel_for(folder, where.settings), where)
         except NotTrusted as exc:  # revoked while the question was out
-            self.not_trusted(uri, line, folder, str(exc))
+            self.not_trusted(where.uri, line, folder, str(exc))
             return None
 
     async def _trust_answer(self, folder: Path, settings: Settings) -> TrustAnswer:
@@ -90,8 +103,9 @@ class Gate:
             self.editor.tell(
                 f"runfix: {exc}; your choice holds until the editor closes", Level.WARNING
             )
-        for uri in self.editor.open_documents():
-            if self.editor.folder_for(uri) == folder and self.session.store.drop_kind(uri, "trust"):
+        for uri in [uri for uri, noted in self._noted.items() if noted == folder]:
+            del self._noted[uri]
+            if self.session.store.drop_kind(uri, "trust"):
                 self.editor.published(uri, DocumentResults())
 
     def not_trusted(self, uri: str, line: int | None, folder: Path, why: str) -> None:
@@ -109,6 +123,7 @@ class Gate:
             at, at, message, "warning", message, kind="trust", source=(strip_eol(now.lines[at]),)
         )
         self.session.store.drop_kind(uri, "trust")
+        self._noted[uri] = folder
         self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
         self.editor.published(uri, DocumentResults(problems=[problem]))
 

@@ -28,7 +28,7 @@ from lsp_server.model.context import (
     extract_code,
     generate_messages,
 )
-from lsp_server.runs import RunMode
+from lsp_server.runs import RunMode, Where
 from lsp_server.text.positions import strip_eol
 from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
 
@@ -60,16 +60,15 @@ class Generator:
     # -- generate -------------------------------------------------------------------------
 
     async def generate(
-        self, uri: str, line: int, run: bool, cancel: asyncio.Event
+        self, where: Where, line: int, run: bool, cancel: asyncio.Event
     ) -> GenerateAnswer:
         """Write (or rewrite) the body of the prompt on `line`; with `run`, run it too."""
-        text = self.flow.text(uri)
-        settings = await self.flow.settings_for(uri)
+        text, settings = where.text, where.settings
         prompt = prompt_at(text.lines, line, settings.prompt_markers)
         if prompt is None:
             return self._failed(f"runfix: line {line + 1} is not a prompt (`# ai: …`).")
         prompt_line = strip_eol(text.lines[prompt.line])
-        variables = await self.flow.variables(uri)
+        variables = await self.flow.variables(where)
         messages = generate_messages(
             prompt.text,
             text.lines,
@@ -98,11 +97,11 @@ class Generator:
                 return self._failed(f"runfix: {exc}")
         try:
             body = range(prompt.body_first, prompt.body_last + 1)
-            shown = [line for i, line in enumerate(text.lines) if i not in body]
-            code = extract_code(reply, prompt_line=prompt_line, context=shown)
+            context = [line for i, line in enumerate(text.lines) if i not in body]
+            code = extract_code(reply, prompt_line=prompt_line, context=context)
         except ReplyError as exc:
             return self._failed(f"runfix: nothing was inserted: {exc}.")
-        text = self.flow.text(uri)
+        text = self.flow.text(where.uri)
         now = _find_again(text.lines, prompt, prompt_line, settings.prompt_markers)
         if now is None:
             return self._failed(
@@ -110,18 +109,18 @@ class Generator:
             )
         edit = LineEdit(now.body_first, now.body_last, code)
         label = "runfix: regenerate" if now.has_body else "runfix: generate"
-        if not await self.editor.apply(uri, text.version, edit, label):
+        if not await self.editor.apply(where.uri, text.version, edit, label):
             return self._failed("runfix: the editor did not apply the generated code.")
         first, last = now.body_first, now.body_first + code.rstrip("\n").count("\n")
         answer = GenerateAnswer(Status.OK, Range.lines(first, last))
-        version = await self.flow.shown(uri, first, code)
-        if version is None:
-            log.warning("the generated code did not show up in %s; it will not be run", uri)
+        shown = await self.flow.shown(where, first, code)
+        if shown is None:
+            log.warning("the generated code did not show up in %s; it will not be run", where.uri)
             return answer
-        self.flow.mark_findings(uri, version, scan(code, first + 1))
+        self.flow.mark_findings(where.uri, shown.text.version, scan(code, first + 1))
         if run or settings.auto_run:
             ran = await self.flow.run(
-                uri, Range.lines(first, last), cancel, RunMode(origin="model")
+                shown, Range.lines(first, last), cancel, RunMode(origin="model")
             )
             answer = GenerateAnswer(Status.OK, answer.range, ran)
         return answer

@@ -1,16 +1,41 @@
-"""What a run is made of: the pieces of a document it runs, and the request for each."""
+"""What a run is made of: where the document stands (`Where`, resolved once per request),
+the pieces of it a run takes, the request for each, and what one piece's run came to."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from executor.events import RunOutcome, RunRequest
 from lsp_server.contract import Range
+from lsp_server.editor import Snapshot
 from lsp_server.outputs.bundles import MB, OutputFiles
+from lsp_server.results import DocumentResults
 from lsp_server.settings import Settings
 from lsp_server.text.cells import split_cells
+
+
+@dataclass(frozen=True)
+class Where:
+    """A document's context for one request, resolved once at the front end's door
+    (`Flow.where`): the core takes it and never looks a document's folder or settings up.
+
+    For a request that waits on the user's edit (a fix applied, a body generated), `now`
+    gives the same context over the text as it is then."""
+
+    uri: str
+    path: str
+    """What tracebacks call the document: its path, or its URI when it has no file."""
+    folder: Path
+    """The workspace folder its code runs in."""
+    settings: Settings
+    """The folder's settings, the user's trust decision applied."""
+    text: Snapshot
+    """The text (and its version) when the request came."""
+
+    def now(self, text: Snapshot) -> Where:
+        return replace(self, text=text)
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,8 @@ class PieceRun:
     version: int
     record_id: int | None = None
     """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""
+    results: DocumentResults | None = None
+    """What the run showed, attributed to the lines it ran on."""
 
 
 @dataclass(frozen=True)

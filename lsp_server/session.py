@@ -168,10 +168,10 @@ class Session:
     def forget_settings(self) -> None:
         self._settings.clear()
 
-    async def kernel_for(self, folder: Path) -> Kernel:
-        """The folder's kernel (made, or replaced when its settings changed; not started);
-        `NotTrusted` while the folder is undecided and its code would run here."""
-        settings = await self.settings(folder)
+    async def kernel_for(self, folder: Path, settings: Settings) -> Kernel:
+        """The folder's kernel with these settings (its own, as `settings` gives them: made,
+        or replaced when they changed; not started); `NotTrusted` while the folder is
+        undecided and its code would run here."""
         if not self.may_start(folder, settings):
             raise NotTrusted(folder, self.interpreter_for(folder, settings))
         kernel = self.kernels.get(

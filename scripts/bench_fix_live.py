@@ -204,7 +204,8 @@ async def _generate(path: Path, source: str, line: int) -> tuple[str, bool]:
     session = Session(read, editor.kernel_state, decided=Choice.TRUST)
     flow = Flow(session, editor)
     try:
-        await flow.generator.generate(editor.uri, line, False, asyncio.Event())
+        where = await flow.where(editor.uri)
+        await flow.generator.generate(where, line, False, asyncio.Event())
     finally:
         await session.close()
     prompt = prompt_at(editor.lines, line, settings.prompt_markers)

@@ -404,7 +404,8 @@ async def _run(
     session = Session(read_settings, editor.kernel_state, decided=Choice.TRUST)
     flow = Flow(session, editor)
     try:
-        kernel = await session.kernel_for(editor.folder)
+        where = await flow.where(editor.uri)
+        kernel = await session.kernel_for(where.folder, where.settings)
         try:
             await kernel.start()
         except ExecutorUnavailable as exc:
@@ -412,12 +413,12 @@ async def _run(
             return 2
         cancel = asyncio.Event()
         if dependents_of is not None:
-            ran = await flow.run_dependents(editor.uri, dependents_of, cancel, with_above=True)
+            ran = await flow.run_dependents(where, dependents_of, cancel, with_above=True)
             return 0 if ran.status == Status.OK else 1
         if fix:
-            fixed = await flow.fixes.run_and_fix(editor.uri, line_range, cancel)
+            fixed = await flow.fixes.run_and_fix(where, line_range, cancel)
             return 0 if fixed.status in (Status.OK, Status.FIXED) else 1
-        ran = await flow.run(editor.uri, line_range, cancel)
+        ran = await flow.run(where, line_range, cancel)
         return 0 if ran.status == Status.OK else 1
     finally:
         if editor.report != "text":

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from executor.pool import create as create_kernel
 from executor.safety import Finding, describe, scan
 from executor.text import split_lines
 from lsp_server.contract import FixAnswer, Range, Status
-from lsp_server.editor import Level, LineEdit, Place, Progress, lines_match, streamed
+from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, lines_match, streamed
 from lsp_server.executors import kernel_config
 from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
 from lsp_server.fix.fixcheck import check as check_against
@@ -40,10 +40,7 @@ from lsp_server.fix.fixing import (
     target_for,
 )
 from lsp_server.model.context import error_text
-from lsp_server.record.store import entry
-from lsp_server.results import build
-from lsp_server.runs import PieceRun, RunMode, output_files, run_request
-from lsp_server.settings import Settings
+from lsp_server.runs import Piece, PieceRun, RunMode, Where, run_request
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
 
@@ -108,7 +105,7 @@ class FixFlow:
     # -- run and fix ----------------------------------------------------------------------
 
     async def run_and_fix(
-        self, uri: str, line_range: Range | None, cancel: asyncio.Event
+        self, where: Where, line_range: Range | None, cancel: asyncio.Event
     ) -> FixAnswer:
         """Run; fix the piece that fails and apply the fix; with no range, go on with the
         cells below it, fixing each that fails, until one cannot be fixed."""
@@ -119,7 +116,8 @@ class FixFlow:
         while True:
             runs: list[PieceRun] = []
             mode = RunMode(after=after, say_stop=False)
-            ran = await self.flow.run(uri, line_range, cancel, mode, runs)
+            where = self.flow.now(where)  # each round runs the text as the last fix left it
+            ran = await self.flow.run(where, line_range, cancel, mode, runs)
             if ran.status in (Status.OK, Status.CANCELLED):
                 status = Status.FIXED if fixed and ran.status == Status.OK else ran.status
                 return FixAnswer(status, attempts)
@@ -129,7 +127,7 @@ class FixFlow:
             failed = runs[-1]
             first, last = failed.piece.first, failed.piece.last
             error = failed.outcome.error.message if failed.outcome.error else ""
-            at = await self.import_first(uri, error, imported, cancel)
+            at = await self.import_first(where, error, imported, cancel)
             if at is not None:  # an offline fix: the missing import, added and run
                 fixed = True
                 shift = 1 if at <= first else 0
@@ -139,27 +137,25 @@ class FixFlow:
                     )
                 after = first + shift - 1
                 continue
-            if await self.install_first(uri, error, imported, cancel):
+            if await self.install_first(where, error, imported, cancel):
                 fixed = True  # the missing package a published wheel provides: run it again
                 after = first - 1
                 continue
-            if await self.define_first(uri, failed.lines, first, error, imported, cancel):
+            failing = where.now(Snapshot(failed.version, failed.lines))
+            if await self.define_first(failing, first, error, imported, cancel):
                 fixed = True  # a cell above defines the name and had not run: it ran
                 after = first - 1
                 continue
             report = await self.fix_piece(
-                uri,
-                failed.lines,
+                failing,
                 first,
                 last,
                 _outcome_error(failed.outcome),
                 cancel,
                 apply=True,
-                fix_of=await self.flow.record_id(uri, failed.record_id),
-                raised=raised_line(failed.outcome.error, self.editor.path_of(uri)),
-                module=module_frame(
-                    failed.outcome.error, self.editor.path_of(uri), self.editor.folder_for(uri)
-                ),
+                fix_of=self.flow.record_id(where, failed.record_id),
+                raised=raised_line(failed.outcome.error, where.path),
+                module=module_frame(failed.outcome.error, where.path, where.folder),
             )
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:
@@ -176,7 +172,7 @@ class FixFlow:
                 after = last
 
     async def import_first(
-        self, uri: str, error: str, imported: set[str], cancel: asyncio.Event
+        self, where: Where, error: str, imported: set[str], cancel: asyncio.Event
     ) -> int | None:
         """The offline fix a model is not needed for, tried first: a `NameError` on a common
         alias or a standard-library module gets its import, inserted with the imports and run
@@ -186,25 +182,19 @@ class FixFlow:
         if name is None or statement is None or name in imported:
             return None
         imported.add(name)
-        text = self.flow.text(uri)
+        text = self.flow.text(where.uri)
         at = import_line(text.lines)
         if not await self.editor.apply(
-            uri, text.version, LineEdit(at, at - 1, statement), f"runfix: {statement}"
+            where.uri, text.version, LineEdit(at, at - 1, statement), f"runfix: {statement}"
         ):
             return None
-        self.editor.remark(Place(uri, at), f"added `{statement}` (no model needed)")
-        await self.flow.shown(uri, at, statement + "\n")
-        ran = await self.flow.run(uri, Range.lines(at, at), cancel, RunMode(say_stop=False))
+        self.editor.remark(Place(where.uri, at), f"added `{statement}` (no model needed)")
+        where = await self.flow.shown(where, at, statement + "\n") or self.flow.now(where)
+        ran = await self.flow.run(where, Range.lines(at, at), cancel, RunMode(say_stop=False))
         return at if ran.status == Status.OK else None
 
     async def define_first(
-        self,
-        uri: str,
-        lines: Sequence[str],
-        first: int,
-        error: str,
-        tried: set[str],
-        cancel: asyncio.Event,
+        self, where: Where, first: int, error: str, tried: set[str], cancel: asyncio.Event
     ) -> bool:
         """The offline fix for a `NameError` on a name a cell above defines: that cell had
         not run (a kernel restarted, a file run from the middle). The cells above run (once
@@ -214,21 +204,22 @@ class FixFlow:
         if name is None or f"define:{name}" in tried:
             return False
         tried.add(f"define:{name}")
-        flow = DocumentMap(lines)
+        flow = DocumentMap(where.text.lines)
         above = [i for i in range(flow.index(first)) if name in flow.flow(i).defines]
         if not above:
             return False
-        where = flow.bounds(above[-1])
+        defined = flow.bounds(above[-1])[0]
         self.editor.remark(
-            Place(uri, where[0]),
-            f"`{name}` is defined at line {where[0] + 1}, in a cell that had not run: running "
+            Place(where.uri, defined),
+            f"`{name}` is defined at line {defined + 1}, in a cell that had not run: running "
             "the cells above first (no model needed)",
         )
-        ran = await self.flow.run(uri, None, cancel, RunMode(before=first, say_stop=False))
+        mode = RunMode(before=first, say_stop=False)
+        ran = await self.flow.run(self.flow.now(where), None, cancel, mode)
         return ran.status == Status.OK
 
     async def install_first(
-        self, uri: str, error: str, tried: set[str], cancel: asyncio.Event
+        self, where: Where, error: str, tried: set[str], cancel: asyncio.Event
     ) -> bool:
         """The other offline fix, tried before a model: a `ModuleNotFoundError` whose import
         data vouches for a distribution installs it (once); a name no data vouches for is
@@ -238,23 +229,22 @@ class FixFlow:
         if found is None or not found.vouched or found.distribution in tried:
             return False
         tried.add(found.distribution)
-        answer = await self.flow.install(uri, [found.distribution], None, cancel)
+        answer = await self.flow.install(where, [found.distribution], None, cancel)
         return answer.status == Status.OK
 
     def _fixer(
         self,
-        uri: str,
+        where: Where,
         first: int,
-        settings: Settings,
         progress: Progress,
         cancel: asyncio.Event,
         fix_of: int | None = None,
-        lines: Sequence[str] | None = None,
-        last: int = 0,
     ) -> Fixer:
+        """The model, the kernel and the editor as one fix of lines of `where.text` from
+        `first` needs them."""
+        settings, runner = where.settings, self.flow.runner
         model = self.session.model_for(settings)
-        folder = self.editor.folder_for(uri)
-        path = self.editor.path_of(uri)
+        place = Place(where.uri, first)
 
         async def ask(messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
             reading = model.prompt_tokens(messages)
@@ -270,41 +260,45 @@ class FixFlow:
 
         async def confirm(code: str, findings: list[Finding]) -> bool:
             reason = f"The model's fix {describe(findings)}."
-            return await self.flow.gate.confirm_run(code, reason, settings, Place(uri, first))
+            return await self.flow.gate.confirm_run(code, reason, settings, place)
 
-        async def execute(request: RunRequest) -> tuple[RunOutcome, bool]:
-            """In the folder's kernel, behind the folder's other runs; whether it ran."""
-            kernel = await self.flow.gate.kernel(uri, first)
-            if kernel is None:
+        async def in_kernel(
+            work: Callable[[Kernel, Where], Awaitable[RunOutcome]],
+        ) -> RunOutcome:
+            """In the folder's kernel, behind the folder's other runs."""
+            admitted = await self.flow.gate.kernel(where, first)
+            if admitted is None:
                 note = "the folder is not trusted"
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note), False
-            lock = await self.flow.locked(uri, cancel)
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)
+            lock = await runner.locked(admitted.where, cancel)
             if lock is None:
                 note = "cancelled before it ran"
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note), False
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)
             try:
-                return await kernel.execute(request, cancel=cancel), True
+                return await work(admitted.kernel, admitted.where)
             finally:
                 lock.release()
 
         async def run(code: str, at: int) -> RunOutcome:
-            """A candidate runs where it would stand (line `at`); its results are not kept."""
-            outcome, ran = await execute(run_request(settings, path, code, at))
-            if not ran:
-                return outcome
-            # Recorded as a model-written run at the lines it would have (its rich outputs
-            # are not stored: it is an attempt, shown in the document only once applied).
-            lines = [""] * at + code.splitlines(keepends=True)
-            results = build(outcome, path=path, lines=lines, fallback_line=at, folder=None)
-            piece = (at, len(lines) - 1)
-            self.flow.record(
-                folder, settings, entry(path, piece, code, "model", outcome, results, fix_of)
-            )
-            return outcome
+            """A candidate runs where it would stand (line `at`); it is recorded as the
+            model's run there, and its results are not kept (an attempt shows in the
+            document only once applied)."""
+            rows = code.splitlines(keepends=True)
+            attempt = where.now(Snapshot(where.text.version, ("",) * at + tuple(rows)))
+            piece = Piece(at, at + len(rows) - 1)
+
+            async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
+                ran = await runner.run(
+                    replace(attempt, settings=admitted.settings), piece, kernel, cancel,
+                    origin="model", keep=False, fix_of=fix_of,
+                )  # fmt: skip
+                return ran.outcome
+
+            return await in_kernel(attempted)
 
         def report(message: str) -> None:
             progress.report(message)
-            self.editor.remark(Place(uri, first), f"fixing, {message}")
+            self.editor.remark(place, f"fixing, {message}")
 
         async def redefine(target: Target, candidate: str) -> RunOutcome:
             """A module file's candidate, put into that module in the kernel (and the names
@@ -312,24 +306,22 @@ class FixFlow:
             assert target.path is not None
             code = redefinition(str(target.path), target.first, candidate)
             request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
-            return (await execute(request))[0]
+            return await in_kernel(lambda kernel, _: runner.quietly(kernel, request, cancel))
 
         async def verify(candidate: str, target: Target) -> Check | None:
-            if not settings.fix_check_dependents or lines is None or target.path is not None:
+            if not settings.fix_check_dependents or target.path is not None:
                 return None
             progress.report("checking the cells that depend on it, in a throwaway kernel")
-            checked = await self.check_fix(
-                uri, lines, target.first, target.last, candidate, settings, cancel
-            )
+            checked = await self.check_fix(where, target.first, target.last, candidate, cancel)
             if checked.status == "checked" and not checked.verdicts:
                 return None  # no cell depends on it: nothing to say
-            self.editor.remark(Place(uri, first), f"fix candidate: {checked.label}")
+            self.editor.remark(place, f"fix candidate: {checked.label}")
             return checked
 
         return Fixer(
             ask=ask,
             run=run,
-            variables=lambda: self.flow.variables(uri),
+            variables=lambda: self.flow.variables(where),
             confirm=confirm,
             report=report,
             max_attempts=settings.fix_max_attempts,
@@ -339,10 +331,28 @@ class FixFlow:
             redefine=redefine,
         )
 
+    async def fix_reported(
+        self, where: Where, piece: tuple[int, int], message: str, cancel: asyncio.Event, *,
+        apply: bool,
+    ) -> FixReport:  # fmt: skip
+        """Fix the piece whose run raised the error the document shows as `message` (a quick
+        fix, "Fix with model"): its traceback, the line and the module file it was raised in
+        come from the stored results."""
+        first, last = piece
+        return await self.fix_piece(
+            where,
+            first,
+            last,
+            self.flow.error_text_for(where.uri, piece, message),
+            cancel,
+            apply=apply,
+            raised=self.flow.raised_for(where.uri, piece, message),
+            module=self.flow.module_for(where, piece, message),
+        )
+
     async def fix_piece(
         self,
-        uri: str,
-        lines: Sequence[str],
+        where: Where,
         first: int,
         last: int,
         error: str,
@@ -353,40 +363,32 @@ class FixFlow:
         raised: int | None = None,
         module: tuple[Path, int] | None = None,
     ) -> FixReport:
-        """Fix lines first..last (as `lines` had them) that raised `error`; `raised`: the
+        """Fix lines first..last (as `where.text` had them) that raised `error`; `raised`: the
         line of the innermost frame in the document. When that is in another cell (a
         function the piece called), the fix goes there and the piece runs again as its test.
 
         With `apply`, the passing version is applied; else the report carries the edit
         (for `codeAction/resolve`: the user applies it or not)."""
-        settings = await self.flow.settings_for(uri)
+        lines = where.text.lines
         code = code_of(lines, first, last)
         target = (module_target(*module) if module is not None else None) or target_for(
-            lines, first, last, raised, settings.prompt_markers
+            lines, first, last, raised, where.settings.prompt_markers
         )
-        self.flow.say_if_stale_above(uri, first)
+        self.flow.say_if_stale_above(where.uri, first)
         async with self.editor.progress(cancel) as progress:
-            fixer = self._fixer(uri, first, settings, progress, cancel, fix_of, lines, last)
+            fixer = self._fixer(where, first, progress, cancel, fix_of)
             result = await fixer.fix(lines, first, last, code, error, target)
-        return await self._settle(uri, lines, first, last, result, apply)
+        return await self._settle(where, first, last, result, apply)
 
     async def check_fix(
-        self,
-        uri: str,
-        lines: Sequence[str],
-        first: int,
-        last: int,
-        candidate: str,
-        settings: Settings,
-        cancel: asyncio.Event,
+        self, where: Where, first: int, last: int, candidate: str, cancel: asyncio.Event
     ) -> Check:
         """Run `candidate` in place of lines first..last, after the cells above, then the cells
         that depend on its cell, in a throwaway kernel; compare them with their last runs."""
-        folder = self.editor.folder_for(uri)
-        path = self.editor.path_of(uri)
+        folder, path, settings = where.folder, where.path, where.settings
         record = self.session.existing_record(folder, settings)
         recorded = worth_comparing(record.recent(path, CHECK_HISTORY) if record else [])
-        planned = plan(lines, first, last, candidate, recorded)
+        planned = plan(where.text.lines, first, last, candidate, recorded)
         if planned is None:
             return Check("checked")
         budget = budget_for(planned.seconds, settings.fix_check_budget)
@@ -405,9 +407,10 @@ class FixFlow:
         return await check_against(make, path, above, fixed, dependents, budget, request, cancel)
 
     async def _settle(
-        self, uri: str, lines: Sequence[str], first: int, last: int, result: FixResult, apply: bool
+        self, where: Where, first: int, last: int, result: FixResult, apply: bool
     ) -> FixReport:
         """What a fix attempt comes to: an applied (or offered) edit, or why not."""
+        uri, lines = where.uri, where.text.lines
         place = Place(uri, first)
         if result.status == "cancelled":
             return FixReport(FixAnswer(Status.CANCELLED, result.attempts))
@@ -427,19 +430,19 @@ class FixFlow:
         edit = LineEdit(target.first, target.last, result.code)
         checked = result.label or None
         if target.path is not None:
-            where = (
+            raised_at = (
                 f"in `{_head(target.code)}` at {target.path.name}:{target.first + 1}, where the "
                 "error was raised"
             )
-            checked = f"{where}; line {first + 1} ran again clean" + (
+            checked = f"{raised_at}; line {first + 1} ran again clean" + (
                 f"; {checked}" if checked else ""
             )
         elif not target.holds(first, last):
             place = Place(uri, target.first)
-            where = (
+            raised_at = (
                 f"in `{_head(target.code)}` at line {target.first + 1}, where the error was raised"
             )
-            checked = f"{where}; line {first + 1} ran again clean" + (
+            checked = f"{raised_at}; line {first + 1} ran again clean" + (
                 f"; {checked}" if checked else ""
             )
         if apply and result.held:  # never applied without a look
@@ -451,7 +454,7 @@ class FixFlow:
             answer = FixAnswer(Status.FAILED, result.attempts, message, checked)
             return FixReport(answer)
         if not apply:
-            self.editor.spawn(self.keep_candidate(uri, edit, result, (first, last)), "results")
+            self.editor.spawn(self.keep_candidate(where, edit, result, (first, last)), "results")
             answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked)
             return FixReport(answer, edit, now.version, target.path, target.lines)
         applied = (
@@ -469,47 +472,32 @@ class FixFlow:
             else f"fixed on attempt {result.attempts}"
         ) + (f" ({checked})" if checked else "")
         self.editor.remark(place, said)
-        await self.keep_candidate(uri, edit, result, (first, last))
+        await self.keep_candidate(where, edit, result, (first, last))
         return FixReport(FixAnswer(Status.FIXED, result.attempts, None, checked), edit, now.version)
 
     async def keep_candidate(
-        self, uri: str, edit: LineEdit, result: FixResult, piece: tuple[int, int]
+        self, where: Where, edit: LineEdit, result: FixResult, piece: tuple[int, int]
     ) -> None:
         """Once the fix shows in the document, show what its run printed on its lines (and,
         for a fix in another cell, what the piece printed when it ran again after it)."""
         first, code = edit.first, edit.code
         target = result.target
+        runner = self.flow.runner
         if target is not None and target.path is not None:  # the document did not change
-            now = self.editor.text(uri)
+            now = self.editor.text(where.uri)
             if now is not None and result.outcome is not None:
-                self._keep_run(uri, now.version, result.outcome, *piece)
+                runner.shown(where.now(now), result.outcome, Piece(*piece))
                 self.editor.runs_done()
             return
-        version = await self.flow.shown(uri, first, code)
-        if version is None or result.outcome is None:
+        shown = await self.flow.shown(where, first, code)
+        if shown is None or result.outcome is None:
             return
         last = first + code.rstrip("\n").count("\n")
         own = result.defined if result.defined is not None else result.outcome
-        self._keep_run(uri, version, own, first, last)
+        runner.shown(shown, own, Piece(first, last))
         if result.defined is not None:  # the piece ran again, where it stands after the edit
             moved = (last - first) - (edit.last - edit.first) if edit.last < piece[0] else 0
-            self._keep_run(uri, version, result.outcome, piece[0] + moved, piece[1] + moved)
-        self.flow.mark_findings(uri, version, scan(code, first + 1))
+            again = Piece(piece[0] + moved, piece[1] + moved)
+            runner.shown(shown, result.outcome, again)
+        self.flow.mark_findings(where.uri, shown.text.version, scan(code, first + 1))
         self.editor.runs_done()
-
-    def _keep_run(self, uri: str, version: int, outcome: RunOutcome, first: int, last: int) -> None:
-        now = self.editor.text(uri)
-        if now is None:
-            return
-        folder = self.editor.folder_for(uri)
-        results = build(
-            outcome,
-            path=self.editor.path_of(uri),
-            lines=now.lines,
-            fallback_line=first,
-            folder=folder,
-            piece=(first, last),
-            files=output_files(folder, self.session.display_settings(folder)),
-        )
-        self.session.store.clear(uri, first, last)
-        self.flow.keep(uri, version, results)

@@ -319,9 +319,8 @@ async def test_the_fix_driver_stops_when_the_model_request_is_cancelled() -> Non
 async def test_a_fix_that_ran_clean_is_applied_and_its_output_shown() -> None:
     editor = FakeEditor("total = sum(valus)\nprint(total)\n")
     flow = flow_for(editor)
-    lines = tuple(editor.lines)
     fixed = FixResult("fixed", "total = sum([1])\nprint(total)\n", printed("1\n", 2), 2)
-    report = await flow.fixes._settle(URI, lines, 0, 1, fixed, apply=True)
+    report = await flow.fixes._settle(await flow.where(URI), 0, 1, fixed, apply=True)
     assert report.answer.status == Status.FIXED and report.answer.attempts == 2
     assert editor.applied == [LineEdit(0, 1, "total = sum([1])\nprint(total)\n")]
     assert "fixed on attempt 2" in editor.remarks
@@ -333,7 +332,7 @@ async def test_a_fix_offered_for_resolve_is_not_applied() -> None:
     editor = FakeEditor("print(x)\n")
     flow = flow_for(editor)
     fixed = FixResult("fixed", "x = 1\nprint(x)\n", printed("1\n", 2), 1)
-    report = await flow.fixes._settle(URI, tuple(editor.lines), 0, 0, fixed, apply=False)
+    report = await flow.fixes._settle(await flow.where(URI), 0, 0, fixed, apply=False)
     assert report.answer.status == Status.FIXED
     assert report.edit == LineEdit(0, 0, "x = 1\nprint(x)\n")
     assert report.version == editor.version  # the text the edit was checked against
@@ -344,7 +343,8 @@ async def test_a_fix_for_code_that_changed_meanwhile_is_not_applied() -> None:
     editor = FakeEditor("print(y)\n")
     flow = flow_for(editor)
     fixed = FixResult("fixed", "print(1)\n", printed("1\n", 1), 1)
-    report = await flow.fixes._settle(URI, ("print(x)\n",), 0, 0, fixed, apply=True)
+    was = (await flow.where(URI)).now(Snapshot(editor.version, ("print(x)\n",)))
+    report = await flow.fixes._settle(was, 0, 0, fixed, apply=True)
     assert report.answer.status == Status.ERROR and editor.applied == []
     assert "changed while it was being fixed" in editor.told[0][0]
 
@@ -353,7 +353,7 @@ async def test_no_fix_is_said_and_nothing_applied() -> None:
     editor = FakeEditor("print(x)\n")
     flow = flow_for(editor)
     failed = FixResult("failed", attempts=3, message="no fix ran clean in 3 attempts")
-    report = await flow.fixes._settle(URI, tuple(editor.lines), 0, 0, failed, apply=True)
+    report = await flow.fixes._settle(await flow.where(URI), 0, 0, failed, apply=True)
     assert report.answer.status == Status.FAILED and report.answer.attempts == 3
     assert editor.told == [("runfix: not fixed: no fix ran clean in 3 attempts", Level.WARNING)]
     assert editor.applied == []

@@ -180,6 +180,57 @@ def test_the_top_level_of_the_server_holds_at_most_15_modules() -> None:
     assert len(top) <= 15, top
 
 
+def _calls(attribute: str) -> dict[str, list[str]]:
+    """Where `<something>.<attribute>(…)` is called in the server: module → the functions
+    (`Class.method`) holding each call, with the receiver's text."""
+    found: dict[str, list[str]] = {}
+    for name, path in _modules().items():
+        if not name.startswith("lsp_server"):
+            continue
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr != attribute:
+                continue
+            holders, at = [], node
+            while at in parents:
+                at = parents[at]
+                if isinstance(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    holders.append(at.name)
+            where = ".".join(reversed(holders[-2:]))
+            found.setdefault(name, []).append(f"{where}: {ast.unparse(node.func.value)}")
+    return found
+
+
+def test_only_the_runner_runs_code_in_a_kernel() -> None:
+    """Issue 37: a piece of code runs for the user in one place (`runner.Runner`: executed,
+    its results kept, published and recorded); the fix check's throwaway kernels are the
+    one other caller of `execute` (the run record's SQL `execute` is not a kernel's)."""
+    calls = {
+        name: found
+        for name, found in _calls("execute").items()
+        if name not in ("lsp_server.runner", "lsp_server.fix.fixcheck")
+        and not name.startswith("lsp_server.record")
+    }
+    assert calls == {}
+
+
+def test_only_the_context_maker_looks_a_document_folder_up_in_the_core() -> None:
+    """Issue 37: a request's document context (`runs.Where`: folder, settings, text) is made
+    once, at the front end's door, by `Flow.where`; the core takes it and never looks a
+    document's folder or settings up again. The doors (the LSP front end, the CLI, agents'
+    calls, which come with their folder) may."""
+    doors = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents")
+    looked: dict[str, list[str]] = {}
+    for attribute in ("folder_for", "settings", "cached_settings", "display_settings"):
+        for name, found in _calls(attribute).items():
+            if not name.startswith(doors):
+                looked[name] = sorted({*looked.get(name, []), *found})
+    assert looked == {"lsp_server.flow": ["Flow.where: self.editor", "Flow.where: self.session"]}
+
+
 def test_what_reads_the_text_runs_nothing() -> None:
     """`lsp_server/text/` reads a document's text: it imports nothing but itself (no kernel,
     no settings, no LSP), so every front end and the fix check can use it as it is."""

@@ -200,24 +200,12 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
         fix = structure(action.data, FixArgs)
     except BadArguments:
         return action
-    now = ls.editor.text(fix.uri)
-    if now is None:
+    if ls.editor.text(fix.uri) is None:
         return action
-    error = ls.flow.error_text_for(fix.uri, fix.piece, fix.message)
-    raised = ls.flow.raised_for(fix.uri, fix.piece, fix.message)
-    module = ls.flow.module_for(fix.uri, fix.piece, fix.message)
-    first, last = fix.piece
+    where = await ls.flow.where(fix.uri)
     report = await graceful(
-        lambda cancel: ls.flow.fixes.fix_piece(
-            fix.uri,
-            now.lines,
-            first,
-            last,
-            error,
-            cancel,
-            apply=False,
-            raised=raised,
-            module=module,
+        lambda cancel: ls.flow.fixes.fix_reported(
+            where, fix.piece, fix.message, cancel, apply=False
         )
     )
     answer = report.answer

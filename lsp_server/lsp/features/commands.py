@@ -52,6 +52,7 @@ from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp.editor import kernel_status
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.runs import Where
 from lsp_server.text.cells import cell_at, split_cells
 
 T = TypeVar("T")
@@ -84,7 +85,14 @@ def _document(command: str, arguments: Sequence[Any]) -> DocumentArgs | None:
     return optional(command, arguments, DocumentArgs)
 
 
+def _open(ls: RunfixServer, command: str, uri: str) -> None:
+    """Commands run what the editor shows: a document it has not opened is refused."""
+    if ls.editor.text(uri) is None:
+        raise JsonRpcInvalidParams(f"{command}: {uri} is not open in the editor; open it first")
+
+
 def _within(ls: RunfixServer, command: str, uri: str, line_range: Range | None) -> None:
+    _open(ls, command, uri)
     size = len(ls.workspace.text_documents[uri].lines)
     if line_range is not None and line_range.start.line > size:
         raise JsonRpcInvalidParams(
@@ -138,7 +146,7 @@ def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[Kernel]:
     return [kernel] if kernel is not None else []
 
 
-RangeWork = Callable[[Flow, str, Range | None, asyncio.Event], Awaitable[Any]]
+RangeWork = Callable[[Flow, Where, Range | None, asyncio.Event], Awaitable[Any]]
 
 
 def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
@@ -148,7 +156,8 @@ def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
     async def handler(ls: RunfixServer, *args: Any) -> Any:
         arg = argument(ls, name, args, RunArgs)
         line_range = _run_range(ls, name, arg)
-        answer = await _cancellable(ls, lambda c: work(ls.flow, arg.uri, line_range, c))
+        where = await ls.flow.where(arg.uri)
+        answer = await _cancellable(ls, lambda c: work(ls.flow, where, line_range, c))
         return to_json(answer)
 
 
@@ -158,18 +167,18 @@ def _cells_command(server: RunfixServer, name: str, which: str) -> None:
     @server.command(name)
     async def handler(ls: RunfixServer, *args: Any) -> Any:
         arg = argument(ls, name, args, RunArgs)
-        where = arg.position or (arg.range.start if arg.range else None)
-        if where is None:
+        at = arg.position or (arg.range.start if arg.range else None)
+        if at is None:
             raise JsonRpcInvalidParams(f"{name}: expected a position (or a range)")
-        _within(ls, name, arg.uri, Range(where, where))
-        line = where.line
-        answer = await _cancellable(ls, lambda c: ls.flow.run_cells(arg.uri, line, which, c))
+        _within(ls, name, arg.uri, Range(at, at))
+        where = await ls.flow.where(arg.uri)
+        answer = await _cancellable(ls, lambda c: ls.flow.run_cells(where, at.line, which, c))
         return to_json(answer)
 
 
 def register(server: RunfixServer) -> None:
     _range_command(server, RUN, Flow.run)
-    _range_command(server, RUN_AND_FIX, lambda flow, uri, r, c: flow.fixes.run_and_fix(uri, r, c))
+    _range_command(server, RUN_AND_FIX, lambda flow, at, r, c: flow.fixes.run_and_fix(at, r, c))
     for name, which in (
         (RUN_ABOVE, "above"),
         (RUN_BELOW, "below"),
@@ -182,33 +191,19 @@ def register(server: RunfixServer) -> None:
     async def generate(ls: RunfixServer, *args: Any) -> Any:
         arg = argument(ls, GENERATE, args, GenerateArgs)
         line = arg.position.line
+        where = await ls.flow.where(arg.uri)
         answer = await _cancellable(
-            ls, lambda c: ls.flow.generator.generate(arg.uri, line, arg.run, c)
+            ls, lambda c: ls.flow.generator.generate(where, line, arg.run, c)
         )
         return to_json(answer)
 
     @server.command(FIX_WITH_MODEL)
     async def fix_with_model(ls: RunfixServer, *args: Any) -> Any:
         arg = argument(ls, FIX_WITH_MODEL, args, FixArgs)
-        now = ls.editor.text(arg.uri)
-        assert now is not None
-        first, last = arg.piece
-        error = ls.flow.error_text_for(arg.uri, arg.piece, arg.message)
-        raised = ls.flow.raised_for(arg.uri, arg.piece, arg.message)
-        module = ls.flow.module_for(arg.uri, arg.piece, arg.message)
+        _open(ls, FIX_WITH_MODEL, arg.uri)
+        where = await ls.flow.where(arg.uri)
         report = await _cancellable(
-            ls,
-            lambda c: ls.flow.fixes.fix_piece(
-                arg.uri,
-                now.lines,
-                first,
-                last,
-                error,
-                c,
-                apply=True,
-                raised=raised,
-                module=module,
-            ),
+            ls, lambda c: ls.flow.fixes.fix_reported(where, arg.piece, arg.message, c, apply=True)
         )
         return to_json(report.answer)
 
@@ -218,8 +213,9 @@ def register(server: RunfixServer) -> None:
         if not all(installer.valid_distribution(p) for p in arg.packages):
             raise JsonRpcInvalidParams(f"{INSTALL}: packages must be plain distribution names")
         _within(ls, INSTALL, arg.uri, arg.range)
+        where = await ls.flow.where(arg.uri)
         answer = await _cancellable(
-            ls, lambda c: ls.flow.install(arg.uri, arg.packages, arg.range, c, arg.ask)
+            ls, lambda c: ls.flow.install(where, arg.packages, arg.range, c, arg.ask)
         )
         return to_json(answer)
 
@@ -243,8 +239,10 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(
                 f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
             )
-        kernel = await ls.flow.gate.kernel(arg.uri)
-        return [dataclasses.asdict(v) for v in await kernel.variables()] if kernel else []
+        admitted = await ls.flow.gate.kernel(await ls.flow.where(arg.uri))
+        if admitted is None:
+            return []
+        return [dataclasses.asdict(v) for v in await admitted.kernel.variables()]
 
     @server.command(STATUS)
     def status(ls: RunfixServer, *args: Any) -> Any:

@@ -18,21 +18,26 @@ log = logging.getLogger(__name__)
 
 async def _start_kernel(ls: RunfixServer, uri: str) -> None:
     folder = ls.editor.folder_for(uri)
-    if not ls.session.may_start(folder, await ls.session.settings(folder)):
+    settings = await ls.session.settings(folder)
+    if not ls.session.may_start(folder, settings):
         log.info("%s is not trusted: no kernel starts until a run asks", folder)
         return
-    kernel = await ls.session.kernel_for(folder)
+    kernel = await ls.session.kernel_for(folder, settings)
     try:
         await kernel.start()
     except ExecutorUnavailable as exc:
         ls.flow.explain_unavailable(uri, str(exc))
 
 
+async def _restore(ls: RunfixServer, uri: str) -> None:
+    await ls.flow.restore(await ls.flow.where(uri))
+
+
 def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
         ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
-        ls.editor.spawn(ls.flow.restore(params.text_document.uri), "restoring results")
+        ls.editor.spawn(_restore(ls, params.text_document.uri), "restoring results")
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RunfixServer, params: lsp.DidChangeTextDocumentParams) -> None:

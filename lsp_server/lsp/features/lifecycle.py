@@ -67,5 +67,6 @@ def register(server: RunfixServer) -> None:
         for uri in list(ls.workspace.text_documents):
             folder = ls.editor.folder_for(uri)
             if ls.session.kernels.find(folder) is not None:
-                await ls.session.kernel_for(folder)  # replaces it if the interpreter changed
+                settings = await ls.session.settings(folder)  # as the client says them now
+                await ls.session.kernel_for(folder, settings)  # replaced if the Python changed
             ls.editor.publish(uri)

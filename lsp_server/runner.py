@@ -1,0 +1,180 @@
+"""The runner: the one place a piece of code runs for the user.
+
+A piece runs behind the folder's other runs (`Runner.locked`), in its kernel, and what it
+did is made into results on the lines it ran on, kept (stored, moved through the edits made
+meanwhile) and published, and recorded in the folder's run record. Plain runs, a fix's
+attempts, a candidate's results once applied, agents' runs and `runfix run` all come here;
+runfix's own code (a module's redefinition, an import cache reset) runs through `quietly`.
+The fix check's throwaway kernels are the only other caller of a kernel's `execute`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from executor.events import Display, RunOutcome, RunRequest, Value
+from executor.jupyter import Kernel
+from lsp_server.editor import Editor, Level
+from lsp_server.outputs.bundles import OutputFiles
+from lsp_server.record.store import RecordedRun, entry, ran_text
+from lsp_server.results import DocumentResults, build
+from lsp_server.runs import Piece, PieceRun, Where, output_files, run_request
+from lsp_server.session import Session
+from lsp_server.text.cells import code_of
+
+QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
+
+
+def _rich(outcome: RunOutcome) -> bool:
+    """Whether a run showed more than text (images, HTML, …: files to store)."""
+    return any(
+        isinstance(e, (Display, Value)) and any(m != "text/plain" for m in e.data)
+        for e in outcome.events
+    )
+
+
+class Runner:
+    """Runs pieces of code for the user, one folder's runs at a time (`Flow.runner`)."""
+
+    def __init__(self, session: Session, editor: Editor) -> None:
+        self.session, self.editor = session, editor
+        self._doing: dict[Path, str] = {}
+        """What a folder's run in progress waits for, for the runs queued behind it."""
+
+    async def locked(self, where: Where, cancel: asyncio.Event) -> asyncio.Lock | None:
+        """The folder's run lock, held; None if cancelled while waiting for it."""
+        lock = self.session.run_lock(where.folder)
+        if not lock.locked():  # free: taken at once, without a task to watch `cancel`
+            await lock.acquire()
+            return lock
+        # Queued: the progress says behind what (a run waiting for input() can take long).
+        acquired = asyncio.ensure_future(lock.acquire())
+        cancelled = asyncio.ensure_future(cancel.wait())
+        said: str | None = None
+        try:
+            async with self.editor.progress(cancel) as progress:
+                while not acquired.done():
+                    doing = self._doing.get(where.folder, "")
+                    if doing != said:
+                        why = f" ({doing})" if doing else ""
+                        progress.report(f"Waiting for the folder's run in progress{why}")
+                        said = doing
+                    await asyncio.wait({acquired, cancelled}, timeout=QUEUE_REPORTS)
+                    if cancelled.done() and not acquired.done():
+                        return None
+        finally:
+            cancelled.cancel()
+            acquired.cancel()  # (a no-op once it holds the lock)
+        return lock
+
+    async def run(
+        self,
+        where: Where,
+        piece: Piece,
+        kernel: Kernel,
+        cancel: asyncio.Event,
+        *,
+        origin: str = "user",
+        keep: bool = True,
+        asked_at: float | None = None,
+        files: OutputFiles | None = None,
+        fix_of: int | None = None,
+    ) -> PieceRun:
+        """Run lines `piece` of `where.text` (the caller holds the folder's lock) and record
+        the run. With `keep`, its results are kept and published, what it prints shows as it
+        comes and its `input()` is asked at the editor; else (a fix's attempt, an agent's code
+        in no open document) they are only the answer, and an attempt's rich outputs are not
+        stored (`origin` "model": it shows in the document only once applied)."""
+        text = where.text
+        code = (
+            code_of(text.lines, piece.first, piece.last)
+            if keep  # a document's piece, newline-terminated as its cells are split
+            else "".join(text.lines[piece.first : piece.last + 1])  # as it was given
+        )
+        agent = origin.startswith("agent")
+        if keep:
+            self.session.store.clear_made_at(where.uri, text.version, piece.first, piece.last)
+        outcome = await kernel.execute(
+            run_request(where.settings, where.path, code, piece.first),
+            cancel=cancel,
+            asked_at=asked_at,
+            ask_input=(
+                self._asker(where, f"{where.path}:{piece.first + 1}")
+                if keep and self.editor.features.input and not agent
+                else None  # (an agent's run: nobody at the editor waits to answer it)
+            ),
+            on_output=self.editor.live(where.uri) if keep else None,
+        )
+        attempt = not keep and origin == "model"
+        making = functools.partial(
+            build,
+            outcome,
+            path=where.path,
+            lines=text.lines,
+            fallback_line=piece.first,
+            folder=None if attempt else where.folder,
+            piece=(piece.first, piece.last),
+            files=None if attempt else files or output_files(where.folder, where.settings),
+            ran=ran_text(outcome) + (f" · by {origin}" if agent else ""),
+        )
+        # Rich outputs are decoded and stored as files: off the loop, which keeps answering
+        # (a cell that shows 4,000 images); plain text is made at once.
+        results = await asyncio.to_thread(making) if _rich(outcome) and not attempt else making()
+        if keep:
+            self.keep(where.uri, text.version, results)
+        span = (piece.first, piece.last)
+        run_id = self.record(where, entry(where.path, span, code, origin, outcome, results, fix_of))
+        return PieceRun(piece, outcome, text.lines, text.version, run_id, results)
+
+    def shown(self, where: Where, outcome: RunOutcome, piece: Piece) -> None:
+        """Keep the results of a run that ran elsewhere (a fix's attempt, now applied) on
+        lines `piece` of `where.text`, in place of what those lines showed."""
+        results = build(
+            outcome,
+            path=where.path,
+            lines=where.text.lines,
+            fallback_line=piece.first,
+            folder=where.folder,
+            piece=(piece.first, piece.last),
+            files=output_files(where.folder, where.settings),
+        )
+        self.session.store.clear(where.uri, piece.first, piece.last)
+        self.keep(where.uri, where.text.version, results)
+
+    async def quietly(
+        self, kernel: Kernel, request: RunRequest, cancel: asyncio.Event | None = None
+    ) -> RunOutcome:
+        """runfix's own code in the kernel (the caller holds the folder's lock): nothing is
+        shown or recorded."""
+        return await kernel.execute(request, cancel=cancel)
+
+    def keep(self, uri: str, version: int, results: DocumentResults) -> None:
+        """Store results made from `version` (moved through later edits), and publish."""
+        now = self.editor.text(uri)
+        if now is None:
+            return  # closed while it ran: its results went with it
+        self.session.store.add(uri, version, results, now.lines)
+        self.editor.published(uri, results)
+
+    def record(self, where: Where, run: RecordedRun) -> int | None:
+        """Add a run to the folder's record; its ticket (None: not recorded)."""
+        run_id = self.session.recorded(where.folder, where.settings, run)
+        for message in self.session.record(where.folder, where.settings).told_once():
+            self.editor.tell(f"runfix: {message}", Level.WARNING)
+        return run_id
+
+    def _asker(self, where: Where, line: str) -> Callable[[str, bool], Awaitable[str | None]]:
+        """The code's `input()` asked through the editor, within `inputTimeout`; meanwhile
+        the runs queued behind it say what they wait for."""
+
+        async def ask(prompt: str, password: bool) -> str | None:
+            self._doing[where.folder] = f"it waits for input() at {line}"
+            try:
+                return await self.editor.ask_input(prompt, password, where.settings.input_timeout)
+            finally:
+                self._doing.pop(where.folder, None)
+
+        return ask
