@@ -38,16 +38,15 @@ from lsp_server.model.context import error_text
 from lsp_server.record.store import RESTORE_RUNS, restored
 from lsp_server.results import DocumentResults, Problem
 from lsp_server.runner import Runner
-from lsp_server.runs import EVERY_PIECE, Piece, PieceRun, RunMode, Where, output_files, pieces_for
+from lsp_server.runs import EVERY_PIECE, PieceRun, RunMode, Where
 from lsp_server.session import Session
-from lsp_server.text.cells import cell_at, code_of, split_cells
+from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.positions import strip_eol
 
 log = logging.getLogger(__name__)
 
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
-NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
 INVALIDATE_CACHES = "import importlib\nimportlib.invalidate_caches()\n"
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"
@@ -77,7 +76,7 @@ class Flow:
         self.editor = editor
         self.gate = Gate(session, editor)
         """Trust before a kernel, confirmation before flagged code (`gate`)."""
-        self.runner = Runner(session, editor)
+        self.runner = Runner(session, editor, self.gate)
         """Where every piece runs, its results kept and recorded (`runner`)."""
         self.generator = Generator(self)
         """Writing a prompt's body (`generate`)."""
@@ -222,59 +221,27 @@ class Flow:
         is appended to `runs` when given (the fix loop reads them)."""
         began = time.perf_counter()
         asked_at = asyncio.get_running_loop().time()
-        uri, lines = where.uri, where.text.lines
-        pieces = [
-            p for p in pieces_for(lines, line_range, where.settings.prompt_markers) if mode.takes(p)
-        ]
+        pieces = mode.pieces(where, line_range)
         if not pieces:
             return _run_answer(Status.OK, began)
-        flagged = {p: self.session.store.get(uri).safety_in(p.first, p.last) for p in pieces}
-        admitted = await self.gate.kernel(where, pieces[0].first)
+        admitted = await self.gate.admit(where, pieces[0].first)
         if admitted is None:
             return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
-        where, kernel = admitted.where, admitted.kernel
-        lock = await self.runner.locked(where, cancel)
-        if lock is None:
-            return _run_answer(Status.CANCELLED, began)
-        status = RunStatus.OK
-        why = ""
-        files = output_files(where.folder, where.settings)  # outputs.maxRunMB: the whole run
         try:
-            async with self.editor.progress(cancel) as progress:
-                for number, piece in enumerate(pieces, 1):
-                    if len(pieces) > 1:
-                        share = (number - 1) * 100 // len(pieces)
-                        progress.report(f"Running cell {number}/{len(pieces)}", share)
-                    if flagged[piece] and not await self._confirmed(where, piece, flagged[piece]):
-                        return _run_answer(Status.CANCELLED, began, NOT_CONFIRMED)
-                    ran = await self.runner.run(
-                        where, piece, kernel, cancel, origin=mode.origin, asked_at=asked_at,
-                        files=files,
-                    )  # fmt: skip
-                    if runs is not None:
-                        runs.append(ran)
-                    status = ran.outcome.status
-                    why = ran.outcome.note if status == RunStatus.CANCELLED else ""
-                    if status != RunStatus.OK:
-                        if mode.say_stop and number < len(pieces):
-                            left = len(pieces) - number
-                            self.editor.remark(Place(uri), f"stopped; {left} later cell(s) not run")
-                        break
+            ran = await self.runner.run_pieces(
+                admitted.where, pieces, admitted.kernel, cancel, mode, asked_at
+            )
         except ExecutorUnavailable as exc:
-            self.explain_unavailable(uri, str(exc))
+            self.explain_unavailable(where.uri, str(exc))
             return _run_answer(Status.ERROR, began, str(exc))
-        finally:
-            lock.release()
+        if runs is not None:
+            runs.extend(ran.pieces)
+        if ran.stopped is not None:
+            return _run_answer(Status.CANCELLED, began, ran.stopped or None)
         self.editor.runs_done()
-        return _run_answer(status, began, why or None)
-
-    async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
-        """Whether model-written code the scan flagged in `piece` may run (`Gate.confirm_run`)."""
-        code = code_of(where.text.lines, piece.first, piece.last)
-        reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
-        reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
-        place = Place(where.uri, flagged[0].first)
-        return await self.gate.confirm_run(code, reason, where.settings, place)
+        outcome = ran.pieces[-1].outcome
+        why = outcome.note if outcome.status == RunStatus.CANCELLED else ""
+        return _run_answer(outcome.status, began, why or None)
 
     async def run_cells(
         self, where: Where, line: int, which: str, cancel: asyncio.Event
@@ -292,7 +259,7 @@ class Flow:
             return await self.run(where, None, cancel, RunMode(before=cell.first))
         if which == "below":
             return await self.run(where, None, cancel, RunMode(after=cell.first - 1))
-        admitted = await self.gate.kernel(where, line)
+        admitted = await self.gate.admit(where, line)
         if admitted is None:
             return RunAnswer(Status.CANCELLED, 0, "not run: the folder is not trusted")
         await admitted.kernel.restart()
@@ -350,7 +317,7 @@ class Flow:
             )
             if await self.editor.choose(message, (INSTALL_ANYWAY, NO_INSTALL)) != INSTALL_ANYWAY:
                 return InstallAnswer(Status.CANCELLED, f"not installed: {shown} was not confirmed")
-        admitted = await self.gate.kernel(where, rerun.start.line if rerun else None)
+        admitted = await self.gate.admit(where, rerun.start.line if rerun else None)
         shown = " ".join(packages)
         if admitted is None:
             return InstallAnswer(Status.CANCELLED, "not installed: the folder is not trusted")

@@ -56,7 +56,7 @@ class Gate:
 
     # -- trust ----------------------------------------------------------------------------
 
-    async def kernel(self, where: Where, line: int | None = None) -> Admitted | None:
+    async def admit(self, where: Where, line: int | None = None) -> Admitted | None:
         """The folder's kernel, once its code may run: the first time, an undecided folder's
         user is asked how (one question per folder; runs meanwhile wait for its answer).
         None: nothing may run, and the document says so at `line`."""

@@ -15,17 +15,19 @@ import functools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from executor.events import Display, RunOutcome, RunRequest, Value
+from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value
 from executor.jupyter import Kernel
-from lsp_server.editor import Editor, Level
+from lsp_server.editor import Editor, Level, Place
+from lsp_server.gate import Gate
 from lsp_server.outputs.bundles import OutputFiles
 from lsp_server.record.store import RecordedRun, entry, ran_text
-from lsp_server.results import DocumentResults, build
-from lsp_server.runs import Piece, PieceRun, Where, output_files, run_request
+from lsp_server.results import DocumentResults, Problem, build
+from lsp_server.runs import Piece, PieceRun, Ran, RunMode, Where, output_files, run_request
 from lsp_server.session import Session
 from lsp_server.text.cells import code_of
 
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
+NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
 
 
 def _rich(outcome: RunOutcome) -> bool:
@@ -39,8 +41,8 @@ def _rich(outcome: RunOutcome) -> bool:
 class Runner:
     """Runs pieces of code for the user, one folder's runs at a time (`Flow.runner`)."""
 
-    def __init__(self, session: Session, editor: Editor) -> None:
-        self.session, self.editor = session, editor
+    def __init__(self, session: Session, editor: Editor, gate: Gate) -> None:
+        self.session, self.editor, self.gate = session, editor, gate
         self._doing: dict[Path, str] = {}
         """What a folder's run in progress waits for, for the runs queued behind it."""
 
@@ -69,6 +71,54 @@ class Runner:
             cancelled.cancel()
             acquired.cancel()  # (a no-op once it holds the lock)
         return lock
+
+    async def run_pieces(
+        self,
+        where: Where,
+        pieces: list[Piece],
+        kernel: Kernel,
+        cancel: asyncio.Event,
+        mode: RunMode,
+        asked_at: float | None = None,
+    ) -> Ran:
+        """Run `pieces` of `where.text` in order, behind the folder's other runs, each whole,
+        stopping at the first that does not end well. Model-written code the scan flagged
+        runs only once the user confirms it (`Gate.confirm_run`)."""
+        lock = await self.locked(where, cancel)
+        if lock is None:
+            return Ran((), "")
+        files = output_files(where.folder, where.settings)  # outputs.maxRunMB: the whole run
+        ran: list[PieceRun] = []
+        try:
+            async with self.editor.progress(cancel) as progress:
+                for number, piece in enumerate(pieces, 1):
+                    if len(pieces) > 1:
+                        share = (number - 1) * 100 // len(pieces)
+                        progress.report(f"Running cell {number}/{len(pieces)}", share)
+                    flagged = self.session.store.get(where.uri).safety_in(piece.first, piece.last)
+                    if flagged and not await self._confirmed(where, piece, flagged):
+                        return Ran(tuple(ran), NOT_CONFIRMED)
+                    one = await self.run(
+                        where, piece, kernel, cancel, origin=mode.origin, asked_at=asked_at,
+                        files=files,
+                    )  # fmt: skip
+                    ran.append(one)
+                    if one.outcome.status != RunStatus.OK:
+                        if mode.say_stop and number < len(pieces):
+                            left = len(pieces) - number
+                            place = Place(where.uri)
+                            self.editor.remark(place, f"stopped; {left} later cell(s) not run")
+                        break
+        finally:
+            lock.release()
+        return Ran(tuple(ran))
+
+    async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
+        code = code_of(where.text.lines, piece.first, piece.last)
+        reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
+        reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
+        place = Place(where.uri, flagged[0].first)
+        return await self.gate.confirm_run(code, reason, where.settings, place)
 
     async def run(
         self,

@@ -101,6 +101,16 @@ class PieceRun:
 
 
 @dataclass(frozen=True)
+class Ran:
+    """What a run of a document's pieces came to (`Runner.run_pieces`)."""
+
+    pieces: tuple[PieceRun, ...]
+    """Each piece that ran, in order; the last is the one that failed, when one did."""
+    stopped: str | None = None
+    """Why the next piece did not run when none failed ("": cancelled while queued)."""
+
+
+@dataclass(frozen=True)
 class RunMode:
     """Which of a document's pieces a run (`Flow.run`) takes, and how it is told."""
 
@@ -114,6 +124,11 @@ class RunMode:
     """Who ran it, as the record says (`user`, `model`, `agent: <name>`)."""
     say_stop: bool = True
     """Say in the document that later cells did not run after one failed."""
+
+    def pieces(self, where: Where, line_range: Range | None) -> list[Piece]:
+        """The pieces of `where.text` this mode takes: the range's lines, or its cells."""
+        found = pieces_for(where.text.lines, line_range, where.settings.prompt_markers)
+        return [p for p in found if self.takes(p)]
 
     def takes(self, piece: Piece) -> bool:
         return (

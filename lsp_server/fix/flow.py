@@ -266,7 +266,7 @@ class FixFlow:
             work: Callable[[Kernel, Where], Awaitable[RunOutcome]],
         ) -> RunOutcome:
             """In the folder's kernel, behind the folder's other runs."""
-            admitted = await self.flow.gate.kernel(where, first)
+            admitted = await self.flow.gate.admit(where, first)
             if admitted is None:
                 note = "the folder is not trusted"
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)

@@ -194,13 +194,14 @@ def _calls(attribute: str) -> dict[str, list[str]]:
                 continue
             if node.func.attr != attribute:
                 continue
-            holders, at = [], node
+            holders: list[str] = []
+            at: ast.AST = node
             while at in parents:
                 at = parents[at]
                 if isinstance(at, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     holders.append(at.name)
-            where = ".".join(reversed(holders[-2:]))
-            found.setdefault(name, []).append(f"{where}: {ast.unparse(node.func.value)}")
+            holder = ".".join(reversed(holders[-2:]))
+            found.setdefault(name, []).append(f"{holder}: {ast.unparse(node.func.value)}")
     return found
 
 

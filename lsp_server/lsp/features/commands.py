@@ -239,7 +239,7 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(
                 f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
             )
-        admitted = await ls.flow.gate.kernel(await ls.flow.where(arg.uri))
+        admitted = await ls.flow.gate.admit(await ls.flow.where(arg.uri))
         if admitted is None:
             return []
         return [dataclasses.asdict(v) for v in await admitted.kernel.variables()]
