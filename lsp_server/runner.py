@@ -13,17 +13,19 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value
 from executor.jupyter import Kernel
 from lsp_server.editor import Editor, Level, Place
 from lsp_server.gate import Gate
-from lsp_server.outputs.bundles import OutputFiles
+from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.record.store import RecordedRun, entry, ran_text
 from lsp_server.results import DocumentResults, Problem, build
-from lsp_server.runs import Piece, PieceRun, Ran, RunMode, Where, output_files, run_request
+from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.session import Session
+from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
 
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
@@ -35,6 +37,50 @@ def _rich(outcome: RunOutcome) -> bool:
     return any(
         isinstance(e, (Display, Value)) and any(m != "text/plain" for m in e.data)
         for e in outcome.events
+    )
+
+
+def run_request(
+    settings: Settings, path: str, code: str, first: int, timeout: float | None = None
+) -> RunRequest:
+    """Code standing at line `first` (0-based) of the document `path`, with the settings' limits."""
+    return RunRequest(
+        code=code,
+        filename=path,
+        first_line=first + 1,
+        timeout=timeout or settings.timeout,
+        output_limit=settings.output_limit,
+    )
+
+
+@dataclass
+class PieceRun:
+    """One piece that ran: where, on which text, and what came back."""
+
+    piece: Piece
+    outcome: RunOutcome
+    lines: tuple[str, ...]
+    version: int
+    record_id: int | None = None
+    """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""
+    results: DocumentResults | None = None
+    """What the run showed, attributed to the lines it ran on."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a run of a document's pieces came to (`Runner.run_pieces`)."""
+
+    pieces: tuple[PieceRun, ...]
+    """Each piece that ran, in order; the last is the one that failed, when one did."""
+    stopped: str | None = None
+    """Why the next piece did not run when none failed ("": cancelled while queued)."""
+
+
+def output_files(folder: Path, settings: Settings) -> OutputFiles:
+    """Where a run's rich outputs go, within the settings' limits."""
+    return OutputFiles(
+        folder, int(settings.outputs_run_mb * MB), int(settings.outputs_folder_mb * MB)
     )
 
 

@@ -1,5 +1,5 @@
-"""What a run is made of: where the document stands (`Where`, resolved once per request),
-the pieces of it a run takes, the request for each, and what one piece's run came to."""
+"""What a run is made of: where the document stands (`Where`, resolved once per request)
+and the pieces of it a run takes (`RunMode`); what running them came to is `runner`'s."""
 
 from __future__ import annotations
 
@@ -7,11 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from executor.events import RunOutcome, RunRequest
 from lsp_server.contract import Range
 from lsp_server.editor import Snapshot
-from lsp_server.outputs.bundles import MB, OutputFiles
-from lsp_server.results import DocumentResults
 from lsp_server.settings import Settings
 from lsp_server.text.cells import split_cells
 
@@ -73,43 +70,6 @@ def _is_code(line: str) -> bool:
     return bool(text) and not text.startswith("#")
 
 
-def run_request(
-    settings: Settings, path: str, code: str, first: int, timeout: float | None = None
-) -> RunRequest:
-    """Code standing at line `first` (0-based) of the document `path`, with the settings' limits."""
-    return RunRequest(
-        code=code,
-        filename=path,
-        first_line=first + 1,
-        timeout=timeout or settings.timeout,
-        output_limit=settings.output_limit,
-    )
-
-
-@dataclass
-class PieceRun:
-    """One piece that ran: where, on which text, and what came back."""
-
-    piece: Piece
-    outcome: RunOutcome
-    lines: tuple[str, ...]
-    version: int
-    record_id: int | None = None
-    """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""
-    results: DocumentResults | None = None
-    """What the run showed, attributed to the lines it ran on."""
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What a run of a document's pieces came to (`Runner.run_pieces`)."""
-
-    pieces: tuple[PieceRun, ...]
-    """Each piece that ran, in order; the last is the one that failed, when one did."""
-    stopped: str | None = None
-    """Why the next piece did not run when none failed ("": cancelled while queued)."""
-
-
 @dataclass(frozen=True)
 class RunMode:
     """Which of a document's pieces a run (`Flow.run`) takes, and how it is told."""
@@ -140,10 +100,3 @@ class RunMode:
 
 EVERY_PIECE = RunMode()
 """Every piece, run by the user: `Flow.run`'s default mode."""
-
-
-def output_files(folder: Path, settings: Settings) -> OutputFiles:
-    """Where a run's rich outputs go, within the settings' limits."""
-    return OutputFiles(
-        folder, int(settings.outputs_run_mb * MB), int(settings.outputs_folder_mb * MB)
-    )

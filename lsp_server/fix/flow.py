@@ -40,7 +40,8 @@ from lsp_server.fix.fixing import (
     target_for,
 )
 from lsp_server.model.context import error_text
-from lsp_server.runs import Piece, PieceRun, RunMode, Where, run_request
+from lsp_server.runner import PieceRun, run_request
+from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
 
