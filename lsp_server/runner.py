@@ -190,21 +190,23 @@ class Runner:
             if keep  # a document's piece, newline-terminated as its cells are split
             else "".join(text.lines[piece.first : piece.last + 1])  # as it was given
         )
-        agent = origin.startswith("agent")
+        agent, attempt = origin.startswith("agent"), not keep and origin == "model"
+        request = run_request(where.settings, where.path, code, piece.first)
+        files = None if attempt else files or output_files(where.folder, where.settings)
+        asker = (
+            self._asker(where, f"{where.path}:{piece.first + 1}")
+            if keep and self.editor.features.input and not agent
+            else None  # (an agent's run: nobody at the editor waits to answer it)
+        )
         if keep:
             self.session.store.clear_made_at(where.uri, text.version, piece.first, piece.last)
         outcome = await kernel.execute(
-            run_request(where.settings, where.path, code, piece.first),
+            request,
             cancel=cancel,
             asked_at=asked_at,
-            ask_input=(
-                self._asker(where, f"{where.path}:{piece.first + 1}")
-                if keep and self.editor.features.input and not agent
-                else None  # (an agent's run: nobody at the editor waits to answer it)
-            ),
+            ask_input=asker,
             on_output=self.editor.live(where.uri) if keep else None,
         )
-        attempt = not keep and origin == "model"
         making = functools.partial(
             build,
             outcome,
@@ -213,7 +215,7 @@ class Runner:
             fallback_line=piece.first,
             folder=None if attempt else where.folder,
             piece=(piece.first, piece.last),
-            files=None if attempt else files or output_files(where.folder, where.settings),
+            files=files,
             ran=ran_text(outcome) + (f" · by {origin}" if agent else ""),
         )
         # Rich outputs are decoded and stored as files: off the loop, which keeps answering
