@@ -21,7 +21,7 @@ from executor.events import Stream
 from executor.jupyter import Kernel
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
-from lsp_server.results import DocumentResults
+from lsp_server.outputs.results import DocumentResults
 
 
 class Level(enum.IntEnum):

@@ -35,8 +35,8 @@ from lsp_server.fix.flow import FixFlow
 from lsp_server.gate import Gate
 from lsp_server.generate import Generator
 from lsp_server.model.context import error_text
+from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.record.store import RESTORE_RUNS, restored
-from lsp_server.results import DocumentResults, Problem
 from lsp_server.runner import PieceRun, Runner
 from lsp_server.runs import EVERY_PIECE, RunMode, Where
 from lsp_server.session import Session

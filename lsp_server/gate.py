@@ -17,7 +17,7 @@ from executor.jupyter import Kernel
 from executor.trust import Choice, TrustFileError
 from lsp_server.editor import Editor, Level, Place, TrustAnswer, TrustQuestion
 from lsp_server.executors import sandboxed
-from lsp_server.results import DocumentResults, Problem
+from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.runs import Where
 from lsp_server.session import NotTrusted, Session, with_choice
 from lsp_server.settings import Settings

@@ -21,8 +21,8 @@ from executor.jupyter import Kernel
 from lsp_server.editor import Editor, Level, Place
 from lsp_server.gate import Gate
 from lsp_server.outputs.bundles import MB, OutputFiles
+from lsp_server.outputs.results import DocumentResults, Problem, build
 from lsp_server.record.store import RecordedRun, entry, ran_text
-from lsp_server.results import DocumentResults, Problem, build
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.session import Session
 from lsp_server.settings import Settings

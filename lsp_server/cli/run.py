@@ -38,9 +38,9 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.flow import Flow
+from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
-from lsp_server.results import DocumentResults, Problem, StatementResult
 from lsp_server.runs import pieces_for
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve

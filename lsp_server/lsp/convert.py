@@ -10,7 +10,7 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from lsp_server.contract import SOURCE, ProblemData, to_json
-from lsp_server.results import DocumentResults, Front, Problem, StatementResult
+from lsp_server.outputs.results import DocumentResults, Front, Problem, StatementResult
 from lsp_server.text.positions import Width, content_span, strip_eol, utf16_len
 
 HOVER_LIMIT = 100_000

@@ -45,7 +45,7 @@ from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.transport import send_prepared_notification
 from lsp_server.lsp.uris import ClientUris
-from lsp_server.results import DocumentResults, Front, StatementResult
+from lsp_server.outputs.results import DocumentResults, Front, StatementResult
 from lsp_server.session import Session
 
 log = logging.getLogger(__name__)

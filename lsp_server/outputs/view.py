@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lsp_server.contract import OutputItem, OutputsAnswer
 from lsp_server.outputs.bundles import FOLDER, Output, latest_images
-from lsp_server.results import DocumentResults, StatementResult
+from lsp_server.outputs.results import DocumentResults, StatementResult
 from lsp_server.text.cells import cell_at, split_cells
 
 HISTORY = 24

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_server import __version__
-from lsp_server.results import DocumentResults, Problem
+from lsp_server.outputs.results import DocumentResults, Problem
 
 FORMATS = ("text", "github", "sarif", "json")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -42,7 +42,7 @@ from lsp_server.folder_files import RUNFIX, LinkRefused, opened_folder, stored_o
 
 if TYPE_CHECKING:  # `runfix history` reads the record without loading the rest of runfix
     from executor.events import RunOutcome
-    from lsp_server.results import DocumentResults
+    from lsp_server.outputs.results import DocumentResults
 
 log = logging.getLogger(__name__)
 
@@ -633,7 +633,7 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str], folder: Path) ->
     code still stands, as it ran, on the same lines, its statements' outputs — marked as
     from an earlier session, with their time; nothing on lines whose text changed."""
     from lsp_server.outputs.bundles import Output
-    from lsp_server.results import DocumentResults, Problem, StatementResult
+    from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
     from lsp_server.text.positions import strip_eol
 
     results = DocumentResults()

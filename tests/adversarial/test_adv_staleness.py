@@ -15,7 +15,7 @@ from functools import cache
 import pytest
 
 from executor.events import RunOutcome, RunStatus, Span, Stream
-from lsp_server.results import ResultStore, build, line_change
+from lsp_server.outputs.results import ResultStore, build, line_change
 
 PATH = "/tmp/stale.py"
 

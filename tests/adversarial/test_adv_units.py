@@ -14,7 +14,7 @@ from executor.cancel import CANCELLED, or_cancelled
 from executor.text import split_lines
 from lsp_server.lsp.app import create_server
 from lsp_server.lsp.frames import read_frame
-from lsp_server.results import terminal_text
+from lsp_server.outputs.results import terminal_text
 
 
 def _reader(data: bytes) -> asyncio.StreamReader:

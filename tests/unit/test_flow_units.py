@@ -50,7 +50,7 @@ from lsp_server.lsp.features.code_actions import quick_fixes
 from lsp_server.lsp.launch import root_folder
 from lsp_server.lsp.prepared import ByLine, Memo, Prepared
 from lsp_server.model.client import ModelCancelled
-from lsp_server.results import DocumentResults, build
+from lsp_server.outputs.results import DocumentResults, build
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
 from lsp_server.text.positions import utf16_len

@@ -14,8 +14,8 @@ from lsp_server.outputs.bundles import (
     latest_images,
     render,
 )
+from lsp_server.outputs.results import DocumentResults, StatementResult
 from lsp_server.outputs.view import statements_at
-from lsp_server.results import DocumentResults, StatementResult
 
 
 def png(width: int, height: int, filler: int = 0) -> bytes:

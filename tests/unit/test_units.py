@@ -26,7 +26,7 @@ from lsp_server.lsp.convert import (
     result_diagnostics_json,
 )
 from lsp_server.lsp.text import Document
-from lsp_server.results import (
+from lsp_server.outputs.results import (
     DocumentResults,
     Output,
     Problem,

@@ -22,8 +22,8 @@ from lsp_server.lsp.features.commands import argument
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.outputs.bundles import Output
 from lsp_server.outputs.page import OutputPage
+from lsp_server.outputs.results import StatementResult
 from lsp_server.outputs.view import answer, outputs_of, statements_at
-from lsp_server.results import StatementResult
 
 log = logging.getLogger(__name__)
 
