@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from executor.live import LiveAnswer
-from lsp_server.outputs.results import ResultStore
+from lsp_server.outputs.store import ResultStore
 
 BUDGET = 0.08
 """Seconds the kernel has to answer (the editor's whole answer stays under 100 ms)."""

@@ -30,7 +30,7 @@ from executor.trust import Choice, TrustFileError, TrustStore, resolved
 from lsp_server.executors import kernel_config
 from lsp_server.fix import fixcheck
 from lsp_server.model.client import ModelClient, ModelConfig
-from lsp_server.outputs.results import ResultStore
+from lsp_server.outputs.store import ResultStore
 from lsp_server.record.store import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
 from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.settings import Settings

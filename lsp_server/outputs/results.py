@@ -11,9 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -112,7 +110,7 @@ class Front:
     None: not known (no map): every result below is stale."""
 
 
-_Placed = TypeVar("_Placed", "StatementResult", "Problem")
+Placed = TypeVar("Placed", "StatementResult", "Problem")
 
 
 class DocumentResults:
@@ -160,7 +158,7 @@ class DocumentResults:
     def item(self, index: int) -> StatementResult:
         """The statement at `index`, where it is now (without settling the others)."""
         item = self._items[index]
-        return _shifted(item, self._offset) if index >= self._pivot and self._offset else item
+        return shifted(item, self._offset) if index >= self._pivot and self._offset else item
 
     def placed(self) -> Iterator[tuple[int, int, StatementResult]]:
         """Each statement with its lines now (first, last), without settling the others:
@@ -233,9 +231,9 @@ class DocumentResults:
         """Statements before `to` where they are; those from `to` on `_offset` lines off."""
         items, offset, pivot = self._items, self._offset, self._pivot
         if offset and to > pivot:
-            items[pivot:to] = [_shifted(s, offset) for s in items[pivot:to]]
+            items[pivot:to] = [shifted(s, offset) for s in items[pivot:to]]
         elif offset and to < pivot:
-            items[to:pivot] = [_shifted(s, -offset) for s in items[to:pivot]]
+            items[to:pivot] = [shifted(s, -offset) for s in items[to:pivot]]
         self._pivot = to
         if to == len(items):
             self._offset = 0
@@ -290,7 +288,7 @@ class DocumentResults:
         return [p for p in self.problems if p.kind == "safety" and first <= p.first <= last]
 
 
-def _shifted(item: _Placed, lines: int) -> _Placed:
+def shifted(item: Placed, lines: int) -> Placed:
     """`item` `lines` further down: a copy that keeps what it computed (its text, summary)."""
     moved = object.__new__(type(item))
     moved.__dict__.update(item.__dict__, first=item.first + lines, last=item.last + lines)
@@ -333,7 +331,7 @@ def summarize(text: str, width: int = SUMMARY_WIDTH) -> str:
     return first + (" …" if more else "")
 
 
-def _lines(source: Sequence[str], first: int, last: int) -> tuple[str, ...]:
+def source_lines(source: Sequence[str], first: int, last: int) -> tuple[str, ...]:
     return tuple(strip_eol(line) for line in source[first : last + 1])
 
 
@@ -369,7 +367,7 @@ def build(
         first = min(span.first - 1 if span else fallback_line, last_line)
         last = min(span.last - 1 if span else fallback_line, last_line)
         results.statements.append(
-            StatementResult(first, last, tuple(outputs), _lines(lines, first, last), ran=ran)
+            StatementResult(first, last, tuple(outputs), source_lines(lines, first, last), ran=ran)
         )
     results.statements.sort(key=lambda s: s.first)
     if outcome.truncated and results.statements:
@@ -388,7 +386,7 @@ def build(
 
 
 def _note(line: int, note: str, severity: str, lines: Sequence[str]) -> Problem:
-    return Problem(line, line, note, severity, note, source=_lines(lines, line, line))
+    return Problem(line, line, note, severity, note, source=source_lines(lines, line, line))
 
 
 RELATED_LIMIT = 20
@@ -444,445 +442,5 @@ def _problem_for_error(error: Error, path: str, lines: Sequence[str], fallback: 
         column=column,
         end_column=end_column,
         related=tuple(related),
-        source=_lines(lines, line, end),
+        source=source_lines(lines, line, end),
     )
-
-
-# -- keeping results on their lines as the document changes --------------------------
-
-
-@dataclass(frozen=True)
-class LineChange:
-    """Lines first..last (0-based, inclusive) were replaced by text with `newlines` line breaks."""
-
-    first: int
-    last: int
-    newlines: int
-    text: str = field(default="", compare=False)
-    """What was typed (for telling an edit of code from one of a comment or blank line)."""
-    deleted: bool = field(default=False, compare=False)
-    """It replaced some text (its range was not empty)."""
-    column: int = field(default=-1, compare=False)
-    """Where on its line an edit of one line began (-1: not known, or several lines)."""
-
-    @property
-    def delta(self) -> int:
-        return self.newlines - (self.last - self.first)
-
-
-def _candidates(firsts: list[int], height: int, change: LineChange) -> list[int]:
-    out: list[int] = []
-    for first in firsts:
-        if first + height < change.first:
-            options = [first]
-        elif first > change.last:
-            options = [first + change.delta]
-        else:  # touched: it stayed, or moved down/up; the text decides
-            options = [first, first + change.delta]
-        out.extend(o for o in options if o not in out and o >= 0)
-    return out
-
-
-def _shift_line(line: int, changes: Sequence[LineChange]) -> int:
-    """Where a line went, without checking its text (for call sites in related info)."""
-    for change in changes:
-        if line > change.last:
-            line += change.delta
-    return line
-
-
-def _new_first(
-    first: int,
-    last: int,
-    source: tuple[str, ...],
-    changes: Sequence[LineChange],
-    lines: Sequence[str],
-) -> int | None:
-    """Where lines first..last went through `changes`, if their text still stands there."""
-    height = last - first
-    firsts = [first]
-    for change in changes:
-        firsts = _candidates(firsts, height, change)
-    return next((f for f in firsts if _lines(lines, f, f + height) == source), None)
-
-
-def _move_statement(
-    item: StatementResult, changes: Sequence[LineChange], lines: Sequence[str]
-) -> StatementResult | None:
-    first = _new_first(item.first, item.last, item.source, changes, lines)
-    return (
-        None if first is None else replace(item, first=first, last=first + item.last - item.first)
-    )
-
-
-def _move_problem(
-    item: Problem, changes: Sequence[LineChange], lines: Sequence[str]
-) -> Problem | None:
-    first = _new_first(item.first, item.last, item.source, changes, lines)
-    if first is None:
-        return None
-    related = tuple(
-        r if r.path else replace(r, line=_shift_line(r.line, changes)) for r in item.related
-    )
-    piece = item.piece and (
-        _shift_line(item.piece[0], changes),
-        _shift_line(item.piece[1], changes),
-    )
-    return replace(
-        item, first=first, last=first + item.last - item.first, related=related, piece=piece
-    )
-
-
-def _untouched_shift(first: int, last: int, changes: Sequence[LineChange]) -> int | None:
-    """How far lines first..last moved through changes that all left them alone (their
-    text is then what it was); None when a change touched them."""
-    shift = 0
-    for change in changes:
-        if last + shift < change.first:
-            continue
-        if first + shift > change.last:
-            shift += change.delta
-            continue
-        return None
-    return shift
-
-
-def _edit_items(
-    items: list[_Placed],
-    changes: Sequence[LineChange],
-    lines: Sequence[str],
-    move: Callable[[_Placed, Sequence[LineChange], Sequence[str]], _Placed | None],
-) -> tuple[list[_Placed], bool]:
-    """Items through `changes`: untouched ones kept or shifted by arithmetic, only touched
-    ones checked against the text; whether any moved or was dropped."""
-    out: list[_Placed] = []
-    changed = False
-    for item in items:
-        shift = _untouched_shift(item.first, item.last, changes)
-        if shift == 0:
-            out.append(item)
-            continue
-        if shift is not None:
-            out.append(_shifted(item, shift))
-            changed = True
-        elif (moved := move(item, changes, lines)) is None:
-            changed = True
-        else:
-            out.append(moved)
-            changed = changed or moved != item
-    out.sort(key=lambda i: i.first)
-    return out, changed
-
-
-def _edit_statements(
-    results: DocumentResults, changes: Sequence[LineChange], lines: Sequence[str]
-) -> bool:
-    """Statements through `changes`; whether any moved or was dropped. One change (typing, an
-    Enter, a paste) checks only the statements it touched against the text, and moves those
-    below it by arithmetic on the document's offset, not one by one."""
-    if len(changes) != 1:
-        statements, moved = _edit_items(results.statements, changes, lines, _move_statement)
-        results.statements = statements
-        return moved
-    change = changes[0]
-    lo, hi = results.reaching(change.first), results.after(change.last)
-    touched = [results.item(i) for i in range(lo, hi)]
-    kept = [m for m in (_move_statement(s, changes, lines) for s in touched) if m is not None]
-    if kept == touched and (change.delta == 0 or hi == results.count()):
-        return False
-    results.splice(lo, hi, kept, change.delta)
-    return True
-
-
-def _replace_overlapped(
-    old: list[StatementResult], new: list[StatementResult]
-) -> list[StatementResult]:
-    """`old` without the statements `new` overlaps, plus `new`, sorted (both are sorted and
-    free of overlaps: one pass over each, not one pass over `old` per new statement)."""
-    new = sorted(new, key=lambda s: s.first)
-    if any(a.last >= b.first for a, b in itertools.pairwise(new)):  # not from one run: one by one
-        out = list(old)
-        for s in new:
-            out = [x for x in out if x.last < s.first or x.first > s.last]
-            out.append(s)
-        return sorted(out, key=lambda s: s.first)
-    kept: list[StatementResult] = []
-    j = 0
-    for x in old:
-        while j < len(new) and new[j].last < x.first:
-            j += 1
-        if j == len(new) or new[j].first > x.last:
-            kept.append(x)
-    return sorted([*kept, *new], key=lambda s: s.first)
-
-
-class ResultStore:
-    """Results per document URI, kept on their lines across edits."""
-
-    _LOG = 1000  # changes remembered per document, for runs that finish after edits
-    _RAN = 200  # pieces run remembered per document (what a value's hover asks of)
-
-    def __init__(self) -> None:
-        self._docs: dict[str, DocumentResults] = {}
-        self._log: dict[str, list[tuple[int, LineChange, bool]]] = {}
-        """Each document's changes: (version, the change, whether it touched code)."""
-        self._forgotten: dict[str, int] = {}  # the newest version whose changes left the log
-        self._ran: dict[str, list[tuple[int, int, int]]] = {}
-        """Each document's latest pieces run: (version, first, last), newest last."""
-        self._maps: dict[str, DocumentMap] = {}
-        """Each document's cells and dataflow, from its text when results came, then moved
-        by its edits."""
-
-    def map(self, uri: str) -> DocumentMap | None:
-        """The document's dataflow map as its text is now (None: it has had no results)."""
-        return self._maps.get(uri)
-
-    def get(self, uri: str) -> DocumentResults:
-        return self._docs.get(uri) or DocumentResults()
-
-    def has(self, uri: str) -> bool:
-        results = self._docs.get(uri)
-        return bool(results and (results.count() or results.problems))
-
-    def clear(
-        self, uri: str, first: int | None = None, last: int | None = None, everything: bool = False
-    ) -> None:
-        """Drop results on lines first..last (all when no lines are given).
-
-        Safety findings stay when lines run again: they describe the code, not a run."""
-        results = self._docs.get(uri)
-        if results is None:
-            return
-        if first is None or last is None:
-            first, last = 0, sys.maxsize
-        statements = results.statements  # sorted, never overlapping: the touched ones are a slice
-        lo = bisect.bisect_left(statements, first, key=lambda s: s.last)
-        hi = bisect.bisect_right(statements, last, key=lambda s: s.first)
-        if lo < hi:
-            results.statements = [*statements[:lo], *statements[hi:]]
-        results.problems = [
-            p
-            for p in results.problems
-            if p.last < first or p.first > last or (p.kind == "safety" and not everything)
-        ]
-        if not results.statements and not results.problems:
-            self._docs.pop(uri, None)
-
-    def drop_kind(self, uri: str, kind: str) -> bool:
-        """Drop the document's problems of one kind (`trust`, once the folder is decided)."""
-        results = self._docs.get(uri)
-        if results is None or not any(p.kind == kind for p in results.problems):
-            return False
-        results.problems = [p for p in results.problems if p.kind != kind]
-        return True
-
-    def clear_made_at(self, uri: str, made_at: int, first: int, last: int) -> None:
-        """Lines first..last of version `made_at` run again: drop their results, wherever
-        edits moved them; results further down made before now become stale."""
-        ran = self._ran.setdefault(uri, [])
-        ran.append((made_at, first, last))
-        del ran[: -self._RAN]
-        changes = self._changes_since(uri, made_at)
-        first, last = _shift_line(first, changes), _shift_line(last, changes)
-        self.clear(uri, first, last)
-        results = self._docs.get(uri)
-        if results is not None and results.statements and results.statements[-1].first > last:
-            reason = f"the code at line {first + 1} ran again at {_now()}"
-            results.changed(first, reason, frozenset())  # what it defines now, from the map
-
-    def edited_above(self, uri: str, line: int) -> str | None:
-        """Why what line `line` made when it last ran may be stale: code above it was edited
-        since (None: not edited, or no run here reached it). For lines that made no result
-        (an assignment), which `DocumentResults.stale` cannot tell of."""
-        log = self._log.get(uri, [])
-        for version, first, last in reversed(self._ran.get(uri, [])):
-            if version < self._forgotten.get(uri, -1):
-                return None
-            since = [(c, code) for v, c, code in log if v > version]
-            at, touched = line, []
-            for change, code in reversed(since):  # where the line stood before each change
-                if at > change.last + change.delta:
-                    at -= change.delta
-                elif at >= change.first:
-                    at = change.first
-                touched.append((change, code, at))
-            if not first <= at <= last:
-                continue  # that run did not reach this line
-            for change, code, before in reversed(touched):
-                if code and change.first < before:
-                    return f"line {change.first + 1} was edited since it ran"
-            return None
-        return None
-
-    def _changes_since(self, uri: str, version: int) -> list[LineChange]:
-        return [c for v, c, _ in self._log.get(uri, []) if v > version]
-
-    def reset(self, uri: str, version: int) -> None:
-        """The whole text was replaced: drop everything, and results of runs still going."""
-        self._docs.pop(uri, None)
-        self._log.pop(uri, None)
-        self._ran.pop(uri, None)
-        self._maps.pop(uri, None)
-        self._forgotten[uri] = version
-
-    def close(self, uri: str) -> None:
-        self._docs.pop(uri, None)
-        self._log.pop(uri, None)
-        self._ran.pop(uri, None)
-        self._maps.pop(uri, None)
-        self._forgotten.pop(uri, None)
-
-    def edit(
-        self, uri: str, version: int, changes: Sequence[LineChange], lines: Sequence[str]
-    ) -> bool:
-        """Move results through edits; True when anything moved or was dropped."""
-        log = self._log.setdefault(uri, [])
-        log.extend((version, c, _edits_code(c, lines)) for c in changes)
-        if len(log) > self._LOG:
-            self._forgotten[uri] = log[-self._LOG - 1][0]
-            del log[: -self._LOG]
-        flow = self._maps.get(uri)
-        results = self._docs.get(uri)
-        names: list[frozenset[str] | None] = []
-        if flow is not None:
-            for change in changes:  # what the cells edited defined before the edit
-                names.append(_defined_before(flow, results, change))
-                flow.edited(change.first, change.last, change.text, change.delta, lines)
-        if results is None:
-            return False
-        moved = _edit_statements(results, changes, lines)
-        problems, moved_problems = _edit_items(results.problems, changes, lines, _move_problem)
-        results.problems = problems
-        stale = _edit_fronts(results, changes, lines, names)
-        return moved or moved_problems or stale
-
-    def add(self, uri: str, made_at: int, new: DocumentResults, lines: Sequence[str]) -> None:
-        """Add results made from document version `made_at`, moved through later edits."""
-        if made_at < self._forgotten.get(uri, -1):
-            return  # edits since then were forgotten: nothing can be placed safely
-        changes = self._changes_since(uri, made_at)
-        results = self._docs.setdefault(uri, DocumentResults())
-        flow = self._maps.get(uri)
-        if flow is None:
-            flow = self._maps[uri] = DocumentMap(lines)
-        elif flow.lines is not lines:
-            flow.reset(lines)
-        results.map = flow
-        placed = [m for m in (_move_statement(s, changes, lines) for s in new.statements) if m]
-        results.statements = _replace_overlapped(results.statements, placed)
-        for p in new.problems:
-            moved_p = _move_problem(p, changes, lines)
-            if moved_p is not None and moved_p not in results.problems:
-                results.problems.append(moved_p)
-        results.statements.sort(key=lambda s: s.first)
-        results.problems.sort(key=lambda p: p.first)
-
-
-def _now() -> str:
-    return time.strftime("%H:%M:%S")
-
-
-def _defined_before(
-    flow: DocumentMap, results: DocumentResults | None, change: LineChange
-) -> frozenset[str] | None:
-    """What the cell `change` edits defined before it (its map not yet moved by it). Not
-    read when it cannot matter: no result below the change, a document of one cell, or a
-    cell a front already holds the names of (typing on: the front's names are those from
-    before the first keystroke)."""
-    if results is None or not results.count():
-        return None
-    if change.first >= results.item(results.count() - 1).first:
-        return None  # no result below it: no front comes of it
-    if len(flow) == 1:
-        return frozenset()
-    cell = flow.index(change.first)
-    if not results.fronts:
-        return flow.defined(cell)
-    for front in results.fronts:
-        if front.names is not None and flow.index(front.line) == cell:
-            return frozenset()
-    return flow.defined(cell)
-
-
-def _edit_fronts(
-    results: DocumentResults,
-    changes: Sequence[LineChange],
-    lines: Sequence[str],
-    names: Sequence[frozenset[str] | None] = (),
-) -> bool:
-    """Move the fronts through `changes`, and add one where code was edited above a result
-    (typing in a comment or a blank line changes no state), with what its cell defined
-    before (`names`, one per change). True when a result became stale."""
-    fronts = results.fronts
-    if fronts:
-        moved = []
-        for front in fronts:
-            line = front.line
-            for change in changes:
-                if line > change.last:
-                    line += change.delta
-                elif line >= change.first:
-                    line = change.first
-            moved.append(front if line == front.line else replace(front, line=line))
-        results.fronts = tuple(moved)
-    count = results.count()
-    last_result = results.item(count - 1).first if count else -1
-    stale = False
-    for n, change in enumerate(changes):
-        if change.first < last_result and _edits_code(change, lines):
-            below = results.after(change.first)
-            was = below < count and results.stale(results.item(below))
-            before = names[n] if n < len(names) else None
-            results.changed(change.first, f"line {change.first + 1} was edited at {_now()}", before)
-            stale = stale or not was  # newly stale: worth saying now
-    return stale
-
-
-def _edits_code(change: LineChange, lines: Sequence[str]) -> bool:
-    """The change wrote or removed something on a line of code (typing in a comment, adding
-    blank lines or a comment above, changes no state)."""
-    if change.first == change.last and "\n" not in change.text and change.first < len(lines):
-        comment = comment_start(lines[change.first])
-        if comment is not None and 0 <= comment < change.column:
-            return False  # typed in a trailing comment: `x = 1  # note`
-    for i, typed in enumerate(change.text.split("\n")):
-        touched = bool(typed.strip()) or (i == 0 and change.deleted)
-        line = change.first + i
-        if touched and line < len(lines) and _is_code(lines[line]):
-            return True
-    return False
-
-
-_QUOTES = ('"""', "'''", '"', "'")
-
-
-def comment_start(line: str) -> int | None:
-    """Where a line's comment begins (outside its strings), in UTF-16 code units as LSP
-    counts columns; None: no comment, or a string left open (its end is on another line)."""
-    quote: str | None = None
-    index = 0
-    while index < len(line):
-        if quote is None:
-            if line[index] == "#":
-                return len(line[:index].encode("utf-16-le")) // 2
-            quote = next((q for q in _QUOTES if line.startswith(q, index)), None)
-            index += len(quote) if quote is not None else 1
-        elif line[index] == "\\":
-            index += 2
-        elif line.startswith(quote, index):
-            index += len(quote)
-            quote = None
-        else:
-            index += 1
-    return None
-
-
-def _is_code(line: str) -> bool:
-    text = line.strip()
-    return bool(text) and not text.startswith("#")
-
-
-def line_change(
-    start_line: int, end_line: int, text: str, deleted: bool = False, column: int = -1
-) -> LineChange:
-    return LineChange(start_line, end_line, text.count("\n"), text, deleted, column)

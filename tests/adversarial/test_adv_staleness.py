@@ -15,7 +15,8 @@ from functools import cache
 import pytest
 
 from executor.events import RunOutcome, RunStatus, Span, Stream
-from lsp_server.outputs.results import ResultStore, build, line_change
+from lsp_server.outputs.results import build
+from lsp_server.outputs.store import ResultStore, line_change
 
 PATH = "/tmp/stale.py"
 

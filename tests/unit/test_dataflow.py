@@ -4,7 +4,8 @@ follows it, and the dependents "Run dependents" and the fix check use."""
 from __future__ import annotations
 
 from executor.events import RunOutcome, RunStatus, Span, Stream
-from lsp_server.outputs.results import ResultStore, build, line_change
+from lsp_server.outputs.results import build
+from lsp_server.outputs.store import ResultStore, line_change
 from lsp_server.text.dataflow import DocumentMap, analyse
 
 PATH = "/tmp/flow.py"

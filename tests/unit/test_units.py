@@ -30,14 +30,11 @@ from lsp_server.outputs.results import (
     DocumentResults,
     Output,
     Problem,
-    ResultStore,
     StatementResult,
-    _edit_items,
-    _move_statement,
     build,
-    line_change,
     summarize,
 )
+from lsp_server.outputs.store import ResultStore, _edit_items, _move_statement, line_change
 from lsp_server.runs import Piece, pieces_for
 from lsp_server.settings import KNOWN_KEYS, USER_ONLY, Settings, resolve, section
 from lsp_server.text.cells import split_cells

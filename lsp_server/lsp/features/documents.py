@@ -11,7 +11,7 @@ from lsprotocol import types as lsp
 
 from executor.base import ExecutorUnavailable
 from lsp_server.lsp.server import RunfixServer
-from lsp_server.outputs.results import line_change
+from lsp_server.outputs.store import line_change
 
 log = logging.getLogger(__name__)
 
