@@ -41,7 +41,6 @@ from lsp_server.session import Session
 
 log = logging.getLogger(__name__)
 
-ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
 LINE_LIMIT = 16 * 1024 * 1024
 """The longest call or answer taken (a snippet, an output)."""
 RESULTS_LIMIT = 4 * 1024 * 1024
@@ -177,12 +176,6 @@ class AgentDoor:
     def __init__(self, session: Session, editor: Editor, flow: Flow) -> None:
         self.session, self.editor, self.flow = session, editor, flow
         self._servers: dict[Path, asyncio.AbstractServer] = {}
-        self._allowed: set[Path] = set()
-        """Folders whose user allowed agents for this session."""
-        self._denied: set[Path] = set()
-        """Folders whose user denied an agent, until they allow one: nothing an agent asks
-        there touches the kernel (its names, a value, an interrupt)."""
-        self._asking: dict[Path, asyncio.Future[str | None]] = {}
         self._cancels: set[asyncio.Event] = set()
         """One per agent's run under way: `cancel_all` (the server shutting down) sets them."""
         self.stopping = False
@@ -223,10 +216,6 @@ class AgentDoor:
     def running(self) -> bool:
         """An agent's call is under way (shutdown waits until it is answered)."""
         return self._in_flight > 0
-
-    def allow(self, folder: Path) -> None:
-        """Agents may run in `folder` without asking (trust still applies)."""
-        self._allowed.add(folder)
 
     def cancel_all(self) -> None:
         """The server is shutting down: every agent's run is cancelled and answered so."""
@@ -290,53 +279,14 @@ class AgentDoor:
             raise AgentError("args must be an object")
         return await op(folder, args, agent_name(call.get("agent")))
 
-    # -- consent ---------------------------------------------------------------------------
-
     async def _may_run(self, folder: Path, agent: str) -> None:
-        settings = await self.session.settings(folder)
-        if not self.session.may_start(folder, settings):
-            raise AgentError(
-                f"{folder} is not trusted: nothing runs there (the user decides that in the "
-                "editor or with `runfix trust`; an agent cannot)"
-            )
-        while folder not in self._allowed:
-            # One question at a time per folder, naming the agent that asked it; a call of
-            # another agent meanwhile waits for it: "Allow for this session" lets it run,
-            # "Allow once" only the call that asked, and the other asks its own question.
-            pending = self._asking.get(folder)
-            mine = pending is None or pending.done()
-            if pending is None or pending.done():
-                question = (
-                    f'runfix: the agent "{agent}" wants to run code in {folder.name}\'s kernel '
-                    "(the one your runs use; its results show in your files)."
-                )
-                pending = asyncio.ensure_future(
-                    self.editor.choose(question, [ALLOW_ONCE, ALLOW_SESSION, DENY])
-                )
-                self._asking[folder] = pending
-            answer = await asyncio.shield(pending)
-            if self._asking.get(folder) is pending:
-                del self._asking[folder]
-            if answer == ALLOW_SESSION:
-                self._allowed.add(folder)
-            elif not mine:
-                continue  # a question about another agent: this one asks its own
-            elif answer == ALLOW_ONCE:
-                self._denied.discard(folder)
-                return
-            else:
-                if answer == DENY:
-                    self._denied.add(folder)
-                raise AgentError("the user did not allow agents to run code in this folder")
-        self._denied.discard(folder)
+        why = await self.flow.gate.agent_may_run(folder, await self.session.settings(folder), agent)
+        if why is not None:
+            raise AgentError(why)
 
     def _not_denied(self, folder: Path) -> None:
-        """Reading the kernel asks nothing, but not after the user denied an agent there."""
-        if folder in self._denied:
-            raise AgentError(
-                "the user denied agents in this folder: nothing of its kernel is read for "
-                "them until the user allows one"
-            )
+        if (why := self.flow.gate.agent_may_read(folder)) is not None:
+            raise AgentError(why)
 
     # -- operations ------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The gate in front of a folder's kernel: how the user decided its code runs (the
 question, asked once per folder while runs wait for it; the choices kept or for the
-session; the note on the line when nothing ran), and the confirmation flagged
-model-written code needs before it runs in the local kernel.
+session; the note on the line when nothing ran), the confirmation flagged
+model-written code needs before it runs in the local kernel, and what an agent may do
+there (the user's "Allow once", "Allow for this session" or "Deny").
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lsp_server.text.positions import strip_eol
 log = logging.getLogger(__name__)
 
 SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
+ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
 
 
 def _sandbox_ready(image: str) -> bool:
@@ -53,6 +55,12 @@ class Gate:
         """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
         self._noted: dict[str, Path] = {}
         """The documents that say nothing ran, and the folder each waits on."""
+        self._agents_allowed: set[Path] = set()
+        """Folders whose user allowed agents for this session."""
+        self._agents_denied: set[Path] = set()
+        """Folders whose user denied an agent, until they allow one: nothing an agent asks
+        there touches the kernel (its names, a value, an interrupt)."""
+        self._agent_questions: dict[Path, asyncio.Future[str | None]] = {}
 
     # -- trust ----------------------------------------------------------------------------
 
@@ -145,3 +153,60 @@ class Gate:
             return True
         log.info("flagged model-written code was not run: %s", reason)
         return False
+
+    # -- agents ---------------------------------------------------------------------------
+
+    def allow_agents(self, folder: Path) -> None:
+        """Agents may run in `folder` without asking (trust still applies)."""
+        self._agents_allowed.add(folder)
+
+    async def agent_may_run(self, folder: Path, settings: Settings, agent: str) -> str | None:
+        """Whether `agent` may run code in the folder's kernel: asked at the editor (one
+        question at a time per folder, naming the agent), never in a folder that is not
+        trusted. None: it may; else why not, for the agent."""
+        if not self.session.may_start(folder, settings):
+            return (
+                f"{folder} is not trusted: nothing runs there (the user decides that in the "
+                "editor or with `runfix trust`; an agent cannot)"
+            )
+        while folder not in self._agents_allowed:
+            # One question at a time per folder, naming the agent that asked it; a call of
+            # another agent meanwhile waits for it: "Allow for this session" lets it run,
+            # "Allow once" only the call that asked, and the other asks its own question.
+            pending = self._agent_questions.get(folder)
+            mine = pending is None or pending.done()
+            if pending is None or pending.done():
+                question = (
+                    f'runfix: the agent "{agent}" wants to run code in {folder.name}\'s kernel '
+                    "(the one your runs use; its results show in your files)."
+                )
+                pending = asyncio.ensure_future(
+                    self.editor.choose(question, [ALLOW_ONCE, ALLOW_SESSION, DENY])
+                )
+                self._agent_questions[folder] = pending
+            answer = await asyncio.shield(pending)
+            if self._agent_questions.get(folder) is pending:
+                del self._agent_questions[folder]
+            if answer == ALLOW_SESSION:
+                self._agents_allowed.add(folder)
+            elif not mine:
+                continue  # a question about another agent: this one asks its own
+            elif answer == ALLOW_ONCE:
+                self._agents_denied.discard(folder)
+                return None
+            else:
+                if answer == DENY:
+                    self._agents_denied.add(folder)
+                return "the user did not allow agents to run code in this folder"
+        self._agents_denied.discard(folder)
+        return None
+
+    def agent_may_read(self, folder: Path) -> str | None:
+        """Reading the kernel asks nothing, but not after the user denied an agent there:
+        why not (None: it may)."""
+        if folder in self._agents_denied:
+            return (
+                "the user denied agents in this folder: nothing of its kernel is read for "
+                "them until the user allows one"
+            )
+        return None

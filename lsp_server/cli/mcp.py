@@ -85,8 +85,9 @@ class _Alone:
         editor = HeadlessEditor(str(folder), folder / "<agent>", folder, [], out=sys.stderr)
         editor.report = "json"  # nothing printed as it runs
         self.session = Session(read_settings, editor.kernel_state)
-        self.door = AgentDoor(self.session, editor, Flow(self.session, editor))
-        self.door.allow(folder)
+        flow = Flow(self.session, editor)
+        flow.gate.allow_agents(folder)
+        self.door = AgentDoor(self.session, editor, flow)
 
     async def close(self) -> None:
         self.door.cancel_all()
