@@ -199,8 +199,7 @@ class Flow:
             return
         first = strip_eol(now.lines[0]) if now.lines else ""
         problem = Problem(0, 0, message, "error", message, source=(first,))
-        self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
-        self.editor.published(uri, DocumentResults(problems=[problem]))
+        self.runner.keep(uri, now.version, DocumentResults(problems=[problem]))
 
     # -- running --------------------------------------------------------------------------
 
