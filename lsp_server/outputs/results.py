@@ -1,9 +1,10 @@
 """What a run left on a document: results per statement and problems per line.
 
-Plain data, no LSP types, so that the CLI and the conversions share it. Lines
-are 0-based. Every item remembers the text of its lines when it was made:
-after an edit it is kept only where that text still stands, so a result is
-moved with its statement or dropped, never shown on the wrong line.
+Plain data, no LSP types, so that the CLI and the conversions share it, and `build`,
+which makes them from a run's events. Lines are 0-based. Every item remembers the text
+of its lines when it was made: after an edit `store.ResultStore` keeps it only where
+that text still stands, so a result is moved with its statement or dropped, never shown
+on the wrong line.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ class DocumentResults:
         below its line in its cell (all below it, without a map), which it supersedes.
         Replaced, never changed in place."""
         self.map: DocumentMap | None = None
-        """The document's cells and their dataflow (`ResultStore` keeps it): with it, a
+        """The document's cells and their dataflow (`store.ResultStore` keeps it): with it, a
         change makes stale only the results that depend on it."""
 
     @property
