@@ -23,18 +23,15 @@ import logging
 import time
 from collections.abc import Sequence
 from contextlib import suppress
-from pathlib import Path
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.events import RunRequest, RunStatus, Variable
 from executor.safety import Finding
 from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
 from lsp_server.editor import SHOWN_TEXT, Editor, Level, Place, Snapshot, lines_match
-from lsp_server.fix.fixing import user_module
 from lsp_server.fix.flow import FixFlow
 from lsp_server.gate import Gate
 from lsp_server.generate import Generator
-from lsp_server.model.context import error_text
 from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.record.store import RESTORE_RUNS, restored
 from lsp_server.runner import PieceRun, Runner
@@ -110,35 +107,6 @@ class Flow:
         except Exception as exc:
             log.warning("could not read the kernel's variables: %s", exc)
             return []
-
-    def error_text_for(self, uri: str, piece: tuple[int, ...], message: str) -> str:
-        """The traceback of the error a fix is for (from the stored results), else its message."""
-        problem = self._problem_for(uri, piece, message)
-        return error_text(problem.message, problem.text) if problem is not None else message
-
-    def raised_for(self, uri: str, piece: tuple[int, ...], message: str) -> int | None:
-        """The line the error a fix is for was raised on (its diagnostic's line: the
-        innermost frame in the document), where the stored results know it."""
-        problem = self._problem_for(uri, piece, message)
-        return problem.first if problem is not None else None
-
-    def module_for(
-        self, where: Where, piece: tuple[int, ...], message: str
-    ) -> tuple[Path, int] | None:
-        """The module file of the folder (and its line) the error was raised in, where the
-        diagnostic names one ("raised in …")."""
-        problem = self._problem_for(where.uri, piece, message)
-        folder = where.folder
-        for related in reversed(problem.related if problem is not None else ()):
-            if related.path and (module := user_module(related.path, folder)) is not None:
-                return module, related.line
-        return None
-
-    def _problem_for(self, uri: str, piece: tuple[int, ...], message: str) -> Problem | None:
-        for problem in self.session.store.get(uri).problems:
-            if problem.kind == "run" and problem.piece == piece and problem.message == message:
-                return problem
-        return None
 
     # -- results ------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from lsp_server.model.context import (
     extract_code,
     fix_messages,
 )
+from lsp_server.outputs.results import Problem
 from lsp_server.text.cells import cell_at, code_of, is_marker, split_cells
 
 # -- offline fixes ----------------------------------------------------------------------
@@ -343,6 +344,40 @@ def user_module(filename: str, folder: Path | None) -> Path | None:
         return None
     hidden = any(part.startswith(".") or part in _NOT_USERS for part in inside.parts[:-1])
     return real if regular and not hidden else None
+
+
+@dataclass(frozen=True)
+class Reported:
+    """An error as the document shows it (a diagnostic a quick fix is for)."""
+
+    error: str
+    """Its traceback (else its message)."""
+    raised: int | None
+    """The line it was raised on (the innermost frame in the document), where known."""
+    module: tuple[Path, int] | None
+    """The folder's module file (and line) it was raised in, where the diagnostic names one
+    ("raised in …")."""
+
+
+def reported(
+    problems: Sequence[Problem], piece: tuple[int, ...], message: str, folder: Path
+) -> Reported:
+    """What the stored results say of the error `message` a run of lines `piece` raised."""
+    problem = next(
+        (p for p in problems if p.kind == "run" and p.piece == piece and p.message == message),
+        None,
+    )
+    if problem is None:
+        return Reported(message, None, None)
+    module = next(
+        (
+            (found, related.line)
+            for related in reversed(problem.related)
+            if related.path and (found := user_module(related.path, folder)) is not None
+        ),
+        None,
+    )
+    return Reported(error_text(problem.message, problem.text), problem.first, module)
 
 
 def module_frame(error: Error | None, path: str, folder: Path | None) -> tuple[Path, int] | None:

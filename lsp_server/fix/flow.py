@@ -36,6 +36,7 @@ from lsp_server.fix.fixing import (
     module_target,
     raised_line,
     redefinition,
+    reported,
     retry_temperature,
     target_for,
 )
@@ -339,17 +340,13 @@ class FixFlow:
         """Fix the piece whose run raised the error the document shows as `message` (a quick
         fix, "Fix with model"): its traceback, the line and the module file it was raised in
         come from the stored results."""
+        problems = self.session.store.get(where.uri).problems
+        said = reported(problems, piece, message, where.folder)
         first, last = piece
         return await self.fix_piece(
-            where,
-            first,
-            last,
-            self.flow.error_text_for(where.uri, piece, message),
-            cancel,
-            apply=apply,
-            raised=self.flow.raised_for(where.uri, piece, message),
-            module=self.flow.module_for(where, piece, message),
-        )
+            where, first, last, said.error, cancel, apply=apply, raised=said.raised,
+            module=said.module,
+        )  # fmt: skip
 
     async def fix_piece(
         self,
