@@ -68,6 +68,33 @@ async def test_a_position_past_the_end_is_refused_not_the_last_cell_run(
     assert not (folder / "ran").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "extra"),
+    [
+        ("runfix.run", {"position": {"line": 1, "character": 0}}),
+        ("runfix.runAndFix", {}),
+        ("runfix.runBelow", {"position": {"line": 0, "character": 0}}),
+        ("runfix.install", {"packages": ["six"]}),
+        ("runfix.fixWithModel", {"piece": [1, 1], "message": "NameError: name 'y' is not defined"}),
+    ],
+)
+async def test_a_command_on_a_file_the_editor_has_not_opened_says_so(
+    initialized: Any, folder: Path, command: str, extra: dict[str, Any]
+) -> None:
+    """Commands act on the editor's text: one naming a file the editor has not opened (a
+    client may still send it) is refused with a message naming the file, nothing of the
+    file runs, and the server goes on."""
+    path = folder / "closed.py"
+    path.write_text("# %%\nopen('ran', 'w')\n")
+    with pytest.raises(JsonRpcInvalidParams, match="is not open in the editor"):
+        await initialized.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(command, [{"uri": path.as_uri(), **extra}])
+        )
+    assert not (folder / "ran").exists()
+    uri = open_doc(initialized, folder / "open.py", "x = 6 * 7\nx\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+
+
 async def test_the_editor_and_runfix_run_keep_one_record_for_a_file(
     initialized: Any, folder: Path
 ) -> None:

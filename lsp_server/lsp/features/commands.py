@@ -85,14 +85,7 @@ def _document(command: str, arguments: Sequence[Any]) -> DocumentArgs | None:
     return optional(command, arguments, DocumentArgs)
 
 
-def _open(ls: RunfixServer, command: str, uri: str) -> None:
-    """Commands run what the editor shows: a document it has not opened is refused."""
-    if ls.editor.text(uri) is None:
-        raise JsonRpcInvalidParams(f"{command}: {uri} is not open in the editor; open it first")
-
-
 def _within(ls: RunfixServer, command: str, uri: str, line_range: Range | None) -> None:
-    _open(ls, command, uri)
     size = len(ls.workspace.text_documents[uri].lines)
     if line_range is not None and line_range.start.line > size:
         raise JsonRpcInvalidParams(
@@ -200,7 +193,6 @@ def register(server: RunfixServer) -> None:
     @server.command(FIX_WITH_MODEL)
     async def fix_with_model(ls: RunfixServer, *args: Any) -> Any:
         arg = argument(ls, FIX_WITH_MODEL, args, FixArgs)
-        _open(ls, FIX_WITH_MODEL, arg.uri)
         where = await ls.flow.where(arg.uri)
         report = await _cancellable(
             ls, lambda c: ls.flow.fixes.fix_reported(where, arg.piece, arg.message, c, apply=True)
