@@ -22,6 +22,20 @@ def default_transport() -> str:
 
 
 @dataclass(frozen=True)
+class Spec:
+    """A Jupyter kernelspec of another language than Python: how its kernel starts."""
+
+    name: str
+    """The kernelspec's name (`ir`, `bash`, `deno`)."""
+    language: str
+    """The language it says it runs (`R`, `bash`, `typescript`)."""
+    argv: tuple[str, ...]
+    """Its command, `{connection_file}` in it."""
+    env: tuple[tuple[str, str], ...] = ()
+    interrupt_mode: str = "signal"
+
+
+@dataclass(frozen=True)
 class LocalConfig:
     """A kernel run by a local interpreter; the pool replaces the kernel when this changes."""
 
@@ -32,6 +46,9 @@ class LocalConfig:
     hidden_env: tuple[str, ...] = ()
     """Variables the kernel must not see (API keys)."""
     transport: str = field(default_factory=default_transport)
+    spec: Spec | None = None
+    """Another language's kernel (None: ipykernel in `python`): code is sent to it as it is,
+    without runfix's helper, which is Python."""
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from executor.events import (
     Usage,
     Variable,
 )
+from executor.foreign import placed
 from executor.install import InstallResult, refused
 from executor.live import LiveAnswer, LiveDoor, LiveUnavailable, from_picture
 from executor.messages import MessageCollector
@@ -214,6 +215,18 @@ class JupyterKernel(ABC, Generic[C]):
         """Whether its process runs, answering or not yet (a start got that far)."""
         return self.launched
 
+    @property
+    def plain(self) -> bool:
+        """Another language's kernel: code goes to it as it is, without runfix's helper (which
+        is Python), and what it shows lands on the piece that ran (`foreign.placed`); no live
+        answers, no variables, no installs."""
+        return False
+
+    @property
+    def language(self) -> str:
+        """The language its kernelspec says it runs."""
+        return "python"
+
     @abstractmethod
     async def _launch(self) -> None:
         """Start the kernel and connect (`_connect`); raise `ExecutorUnavailable` if it cannot."""
@@ -268,7 +281,11 @@ class JupyterKernel(ABC, Generic[C]):
 
     def install_blocked(self) -> str | None:
         """Why installing packages cannot work here (and how to allow it), else None."""
-        return None
+        return (
+            "runfix installs Python packages; this is another language's kernel"
+            if (self.plain)
+            else None
+        )
 
     async def install(
         self,
@@ -380,7 +397,8 @@ class JupyterKernel(ABC, Generic[C]):
             kc.stop_channels()
             raise NotReady(f"The kernel did not start: {exc}") from exc
         self._kc = kc
-        await self._load_helper(kc)
+        if not self.plain:
+            await self._load_helper(kc)
 
     async def _load_helper(self, kc: KernelClient) -> None:
         reply = await kc.execute_interactive(
@@ -411,7 +429,7 @@ class JupyterKernel(ABC, Generic[C]):
         seconds, never starting the kernel and never waiting for a run: a busy kernel
         without subshells is answered from the picture its last run left (`fresh` False).
         None: no kernel to ask (not started, starting, gone)."""
-        if self.retired is not None or self._kc is None or not self.launched:
+        if self.retired is not None or self._kc is None or not self.launched or self.plain:
             return None
         if self._state in (ExecutorState.NEW, ExecutorState.STARTING, ExecutorState.DEAD):
             return None
@@ -592,7 +610,7 @@ class JupyterKernel(ABC, Generic[C]):
                 outcome = await self._run(request, cancel, ask_input, on_stream, on_output)
                 if self.retired is not None:
                     return self._retired_outcome(outcome)
-                if outcome.status == RunStatus.ERROR and _helper_gone(outcome):
+                if outcome.status == RunStatus.ERROR and not self.plain and _helper_gone(outcome):
                     log.warning("runfix's helper was gone from the kernel; loading it again")
                     await self._load_helper(self._channels)
                     outcome = await self._run(request, cancel, ask_input, on_stream, on_output)
@@ -640,26 +658,31 @@ class JupyterKernel(ABC, Generic[C]):
             if _may_await(request.code)
             else "__import__('_runfix_kernel').run"
         )
-        code = (
-            f"{entry}({request.code!r}, {request.filename!r}, "
-            f"{request.first_line}, {request.output_limit})"
-        )
         # Silent: IPython echoes nothing and counts nothing; the helper fires the events
         # IPython would have fired for an interactive cell (`_kernel_side._cell_info`).
+        # Another language's kernel gets the code as it is, and echoes and counts it.
         msg_id = kc.execute(
-            code,
-            silent=True,
-            store_history=False,
+            request.code
+            if self.plain
+            else (
+                f"{entry}({request.code!r}, {request.filename!r}, "
+                f"{request.first_line}, {request.output_limit})"
+            ),
+            silent=not self.plain,
+            store_history=self.plain,
             allow_stdin=ask_input is not None,
         )
         relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
         try:
-            return await self._follow(
+            outcome = await self._follow(
                 request, cancel, kc, msg_id, began, relay, on_stream, on_output
             )
         finally:
             if relay is not None:
                 relay.close()
+        if self.plain:
+            return placed(outcome, self.language, request.code, request.first_line)
+        return outcome
 
     async def _follow(
         self,
@@ -810,6 +833,8 @@ class JupyterKernel(ABC, Generic[C]):
         )
 
     async def variables(self) -> list[Variable]:
+        if self.plain:
+            return []  # (they are read by runfix's helper, which is Python)
         async with self._queue:
             await self.start()
             reply = await self._channels.execute_interactive(

@@ -149,9 +149,24 @@ class LocalKernel(JupyterKernel[LocalConfig]):
     def booting(self) -> bool:
         return self._km is not None and self._km.has_kernel
 
+    @property
+    def plain(self) -> bool:
+        return self.config.spec is not None
+
+    @property
+    def language(self) -> str:
+        return self.config.spec.language if self.config.spec is not None else "python"
+
     async def _launch(self) -> None:
         """Launch, and only when that fails, find out whether ipykernel is what is missing
         (checking first cost a second of every start: a Python importing ipykernel)."""
+        if self.config.spec is not None:
+            try:
+                await self._launch_kernel()
+            except (OSError, RuntimeError) as exc:
+                name = self.config.spec.name
+                raise ExecutorUnavailable(f"The {name} kernel did not start: {exc}") from exc
+            return
         if not await asyncio.to_thread(os.path.exists, self.python):
             raise ExecutorUnavailable(f"The interpreter {self.python} does not exist.")
         try:
@@ -168,12 +183,23 @@ class LocalKernel(JupyterKernel[LocalConfig]):
         began = time.perf_counter()
         self._runtime = Path(tempfile.mkdtemp(prefix="runfix-"))
         os.chmod(self._runtime, 0o700)
-        spec = KernelSpec(
-            argv=module_command(self.python, "ipykernel_launcher", "-f", "{connection_file}"),
-            display_name="runfix",
-            language="python",
-            interrupt_mode="signal",
-            env={},
+        other = self.config.spec
+        spec = (
+            KernelSpec(
+                argv=module_command(self.python, "ipykernel_launcher", "-f", "{connection_file}"),
+                display_name="runfix",
+                language="python",
+                interrupt_mode="signal",
+                env={},
+            )
+            if other is None
+            else KernelSpec(
+                argv=list(other.argv),
+                display_name=other.name,
+                language=other.language,
+                interrupt_mode=other.interrupt_mode,
+                env=dict(other.env),
+            )
         )
         # TCP: loopback only; jupyter_client gives the connection a random key, and the
         # kernel drops any message not signed with it.
@@ -199,7 +225,8 @@ class LocalKernel(JupyterKernel[LocalConfig]):
         self._watch = _GroupWatch.start(km)
         await self._connect_manager()
         self.started_in = time.perf_counter() - began
-        log.info("kernel for %s ready in %.2fs (%s)", self.folder, self.started_in, self.python)
+        what = self.python if other is None else f"the {other.name} kernel"
+        log.info("kernel for %s ready in %.2fs (%s)", self.folder, self.started_in, what)
 
     @property
     def python(self) -> str:

@@ -1,4 +1,4 @@
-"""One executor per workspace folder, shared by every document in it."""
+"""One executor per workspace folder and language, shared by every document in it."""
 
 from __future__ import annotations
 
@@ -23,11 +23,15 @@ def create(
     return kind_of(config).kernel(folder, config, grace=grace, startup_timeout=startup_timeout)
 
 
+PYTHON = "python"
+
+
 class KernelPool:
-    """The folders' kernels: one per folder, replaced when its config changes."""
+    """The folders' kernels: one per folder and language (Python's, and another language's
+    where a document of it ran), replaced when its config changes."""
 
     def __init__(self) -> None:
-        self._kernels: dict[Path, Kernel] = {}
+        self._kernels: dict[tuple[Path, str], Kernel] = {}
         self._retired: set[asyncio.Task[None]] = set()
 
     def get(
@@ -37,9 +41,11 @@ class KernelPool:
         *,
         grace: float = 3.0,
         startup_timeout: float = 60.0,
+        language: str = PYTHON,
     ) -> Kernel:
-        """The folder's kernel; a new one (the old one stopped) when its config changed."""
-        kernel = self._kernels.get(folder)
+        """The folder's kernel of `language`; a new one (the old one stopped) when its config
+        changed."""
+        kernel = self._kernels.get((folder, language))
         if kernel is not None and kernel.config == config:
             kernel.grace, kernel.startup_timeout = grace, startup_timeout
             return kernel
@@ -49,17 +55,16 @@ class KernelPool:
             self._retired.add(task)
             task.add_done_callback(self._retired.discard)
         kernel = create(folder, config, grace=grace, startup_timeout=startup_timeout)
-        self._kernels[folder] = kernel
+        self._kernels[(folder, language)] = kernel
         return kernel
 
     async def stop(self, folder: Path) -> None:
-        """Stop the folder's kernel (its state goes with it); the next use makes a new one."""
-        kernel = self._kernels.pop(folder, None)
-        if kernel is not None:
-            await kernel.shutdown()
+        """Stop the folder's kernels (their state goes with them); the next use makes new ones."""
+        stopped = [self._kernels.pop(key) for key in list(self._kernels) if key[0] == folder]
+        await asyncio.gather(*(kernel.shutdown() for kernel in stopped))
 
-    def find(self, folder: Path) -> Kernel | None:
-        return self._kernels.get(folder)
+    def find(self, folder: Path, language: str = PYTHON) -> Kernel | None:
+        return self._kernels.get((folder, language))
 
     def all(self) -> list[Kernel]:
         return list(self._kernels.values())

@@ -1,0 +1,45 @@
+"""Kernels of other languages, found as Jupyter finds them: the kernelspecs on the Jupyter
+path (`JUPYTER_PATH`, the user's and the system's data folders, runfix's environment) and
+in the folder's own environment, matched by the `language` each says it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from executor.configs import Spec
+
+
+def _specs(extra: Sequence[Path]) -> dict[str, Spec]:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    manager = KernelSpecManager()
+    manager.kernel_dirs = [*manager.kernel_dirs, *(str(d) for d in extra if d.is_dir())]
+    found: dict[str, Spec] = {}
+    for name in sorted(manager.find_kernel_specs()):
+        try:
+            spec = manager.get_kernel_spec(name)
+        except (NoSuchKernel, OSError, ValueError):
+            continue  # a broken kernel.json is not a kernel
+        found[name] = Spec(
+            name,
+            str(spec.language),
+            tuple(str(a) for a in spec.argv),
+            tuple(sorted((str(k), str(v)) for k, v in (spec.env or {}).items())),
+            str(spec.interrupt_mode or "signal"),
+        )
+    return found
+
+
+def find_spec(languages: Sequence[str], extra: Sequence[Path] = ()) -> Spec | None:
+    """A kernelspec for one of `languages` (lower-case `language` values), or None. Where
+    several match, the one named as the language comes first, then by name."""
+    wanted = {language.lower() for language in languages}
+    matching = [s for s in _specs(extra).values() if s.language.lower() in wanted]
+    matching.sort(key=lambda s: (s.name.lower() not in wanted, s.name))
+    return matching[0] if matching else None
+
+
+def environment_kernels(python: str) -> Path:
+    """Where the environment of the interpreter `python` keeps its kernelspecs."""
+    return Path(python).parent.parent / "share" / "jupyter" / "kernels"
