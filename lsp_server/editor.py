@@ -22,6 +22,7 @@ from executor.jupyter import Kernel
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.outputs.results import DocumentResults
+from lsp_server.text.languages import Language
 
 
 class Level(enum.IntEnum):
@@ -100,6 +101,11 @@ class Editor(Protocol):
 
     def folder_for(self, uri: str) -> Path:
         """The workspace folder the document's code runs in."""
+        ...
+
+    def language_of(self, uri: str) -> Language | None:
+        """The document's language (its `languageId`, else its extension; None: one runfix
+        does not know)."""
         ...
 
     def published(self, uri: str, added: DocumentResults) -> None:

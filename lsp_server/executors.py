@@ -1,31 +1,54 @@
 """Settings → the folder's kernel config, by the kind the `executor` setting names
-(`executor.kinds`): a local kernel, a locked-down container, a remote one."""
+(`executor.kinds`): a local kernel, a locked-down container, a remote one; for a document
+of another language, the local kernel its kernelspec starts (`executor.kernelspecs`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import cast
 
+from executor.base import ExecutorUnavailable
 from executor.configs import KernelConfig, LocalConfig, default_transport
 from executor.interpreter import find_interpreter
-from executor.kinds import KINDS, Kind
+from executor.kernelspecs import environment_kernels, find_spec
+from executor.kinds import KINDS, LOCAL, Kind
 from lsp_server.settings import Settings
+from lsp_server.text.languages import PYTHON, Language
 
 
 def kind(settings: Settings) -> Kind:
     return KINDS[settings.executor]
 
 
-def kernel_config(folder: Path, settings: Settings) -> KernelConfig:
-    """What runs the folder's code. The container never gets a host variable, so it needs no
-    list of secrets, nor does a remote one (it runs in its server's environment); the local
-    kernel gets the server's environment minus the secrets (`Settings.secret_names`)."""
+def kernel_config(folder: Path, settings: Settings, language: Language = PYTHON) -> KernelConfig:
+    """What runs the folder's code of `language`. The container never gets a host variable,
+    so it needs no list of secrets, nor does a remote one (it runs in its server's
+    environment); the local kernel gets the server's environment minus the secrets
+    (`Settings.secret_names`). Another language runs in a local kernel of a kernelspec
+    that says it runs it (on the Jupyter path or in the folder's environment);
+    `ExecutorUnavailable` says how to get one where there is none."""
     section = kind(settings).section
     if section is not None:
+        if not language.python:
+            raise ExecutorUnavailable(
+                f"runfix runs {language.name} in a local Jupyter kernel only for now; the "
+                f"{settings.executor} executor runs Python documents (set `executor` to "
+                f"`{LOCAL.name}` to run this one)."
+            )
         return cast(KernelConfig, getattr(settings, section))
     python = find_interpreter(folder, settings.python).path
     transport = default_transport() if settings.transport == "auto" else settings.transport
-    return LocalConfig(python, tuple(sorted(settings.secret_names())), transport)
+    spec = None
+    if not language.python:
+        spec = find_spec(language.kernel_languages, [environment_kernels(python)])
+        if spec is None:
+            raise ExecutorUnavailable(
+                f"No Jupyter kernel for {language.name} is installed here, so this "
+                f"{language.name} document was not run (never as Python). To get one, "
+                f"{language.get_kernel}."
+            )
+        transport = "tcp"  # (on loopback, keyed) other kernels speak TCP only: Deno does
+    return LocalConfig(python, tuple(sorted(settings.secret_names())), transport, spec)
 
 
 def sandboxed(settings: Settings) -> bool:

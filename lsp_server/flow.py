@@ -87,7 +87,8 @@ class Flow:
         trust decision applied) and its text now. The only place the core looks them up."""
         folder = self.editor.folder_for(uri)
         settings = await self.session.settings(folder)
-        return Where(uri, self.editor.path_of(uri), folder, settings, self.text(uri))
+        path, language = self.editor.path_of(uri), self.editor.language_of(uri)
+        return Where(uri, path, folder, settings, self.text(uri), language)
 
     def text(self, uri: str) -> Snapshot:
         """The document now; a closed one reads as empty."""
@@ -191,10 +192,10 @@ class Flow:
         pieces = mode.pieces(where, line_range)
         if not pieces:
             return _run_answer(Status.OK, began)
-        admitted = await self.gate.admit(where, pieces[0].first)
-        if admitted is None:
-            return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
         try:
+            admitted = await self.gate.admit(where, pieces[0].first)
+            if admitted is None:
+                return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
             ran = await self.runner.run_pieces(
                 admitted.where, pieces, admitted.kernel, cancel, mode, asked_at
             )
@@ -226,7 +227,11 @@ class Flow:
             return await self.run(where, None, cancel, RunMode(before=cell.first))
         if which == "below":
             return await self.run(where, None, cancel, RunMode(after=cell.first - 1))
-        admitted = await self.gate.admit(where, line)
+        try:
+            admitted = await self.gate.admit(where, line)
+        except ExecutorUnavailable as exc:
+            self.explain_unavailable(where.uri, str(exc))
+            return RunAnswer(Status.ERROR, 0, str(exc))
         if admitted is None:
             return RunAnswer(Status.CANCELLED, 0, "not run: the folder is not trusted")
         await admitted.kernel.restart()
@@ -239,12 +244,16 @@ class Flow:
         """The cells below the one holding `line` that read what it defines, directly or
         through the cells between, in file order (`with_above`: first every cell up to and
         including it, as a fresh kernel needs: `runfix run --dependents-of`)."""
-        flow = DocumentMap(where.text.lines)
+        python = where.language is not None and where.language.python
+        flow = DocumentMap(where.text.lines, python=python)
         index = flow.index(line)
-        cells = [flow.bounds(i) for i in flow.dependents(index)]
+        cells = [flow.bounds(i) for i in flow.dependents(index)] if python else []
         if not cells and not with_above:
             place = Place(where.uri, flow.bounds(index)[0])
-            self.editor.remark(place, "no cell below reads what this cell defines")
+            said = "no cell below reads what this cell defines"
+            if not python:
+                said = "which cells read what a cell defines is known for Python documents only"
+            self.editor.remark(place, said)
             return RunAnswer(Status.OK, 0)
         if with_above:
             cells = [flow.bounds(i) for i in range(index + 1)] + cells
@@ -284,8 +293,12 @@ class Flow:
             )
             if await self.editor.choose(message, (INSTALL_ANYWAY, NO_INSTALL)) != INSTALL_ANYWAY:
                 return InstallAnswer(Status.CANCELLED, f"not installed: {shown} was not confirmed")
-        admitted = await self.gate.admit(where, rerun.start.line if rerun else None)
         shown = " ".join(packages)
+        try:
+            admitted = await self.gate.admit(where, rerun.start.line if rerun else None)
+        except ExecutorUnavailable as exc:
+            self.explain_unavailable(where.uri, str(exc))
+            return InstallAnswer(Status.ERROR, str(exc))
         if admitted is None:
             return InstallAnswer(Status.CANCELLED, "not installed: the folder is not trusted")
         kernel = admitted.kernel

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from executor.base import ExecutorUnavailable
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
 from executor.trust import Choice, TrustFileError
@@ -22,6 +23,7 @@ from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.runs import Where
 from lsp_server.session import NotTrusted, Session, with_choice
 from lsp_server.settings import Settings
+from lsp_server.text.languages import LANGUAGES
 from lsp_server.text.positions import strip_eol
 
 log = logging.getLogger(__name__)
@@ -67,8 +69,15 @@ class Gate:
     async def admit(self, where: Where, line: int | None = None) -> Admitted | None:
         """The folder's kernel, once its code may run: the first time, an undecided folder's
         user is asked how (one question per folder; runs meanwhile wait for its answer).
-        None: nothing may run, and the document says so at `line`."""
-        folder = where.folder
+        None: nothing may run, and the document says so at `line`. `ExecutorUnavailable`:
+        no kernel runs the document's language here (it says how to get one)."""
+        folder, language = where.folder, where.language
+        if language is None:
+            known = ", ".join(lang.name for lang in LANGUAGES)
+            raise ExecutorUnavailable(
+                f"runfix runs {known} documents; it does not know this document's language, "
+                "so it ran nothing."
+            )
         if not self.session.may_start(folder, where.settings):
             await self.session.kernels.stop(folder)  # revoked elsewhere (`runfix trust`)
             answer = await self._trust_answer(folder, where.settings)
@@ -78,7 +87,8 @@ class Gate:
             self.decided(folder, answer.choice)
             where = replace(where, settings=with_choice(where.settings, answer.choice))
         try:
-            return Admitted(await self.session.kernel_for(folder, where.settings), where)
+            kernel = await self.session.kernel_for(folder, where.settings, language)
+            return Admitted(kernel, where)
         except NotTrusted as exc:  # revoked while the question was out
             self.not_trusted(where.uri, line, folder, str(exc))
             return None

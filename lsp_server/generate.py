@@ -64,6 +64,9 @@ class Generator:
     ) -> GenerateAnswer:
         """Write (or rewrite) the body of the prompt on `line`; with `run`, run it too."""
         text, settings = where.text, where.settings
+        if where.language is None or not where.language.python:
+            name = where.language.name if where.language else "this language"
+            return self._failed(f"runfix: generating is for Python documents; not {name} yet.")
         prompt = prompt_at(text.lines, line, settings.prompt_markers)
         if prompt is None:
             return self._failed(f"runfix: line {line + 1} is not a prompt (`# ai: …`).")

@@ -11,6 +11,7 @@ from lsp_server.contract import Range
 from lsp_server.editor import Snapshot
 from lsp_server.settings import Settings
 from lsp_server.text.cells import split_cells
+from lsp_server.text.languages import PYTHON, Language
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Where:
     """The folder's settings, the user's trust decision applied."""
     text: Snapshot
     """The text (and its version) when the request came."""
+    language: Language | None = PYTHON
+    """The document's language (None: one runfix does not know, and does not run)."""
 
     def now(self, text: Snapshot) -> Where:
         return replace(self, text=text)
@@ -67,7 +70,7 @@ def pieces_for(
 
 def _is_code(line: str) -> bool:
     text = line.strip()
-    return bool(text) and not text.startswith("#")
+    return bool(text) and not text.startswith(("#", "//", "--"))
 
 
 @dataclass(frozen=True)

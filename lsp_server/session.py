@@ -34,6 +34,7 @@ from lsp_server.outputs.store import ResultStore
 from lsp_server.record.store import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
 from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.settings import Settings
+from lsp_server.text.languages import PYTHON, Language
 
 SettingsReader = Callable[[Path], Awaitable[Settings]]
 KernelWatcher = Callable[[Path, Kernel], None]
@@ -168,17 +169,21 @@ class Session:
     def forget_settings(self) -> None:
         self._settings.clear()
 
-    async def kernel_for(self, folder: Path, settings: Settings) -> Kernel:
-        """The folder's kernel with these settings (its own, as `settings` gives them: made,
-        or replaced when they changed; not started); `NotTrusted` while the folder is
-        undecided and its code would run here."""
+    async def kernel_for(
+        self, folder: Path, settings: Settings, language: Language = PYTHON
+    ) -> Kernel:
+        """The folder's kernel of `language` with these settings (its own, as `settings` gives
+        them: made, or replaced when they changed; not started); `NotTrusted` while the folder
+        is undecided and its code would run here, `ExecutorUnavailable` when no kernel runs
+        the language here."""
         if not self.may_start(folder, settings):
             raise NotTrusted(folder, self.interpreter_for(folder, settings))
         kernel = self.kernels.get(
             folder,
-            kernel_config(folder, settings),
+            kernel_config(folder, settings, language),
             grace=settings.interrupt_grace,
             startup_timeout=settings.kernel_start_timeout,
+            language=language.id,
         )
         if kernel.on_state is None:
             kernel.on_state = lambda _: self._on_kernel_state(folder, kernel)

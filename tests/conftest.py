@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import signal
@@ -206,6 +207,26 @@ if os.environ.get("XDG_STATE_HOME") != STATE:  # this module may load twice
 CACHE = Path(os.environ.setdefault("RUNFIX_TEST_CACHE", tempfile.mkdtemp(prefix="runfix-cache-")))
 os.environ["XDG_CACHE_HOME"] = str(CACHE)
 (CACHE / "runfix").touch()  # a file: no folder for runfix's answers
+# Kernels of other languages the servers find on their Jupyter path: bash_kernel's (a test
+# dependency) and Deno's (the `deno` wheel's binary), written here as their installers would.
+KERNELS = Path(os.environ.setdefault("RUNFIX_TEST_KERNELS", tempfile.mkdtemp(prefix="runfix-k-")))
+
+
+def _kernelspec(name: str, language: str, argv: list[str]) -> None:
+    spec = KERNELS / "kernels" / name
+    spec.mkdir(parents=True, exist_ok=True)
+    kernel = {"argv": argv, "display_name": name, "language": language}
+    (spec / "kernel.json").write_text(json.dumps(kernel))
+
+
+if importlib.util.find_spec("bash_kernel") is not None:
+    _kernelspec("bash", "bash", [sys.executable, "-m", "bash_kernel", "-f", "{connection_file}"])
+DENO = Path(sys.executable).with_name("deno")  # the `deno` wheel's binary
+if DENO.is_file():
+    _kernelspec(
+        "deno", "typescript", [str(DENO), "jupyter", "--kernel", "--conn", "{connection_file}"]
+    )
+os.environ["JUPYTER_PATH"] = str(KERNELS)  # also for `runfix run` and the kernels' own tests
 SERVER_ENV = {
     **os.environ,
     "XDG_STATE_HOME": STATE,
@@ -374,7 +395,9 @@ def apply_edits(c: Any, uri: str, edits: Sequence[lsp.TextEdit]) -> None:
     )
 
 
-def open_doc(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
+def open_doc(
+    client: LanguageClient, path: Path, text: str, version: int = 1, language: str = "python"
+) -> str:
     path.write_text(text, encoding="utf-8")
     uri = path.as_uri()
     c: Any = client
@@ -382,7 +405,7 @@ def open_doc(client: LanguageClient, path: Path, text: str, version: int = 1) ->
         c.texts[uri], c.versions[uri] = text, version
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(
-            lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+            lsp.TextDocumentItem(uri=uri, language_id=language, version=version, text=text)
         )
     )
     return uri

@@ -44,6 +44,7 @@ from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.runs import pieces_for
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
+from lsp_server.text.languages import Language, language_of
 
 NOTE_LINES = 20  # output lines shown per statement; the rest is counted
 _LEVELS = {Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "note"}
@@ -202,6 +203,9 @@ class HeadlessEditor:
 
     def path_of(self, uri: str) -> str:
         return str(self.path)
+
+    def language_of(self, uri: str) -> Language | None:
+        return language_of(None, str(self.path))
 
     def folder_for(self, uri: str) -> Path:
         return self.folder
@@ -405,8 +409,10 @@ async def _run(
     flow = Flow(session, editor)
     try:
         where = await flow.where(editor.uri)
-        kernel = await session.kernel_for(where.folder, where.settings)
         try:
+            if where.language is None:
+                raise ExecutorUnavailable(f"runfix does not know the language of {editor.shown}")
+            kernel = await session.kernel_for(where.folder, where.settings, where.language)
             await kernel.start()
         except ExecutorUnavailable as exc:
             editor.note(f"{editor.shown}:1:1: error: {exc}")

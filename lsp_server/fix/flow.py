@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from executor.base import ExecutorUnavailable
 from executor.distributions import provider_for
 from executor.events import RunOutcome, RunRequest, RunStatus
 from executor.jupyter import Kernel
@@ -268,7 +269,10 @@ class FixFlow:
             work: Callable[[Kernel, Where], Awaitable[RunOutcome]],
         ) -> RunOutcome:
             """In the folder's kernel, behind the folder's other runs."""
-            admitted = await self.flow.gate.admit(where, first)
+            try:
+                admitted = await self.flow.gate.admit(where, first)
+            except ExecutorUnavailable as exc:
+                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=str(exc))
             if admitted is None:
                 note = "the folder is not trusted"
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)
@@ -367,6 +371,11 @@ class FixFlow:
 
         With `apply`, the passing version is applied; else the report carries the edit
         (for `codeAction/resolve`: the user applies it or not)."""
+        if where.language is None or not where.language.python:
+            name = where.language.name if where.language else "this language"
+            message = f"runfix: fixes are written for Python documents; not for {name} yet."
+            self.editor.tell(message, Level.WARNING, Place(where.uri, first))
+            return FixReport(FixAnswer(Status.FAILED, 0, message))
         lines = where.text.lines
         code = code_of(lines, first, last)
         target = (module_target(*module) if module is not None else None) or target_for(

@@ -47,6 +47,7 @@ from lsp_server.lsp.transport import send_prepared_notification
 from lsp_server.lsp.uris import ClientUris
 from lsp_server.outputs.results import DocumentResults, Front, StatementResult
 from lsp_server.session import Session
+from lsp_server.text.languages import Language, language_of
 
 log = logging.getLogger(__name__)
 SHOWN = {"shown": True}
@@ -176,6 +177,10 @@ class LspEditor:
 
     def path_of(self, uri: str) -> str:
         return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
+
+    def language_of(self, uri: str) -> Language | None:
+        doc = self.server.workspace.text_documents.get(uri)
+        return language_of(doc.language_id if doc is not None else None, self.path_of(uri))
 
     def workspace_folders(self) -> list[Path]:
         """The workspace's folders (its root when it names no folders)."""

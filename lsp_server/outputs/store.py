@@ -203,6 +203,12 @@ class ResultStore:
         self._maps: dict[str, DocumentMap] = {}
         """Each document's cells and dataflow, from its text when results came, then moved
         by its edits."""
+        self._not_python: set[str] = set()
+        """Documents of another language: their maps never parse them (`DocumentMap.python`)."""
+
+    def not_python(self, uri: str) -> None:
+        """The document is in another language than Python (as it opens)."""
+        self._not_python.add(uri)
 
     def map(self, uri: str) -> DocumentMap | None:
         """The document's dataflow map as its text is now (None: it has had no results)."""
@@ -302,6 +308,7 @@ class ResultStore:
         self._ran.pop(uri, None)
         self._maps.pop(uri, None)
         self._forgotten.pop(uri, None)
+        self._not_python.discard(uri)
 
     def edit(
         self, uri: str, version: int, changes: Sequence[LineChange], lines: Sequence[str]
@@ -335,7 +342,7 @@ class ResultStore:
         results = self._docs.setdefault(uri, DocumentResults())
         flow = self._maps.get(uri)
         if flow is None:
-            flow = self._maps[uri] = DocumentMap(lines)
+            flow = self._maps[uri] = DocumentMap(lines, python=uri not in self._not_python)
         elif flow.lines is not lines:
             flow.reset(lines)
         results.map = flow

@@ -1,4 +1,5 @@
-"""Cells in the percent format (Jupytext, VS Code, Spyder): `# %%` starts a cell.
+"""Cells in the percent format (Jupytext, VS Code, Spyder): `# %%` starts a cell (`// %%`
+and `-- %%` in languages whose comments are so written, as jupytext writes them).
 
 A prompt (`# ai: ...`, see `prompts`) starts a cell too. Lines are 0-based
 here, as in LSP. A file without markers is one cell.
@@ -10,8 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_MARKER = re.compile(r"^\s*(#|//)\s?%%")
-_COMMENT = re.compile(r"^\s*(?:#|//)\s*(.*?)\s*$")
+_MARKER = re.compile(r"^\s*(#|//|--)\s?%%")
+_COMMENT = re.compile(r"^\s*(?:#|//|--)\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True)

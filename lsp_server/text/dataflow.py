@@ -344,8 +344,11 @@ class DocumentMap:
     a cell's analysis is made when asked and remembered by its text, so an edit re-reads
     only the cells it touched."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], *, python: bool = True) -> None:
         self.lines: Sequence[str] = lines
+        self.python = python
+        """False: another language's text, never read by Python's parser: each cell may read
+        and define anything (`UNKNOWN`), so a change marks every cell below it."""
         self._starts: list[int] | None = None
         self._memo: dict[str, CellFlow] = {}
         """Analyses by cell text: an edit re-reads only the cells it changed."""
@@ -392,7 +395,7 @@ class DocumentMap:
         if found is None:
             if len(self._memo) > 4 * len(self.starts) + 64:
                 self._memo.clear()  # texts of cells long edited away
-            found = self._memo[code] = analyse(code)
+            found = self._memo[code] = analyse(code) if self.python else UNKNOWN
         self._flows[index] = found
         return found
 

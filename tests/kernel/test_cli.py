@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import DENO
 from tests.support.remote_server import TOKEN, TOKEN_ENV, JupyterServer
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
@@ -299,3 +300,19 @@ def test_runfix_run_imports_neither_pygls_nor_the_server(tmp_path: Path) -> None
     assert not loaded & lsp_machinery, sorted(loaded & lsp_machinery)
     assert {"lsp_server.flow", "lsp_server.cli.run"} <= loaded  # the same flow as the editor's
     assert "openai" not in loaded  # imported when a model is first asked, not before
+
+
+@pytest.mark.skipif(not DENO.is_file(), reason="deno is not installed")
+def test_run_a_typescript_file_in_deno(tmp_path: Path) -> None:
+    """Issue 38: `runfix run` runs any language its kernel is installed for."""
+    (tmp_path / "main.ts").write_text("// %%\nconst n: number = 6;\nn * 7\n")
+    done = runfix("run", "main.ts", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "main.ts:3:" in done.stdout and "42" in done.stdout, done.stdout
+
+
+def test_run_a_file_of_a_language_without_a_kernel_says_how_to_get_one(tmp_path: Path) -> None:
+    (tmp_path / "plot.lua").write_text("x = 1 + 1\n")
+    done = runfix("run", "plot.lua", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "No Jupyter kernel for Lua" in done.stdout + done.stderr

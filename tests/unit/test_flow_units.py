@@ -53,6 +53,7 @@ from lsp_server.model.client import ModelCancelled
 from lsp_server.outputs.results import DocumentResults, build
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
+from lsp_server.text.languages import PYTHON, Language
 from lsp_server.text.positions import utf16_len
 from tests.conftest import CLIENTS
 
@@ -85,6 +86,9 @@ class FakeEditor:
 
     def path_of(self, uri: str) -> str:
         return "/ws/doc.py"
+
+    def language_of(self, uri: str) -> Language | None:
+        return PYTHON
 
     def folder_for(self, uri: str) -> Path:
         return Path("/ws")

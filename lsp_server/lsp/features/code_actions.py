@@ -98,7 +98,7 @@ def actions_for(
         out.append(action("Run and fix selection", selection, RUN_AND_FIX))
     elif cell_lines is not None:
         out.append(action("Run and fix cell", cell_lines, RUN_AND_FIX))
-    if flow is not None and len(flow) > 1:
+    if flow is not None and flow.python and len(flow) > 1:
         below = flow.dependents(flow.index(rng.start.line))
         if below:
             title = f"Run dependents ({len(below)} cell{'s' if len(below) > 1 else ''})"
@@ -248,7 +248,9 @@ def _map(ls: RunfixServer, uri: str) -> DocumentMap:
         if flow is None:
             if len(_MAPS) > 32:
                 _MAPS.clear()
-            flow = _MAPS[uri] = DocumentMap(lines)
+            language = ls.editor.language_of(uri)
+            python = language is not None and language.python
+            flow = _MAPS[uri] = DocumentMap(lines, python=python)
         else:
             flow.reset(lines)
     return flow

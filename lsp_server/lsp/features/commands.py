@@ -17,6 +17,7 @@ import attrs
 from pygls.exceptions import JsonRpcInvalidParams
 
 from executor import install as installer
+from executor.base import ExecutorUnavailable
 from executor.cancel import graceful
 from executor.jupyter import Kernel
 from lsp_server.contract import (
@@ -135,7 +136,8 @@ def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[Kernel]:
     arg = _document(name, args)
     if arg is None:
         return ls.session.kernels.all()
-    kernel = ls.session.kernels.find(ls.editor.folder_for(arg.uri))
+    language = ls.editor.language_of(arg.uri)
+    kernel = ls.session.kernels.find(ls.editor.folder_for(arg.uri), language.id if language else "")
     return [kernel] if kernel is not None else []
 
 
@@ -231,7 +233,10 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(
                 f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
             )
-        admitted = await ls.flow.gate.admit(await ls.flow.where(arg.uri))
+        try:
+            admitted = await ls.flow.gate.admit(await ls.flow.where(arg.uri))
+        except ExecutorUnavailable:
+            return []  # (said when the document runs)
         if admitted is None:
             return []
         return [dataclasses.asdict(v) for v in await admitted.kernel.variables()]

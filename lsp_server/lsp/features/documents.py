@@ -17,13 +17,18 @@ log = logging.getLogger(__name__)
 
 
 async def _start_kernel(ls: RunfixServer, uri: str) -> None:
-    folder = ls.editor.folder_for(uri)
+    """The document's kernel starts as it opens (its language's: a document runfix does not
+    know starts none, nor one of an untrusted folder); a language with no kernel here says
+    so on its first line at once."""
+    folder, language = ls.editor.folder_for(uri), ls.editor.language_of(uri)
     settings = await ls.session.settings(folder)
+    if language is None:
+        return
     if not ls.session.may_start(folder, settings):
         log.info("%s is not trusted: no kernel starts until a run asks", folder)
         return
-    kernel = await ls.session.kernel_for(folder, settings)
     try:
+        kernel = await ls.session.kernel_for(folder, settings, language)
         await kernel.start()
     except ExecutorUnavailable as exc:
         ls.flow.explain_unavailable(uri, str(exc))
@@ -36,6 +41,9 @@ async def _restore(ls: RunfixServer, uri: str) -> None:
 def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        language = ls.editor.language_of(params.text_document.uri)
+        if language is None or not language.python:
+            ls.session.store.not_python(params.text_document.uri)
         ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
         ls.editor.spawn(_restore(ls, params.text_document.uri), "restoring results")
 

@@ -33,8 +33,13 @@ _KINDS = {
 
 
 def running_kernel(ls: RunfixServer, uri: str) -> Kernel | None:
-    """The folder's kernel if it runs and `completion` is on; never starts one."""
+    """The folder's kernel if it runs and `completion` is on; never starts one. Only for a
+    Python document: what is asked (`_kernel_live`) is Python, and another language's
+    kernel is not asked."""
     folder = ls.editor.folder_for(uri)
+    language = ls.editor.language_of(uri)
+    if language is None or not language.python:
+        return None
     if not ls.session.display_settings(folder).completion:
         return None
     kernel = ls.session.kernels.find(folder)

@@ -1,0 +1,124 @@
+"""The languages a document may be in, in one table: how an editor names each (its LSP
+`languageId`, a file's extension), its line comment (cells are that comment plus `%%`, as
+jupytext writes them: `# %%`, `// %%`, `-- %%`), the `language` a Jupyter kernelspec
+gives for it, and how to get a kernel where none is installed.
+
+Python is the language runfix reads as well as runs (the dataflow map, the offline
+fixes, completion from the kernel); the others run in their own Jupyter kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+
+
+@dataclass(frozen=True)
+class Language:
+    """One row of `LANGUAGES`."""
+
+    id: str
+    """runfix's name for it: the LSP `languageId` VS Code sends."""
+    name: str
+    """As a person names it."""
+    extensions: tuple[str, ...]
+    aliases: tuple[str, ...]
+    """Other `languageId`s editors send for it (Neovim sends its filetype, eglot its mode's)."""
+    comment: str
+    """Its line comment."""
+    kernel_languages: tuple[str, ...]
+    """The `language` of kernelspecs that run it, lower-cased (IRkernel says `R`)."""
+    get_kernel: str
+    """How to get a kernel for it."""
+
+    @property
+    def python(self) -> bool:
+        return self.id == PYTHON.id
+
+
+PYTHON = Language(
+    "python",
+    "Python",
+    (".py", ".pyw", ".ipy"),
+    ("py", "python3"),
+    "#",
+    ("python",),
+    "pip install ipykernel (in the folder's environment)",
+)
+LANGUAGES: tuple[Language, ...] = (
+    PYTHON,
+    Language(
+        "r",
+        "R",
+        (".r",),
+        ("rlang", "ess-r"),
+        "#",
+        ("r",),
+        "install IRkernel: R -e 'install.packages(\"IRkernel\"); IRkernel::installspec()' "
+        "(Debian: apt install r-cran-irkernel)",
+    ),
+    Language(
+        "shellscript",
+        "shell",
+        (".sh", ".bash"),
+        ("sh", "bash", "shell", "zsh"),
+        "#",
+        ("bash", "sh", "shell"),
+        "pip install bash_kernel && python -m bash_kernel.install",
+    ),
+    Language(
+        "typescript",
+        "TypeScript",
+        (".ts", ".mts", ".cts"),
+        ("ts",),
+        "//",
+        ("typescript",),
+        "install Deno, then: deno jupyter --install",
+    ),
+    Language(
+        "javascript",
+        "JavaScript",
+        (".js", ".mjs", ".cjs"),
+        ("js",),
+        "//",
+        ("javascript", "typescript"),  # Deno's kernel says typescript, and runs both
+        "install Deno, then: deno jupyter --install",
+    ),
+    Language(
+        "julia",
+        "Julia",
+        (".jl",),
+        (),
+        "#",
+        ("julia",),
+        "install IJulia: julia -e 'using Pkg; Pkg.add(\"IJulia\")'",
+    ),
+    Language(
+        "lua",
+        "Lua",
+        (".lua",),
+        (),
+        "--",
+        ("lua",),
+        "install a Lua kernel (xeus-lua: conda install -c conda-forge xeus-lua)",
+    ),
+)
+BY_ID = {name: lang for lang in LANGUAGES for name in (lang.id, *lang.aliases)}
+BY_EXTENSION = {ext: lang for lang in LANGUAGES for ext in lang.extensions}
+
+
+def language_of(language_id: str | None, path: str) -> Language | None:
+    """The document's language: the editor's `languageId` where runfix knows it, else the
+    file's extension; None for a language runfix does not know (it is not run)."""
+    known = BY_ID.get((language_id or "").lower().removesuffix("-mode").removesuffix("-ts"))
+    if known is not None:
+        return known
+    suffix = PurePath(path).suffix.lower()
+    if not suffix and not language_id:
+        return PYTHON  # an untitled buffer or a file without an extension: as before
+    return BY_EXTENSION.get(suffix)
+
+
+def by_id(language: str) -> Language:
+    """The row of a language runfix knows (`Language.id`)."""
+    return BY_ID[language]

@@ -1,0 +1,119 @@
+"""Issue 38: a document runs in its own language's Jupyter kernel, never in Python's; a
+language with no kernel here, or one runfix does not know, says so on the line."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import DENO, errors, hints, open_doc, run
+
+needs_bash_kernel = pytest.mark.skipif(
+    importlib.util.find_spec("bash_kernel") is None, reason="bash_kernel is not installed"
+)
+needs_deno = pytest.mark.skipif(not DENO.is_file(), reason="deno is not installed")
+
+
+async def _hint_texts(client: Any, uri: str) -> list[tuple[int, str]]:
+    return [(h.position.line, str(h.label)) for h in await hints(client, uri)]
+
+
+@needs_bash_kernel
+async def test_a_shell_script_runs_in_bash_not_python(initialized: Any, folder: Path) -> None:
+    uri = open_doc(
+        initialized,
+        folder / "steps.sh",
+        '# %%\nname=runfix\necho "hello $name"\n# %%\necho $((6 * 7))\n',
+        language="shellscript",
+    )
+    answer = await run(initialized, uri)
+    assert answer["status"] == "ok", answer
+    shown = await _hint_texts(initialized, uri)
+    assert any("hello runfix" in text for _, text in shown), shown
+    assert any("42" in text and line >= 3 for line, text in shown), shown
+    assert not errors(initialized, uri)  # (as Python, `echo "hello $name"` is a SyntaxError)
+
+
+@needs_bash_kernel
+async def test_a_failing_command_is_an_error_on_its_piece(initialized: Any, folder: Path) -> None:
+    uri = open_doc(initialized, folder / "fails.sh", "# %%\necho before\nfalse\n", language="sh")
+    answer = await run(initialized, uri)
+    assert answer["status"] == "error", answer
+    [error] = errors(initialized, uri)
+    assert 1 <= error.range.start.line <= 2, error
+
+
+@needs_bash_kernel
+async def test_a_shell_kernel_and_the_python_kernel_of_one_folder_keep_their_state(
+    initialized: Any, folder: Path
+) -> None:
+    shell = open_doc(initialized, folder / "a.sh", "X=shell\n", language="shellscript")
+    python = open_doc(initialized, folder / "a.py", "X = 'python'\n")
+    assert (await run(initialized, shell))["status"] == "ok"
+    assert (await run(initialized, python))["status"] == "ok"
+    echo = open_doc(initialized, folder / "b.sh", "echo $X\n", language="shellscript")
+    show = open_doc(initialized, folder / "b.py", "X\n")
+    assert (await run(initialized, echo))["status"] == "ok"
+    assert (await run(initialized, show))["status"] == "ok"
+    assert any("shell" in text for _, text in await _hint_texts(initialized, echo))
+    assert any("python" in text for _, text in await _hint_texts(initialized, show))
+
+
+@pytest.mark.parametrize(
+    ("name", "language", "said"),
+    [
+        ("model.jl", "julia", "No Jupyter kernel for Julia is installed here"),
+        ("plot.lua", "lua", "No Jupyter kernel for Lua is installed here"),
+        ("notes.txt", "plaintext", "does not know this document's language"),
+    ],
+)
+async def test_a_language_without_a_kernel_says_so_and_runs_nothing_as_python(
+    initialized: Any, folder: Path, name: str, language: str, said: str
+) -> None:
+    """Issue 38: a Julia file with no kernel ran `x = 1 + 1` as Python and said ok."""
+    uri = open_doc(initialized, folder / name, "x = 1 + 1\nopen('ran', 'w')\n", language=language)
+    answer = await run(initialized, uri)
+    assert answer["status"] == "error" and said in answer["message"], answer
+    assert not (folder / "ran").exists()
+    assert any(said in e.message for e in errors(initialized, uri))
+    if language == "julia":
+        assert "IJulia" in answer["message"]  # how to get one
+    python = open_doc(initialized, folder / "still.py", "6 * 7\n")
+    assert (await run(initialized, python))["status"] == "ok"  # Python's cost nothing
+
+
+@needs_deno
+async def test_typescript_runs_in_deno_its_value_on_its_line(
+    initialized: Any, folder: Path
+) -> None:
+    uri = open_doc(
+        initialized,
+        folder / "main.ts",
+        "// %%\nconst xs: number[] = [1, 2, 3];\nxs.reduce((a, b) => a + b, 0) * 7\n",
+        language="typescript",
+    )
+    answer = await run(initialized, uri)
+    assert answer["status"] == "ok", answer
+    shown = await _hint_texts(initialized, uri)
+    assert any(line == 2 and "42" in text for line, text in shown), shown
+    assert "\x1b" not in "".join(text for _, text in shown)  # Deno colours its values
+
+
+@needs_deno
+async def test_a_typescript_error_lands_on_its_cell_with_its_trace(
+    initialized: Any, folder: Path
+) -> None:
+    uri = open_doc(
+        initialized,
+        folder / "throws.ts",
+        "// %%\nconst ok = 1;\nfunction f(): number { throw new Error('boom'); }\nf();\n",
+        language="typescript",
+    )
+    answer = await run(initialized, uri)
+    assert answer["status"] == "error", answer
+    [error] = errors(initialized, uri)
+    assert error.range.start.line == 1 and error.message == "Error: boom", error
+    assert "<anonymous>" not in error.message
