@@ -111,6 +111,8 @@ class KernelClient(Protocol):
     def stop_channels(self) -> None: ...
 
 
+IOPUB_HEARD = 0.5
+"""Seconds to hear a request back on iopub before asking again (`_iopub_ready`)."""
 STATEMENT_FILE = "statement"
 """In the runtime folder: the statement running now (`RUNFIX_STATEMENT_FILE` in the kernel)."""
 
@@ -397,8 +399,29 @@ class JupyterKernel(ABC, Generic[C]):
             kc.stop_channels()
             raise NotReady(f"The kernel did not start: {exc}") from exc
         self._kc = kc
-        if not self.plain:
+        if self.plain:
+            await self._iopub_ready(kc, ready_within or self.startup_timeout)
+        else:
             await self._load_helper(kc)
+
+    async def _iopub_ready(self, kc: KernelClient, within: float) -> None:
+        """Wait until a request of ours is heard back on iopub. A kernel without runfix's
+        helper gets no request before the first run, and what a kernel publishes before the
+        iopub subscription has taken hold is lost (ZeroMQ's slow joiner): the first run of a
+        Deno cell showed no value now and then."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + within
+        while loop.time() < until:
+            msg_id = kc.execute("", silent=True, store_history=False)
+            heard_by = loop.time() + IOPUB_HEARD
+            while loop.time() < heard_by:
+                try:
+                    msg = await kc.get_iopub_msg(timeout=IOPUB_HEARD)
+                except queue.Empty:
+                    break
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    return
+        raise NotReady(f"The {self.where} answered, but nothing it published reached runfix.")
 
     async def _load_helper(self, kc: KernelClient) -> None:
         reply = await kc.execute_interactive(
