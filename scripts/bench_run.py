@@ -5,15 +5,20 @@
   answered after results are published) vs. the same code through raw jupyter_client
   (`execute_interactive` on a fresh IPC kernel): medians and their ratio (target ≤ 1.25×);
 - kernel cold start: runfix's LocalKernel vs. raw AsyncKernelManager + wait_for_ready;
-- code-action latency on a 2,000-line document (target p50 ≤ 5 ms).
+- code-action latency on a 2,000-line document (target p50 ≤ 5 ms);
+- a trivial run per other language whose kernel is here (bash_kernel, Deno, IRkernel):
+  runfix.run over LSP vs raw jupyter_client on the same kernelspec (target ≤ 1.15× each).
 
-Usage: python scripts/bench_run.py [--runs N]
+Usage: python scripts/bench_run.py [--runs N] [--language-runs N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
+import json
+import os
 import statistics
 import sys
 import tempfile
@@ -25,7 +30,15 @@ from jupyter_client.manager import AsyncKernelManager
 from lsprotocol import types as lsp
 
 from executor.configs import LocalConfig
+from executor.kernelspecs import find_spec
 from executor.local import LocalKernel
+
+LANGUAGES = {
+    # runfix's language id: (extension, the kernelspec languages, a trivial statement)
+    "shellscript": (".sh", ("bash",), "x=$((1 + 1))"),
+    "typescript": (".ts", ("typescript",), "1 + 1;"),
+    "r": (".R", ("r",), "x <- 1 + 1"),
+}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -102,15 +115,89 @@ async def runfix_server(runs: int, folder: Path) -> tuple[float, list[float]]:
     return statistics.median(times), action_times
 
 
+def write_kernelspecs(root: Path) -> None:
+    """bash_kernel's and Deno's kernelspecs (where they are installed in this Python), as
+    the tests write them; IRkernel's is Debian's, on the Jupyter path already."""
+    specs = {}
+    if importlib.util.find_spec("bash_kernel") is not None:
+        specs["bash"] = ("bash", [sys.executable, "-m", "bash_kernel", "-f", "{connection_file}"])
+    deno = Path(sys.executable).with_name("deno")
+    if deno.is_file():
+        argv = [str(deno), "jupyter", "--kernel", "--conn", "{connection_file}"]
+        specs["deno"] = ("typescript", argv)
+    for name, (language, argv) in specs.items():
+        folder = root / "kernels" / name
+        folder.mkdir(parents=True)
+        (folder / "kernel.json").write_text(json.dumps({"argv": argv, "language": language}))
+    os.environ["JUPYTER_PATH"] = str(root)
+
+
+async def raw_language(name: str, code: str, runs: int) -> float:
+    km = AsyncKernelManager(kernel_name=name, transport="tcp")
+    await km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    times = []
+    try:
+        for i in range(runs + 3):
+            t = time.perf_counter()
+            await kc.execute_interactive(code, output_hook=lambda m: None, timeout=60)
+            if i >= 3:
+                times.append(time.perf_counter() - t)
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+    return statistics.median(times)
+
+
+async def runfix_language(language: str, suffix: str, code: str, runs: int, folder: Path) -> float:
+    client = bench_client()
+    await start_server(client, folder, {"python": sys.executable})
+    uri = (folder / f"trivial{suffix}").as_uri()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri, language, 1, code + "\n"))
+    )
+    command = lsp.ExecuteCommandParams("runfix.run", [{"uri": uri}])
+    times = []
+    for i in range(runs + 3):
+        t = time.perf_counter()
+        answer = await client.workspace_execute_command_async(command)
+        if i >= 3:  # the first waits for the kernel
+            times.append(time.perf_counter() - t)
+        assert answer["status"] == "ok", answer
+    await stop_server(client)
+    return statistics.median(times)
+
+
+async def languages(runs: int, folder: Path) -> None:
+    print(f"trivial run per language, median of {runs} (target <= 1.15x each):")
+    for language, (suffix, kernel_languages, code) in LANGUAGES.items():
+        spec = find_spec(kernel_languages)
+        if spec is None:
+            print(f"  {language:<12} no kernel here: skipped")
+            continue
+        raw = await raw_language(spec.name, code, runs)
+        ours = await runfix_language(language, suffix, code, runs, folder)
+        print(
+            f"  {language:<12} ({spec.name}) raw {ms(raw)}  runfix {ms(ours)}  "
+            f"ratio {ours / raw:.2f}x"
+        )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--language-runs", type=int, default=50)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="runfix-bench-") as tmp:
         folder = Path(tmp)
+        write_kernelspecs(folder / "jupyter")
         raw_median, raw_cold = await raw_jupyter(args.runs, folder)
         ours_median, action_times = await runfix_server(args.runs, folder)
         ours_cold = await runfix_cold_start(folder)
+        if args.language_runs:
+            await languages(args.language_runs, folder)
     print(f"trivial run, median of {args.runs}:")
     print(f"  raw jupyter_client     {ms(raw_median)}")
     print(f"  runfix.run over LSP    {ms(ours_median)}")

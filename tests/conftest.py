@@ -74,6 +74,17 @@ def editor_missing(why: str) -> NoReturn:
     pytest.skip(why)
 
 
+# -- Other languages' kernels -----------------------------------------------------------
+
+
+def kernel_missing(why: str) -> NoReturn:
+    """A language's kernel a test runs is not here: fail once scripts/test installed them (it
+    sets RUNFIX_REQUIRE_KERNELS), else skip, saying why."""
+    if os.environ.get("RUNFIX_REQUIRE_KERNELS") == "1":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
 # -- Docker -------------------------------------------------------------------------------
 
 # Set by .ci/run once it has an engine: then a missing engine or image fails, not skips.

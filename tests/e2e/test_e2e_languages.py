@@ -9,12 +9,20 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DENO, errors, hints, open_doc, run
+from executor.kernelspecs import find_spec
+from tests.conftest import DENO, errors, hints, kernel_missing, open_doc, run
 
 needs_bash_kernel = pytest.mark.skipif(
     importlib.util.find_spec("bash_kernel") is None, reason="bash_kernel is not installed"
 )
 needs_deno = pytest.mark.skipif(not DENO.is_file(), reason="deno is not installed")
+
+
+@pytest.fixture
+def r_kernel() -> None:
+    """IRkernel (scripts/kernels installs Debian's r-cran-irkernel)."""
+    if find_spec(("r",)) is None:
+        kernel_missing("no R kernel (IRkernel) is installed: scripts/kernels installs one")
 
 
 async def _hint_texts(client: Any, uri: str) -> list[tuple[int, str]]:
@@ -117,3 +125,44 @@ async def test_a_typescript_error_lands_on_its_cell_with_its_trace(
     [error] = errors(initialized, uri)
     assert error.range.start.line == 1 and error.message == "Error: boom", error
     assert "<anonymous>" not in error.message
+
+
+async def test_r_runs_in_irkernel_its_value_on_its_line(
+    r_kernel: None, initialized: Any, folder: Path
+) -> None:
+    uri = open_doc(
+        initialized,
+        folder / "analysis.R",
+        "# %%\nx <- 4\nprint('start')\nx * 5\n",
+        language="r",
+    )
+    answer = await run(initialized, uri)
+    assert answer["status"] == "ok", answer
+    shown = await _hint_texts(initialized, uri)
+    assert any(line == 3 and "[1] 20" in text for line, text in shown), shown
+    assert any(line == 1 and "start" in text for line, text in shown), shown
+    assert not errors(initialized, uri)  # (as Python, `x <- 4` is a comparison: NameError)
+
+
+async def test_an_r_error_in_a_function_lands_on_its_source_line(
+    r_kernel: None, initialized: Any, folder: Path
+) -> None:
+    uri = open_doc(
+        initialized,
+        folder / "fails.R",
+        "# %%\nf <- function(n) stop('no ', n)\ny <- 1\nf(y)\n",
+        language="r",
+    )
+    answer = await run(initialized, uri)
+    assert answer["status"] == "error", answer
+    [error] = errors(initialized, uri)
+    assert error.range.start.line == 1 and error.message == "Error in f(y): no 1", error
+
+
+async def test_an_r_plot_is_a_rich_output_of_its_cell(
+    r_kernel: None, initialized: Any, folder: Path
+) -> None:
+    uri = open_doc(initialized, folder / "plot.R", "plot(1:3)\n", language="r")
+    assert (await run(initialized, uri))["status"] == "ok"
+    outputs = list((folder / ".runfix" / "outputs").rglob("*.png"))
+    assert outputs, "the plot was not stored"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from executor.events import Error, RunOutcome, RunStatus, Span, Stream, Value
+from executor.events import Display, Error, RunOutcome, RunStatus, Span, Stream, Value
 from executor.foreign import placed
 
 
@@ -36,3 +36,29 @@ def test_a_failing_shell_command_says_its_exit_status() -> None:
     error = ran.events[1]
     assert isinstance(error, Error) and error.message == "command failed: exit status 1"
     assert ran.events[0] == Stream("stdout", "x\n", None)  # what it printed: as it came
+
+
+def test_an_r_value_shown_as_a_display_goes_on_the_last_line() -> None:
+    """IRkernel shows `x * 5` as `display_data` (`text/plain` `[1] 20`), not a result."""
+    shown = Display({"text/plain": "[1] 20", "text/html": "20"}, None)
+    ran = placed(_outcome(Stream("stdout", "a\n", None), shown), "R", "x <- 4\nx * 5\n", 3)
+    assert ran.events[0] == Stream("stdout", "a\n", None)
+    assert isinstance(ran.events[1], Display) and ran.events[1].span == Span(4, 4)
+    assert ran.events[1].data == {"text/plain": "[1] 20"}  # its text, not `20` as HTML
+    table = {"text/plain": "  a\n1 1", "text/html": "<table><tr><td>1</td></tr></table>"}
+    [frame] = placed(_outcome(Display(table, None)), "R", "head(d)\n", 1).events
+    assert isinstance(frame, Display) and frame.data == table  # a data frame stays rich
+
+
+def test_an_r_error_reads_as_r_writes_it_where_its_source_says() -> None:
+    top = Error("ERROR", "Error in eval(expr, envir, enclos): boom\n", (), '1. stop("boom")')
+    [error] = placed(_outcome(top), "R", "stop('boom')\n", 7).events
+    assert isinstance(error, Error) and error.message == "Error: boom" and error.span is None
+    trace = (
+        'Error in f(): inner\nTraceback:\n\n1. f()\n2. stop("inner")   # at line 1 of file <text>'
+    )
+    inner = Error("ERROR", "Error in f(): inner\n", (), trace)
+    code = "f <- function() stop('inner')\ny <- 1\nf()\n"
+    [error] = placed(_outcome(inner), "R", code, 7).events
+    assert isinstance(error, Error) and error.message == "Error in f(): inner"
+    assert error.span == Span(7, 7)  # the line of the function that raised
