@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from executor.base import ExecutorUnavailable
 from executor.events import Display, Error, RunOutcome, Stream, Value
 from lsp_server.contract import Range
 from lsp_server.editor import Editor, Snapshot
@@ -38,6 +39,7 @@ from lsp_server.folder_files import read_regular
 from lsp_server.record.store import one_based
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.session import Session
+from lsp_server.text.languages import PYTHON, Language, language_of
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +266,7 @@ class AgentDoor:
         try:
             call = json.loads(line)
             return {"id": call.get("id"), "result": await self.handle(folder, call)}
-        except AgentError as exc:
+        except (AgentError, ExecutorUnavailable) as exc:  # (no kernel: it says how to get one)
             return {"id": call.get("id"), "error": str(exc)}
         except Exception as exc:  # one broken call never ends the server
             log.exception("an agent's call failed")
@@ -331,7 +333,7 @@ class AgentDoor:
                 raise AgentError(f"{path}: not UTF-8 text") from None
             rows = tuple(text.splitlines(keepends=True))
             first, last = lines if lines is not None else (0, len(rows) - 1)
-            where = await self._where(folder, uri, str(path), rows)
+            where = await self._where(folder, uri, str(path), rows, language_of(None, str(path)))
             return await self._execute(where, Piece(first, last), agent)
         span = Range.lines(*lines) if lines is not None else None
         ran: list[Any] = []
@@ -350,13 +352,25 @@ class AgentDoor:
         where = await self._where(folder, "", f"<{agent}>", rows)
         return await self._execute(where, Piece(0, len(rows) - 1), agent)
 
-    async def _where(self, folder: Path, uri: str, name: str, rows: tuple[str, ...]) -> Where:
-        """The context of code in no open document (a file on disk, an agent's snippet)."""
-        return Where(uri, name, folder, await self.session.settings(folder), Snapshot(0, rows))
+    async def _where(
+        self,
+        folder: Path,
+        uri: str,
+        name: str,
+        rows: tuple[str, ...],
+        language: Language | None = PYTHON,
+    ) -> Where:
+        """The context of code in no open document (a file on disk, in the language its
+        extension says; an agent's snippet, Python)."""
+        settings = await self.session.settings(folder)
+        return Where(uri, name, folder, settings, Snapshot(0, rows), language)
 
     async def _execute(self, where: Where, piece: Piece, agent: str) -> Any:
-        """Code that is in no open document, in the folder's kernel, behind its runs."""
-        kernel = await self.session.kernel_for(where.folder, where.settings)
+        """Code that is in no open document, in the folder's kernel of its language, behind
+        its runs."""
+        if where.language is None:
+            raise AgentError(f"{where.path}: runfix does not know this file's language")
+        kernel = await self.session.kernel_for(where.folder, where.settings, where.language)
         with self._cancellable() as cancel:
             lock = await self.flow.runner.locked(where, cancel)
             if lock is None:

@@ -26,6 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.types import ToolAnnotations
 
+from executor.base import ExecutorUnavailable
 from lsp_server import __version__
 from lsp_server.agents import (
     LINE_LIMIT,
@@ -105,7 +106,7 @@ async def call(path: str, op: str, args: dict[str, Any], ctx: Context | None) ->
         if args.get("path") == path:
             args = {**args, "path": local}
         answer = await _call(local, op, args, ctx)
-    except AgentError as exc:
+    except (AgentError, ExecutorUnavailable) as exc:  # (no kernel here: how to get one)
         raise ToolError(str(exc)) from None
     return answer if isinstance(answer, dict) else {"result": answer}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import os
 import sqlite3
 import subprocess
@@ -134,6 +135,23 @@ async def test_with_no_editor_runfix_mcp_serves_the_folder_alone(tmp_path: Path)
     with sqlite3.connect(project / ".runfix" / "runs.db") as db:
         origins = {row[0] for row in db.execute("SELECT origin FROM runs")}
     assert origins == {"agent: lone-agent"}, origins
+
+
+async def test_an_agents_file_of_another_language_runs_in_its_kernel(tmp_path: Path) -> None:
+    """Issue 38: `run_file` of a file no editor has open runs in its language's kernel (a
+    shell script in bash, never in Python), and one with no kernel here says so."""
+    if importlib.util.find_spec("bash_kernel") is None:
+        pytest.skip("bash_kernel is not installed")
+    project = tmp_path / "scripts"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'scripts'\n")
+    (project / "hello.sh").write_text('name=agent\necho "hello $name"\n')
+    (project / "model.jl").write_text("x = 1 + 1\n")
+    async with agent("shell-agent") as session:
+        ran = await tool(session, "run_file", path=str(project / "hello.sh"))
+        julia = await tool(session, "run_file", path=str(project / "model.jl"))
+    assert ran["status"] == "ok" and ran["output"] == "hello agent\n", ran
+    assert "No Jupyter kernel for Julia" in julia["error"] and "IJulia" in julia["error"]
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
