@@ -31,13 +31,29 @@ def _specs(extra: Sequence[Path]) -> dict[str, Spec]:
     return found
 
 
+_FOUND: dict[tuple[tuple[str, ...], tuple[Path, ...]], Spec] = {}
+"""Kernelspecs found, by what was asked: a run asks at every run (reading the Jupyter path
+took a few milliseconds each time). What was not found is looked for again."""
+
+
 def find_spec(languages: Sequence[str], extra: Sequence[Path] = ()) -> Spec | None:
     """A kernelspec for one of `languages` (lower-case `language` values), or None. Where
     several match, the one named as the language comes first, then by name."""
+    key = (tuple(languages), tuple(extra))
+    if (found := _FOUND.get(key)) is not None:
+        return found
     wanted = {language.lower() for language in languages}
     matching = [s for s in _specs(extra).values() if s.language.lower() in wanted]
     matching.sort(key=lambda s: (s.name.lower() not in wanted, s.name))
-    return matching[0] if matching else None
+    if not matching:
+        return None
+    _FOUND[key] = matching[0]
+    return matching[0]
+
+
+def forget() -> None:
+    """Look the kernelspecs up again (the settings changed: a kernel may have come or gone)."""
+    _FOUND.clear()
 
 
 def environment_kernels(python: str) -> Path:

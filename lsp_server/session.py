@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
+from executor import kernelspecs
 from executor.base import ExecutorUnavailable
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
@@ -168,6 +169,7 @@ class Session:
 
     def forget_settings(self) -> None:
         self._settings.clear()
+        kernelspecs.forget()
 
     async def kernel_for(
         self, folder: Path, settings: Settings, language: Language = PYTHON

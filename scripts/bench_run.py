@@ -36,7 +36,7 @@ from executor.local import LocalKernel
 LANGUAGES = {
     # runfix's language id: (extension, the kernelspec languages, a trivial statement)
     "shellscript": (".sh", ("bash",), "x=$((1 + 1))"),
-    "typescript": (".ts", ("typescript",), "1 + 1;"),
+    "typescript": (".ts", ("typescript",), "var x = 1 + 1;"),
     "r": (".R", ("r",), "x <- 1 + 1"),
 }
 

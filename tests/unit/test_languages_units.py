@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.kernelspecs import find_spec
+from executor.kernelspecs import find_spec, forget
 from lsp_server.text.cells import split_cells
 from lsp_server.text.languages import PYTHON, language_of
 
@@ -48,6 +48,11 @@ def test_cells_in_each_comment_style() -> None:
         assert [(c.first, c.last) for c in split_cells(lines)] == [(0, 0), (1, 2), (3, 4)]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_lookups() -> None:
+    forget()  # found kernelspecs are kept by what was asked: each test has its own path
+
+
 def _spec(root: Path, name: str, language: str) -> None:
     folder = root / "kernels" / name
     folder.mkdir(parents=True)
@@ -67,6 +72,12 @@ def test_a_kernelspec_is_found_by_its_language(
     assert found is not None and found.name == "ir" and found.language == "R"
     assert found.argv == ("kernel", "-f", "{connection_file}")
     assert find_spec(("lua",)) is None
+    _spec(tmp_path, "lua", "lua")  # installed later: what was not found is looked for again
+    assert find_spec(("lua",)) is not None
+    (tmp_path / "kernels" / "ir" / "kernel.json").unlink()
+    assert find_spec(("r",)) == found  # found ones are kept until `forget` (new settings)
+    forget()
+    assert find_spec(("r",)) != found  # (another `ir` may be this machine's IRkernel)
 
 
 def test_the_folder_environment_kernelspecs_are_found_too(
