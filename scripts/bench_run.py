@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent))  # the tests' kernelspecs
 
 from bench_lsp import bench_client, ms, start_server, stop_server
 from jupyter_client.manager import AsyncKernelManager
@@ -32,6 +32,7 @@ from lsprotocol import types as lsp
 from executor.configs import LocalConfig
 from executor.kernelspecs import find_spec
 from executor.local import LocalKernel
+from tests.support.kernels import write_kernelspecs
 
 LANGUAGES = {
     # runfix's language id: (extension, the kernelspec languages, a trivial statement)
@@ -115,23 +116,6 @@ async def runfix_server(runs: int, folder: Path) -> tuple[float, list[float]]:
     return statistics.median(times), action_times
 
 
-def write_kernelspecs(root: Path) -> None:
-    """bash_kernel's and Deno's kernelspecs (where they are installed in this Python), as
-    the tests write them; IRkernel's is Debian's, on the Jupyter path already."""
-    specs = {}
-    if importlib.util.find_spec("bash_kernel") is not None:
-        specs["bash"] = ("bash", [sys.executable, "-m", "bash_kernel", "-f", "{connection_file}"])
-    deno = Path(sys.executable).with_name("deno")
-    if deno.is_file():
-        argv = [str(deno), "jupyter", "--kernel", "--conn", "{connection_file}"]
-        specs["deno"] = ("typescript", argv)
-    for name, (language, argv) in specs.items():
-        folder = root / "kernels" / name
-        folder.mkdir(parents=True)
-        (folder / "kernel.json").write_text(json.dumps({"argv": argv, "language": language}))
-    os.environ["JUPYTER_PATH"] = str(root)
-
-
 async def raw_language(name: str, code: str, runs: int) -> float:
     km = AsyncKernelManager(kernel_name=name, transport="tcp")
     await km.start_kernel()
@@ -193,6 +177,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="runfix-bench-") as tmp:
         folder = Path(tmp)
         write_kernelspecs(folder / "jupyter")
+        os.environ["JUPYTER_PATH"] = str(folder / "jupyter")
         raw_median, raw_cold = await raw_jupyter(args.runs, folder)
         ours_median, action_times = await runfix_server(args.runs, folder)
         ours_cold = await runfix_cold_start(folder)

@@ -6,7 +6,6 @@ import asyncio
 import base64
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import signal
@@ -29,6 +28,7 @@ from executor.configs import DEFAULT_IMAGE
 from executor.docker import describe_engine, describe_image
 from executor.trust import Choice, TrustStore
 from tests.support import real_model
+from tests.support.kernels import write_kernelspecs
 from tests.support.remote_server import TOKEN_ENV, JupyterServer
 
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
@@ -219,24 +219,11 @@ CACHE = Path(os.environ.setdefault("RUNFIX_TEST_CACHE", tempfile.mkdtemp(prefix=
 os.environ["XDG_CACHE_HOME"] = str(CACHE)
 (CACHE / "runfix").touch()  # a file: no folder for runfix's answers
 # Kernels of other languages the servers find on their Jupyter path: bash_kernel's (a test
-# dependency) and Deno's (the `deno` wheel's binary), written here as their installers would.
+# dependency) and Deno's (the `deno` wheel's binary), as their installers would write them.
 KERNELS = Path(os.environ.setdefault("RUNFIX_TEST_KERNELS", tempfile.mkdtemp(prefix="runfix-k-")))
 
 
-def _kernelspec(name: str, language: str, argv: list[str]) -> None:
-    spec = KERNELS / "kernels" / name
-    spec.mkdir(parents=True, exist_ok=True)
-    kernel = {"argv": argv, "display_name": name, "language": language}
-    (spec / "kernel.json").write_text(json.dumps(kernel))
-
-
-if importlib.util.find_spec("bash_kernel") is not None:
-    _kernelspec("bash", "bash", [sys.executable, "-m", "bash_kernel", "-f", "{connection_file}"])
-DENO = Path(sys.executable).with_name("deno")  # the `deno` wheel's binary
-if DENO.is_file():
-    _kernelspec(
-        "deno", "typescript", [str(DENO), "jupyter", "--kernel", "--conn", "{connection_file}"]
-    )
+write_kernelspecs(KERNELS)
 os.environ["JUPYTER_PATH"] = str(KERNELS)  # also for `runfix run` and the kernels' own tests
 SERVER_ENV = {
     **os.environ,
