@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from executor.kernelspecs import find_spec
-from tests.conftest import DENO, errors, hints, kernel_missing, open_doc, run
+from tests.conftest import errors, hints, kernel_missing, open_doc, run
+from tests.support.kernels import DENO
 
 needs_bash_kernel = pytest.mark.skipif(
     importlib.util.find_spec("bash_kernel") is None, reason="bash_kernel is not installed"

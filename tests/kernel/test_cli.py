@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DENO
+from tests.support.kernels import DENO
 from tests.support.remote_server import TOKEN, TOKEN_ENV, JupyterServer
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
