@@ -42,7 +42,7 @@ from executor.events import (
     Usage,
     Variable,
 )
-from executor.foreign import placed
+from executor.foreign import placed, sent
 from executor.install import InstallResult, refused
 from executor.live import LiveAnswer, LiveDoor, LiveUnavailable, from_picture
 from executor.messages import MessageCollector
@@ -172,6 +172,9 @@ class JupyterKernel(ABC, Generic[C]):
         self._picturing: asyncio.Task[None] | None = None
         """Taking the picture of the namespace a busy kernel is answered from."""
         self._background: set[asyncio.Task[Any]] = set()
+        self._ran: dict[str, dict[int, str]] = {}
+        """Another language's kernel: what each document's runs put on each of its lines
+        (1-based), to tell its functions' source lines from another document's."""
 
     @property
     def state(self) -> ExecutorState:
@@ -652,6 +655,11 @@ class JupyterKernel(ABC, Generic[C]):
         kc = self._channels
         loop = asyncio.get_running_loop()
         began = loop.time()
+        if self.plain:
+            ran = self._ran.setdefault(request.filename, {})
+            ran.update(
+                (request.first_line + i, row) for i, row in enumerate(request.code.splitlines())
+            )
         # Code that may hold a top-level `await` runs on the kernel's loop, as IPython runs it.
         entry = (
             "await __import__('_runfix_kernel').run_async"
@@ -662,7 +670,7 @@ class JupyterKernel(ABC, Generic[C]):
         # IPython would have fired for an interactive cell (`_kernel_side._cell_info`).
         # Another language's kernel gets the code as it is, and echoes and counts it.
         msg_id = kc.execute(
-            request.code
+            sent(request.code, self.language, request.first_line)
             if self.plain
             else (
                 f"{entry}({request.code!r}, {request.filename!r}, "
@@ -681,7 +689,14 @@ class JupyterKernel(ABC, Generic[C]):
             if relay is not None:
                 relay.close()
         if self.plain:
-            return placed(outcome, self.language, request.code, request.first_line)
+            return placed(
+                outcome,
+                self.language,
+                request.code,
+                request.first_line,
+                request.filename,
+                self._ran.get(request.filename),
+            )
         return outcome
 
     async def _follow(
