@@ -206,9 +206,17 @@ def without_magics(code: str) -> str:
     )
 
 
-def scan(code: str, first_line: int = 1) -> list[Finding]:
-    """What the code could do, one finding per (line, category); empty if it does not parse."""
+def scan(code: str, first_line: int = 1, *, language: str | None = None) -> list[Finding]:
+    """What the code could do, one finding per (line, category); empty if it does not parse.
+
+    `language`: the name of the language `code` is in when it is not Python. runfix reads
+    Python only, so such code is one finding over all its lines: model-written code in it
+    runs once the user has looked (or in the sandbox), whatever it does."""
     offset = first_line - 1
+    if language is not None:
+        last = first_line + code.rstrip("\n").count("\n")
+        said = f"is {language} code, which runfix cannot check (it reads Python only)"
+        return [Finding(first_line, last, "unread", said)]
     findings = [
         Finding(n + offset, n + offset, "shell", f"runs a shell command ({text[:40]})")
         for n, text in _magics(code)

@@ -39,6 +39,7 @@ from lsp_server.runs import EVERY_PIECE, RunMode, Where
 from lsp_server.session import Session
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
+from lsp_server.text.languages import is_python
 from lsp_server.text.positions import strip_eol
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,10 @@ class Flow:
         return where.now(self.text(where.uri))
 
     async def variables(self, where: Where) -> list[Variable]:
-        """The kernel's variables if it is up; none rather than waiting on a start or a run."""
+        """The kernel's variables if it is up; none rather than waiting on a start or a run
+        (nor from another language's kernel: runfix asks them in Python)."""
+        if not is_python(where.language):
+            return []
         kernel = self.session.kernels.find(where.folder)
         if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
             return []
@@ -244,7 +248,7 @@ class Flow:
         """The cells below the one holding `line` that read what it defines, directly or
         through the cells between, in file order (`with_above`: first every cell up to and
         including it, as a fresh kernel needs: `runfix run --dependents-of`)."""
-        python = where.language is not None and where.language.python
+        python = is_python(where.language)
         flow = DocumentMap(where.text.lines, python=python)
         index = flow.index(line)
         cells = [flow.bounds(i) for i in flow.dependents(index)] if python else []

@@ -63,13 +63,13 @@ class Generator:
         self, where: Where, line: int, run: bool, cancel: asyncio.Event
     ) -> GenerateAnswer:
         """Write (or rewrite) the body of the prompt on `line`; with `run`, run it too."""
-        text, settings = where.text, where.settings
-        if where.language is None or not where.language.python:
-            name = where.language.name if where.language else "this language"
-            return self._failed(f"runfix: generating is for Python documents; not {name} yet.")
+        text, settings, language = where.text, where.settings, where.language
+        if language is None:
+            return self._failed("runfix: it does not know this document's language.")
         prompt = prompt_at(text.lines, line, settings.prompt_markers)
         if prompt is None:
-            return self._failed(f"runfix: line {line + 1} is not a prompt (`# ai: …`).")
+            said = f"`{language.comment} ai: …`"
+            return self._failed(f"runfix: line {line + 1} is not a prompt ({said}).")
         prompt_line = strip_eol(text.lines[prompt.line])
         variables = await self.flow.variables(where)
         messages = generate_messages(
@@ -79,6 +79,7 @@ class Generator:
             (prompt.body_first, prompt.body_last),
             variables,
             settings.context_budget,
+            language,
         )
         model = self.session.model_for(settings)
         async with self.editor.progress(cancel) as progress:
@@ -101,7 +102,7 @@ class Generator:
         try:
             body = range(prompt.body_first, prompt.body_last + 1)
             context = [line for i, line in enumerate(text.lines) if i not in body]
-            code = extract_code(reply, prompt_line=prompt_line, context=context)
+            code = extract_code(reply, prompt_line=prompt_line, context=context, language=language)
         except ReplyError as exc:
             return self._failed(f"runfix: nothing was inserted: {exc}.")
         text = self.flow.text(where.uri)
@@ -120,7 +121,8 @@ class Generator:
         if shown is None:
             log.warning("the generated code did not show up in %s; it will not be run", where.uri)
             return answer
-        self.flow.mark_findings(where.uri, shown.text.version, scan(code, first + 1))
+        findings = scan(code, first + 1, language=language.unread)
+        self.flow.mark_findings(where.uri, shown.text.version, findings)
         if run or settings.auto_run:
             ran = await self.flow.run(
                 shown, Range.lines(first, last), cancel, RunMode(origin="model")

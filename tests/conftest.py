@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import signal
@@ -28,7 +29,7 @@ from executor.configs import DEFAULT_IMAGE
 from executor.docker import describe_engine, describe_image
 from executor.trust import Choice, TrustStore
 from tests.support import real_model
-from tests.support.kernels import write_kernelspecs
+from tests.support.kernels import DENO, write_kernelspecs
 from tests.support.remote_server import TOKEN_ENV, JupyterServer
 
 SERVER = [sys.executable, "-m", "lsp_server", "serve", "--log-level", "INFO"]
@@ -83,6 +84,29 @@ def kernel_missing(why: str) -> NoReturn:
     if os.environ.get("RUNFIX_REQUIRE_KERNELS") == "1":
         pytest.fail(why)
     pytest.skip(why)
+
+
+@pytest.fixture
+def r_kernel() -> None:
+    """IRkernel (scripts/kernels installs Debian's r-cran-irkernel)."""
+    from executor.kernelspecs import find_spec
+
+    if find_spec(("r",)) is None:
+        kernel_missing("no R kernel (IRkernel) is installed: scripts/kernels installs one")
+
+
+@pytest.fixture
+def bash_kernel() -> None:
+    """bash_kernel (a test dependency)."""
+    if importlib.util.find_spec("bash_kernel") is None:
+        kernel_missing("bash_kernel is not installed (pip install -e '.[test]')")
+
+
+@pytest.fixture
+def deno_kernel() -> None:
+    """Deno's kernel (the `deno` wheel, a test dependency)."""
+    if not DENO.is_file():
+        kernel_missing("deno is not installed (pip install -e '.[test]')")
 
 
 # -- Docker -------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from lsp_server.model.context import (
 )
 from lsp_server.outputs.results import Problem
 from lsp_server.text.cells import cell_at, code_of, is_marker, split_cells
+from lsp_server.text.languages import PYTHON, Language
 
 # -- offline fixes ----------------------------------------------------------------------
 
@@ -450,16 +451,27 @@ def raised_line(error: Error | None, path: str) -> int | None:
 
 
 def target_for(
-    lines: Sequence[str], first: int, last: int, raised: int | None, markers: Sequence[str]
+    lines: Sequence[str],
+    first: int,
+    last: int,
+    raised: int | None,
+    markers: Sequence[str],
+    python: bool = True,
 ) -> Target:
-    """Where the fix of piece first..last goes, given the line that raised."""
+    """Where the fix of piece first..last goes, given the line that raised: in another
+    cell, the top-level statement holding it (in another language than Python, which
+    runfix does not parse, that whole cell)."""
     piece = Target(first, last, code_of(lines, first, last), raised)
     if raised is None or first <= raised <= last or not 0 <= raised < len(lines):
         return piece if raised is None or first <= raised <= last else replace(piece, line=None)
     cell = cell_at(split_cells(lines, markers), raised)
     if cell is None:
         return replace(piece, line=None)
-    a, b = enclosing(lines, cell.code_first, cell.last, raised)
+    a, b = (
+        enclosing(lines, cell.code_first, cell.last, raised)
+        if python
+        else (cell.code_first, cell.last)
+    )
     return Target(a, b, code_of(lines, a, b), raised)
 
 
@@ -572,6 +584,11 @@ class Fixer:
     redefine: Callable[[Target, str], Awaitable[RunOutcome]] | None = None
     """Puts a candidate for a module file's code into that module in the kernel (what the
     file will say once the edit is applied); None: module files are not fixed."""
+    language: Language = PYTHON
+    """What the code is in. Python's own suggestions (a typo's name), the check that a
+    candidate keeps the failing statement and the safety scan read Python only: in another
+    language the model is asked in it, and every candidate is one to look at before it
+    runs (`safety.scan`)."""
 
     async def fix(
         self,
@@ -596,9 +613,10 @@ class Fixer:
             context += list(lines)
         bound = answer_bound(loop.target.code, self.max_tokens)
         variables = await self.variables()
-        names = [v.name for v in variables] + sorted(_names_in("".join(lines)))
+        python = self.language.python
+        names = [v.name for v in variables] + sorted(_names_in("".join(lines)) if python else [])
         keys = [str(k) for v in variables for k in (v.columns or {})]
-        typo = suggested(loop.target, error, names, keys)
+        typo = suggested(loop.target, error, names, keys) if python else None
         fresh: list[Variable] | None = variables
         """The kernel's variables, until a run may have changed them."""
         if typo is not None:  # Python's own suggestion, tried before any model is asked
@@ -618,11 +636,15 @@ class Fixer:
             self.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
             variables = fresh = fresh if fresh is not None else await self.variables()
             known = [v.name for v in variables]
-            hint = suggestion(
-                current,
-                "\n".join([loop.target.code, *(a.code for a in loop.tried[-1:])]),
-                [*known, *sorted(_names_in("".join(lines)))],
-                [str(k) for v in variables for k in (v.columns or {})],
+            hint = (
+                suggestion(
+                    current,
+                    "\n".join([loop.target.code, *(a.code for a in loop.tried[-1:])]),
+                    [*known, *sorted(_names_in("".join(lines)))],
+                    [str(k) for v in variables for k in (v.columns or {})],
+                )
+                if python
+                else None
             )
             messages = fix_messages(
                 loop.target.code,
@@ -632,6 +654,7 @@ class Fixer:
                 variables,
                 loop.tried,
                 self.budget,
+                self.language,
                 caller=(code, None if loop.target.path else (first, last))
                 if loop.elsewhere
                 else None,
@@ -648,7 +671,9 @@ class Fixer:
                     return loop.ended("failed", number, str(exc))
                 break  # what ran clean so far is offered for what it is
             try:
-                candidate = extract_code(reply, asked=loop.target.code, context=context)
+                candidate = extract_code(
+                    reply, asked=loop.target.code, context=context, language=self.language
+                )
             except ReplyError as exc:
                 loop.failed(reply[:2000], f"(not used: {exc})", error_text(str(exc), ""))
                 again = False
@@ -658,7 +683,7 @@ class Fixer:
                 again = not again
                 continue
             again = False
-            findings = scan(candidate, loop.target.first + 1)
+            findings = scan(candidate, loop.target.first + 1, language=self.language.unread)
             if findings and not await self.confirm(candidate, findings):
                 return loop.ended(
                     "failed",
@@ -700,7 +725,7 @@ class Fixer:
             if target.line is not None and target.first <= target.line <= target.last
             else None
         )
-        flag = kept or deletion_style(target.code, candidate)
+        flag = (kept or deletion_style(target.code, candidate)) if self.language.python else None
         result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
         result.target, result.defined = target, defined
         checked = await self.verify(candidate, target) if self.verify is not None else None

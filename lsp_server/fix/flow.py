@@ -46,6 +46,7 @@ from lsp_server.runner import PieceRun, run_request
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
+from lsp_server.text.languages import PYTHON, is_python
 
 if TYPE_CHECKING:
     from lsp_server.flow import Flow
@@ -130,6 +131,8 @@ class FixFlow:
             failed = runs[-1]
             first, last = failed.piece.first, failed.piece.last
             error = failed.outcome.error.message if failed.outcome.error else ""
+            if not is_python(where.language):
+                error = ""  # what the offline fixes read: Python's errors (and code) only
             at = await self.import_first(where, error, imported, cancel)
             if at is not None:  # an offline fix: the missing import, added and run
                 fixed = True
@@ -317,6 +320,8 @@ class FixFlow:
         async def verify(candidate: str, target: Target) -> Check | None:
             if not settings.fix_check_dependents or target.path is not None:
                 return None
+            if not is_python(where.language):
+                return None  # which cells depend on one is known for Python only
             progress.report("checking the cells that depend on it, in a throwaway kernel")
             checked = await self.check_fix(where, target.first, target.last, candidate, cancel)
             if checked.status == "checked" and not checked.verdicts:
@@ -335,6 +340,7 @@ class FixFlow:
             verify=verify,
             max_tokens=model.config.max_tokens,
             redefine=redefine,
+            language=where.language or PYTHON,
         )
 
     async def fix_reported(
@@ -371,15 +377,14 @@ class FixFlow:
 
         With `apply`, the passing version is applied; else the report carries the edit
         (for `codeAction/resolve`: the user applies it or not)."""
-        if where.language is None or not where.language.python:
-            name = where.language.name if where.language else "this language"
-            message = f"runfix: fixes are written for Python documents; not for {name} yet."
+        if where.language is None:
+            message = "runfix: it does not know this document's language."
             self.editor.tell(message, Level.WARNING, Place(where.uri, first))
             return FixReport(FixAnswer(Status.FAILED, 0, message))
         lines = where.text.lines
         code = code_of(lines, first, last)
         target = (module_target(*module) if module is not None else None) or target_for(
-            lines, first, last, raised, where.settings.prompt_markers
+            lines, first, last, raised, where.settings.prompt_markers, where.language.python
         )
         self.flow.say_if_stale_above(where.uri, first)
         async with self.editor.progress(cancel) as progress:
@@ -506,5 +511,6 @@ class FixFlow:
             moved = (last - first) - (edit.last - edit.first) if edit.last < piece[0] else 0
             again = Piece(piece[0] + moved, piece[1] + moved)
             runner.shown(shown, result.outcome, again)
-        self.flow.mark_findings(where.uri, shown.text.version, scan(code, first + 1))
+        findings = scan(code, first + 1, language=where.language.unread if where.language else None)
+        self.flow.mark_findings(where.uri, shown.text.version, findings)
         self.editor.runs_done()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from executor.events import Variable
 from executor.safety import without_magics
+from lsp_server.text.languages import PYTHON, Language
 from lsp_server.text.positions import strip_eol
 
 Message = dict[str, str]
@@ -22,8 +23,8 @@ MAX_CODE = 20_000  # characters of code accepted from one reply
 
 GENERATE_SYSTEM = (
     "You write {language} code that runs in a persistent Jupyter kernel, inside the user's "
-    "file, under a comment that says what they want. The kernel already holds the variables "
-    "listed; reuse them instead of recomputing. Reply with exactly one ```{fence} code block "
+    "file, under a comment that says what they want. {state} Reply with exactly one "
+    "```{fence} code block "
     "holding only the new code that goes under the comment: no explanation, no repeated "
     "comment, no cell markers, no code from elsewhere in the file."
 )
@@ -34,6 +35,10 @@ FIX_SYSTEM = (
     "of the code to fix, and nothing else: no other code of the file, no cell markers. Keep "
     "every statement the user wrote and what it does; change only what the error needs."
 )
+_STATE = {
+    True: "The kernel already holds the variables listed; reuse them instead of recomputing.",
+    False: "The kernel already ran the file's code above; reuse what it defined.",
+}
 LAYOUTS = ("first", "last", "slot")
 """How a fix request is laid out: `first` — the code to fix and what it raised (its last
 lines, not the frames) first, then its caller, the rest of the file, earlier attempts and
@@ -104,12 +109,13 @@ def excerpt(
     skip: bool = False,
     slot: str | None = SLOT,
     leave_out: Sequence[tuple[int, int]] = (),
+    comment: str = "#",
 ) -> str:
     """The document around lines first..last, nearest lines first, within `budget` characters.
 
     With `skip`, lines first..last themselves are left out (shown as `slot`, or with nothing
     in their place when `slot` is None); `leave_out` are more spans left out silently (code
-    shown elsewhere in the request)."""
+    shown elsewhere in the request); a gap is said in `comment`, the language's line comment."""
     texts = [strip_eol(line) for line in lines]
     hidden = {i for a, b in leave_out for i in range(a, b + 1)}
     if skip:
@@ -137,13 +143,13 @@ def excerpt(
             continue
         if i in keep:
             if gap:
-                out.append(f"# … ({gap} lines left out)")
+                out.append(f"{comment} … ({gap} lines left out)")
                 gap = 0
             out.append(text)
         else:
             gap += 1
     if gap:
-        out.append(f"# … ({gap} lines left out)")
+        out.append(f"{comment} … ({gap} lines left out)")
     return "\n".join(out)
 
 
@@ -160,24 +166,31 @@ def generate_messages(
     body: tuple[int, int],
     variables: Sequence[Variable],
     budget: int,
-    language: str = "python",
+    language: Language = PYTHON,
 ) -> list[Message]:
     """The file (the prompt's old body left out), the kernel's state, then the request:
-    what the model is to write comes last, next to where it writes."""
+    what the model is to write comes last, next to where it writes; asked in `language`."""
     state_budget, doc_budget = _split(budget)
     first, last = body
+    gaps = language.comment
     around = (
-        excerpt(lines, first, max(last, first - 1), doc_budget, skip=True, slot=None)
+        excerpt(lines, first, max(last, first - 1), doc_budget, skip=True, slot=None, comment=gaps)
         if first <= last
-        else excerpt(lines, prompt_line, prompt_line, doc_budget)
+        else excerpt(lines, prompt_line, prompt_line, doc_budget, comment=gaps)
     )
     comment = strip_eol(lines[prompt_line]).strip()
     user = (
-        f"The file, for reference (do not repeat it):\n```{language}\n{around}\n```\n\n"
-        f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n\n"
-        f"Write the code that goes right under the comment `{comment}`: {instruction}"
+        f"The file, for reference (do not repeat it):\n```{language.fence}\n{around}\n```\n\n"
+        + (
+            f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n\n"
+            if language.python
+            else ""
+        )
+        + f"Write the code that goes right under the comment `{comment}`: {instruction}"
     )
-    system = GENERATE_SYSTEM.format(language=language.capitalize(), fence=language)
+    system = GENERATE_SYSTEM.format(
+        language=language.name, fence=language.fence, state=_STATE[language.python]
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -189,7 +202,7 @@ def fix_messages(
     variables: Sequence[Variable],
     attempts: Sequence[Attempt],
     budget: int,
-    language: str = "python",
+    language: Language = PYTHON,
     *,
     caller: tuple[str, tuple[int, int] | None] | None = None,
     layout: str = "first",
@@ -200,13 +213,14 @@ def fix_messages(
     or the document, when `where` names the module file `lines` are of): shown as the test
     the fix must pass, never as code to change."""
     state_budget, doc_budget = _split(budget)
+    fence, gaps = language.fence, language.comment
     earlier = "".join(
-        f"\nAttempt {n}:\n```{language}\n{a.code.rstrip()}\n```\nIt failed: {a.error.rstrip()}\n"
+        f"\nAttempt {n}:\n```{fence}\n{a.code.rstrip()}\n```\nIt failed: {a.error.rstrip()}\n"
         for n, a in enumerate(attempts, 1)
     )
     called = (
         f"\nThis code calls it; it runs again after your fix and must then succeed (do not "
-        f"change or repeat it):\n```{language}\n{caller[0].rstrip()}\n```\n"
+        f"change or repeat it):\n```{fence}\n{caller[0].rstrip()}\n```\n"
         if caller is not None
         else ""
     )
@@ -218,62 +232,76 @@ def fix_messages(
     tried = f"\nEarlier attempts to fix it that failed too:\n{earlier}" if attempts else ""
     if layout == "first":
         around = excerpt(
-            lines, piece[0], piece[1], doc_budget, skip=True, slot=None, leave_out=leave_out
+            lines,
+            piece[0],
+            piece[1],
+            doc_budget,
+            skip=True,
+            slot=None,
+            leave_out=leave_out,
+            comment=gaps,
         )
         told = "".join(
-            f"\nAttempt {n}:\n```{language}\n{a.code.rstrip()}\n```\nIt failed: "
-            f"{headline(a.error)}\n"
+            f"\nAttempt {n}:\n```{fence}\n{a.code.rstrip()}\n```\nIt failed: {headline(a.error)}\n"
             for n, a in enumerate(attempts, 1)
         )
         user = (
             f"The code to fix{f' (in {where})' if where else ''}:\n"
-            f"```{language}\n{code.rstrip()}\n```\n"
+            f"```{fence}\n{code.rstrip()}\n```\n"
             f"It raised:\n```\n{headline(error)}\n```\n"
             + (
                 f"when called by this code, which runs again after your fix and must then "
-                f"succeed (do not change or repeat it):\n```{language}\n{caller[0].rstrip()}\n```\n"
+                f"succeed (do not change or repeat it):\n```{fence}\n{caller[0].rstrip()}\n```\n"
                 if caller is not None
                 else ""
             )
             + (
                 f"\n{rest}, for reference (already run; do not repeat it):\n"
-                f"```{language}\n{around}\n```\n"
+                f"```{fence}\n{around}\n```\n"
                 if doc_budget > 200 and around.strip()
                 else ""
             )
             + (f"\nEarlier attempts to fix it that failed too:\n{told}" if attempts else "")
             + (f"\n{state}" if variables else "")
-            + f"\nReply with the corrected code to fix, complete, in one ```{language} block."
+            + f"\nReply with the corrected code to fix, complete, in one ```{fence} block."
         )
     elif layout == "slot":
-        around = excerpt(lines, piece[0], piece[1], doc_budget, skip=True, leave_out=leave_out)
+        around = excerpt(
+            lines, piece[0], piece[1], doc_budget, skip=True, leave_out=leave_out, comment=gaps
+        )
         user = (
-            f"This code failed:\n```{language}\n{code.rstrip()}\n```\n"
+            f"This code failed:\n```{fence}\n{code.rstrip()}\n```\n"
             f"Error:\n```\n{error.rstrip()}\n```\n\n{state}{called}{tried}"
             + (
-                f"\nThe file around it (the failing code is marked):\n```{language}\n{around}\n```"
+                f"\nThe file around it (the failing code is marked):\n```{fence}\n{around}\n```"
                 if doc_budget > 200
                 else ""
             )
         )
     else:
         around = excerpt(
-            lines, piece[0], piece[1], doc_budget, skip=True, slot=None, leave_out=leave_out
+            lines,
+            piece[0],
+            piece[1],
+            doc_budget,
+            skip=True,
+            slot=None,
+            leave_out=leave_out,
+            comment=gaps,
         )
         context = (
-            f"{rest}, for reference (already run; do not repeat it):\n"
-            f"```{language}\n{around}\n```\n\n"
+            f"{rest}, for reference (already run; do not repeat it):\n```{fence}\n{around}\n```\n\n"
             if doc_budget > 200 and around.strip()
             else ""
         )
         user = (
             f"{context}{state}{tried}{called}\n"
             f"The code to fix{f' (in {where})' if where else ''}:\n"
-            f"```{language}\n{code.rstrip()}\n```\n"
+            f"```{fence}\n{code.rstrip()}\n```\n"
             f"It raised:\n```\n{error.rstrip()}\n```\n"
-            f"Reply with the corrected code to fix, complete, in one ```{language} block."
+            f"Reply with the corrected code to fix, complete, in one ```{fence} block."
         )
-    system = FIX_SYSTEM.format(language=language.capitalize(), fence=language)
+    system = FIX_SYSTEM.format(language=language.name, fence=fence)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -305,7 +333,6 @@ def error_text(message: str, traceback: str, limit: int = 3000) -> str:
 
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
-_CODE_LANGS = {"", "python", "py", "python3", "ipython", "jupyter"}
 
 
 def extract_code(
@@ -315,6 +342,7 @@ def extract_code(
     *,
     asked: str | None = None,
     context: Sequence[str] = (),
+    language: Language = PYTHON,
 ) -> str:
     """The reply's code block, trimmed to the code asked for and checked to parse;
     ReplyError says why there is none.
@@ -322,39 +350,46 @@ def extract_code(
     Trimmed: runfix's own words (the placeholder, "lines left out"), cell markers (where the
     reply holds several cells, the one asked for: most like `asked`, the code being fixed, or
     under the repeated prompt), the prompt line repeated, prose inside the fence. A reply
-    that only repeats `context` (the file shown with the request) is no code."""
+    that only repeats `context` (the file shown with the request) is no code.
+
+    Only Python is parsed: in another `language` the block tagged as that language (or
+    untagged) is taken as it is, and a reply without one is no code."""
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(reply)]
-    code_blocks = [body for lang, body in blocks if lang in _CODE_LANGS - {""}] or [
+    code_blocks = [body for lang, body in blocks if lang in language.fences] or [
         body for lang, body in blocks if lang == ""
     ]
     if code_blocks:
-        code = _best_block(code_blocks, asked)
+        code = _best_block(code_blocks, asked, language.python)
     elif blocks:
-        raise ReplyError(f"the reply's code block is {blocks[0][0]}, not Python")
+        raise ReplyError(f"the reply's code block is {blocks[0][0]}, not {language.name}")
+    elif not language.python:
+        raise ReplyError(f"the reply had no ```{language.fence} code block")
     else:
         code = reply
         if not _looks_like_code(_without_ours(code)):
             raise ReplyError("the reply had no code block (prose only)")
-    code = _trimmed(code.strip("\n"), prompt_line, asked, context)
+    code = _trimmed(code.strip("\n"), prompt_line, asked, context, language.comment)
     if not code.strip():
         raise ReplyError("the reply's code block was empty")
     if len(code) > limit:
         raise ReplyError(
             f"the reply's code is too long ({len(code):,} characters; limit {limit:,})"
         )
-    code = _parsing(code)
-    if _echo(code, context) and (asked is None or _likeness(code, asked) < 0.5):
+    if language.python:
+        code = _parsing(code)
+    if _echo(code, context, language.comment) and (asked is None or _likeness(code, asked) < 0.5):
         raise ReplyError("the reply only repeated other code of the file")
     return code.rstrip() + "\n"
 
 
-def _best_block(blocks: Sequence[str], asked: str | None) -> str:
+def _best_block(blocks: Sequence[str], asked: str | None, python: bool = True) -> str:
     """Of several code blocks (the code, then a traceback or usage the model added), the one
-    that parses and is most like the code asked for (else the longest that parses)."""
+    that parses and is most like the code asked for (else the longest that parses; in
+    another language than Python, of them all)."""
     if len(blocks) == 1:
         return blocks[0]
     parsing = []
-    for block in blocks:
+    for block in blocks if python else ():
         try:
             ast.parse(without_magics(_without_ours(block)))
         except SyntaxError:
@@ -366,7 +401,7 @@ def _best_block(blocks: Sequence[str], asked: str | None) -> str:
     return max(pool, key=len)
 
 
-_OURS = re.compile(r"^\s*#\s*(<<<.*>>>|… \(\d+ lines? left out\))\s*$")
+_OURS = re.compile(r"^\s*(?:#|//|--)\s*(<<<.*>>>|… \(\d+ lines? left out\))\s*$")
 _MARKER = re.compile(r"^\s*(#|//|--)\s*%%")
 
 
@@ -385,22 +420,24 @@ def _likeness(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, _norm(a), _norm(b)).ratio()
 
 
-def _echo(code: str, context: Sequence[str]) -> bool:
-    """Whether every line of `code` is a line of the context shown (or a comment)."""
+def _echo(code: str, context: Sequence[str], comment: str = "#") -> bool:
+    """Whether every line of `code` is a line of the context shown (or a `comment`)."""
     if not context:
         return False
     shown = {strip_eol(line).strip() for line in context}
     lines = [
-        ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")
+        ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith(comment)
     ]
     return bool(lines) and all(line in shown for line in lines)
 
 
-def _trimmed(code: str, prompt_line: str | None, asked: str | None, context: Sequence[str]) -> str:
+def _trimmed(
+    code: str, prompt_line: str | None, asked: str | None, context: Sequence[str], comment: str
+) -> str:
     lines = [line for line in code.split("\n") if not _OURS.match(line)]
     prompt = prompt_line.strip() if prompt_line else None
     if any(_MARKER.match(line) for line in lines):
-        lines = _one_cell(lines, prompt, asked, context)
+        lines = _one_cell(lines, prompt, asked, context, comment)
     if prompt is not None:
         lines = [line for line in lines if line.strip() != prompt]
     while lines and not lines[0].strip():
@@ -409,7 +446,7 @@ def _trimmed(code: str, prompt_line: str | None, asked: str | None, context: Seq
 
 
 def _one_cell(
-    lines: list[str], prompt: str | None, asked: str | None, context: Sequence[str]
+    lines: list[str], prompt: str | None, asked: str | None, context: Sequence[str], comment: str
 ) -> list[str]:
     """Of a reply holding cell markers, the cell asked for, its marker dropped."""
     cells: list[tuple[str, list[str]]] = [("", [])]
@@ -431,7 +468,7 @@ def _one_cell(
             for i, line in enumerate(body):
                 if line.strip() == prompt:
                     return body[i + 1 :]
-    fresh = [c for c in filled if not _echo("\n".join(c[1]), context)]
+    fresh = [c for c in filled if not _echo("\n".join(c[1]), context, comment)]
     return (fresh or filled)[-1][1]
 
 

@@ -30,10 +30,27 @@ class Language:
     """The `language` of kernelspecs that run it, lower-cased (IRkernel says `R`)."""
     get_kernel: str
     """How to get a kernel for it."""
+    fences: tuple[str, ...]
+    """The tags of a Markdown code block of it, lower-cased; the first is the one runfix
+    writes in a request to the model."""
 
     @property
     def python(self) -> bool:
         return self.id == PYTHON.id
+
+    @property
+    def fence(self) -> str:
+        return self.fences[0]
+
+    @property
+    def unread(self) -> str | None:
+        """Its name where runfix cannot read it (what `safety.scan` takes); None for Python."""
+        return None if self.python else self.name
+
+
+def is_python(language: Language | None) -> bool:
+    """Whether `language` is Python (None, a language runfix does not know, is not)."""
+    return language is not None and language.python
 
 
 PYTHON = Language(
@@ -44,6 +61,7 @@ PYTHON = Language(
     "#",
     ("python",),
     "pip install ipykernel (in the folder's environment)",
+    ("python", "py", "python3", "ipython", "jupyter"),
 )
 LANGUAGES: tuple[Language, ...] = (
     PYTHON,
@@ -56,6 +74,7 @@ LANGUAGES: tuple[Language, ...] = (
         ("r",),
         "install IRkernel: R -e 'install.packages(\"IRkernel\"); IRkernel::installspec()' "
         "(Debian: apt install r-cran-irkernel)",
+        ("r",),
     ),
     Language(
         "shellscript",
@@ -65,6 +84,7 @@ LANGUAGES: tuple[Language, ...] = (
         "#",
         ("bash", "sh", "shell"),
         "pip install bash_kernel && python -m bash_kernel.install",
+        ("bash", "sh", "shell", "zsh", "console"),
     ),
     Language(
         "typescript",
@@ -74,6 +94,7 @@ LANGUAGES: tuple[Language, ...] = (
         "//",
         ("typescript",),
         "install Deno, then: deno jupyter --install",
+        ("typescript", "ts", "javascript", "js"),
     ),
     Language(
         "javascript",
@@ -83,6 +104,7 @@ LANGUAGES: tuple[Language, ...] = (
         "//",
         ("javascript", "typescript"),  # Deno's kernel says typescript, and runs both
         "install Deno, then: deno jupyter --install",
+        ("javascript", "js"),
     ),
     Language(
         "julia",
@@ -92,6 +114,7 @@ LANGUAGES: tuple[Language, ...] = (
         "#",
         ("julia",),
         "install IJulia: julia -e 'using Pkg; Pkg.add(\"IJulia\")'",
+        ("julia", "jl"),
     ),
     Language(
         "lua",
@@ -101,6 +124,7 @@ LANGUAGES: tuple[Language, ...] = (
         "--",
         ("lua",),
         "install a Lua kernel (xeus-lua: conda install -c conda-forge xeus-lua)",
+        ("lua",),
     ),
 )
 BY_ID = {name: lang for lang in LANGUAGES for name in (lang.id, *lang.aliases)}

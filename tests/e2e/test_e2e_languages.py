@@ -3,35 +3,22 @@ language with no kernel here, or one runfix does not know, says so on the line."
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
 
-from executor.kernelspecs import find_spec
-from tests.conftest import errors, hints, kernel_missing, open_doc, run
-from tests.support.kernels import DENO
-
-needs_bash_kernel = pytest.mark.skipif(
-    importlib.util.find_spec("bash_kernel") is None, reason="bash_kernel is not installed"
-)
-needs_deno = pytest.mark.skipif(not DENO.is_file(), reason="deno is not installed")
-
-
-@pytest.fixture
-def r_kernel() -> None:
-    """IRkernel (scripts/kernels installs Debian's r-cran-irkernel)."""
-    if find_spec(("r",)) is None:
-        kernel_missing("no R kernel (IRkernel) is installed: scripts/kernels installs one")
+from tests.conftest import errors, hints, open_doc, run
 
 
 async def _hint_texts(client: Any, uri: str) -> list[tuple[int, str]]:
     return [(h.position.line, str(h.label)) for h in await hints(client, uri)]
 
 
-@needs_bash_kernel
-async def test_a_shell_script_runs_in_bash_not_python(initialized: Any, folder: Path) -> None:
+async def test_a_shell_script_runs_in_bash_not_python(
+    bash_kernel: None, initialized: Any, folder: Path
+) -> None:
     uri = open_doc(
         initialized,
         folder / "steps.sh",
@@ -46,8 +33,9 @@ async def test_a_shell_script_runs_in_bash_not_python(initialized: Any, folder: 
     assert not errors(initialized, uri)  # (as Python, `echo "hello $name"` is a SyntaxError)
 
 
-@needs_bash_kernel
-async def test_a_failing_command_is_an_error_on_its_piece(initialized: Any, folder: Path) -> None:
+async def test_a_failing_command_is_an_error_on_its_piece(
+    bash_kernel: None, initialized: Any, folder: Path
+) -> None:
     uri = open_doc(initialized, folder / "fails.sh", "# %%\necho before\nfalse\n", language="sh")
     answer = await run(initialized, uri)
     assert answer["status"] == "error", answer
@@ -55,9 +43,8 @@ async def test_a_failing_command_is_an_error_on_its_piece(initialized: Any, fold
     assert 1 <= error.range.start.line <= 2, error
 
 
-@needs_bash_kernel
 async def test_a_shell_kernel_and_the_python_kernel_of_one_folder_keep_their_state(
-    initialized: Any, folder: Path
+    bash_kernel: None, initialized: Any, folder: Path
 ) -> None:
     shell = open_doc(initialized, folder / "a.sh", "X=shell\n", language="shellscript")
     python = open_doc(initialized, folder / "a.py", "X = 'python'\n")
@@ -94,9 +81,8 @@ async def test_a_language_without_a_kernel_says_so_and_runs_nothing_as_python(
     assert (await run(initialized, python))["status"] == "ok"  # Python's cost nothing
 
 
-@needs_deno
 async def test_typescript_runs_in_deno_its_value_on_its_line(
-    initialized: Any, folder: Path
+    deno_kernel: None, initialized: Any, folder: Path
 ) -> None:
     uri = open_doc(
         initialized,
@@ -111,9 +97,8 @@ async def test_typescript_runs_in_deno_its_value_on_its_line(
     assert "\x1b" not in "".join(text for _, text in shown)  # Deno colours its values
 
 
-@needs_deno
 async def test_a_typescript_error_lands_on_its_cell_with_its_trace(
-    initialized: Any, folder: Path
+    deno_kernel: None, initialized: Any, folder: Path
 ) -> None:
     uri = open_doc(
         initialized,
@@ -167,3 +152,54 @@ async def test_an_r_plot_is_a_rich_output_of_its_cell(
     assert (await run(initialized, uri))["status"] == "ok"
     outputs = list((folder / ".runfix" / "outputs").rglob("*.png"))
     assert outputs, "the plot was not stored"
+
+
+async def test_an_r_error_in_a_function_a_cell_above_defined_lands_there(
+    r_kernel: None, initialized: Any, folder: Path
+) -> None:
+    """R's source lines count the code it was sent, which runfix sends on the document's
+    lines: an error raised in a function of another cell lands on that function's line, as
+    Python's does, with the call that reached it as related information."""
+    source = "# %%\nhalf <- function(n) {\n  stop('not yet: ', n)\n}\n# %%\ny <- 8\nhalf(y)\n"
+    uri = open_doc(initialized, folder / "cells.R", source, language="r")
+    assert (await run(initialized, uri, 0, 3))["status"] == "ok"
+    answer = await run(initialized, uri, 4, 6)
+    assert answer["status"] == "error", answer
+    [error] = errors(initialized, uri)
+    assert error.range.start.line == 2 and error.message == "Error in half(y): not yet: 8"
+    assert [r.location.range.start.line for r in error.related_information or []] == [6]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "name", "language", "define", "ask", "gone"),
+    [
+        ("bash_kernel", "s.sh", "shellscript", "X=kept", "echo ${X:-gone}", "gone"),
+        ("deno_kernel", "m.ts", "typescript", "var kept = 1;", "typeof kept", "undefined"),
+        ("r_kernel", "a.R", "r", "kept <- 1", "exists('kept')", "FALSE"),
+    ],
+)
+async def test_restart_clears_that_language_s_kernel_and_only_it(
+    request: pytest.FixtureRequest,
+    initialized: Any,
+    folder: Path,
+    kernel: str,
+    name: str,
+    language: str,
+    define: str,
+    ask: str,
+    gone: str,
+) -> None:
+    request.getfixturevalue(kernel)
+    uri = open_doc(initialized, folder / name, f"{define}\n{ask}\n", language=language)
+    python = open_doc(initialized, folder / "keep.py", "kept = 'python'\nkept\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+    assert (await run(initialized, python))["status"] == "ok"
+    assert gone not in "".join(t for _, t in await _hint_texts(initialized, uri))
+    restarted = await initialized.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="runfix.restart", arguments=[{"uri": uri}])
+    )
+    assert restarted == {"restarted": 1}, restarted
+    assert (await run(initialized, uri, 1, 1))["status"] == "ok"
+    assert any(gone in text for _, text in await _hint_texts(initialized, uri))
+    assert (await run(initialized, python, 1, 1))["status"] == "ok"  # Python's kernel kept its
+    assert any("python" in text for _, text in await _hint_texts(initialized, python))

@@ -691,3 +691,75 @@ async def test_install_the_missing_package_then_rerun(client: LanguageClient, fo
     assert answer["run"]["status"] == "ok"
     assert errors(client, uri) == []
     assert list((folder / ".venv").glob("lib/python*/site-packages/runfix_canary_pkg"))
+
+
+# -- other languages (issue 38) -----------------------------------------------------------
+
+
+async def test_generate_in_an_r_document_asks_for_r_and_runs_it_in_r_once_looked_at(
+    r_kernel: None, client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model))
+    source = "# %%\nx <- c(3, 4, 5)\n# ai: ten times the mean of x\n"
+    uri = open_doc(client, folder / "analysis.R", source, language="r")
+    assert (await run(client, uri, 0, 1))["status"] == "ok"
+    model.script(Reply("Here it is:\n\n```r\nmean(x) * 10\n```\n"))
+    client.answer = "Run"  # runfix cannot read R: model-written R runs once the user looked
+    answer = await generate(client, uri, 2, run_too=True)
+    assert answer["status"] == "ok", answer
+    assert text(client, uri) == source + "mean(x) * 10\n"
+    system, asked = model.requests[0]["messages"][0]["content"], model.user_text(0)
+    assert "You write R code" in system and "```r code block" in system
+    assert "```r\n" in asked and "x <- c(3, 4, 5)" in asked and "```python" not in asked
+    [question] = client.questions
+    assert "is R code, which runfix cannot check" in question.message
+    shown_hints = [(h.position.line, str(h.label)) for h in await hints(client, uri)]
+    assert any(line == 3 and "[1] 40" in label for line, label in shown_hints), shown_hints
+
+
+async def test_a_python_reply_in_an_r_document_is_not_inserted(
+    r_kernel: None, client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model))
+    source = "# ai: the squares of 1 to 3\n"
+    uri = open_doc(client, folder / "squares.R", source, language="r")
+    model.script(code("[n * n for n in range(1, 4)]"))
+    answer = await generate(client, uri, 0)
+    assert answer["status"] == "error" and "is python, not R" in answer["message"], answer
+    assert text(client, uri) == source and client.edits == []
+
+
+async def test_run_and_fix_in_r_fixes_the_function_where_r_raised_and_reruns_its_caller(
+    r_kernel: None, client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model))
+    source = "# %%\nhalf <- function(n) stop('not yet: ', n)\n# %%\ny <- 8\nhalf(y)\n"
+    uri = open_doc(client, folder / "fix.R", source, language="r")
+    model.script(Reply("```r\nhalf <- function(n) n / 2\n```"))
+    client.answer = "Run"
+    answer = await command(client, "runfix.runAndFix", {"uri": uri})
+    assert answer == {"status": "fixed", "attempts": 1}, answer
+    assert text(client, uri) == source.replace("stop('not yet: ', n)", "n / 2")
+    system, asked = model.requests[0]["messages"][0]["content"], model.user_text(0)
+    assert "You fix R code" in system
+    assert "Error in half(y): not yet: 8" in asked and "```r\nhalf <- function" in asked
+    assert "half(y)" in asked  # the caller, as the test the fix must pass
+    await asyncio.sleep(0.3)
+    assert errors(client, uri) == []
+    shown_hints = [(h.position.line, str(h.label)) for h in await hints(client, uri)]
+    assert any(line == 4 and "[1] 4" in label for line, label in shown_hints), shown_hints
+
+
+async def test_generate_in_typescript_writes_under_a_slash_prompt(
+    deno_kernel: None, client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model))
+    source = "// %%\nconst xs = [1, 2, 3];\n// ai: the sum of xs\n"
+    uri = open_doc(client, folder / "main.ts", source, language="typescript")
+    model.script(Reply("```ts\nxs.reduce((a, b) => a + b, 0)\n```"))
+    answer = await generate(client, uri, 2)
+    assert answer["status"] == "ok", answer
+    assert text(client, uri) == source + "xs.reduce((a, b) => a + b, 0)\n"
+    system = model.requests[0]["messages"][0]["content"]
+    assert "You write TypeScript code" in system and "```typescript" in system
+    assert "// … (" not in model.user_text(0) or "# … (" not in model.user_text(0)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kernels import DENO
 from tests.support.remote_server import TOKEN, TOKEN_ENV, JupyterServer
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
@@ -302,8 +301,7 @@ def test_runfix_run_imports_neither_pygls_nor_the_server(tmp_path: Path) -> None
     assert "openai" not in loaded  # imported when a model is first asked, not before
 
 
-@pytest.mark.skipif(not DENO.is_file(), reason="deno is not installed")
-def test_run_a_typescript_file_in_deno(tmp_path: Path) -> None:
+def test_run_a_typescript_file_in_deno(deno_kernel: None, tmp_path: Path) -> None:
     """Issue 38: `runfix run` runs any language its kernel is installed for."""
     (tmp_path / "main.ts").write_text("// %%\nconst n: number = 6;\nn * 7\n")
     done = runfix("run", "main.ts", cwd=tmp_path)

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from executor.kernelspecs import find_spec, forget
+from executor.safety import scan
+from lsp_server.model.context import ReplyError, extract_code, fix_messages, generate_messages
 from lsp_server.text.cells import split_cells
-from lsp_server.text.languages import PYTHON, language_of
+from lsp_server.text.languages import PYTHON, by_id, language_of
 
 
 @pytest.mark.parametrize(
@@ -88,3 +90,38 @@ def test_the_folder_environment_kernelspecs_are_found_too(
     assert find_spec(("typescript",)) is None
     found = find_spec(("typescript",), [tmp_path / "venv" / "kernels"])
     assert found is not None and found.name == "deno"
+
+
+def test_the_model_is_asked_in_the_document_s_language() -> None:
+    lines = ["// %%\n", "const xs = [1, 2];\n", "// ai: the sum\n"]
+    [system, user] = generate_messages("the sum", lines, 2, (3, 2), [], 4000, by_id("typescript"))
+    assert "You write TypeScript code" in system["content"]
+    assert "```typescript\n" in user["content"] and "Variables in the kernel" not in user["content"]
+    [system, user] = fix_messages(
+        "x <- y\n", "Error: object 'y' not found", ["x <- y\n"], (0, 0), [], [], 4000,
+        by_id("r"),
+    )  # fmt: skip
+    assert "You fix R code" in system["content"] and "```r\nx <- y\n```" in user["content"]
+
+
+def test_a_reply_in_another_language_is_taken_from_its_block_unparsed() -> None:
+    r = by_id("r")
+    assert extract_code("Sure:\n```r\nx <- mean(c(1, 2))\nx\n```\n", language=r) == (
+        "x <- mean(c(1, 2))\nx\n"
+    )
+    assert extract_code("```\nx <- 1\n```", language=r) == "x <- 1\n"  # untagged: taken
+    with pytest.raises(ReplyError, match="is python, not R"):
+        extract_code("```python\nx = 1\n```", language=r)
+    with pytest.raises(ReplyError, match="no ```r code block"):
+        extract_code("x <- 1", language=r)
+    ts = extract_code(
+        "```ts\n// %%\nconst a = 1;\n// %%\na + 1\n```", asked="a + 2", language=by_id("typescript")
+    )
+    assert ts == "a + 1\n"  # the cell asked for, its `// %%` marker dropped
+
+
+def test_model_written_code_runfix_cannot_read_is_one_finding_over_all_of_it() -> None:
+    [finding] = scan("x <- 1\nsystem('rm -rf ~')\n", 4, language="R")
+    assert (finding.line, finding.end_line) == (4, 5)
+    assert "R code, which runfix cannot check" in finding.message
+    assert scan("x = 1\n", 4) == []  # Python is read

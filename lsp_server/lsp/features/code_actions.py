@@ -46,6 +46,7 @@ from lsp_server.lsp.server import RunfixServer
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
+from lsp_server.text.languages import is_python
 from lsp_server.text.prompts import prompt_at
 
 KIND = "runfix.run"  # a kind of our own: not a quick fix, not a refactoring
@@ -149,8 +150,11 @@ def quick_fixes(
     diagnostics: Sequence[lsp.Diagnostic],
     features: ClientFeatures,
     settings: Settings,
+    python: bool = True,
 ) -> list[lsp.CodeAction]:
-    """The fixes for runfix's error diagnostics, rebuilt from their `data` alone."""
+    """The fixes for runfix's error diagnostics, rebuilt from their `data` alone (in a
+    document of another language than Python, only "Fix with model": the offline fixes
+    read Python's errors)."""
     out: list[lsp.CodeAction] = []
     for diagnostic in diagnostics:
         data = _ours(diagnostic)
@@ -159,7 +163,7 @@ def quick_fixes(
         message, piece = data.message, data.piece
         assert piece is not None
         rerun = Range.lines(*piece)
-        if (module := missing_module(message)) and (found := provider_for(module)):
+        if python and (module := missing_module(message)) and (found := provider_for(module)):
             dist = found.distribution
             # A name no data vouches for is offered as a question, and asked again.
             also = f"; also {', '.join(found.others[:4])}" if found.others else ""
@@ -173,7 +177,7 @@ def quick_fixes(
                 arg = to_json(InstallArgs(uri, [dist], rerun, ask))
                 install.command = lsp.Command(install.title, INSTALL, arguments=[arg])
             out.append(install)
-        if (name := missing_name(message)) and (statement := import_for(name)):
+        if python and (name := missing_name(message)) and (statement := import_for(name)):
             at = import_line(lines)
             add = _quickfix(f"Add `{statement}`", diagnostic)
             add.edit = lsp.WorkspaceEdit(
@@ -248,8 +252,7 @@ def _map(ls: RunfixServer, uri: str) -> DocumentMap:
         if flow is None:
             if len(_MAPS) > 32:
                 _MAPS.clear()
-            language = ls.editor.language_of(uri)
-            python = language is not None and language.python
+            python = is_python(ls.editor.language_of(uri))
             flow = _MAPS[uri] = DocumentMap(lines, python=python)
         else:
             flow.reset(lines)
@@ -271,7 +274,9 @@ def register(server: RunfixServer) -> None:
         out: list[lsp.CodeAction] = []
         if _wanted(only, QUICKFIX):
             diagnostics = params.context.diagnostics
-            out.extend(quick_fixes(uri, doc.lines, diagnostics, ls.editor.features, settings))
+            python = is_python(ls.editor.language_of(uri))
+            features = ls.editor.features
+            out.extend(quick_fixes(uri, doc.lines, diagnostics, features, settings, python))
             out.extend(trust_fixes(uri, diagnostics))
         if _wanted(only, GENERATE_KIND):
             out.extend(prompt_actions(uri, doc.lines, params.range.start.line, markers))

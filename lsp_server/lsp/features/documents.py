@@ -12,6 +12,7 @@ from lsprotocol import types as lsp
 from executor.base import ExecutorUnavailable
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.outputs.store import line_change
+from lsp_server.text.languages import is_python
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
         language = ls.editor.language_of(params.text_document.uri)
-        if language is None or not language.python:
+        if not is_python(language):
             ls.session.store.not_python(params.text_document.uri)
         ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
         ls.editor.spawn(_restore(ls, params.text_document.uri), "restoring results")

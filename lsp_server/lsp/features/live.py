@@ -22,6 +22,7 @@ from lsp_server.live import (
     hover_text,
 )
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.text.languages import is_python
 
 TRIGGERS = [".", "[", '"', "'"]
 _KINDS = {
@@ -38,7 +39,7 @@ def running_kernel(ls: RunfixServer, uri: str) -> Kernel | None:
     kernel is not asked."""
     folder = ls.editor.folder_for(uri)
     language = ls.editor.language_of(uri)
-    if language is None or not language.python:
+    if not is_python(language):
         return None
     if not ls.session.display_settings(folder).completion:
         return None
