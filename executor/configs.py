@@ -14,6 +14,8 @@ from typing import ClassVar
 from urllib.parse import urlsplit
 
 DEFAULT_IMAGE = "runfix-sandbox:latest"
+NOT_A_SETTING = {"setting": False}
+"""A config field's metadata: runfix fills it in; no setting names it."""
 
 
 def default_transport() -> str:
@@ -104,6 +106,11 @@ class RemoteConfig:
     headers: tuple[tuple[str, str], ...] = ()
     """Extra HTTP headers for every request to the server (a proxy's, say)."""
     verify_tls: bool = True
+    languages: tuple[str, ...] = field(default=(), metadata=NOT_A_SETTING)
+    """Another language's kernel: the kernelspec `language`s that run it, lower-cased, as
+    the server lists them (`/api/kernelspecs`); empty: Python's, `kernel_name`."""
+    language: str = field(default="Python", metadata=NOT_A_SETTING)
+    """That language as a person names it (what a message says)."""
 
     @property
     def host(self) -> str:

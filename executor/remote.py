@@ -192,10 +192,22 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         """Loop time the server was last asked whether it still has the kernel."""
         self._preload: asyncio.Future[None] | None = None
         """runfix's helper, on its way into a kernel being connected (`_connect`)."""
+        self._spec_language: str | None = None
+        """Another language's kernel: the `language` of the kernelspec it was started from."""
 
     @property
     def label(self) -> str:
         return f"remote · {self.config.host}"
+
+    @property
+    def plain(self) -> bool:
+        return bool(self.config.languages)
+
+    @property
+    def language(self) -> str:
+        if not self.config.languages:
+            return "python"
+        return self._spec_language or self.config.languages[0]
 
     @property
     def kernel_id(self) -> str | None:
@@ -357,13 +369,14 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
 
     async def _create(self) -> None:
         env = {**dict(self.config.kernel_env), OWNER_ENV: owner()}
-        body = {"name": self.config.kernel_name, "env": env}
+        name = await self._spec_name() if self.plain else self.config.kernel_name
+        body = {"name": name, "env": env}
         try:
             model = await self._request("POST", "/api/kernels", body, timeout=self.startup_timeout)
         except _Failed:
             # Neither server says "no such kernel" plainly (a 500 either way): look.
             names = await self.kernel_names()
-            if names and self.config.kernel_name not in names:
+            if names and not self.plain and self.config.kernel_name not in names:
                 raise ExecutorUnavailable(
                     f"{self.config.host} has no kernel named {self.config.kernel_name!r} "
                     f"(runfix's remote.kernelName); it has {', '.join(names)}."
@@ -374,6 +387,27 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         self._kernel_id = model["id"]
         self._gone = None
         await asyncio.to_thread(_write_down, self.base, model["id"], self.folder)
+
+    async def _spec_name(self) -> str:
+        """The server's kernelspec for another language: the first whose `language` is one
+        that runs it (in the order of `languages`, then by name)."""
+        specs = await self._request("GET", "/api/kernelspecs")
+        listed = (specs or {}).get("kernelspecs", {}) if isinstance(specs, dict) else {}
+        found: list[tuple[int, str, str]] = []
+        for name, about in listed.items():
+            spec = about.get("spec") if isinstance(about, dict) else None
+            language = str(spec.get("language", "")) if isinstance(spec, dict) else ""
+            if language.lower() in self.config.languages:
+                found.append((self.config.languages.index(language.lower()), name, language))
+        if not found:
+            language = self.config.language
+            raise ExecutorUnavailable(
+                f"{self.config.host} has no Jupyter kernel for {language} (it has "
+                f"{', '.join(sorted(listed)) or 'none it will list'}), so this {language} "
+                "document was not run (never as Python)."
+            )
+        _, name, self._spec_language = min(found)
+        return name
 
     async def about_server(self) -> str:
         """What the server says it is (`GET /api`), checking the URL and the token on the way:
@@ -446,7 +480,8 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         """As every kernel's, but the helper is sent right behind kernel_info instead of
         after its answer (the kernel takes them in order): a start waits one round trip
         fewer."""
-        self._preload = asyncio.ensure_future(super()._load_helper(kc))
+        if not self.plain:
+            self._preload = asyncio.ensure_future(super()._load_helper(kc))
         try:
             await super()._connect(kc, ready_within)
         finally:

@@ -1,14 +1,16 @@
 """Settings → the folder's kernel config, by the kind the `executor` setting names
 (`executor.kinds`): a local kernel, a locked-down container, a remote one; for a document
-of another language, the local kernel its kernelspec starts (`executor.kernelspecs`)."""
+of another language, the local kernel its kernelspec starts (`executor.kernelspecs`) or
+the remote server's kernel for it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from executor.base import ExecutorUnavailable
-from executor.configs import KernelConfig, LocalConfig, default_transport
+from executor.configs import KernelConfig, LocalConfig, RemoteConfig, default_transport
 from executor.interpreter import find_interpreter
 from executor.kernelspecs import environment_kernels, find_spec
 from executor.kinds import KINDS, LOCAL, Kind
@@ -24,18 +26,22 @@ def kernel_config(folder: Path, settings: Settings, language: Language = PYTHON)
     """What runs the folder's code of `language`. The container never gets a host variable,
     so it needs no list of secrets, nor does a remote one (it runs in its server's
     environment); the local kernel gets the server's environment minus the secrets
-    (`Settings.secret_names`). Another language runs in a local kernel of a kernelspec
-    that says it runs it (on the Jupyter path or in the folder's environment);
-    `ExecutorUnavailable` says how to get one where there is none."""
+    (`Settings.secret_names`). Another language runs in a kernel of a kernelspec that
+    says it runs it: a local one (on the Jupyter path or in the folder's environment), or
+    one the remote server lists; `ExecutorUnavailable` says how to get one where there is
+    none, and that the sandbox runs Python only."""
     section = kind(settings).section
     if section is not None:
-        if not language.python:
-            raise ExecutorUnavailable(
-                f"runfix runs {language.name} in a local Jupyter kernel only for now; the "
-                f"{settings.executor} executor runs Python documents (set `executor` to "
-                f"`{LOCAL.name}` to run this one)."
-            )
-        return cast(KernelConfig, getattr(settings, section))
+        config = cast(KernelConfig, getattr(settings, section))
+        if language.python:
+            return config
+        if isinstance(config, RemoteConfig):  # a kernel the server lists for the language
+            return replace(config, languages=language.kernel_languages, language=language.name)
+        raise ExecutorUnavailable(
+            f"The sandbox runs Python only for now (its image holds ipykernel and no other "
+            f"kernel), so this {language.name} document was not run. Set `executor` to "
+            f"`{LOCAL.name}` to run it in a local kernel, or `remote` for a Jupyter Server's."
+        )
     python = find_interpreter(folder, settings.python).path
     transport = default_transport() if settings.transport == "auto" else settings.transport
     spec = None

@@ -361,6 +361,8 @@ def _section_keys() -> dict[str, tuple[str, Callable[[Any], Any]]]:
         if kind.section is None:
             continue
         for option in fields(kind.config):
+            if option.metadata.get("setting") is False:
+                continue
             key = f"{kind.section}.{_camel(option.name)}"
             keys[key] = (f"{kind.section}.{option.name}", _SECTION_CHECKS[key])
     if missing := set(_SECTION_CHECKS) - set(keys):

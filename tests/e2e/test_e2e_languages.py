@@ -3,6 +3,7 @@ language with no kernel here, or one runfix does not know, says so on the line."
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,8 @@ async def test_a_language_without_a_kernel_says_so_and_runs_nothing_as_python(
 ) -> None:
     """Issue 38: a Julia file with no kernel ran `x = 1 + 1` as Python and said ok."""
     uri = open_doc(initialized, folder / name, "x = 1 + 1\nopen('ran', 'w')\n", language=language)
+    await asyncio.sleep(0.5)
+    assert not errors(initialized, uri)  # opening it says nothing: running it does
     answer = await run(initialized, uri)
     assert answer["status"] == "error" and said in answer["message"], answer
     assert not (folder / "ran").exists()

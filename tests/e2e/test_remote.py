@@ -436,3 +436,23 @@ async def test_a_session_the_kernel_does_not_answer_is_replaced(
         assert "did not answer: a new session" in caplog.text
     finally:
         await kernel.shutdown()
+
+
+async def test_another_language_runs_in_the_server_s_kernel_for_it(
+    bash_kernel: None, client: LanguageClient, folder: Path, jupyter_server: JupyterServer
+) -> None:
+    """Issue 38: the server's `/api/kernelspecs` says which of its kernels runs a language
+    (here bash_kernel's, on the server's Jupyter path); one it has none for says so."""
+    before = {k["id"] for k in jupyter_server.kernels()}
+    await client.initialize_session(init_params(folder, options=jupyter_server.options()))
+    uri = open_doc(client, folder / "s.sh", "N=6\necho $((N * 7))\n", language="shellscript")
+    python = open_doc(client, folder / "p.py", "6 * 7\n")
+    assert (await run(client, uri))["status"] == "ok"
+    assert any("42" in str(h.label) for h in await hints(client, uri))
+    assert (await run(client, python))["status"] == "ok"
+    made = sorted(k["name"] for k in jupyter_server.kernels() if k["id"] not in before)
+    assert made == ["bash", "python3"], made
+    julia = open_doc(client, folder / "m.jl", "x = 1 + 1\n", language="julia")
+    answer = await run(client, julia)
+    assert answer["status"] == "error", answer
+    assert "has no Jupyter kernel for Julia" in answer["message"] and "bash" in answer["message"]

@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from executor.base import ExecutorUnavailable
+from executor.configs import RemoteConfig
 from executor.kernelspecs import find_spec, forget
 from executor.safety import scan
+from lsp_server.executors import kernel_config
 from lsp_server.model.context import ReplyError, extract_code, fix_messages, generate_messages
+from lsp_server.settings import Settings
 from lsp_server.text.cells import split_cells
 from lsp_server.text.languages import PYTHON, by_id, language_of
 
@@ -125,3 +129,11 @@ def test_model_written_code_runfix_cannot_read_is_one_finding_over_all_of_it() -
     assert (finding.line, finding.end_line) == (4, 5)
     assert "R code, which runfix cannot check" in finding.message
     assert scan("x = 1\n", 4) == []  # Python is read
+
+
+def test_the_sandbox_says_it_runs_python_only_and_remote_asks_the_server(tmp_path: Path) -> None:
+    with pytest.raises(ExecutorUnavailable, match="The sandbox runs Python only for now"):
+        kernel_config(tmp_path, Settings(executor="docker"), by_id("r"))
+    remote = kernel_config(tmp_path, Settings(executor="remote"), by_id("shellscript"))
+    assert isinstance(remote, RemoteConfig) and remote.languages == ("bash", "sh", "shell")
+    assert kernel_config(tmp_path, Settings(executor="remote"), PYTHON) == RemoteConfig()

@@ -19,8 +19,9 @@ log = logging.getLogger(__name__)
 
 async def _start_kernel(ls: RunfixServer, uri: str) -> None:
     """The document's kernel starts as it opens (its language's: a document runfix does not
-    know starts none, nor one of an untrusted folder); a language with no kernel here says
-    so on its first line at once."""
+    know starts none, nor one of an untrusted folder). Python's that cannot start says why
+    on the first line at once; another language's says so when the user runs it (a folder
+    of Python with a few scripts in another language is not told about them on every open)."""
     folder, language = ls.editor.folder_for(uri), ls.editor.language_of(uri)
     settings = await ls.session.settings(folder)
     if language is None:
@@ -32,6 +33,9 @@ async def _start_kernel(ls: RunfixServer, uri: str) -> None:
         kernel = await ls.session.kernel_for(folder, settings, language)
         await kernel.start()
     except ExecutorUnavailable as exc:
+        if not language.python:
+            log.info("no kernel for %s starts at open: %s", uri, exc)
+            return
         ls.flow.explain_unavailable(uri, str(exc))
 
 
