@@ -512,10 +512,14 @@ class JupyterKernel(ABC, Generic[C]):
         await self.shutdown()
 
     async def shutdown(self) -> None:
+        # Another language's kernel has nothing of runfix's to finish; bash_kernel takes ~3 s
+        # to exit when asked right after a run (its shell's pty), longer than an editor
+        # waits for the server's exit (eglot: 1.5 s).
+        grace = 0.5 if self.plain else 5.0
         async with self._starting:
             if self._kc is not None and self.launched:
                 try:
-                    await asyncio.wait_for(self._stop_gracefully(), 5)
+                    await asyncio.wait_for(self._stop_gracefully(), grace)
                 except (asyncio.TimeoutError, Exception):
                     log.warning(
                         "%s for %s did not stop in time; killing it", self.where, self.folder

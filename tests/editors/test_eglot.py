@@ -89,3 +89,29 @@ def test_eglot_completes_live_columns_and_attributes(tmp_path: Path) -> None:
     assert done["attached"] and done["ran"] == "ok", done
     assert sorted(done["keys"]) == ["price", "qty"], done
     assert list(done["attributes"]) == ["learning_rate"], done
+
+
+def test_eglot_runs_a_shell_script_in_bash(bash_kernel: None, tmp_path: Path) -> None:
+    """Issue 38: eglot serving sh-mode (the README's line) names the language `sh`; the
+    script runs in bash_kernel, never as Python."""
+    emacs = _emacs()
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    example = project / "steps.sh"
+    example.write_text("# %%\nN=6\necho $((N * 7))\n")
+    state = tmp_path / "state"
+    TrustStore(state / "runfix" / "trust.json").decide(project, Choice.TRUST)
+    report = tmp_path / "report.json"
+    env = {
+        **SERVER_ENV,
+        "XDG_STATE_HOME": str(state),
+        "HOME": str(tmp_path),
+        "RUNFIX_EGLOT_CMD": json.dumps(SERVER),
+        "RUNFIX_EGLOT_FILE": str(example),
+        "RUNFIX_EGLOT_REPORT": str(report),
+    }
+    done = _batch(emacs, Path(__file__).parent / "emacs" / "shell.el", env, project)
+    assert "error" not in done, done["error"]
+    assert done["attached"] and done["run"] == "ok", done
+    assert done["result"], done["diagnostics"]

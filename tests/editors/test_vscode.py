@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import editor_missing
+from executor.kernelspecs import find_spec
+from tests.conftest import editor_missing, kernel_missing
 from tests.editors.test_nvim import LIVE_DOC
 
 ROOT = Path(__file__).parents[2]
@@ -30,6 +31,9 @@ prices = {"tea": 3.5, "cake": 4.2}
 print("total", sum(prices.values()))
 prices["coffee"]
 """
+
+
+R_EXAMPLE = "# %%\nx <- 4\nx * 5\n"
 
 
 def _missing() -> str | None:
@@ -58,6 +62,7 @@ def _code_server(
         prepare(workspace)
     (workspace / "example.py").write_text(EXAMPLE)
     (workspace / "ask.py").write_text("name = input('Your name? ')\nf'Hello, {name}'\n")
+    (workspace / "analysis.R").write_text(R_EXAMPLE)
     # A project setting reaches the server through VS Code (which must not send its defaults
     # over it): values show in the Problems panel too.
     (workspace / "pyproject.toml").write_text('[tool.runfix]\nresults = "both"\n')
@@ -72,6 +77,7 @@ def _code_server(
         "RUNFIX_E2E_VSIX": str(VSIX),
         "RUNFIX_E2E_RUNFIX": str(runfix),
         "RUNFIX_E2E_PYTHON": sys.executable,
+        **({"RUNFIX_E2E_R": "1"} if find_spec(("r",)) is not None else {}),
         **(more_env or {}),
     }
     timeout = 900 if scenario == "live-model" else 300
@@ -92,6 +98,7 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
         "vscode-input.png",
         "vscode-output.png",
         "vscode-completion.png",
+        "vscode-r.png",
         "failure.png",
     )
     for name in (*shots, "report.json", "code-server.log"):
@@ -132,6 +139,11 @@ def test_run_cell_from_the_palette_in_code_server(tmp_path: Path) -> None:
     # Typing `df["` in a file whose DataFrame ran: the suggest widget lists its columns.
     assert report["suggested"], report.get("suggestText")
     assert "qty" in report["suggestText"] and "kernel" in report["suggestText"]
+    # Another language: an R file's value on its line (checked last, so that the Python
+    # steps are checked where no R kernel is installed).
+    if find_spec(("r",)) is None:
+        kernel_missing("no R kernel (IRkernel): scripts/kernels installs one")
+    assert report["rHint"], report.get("rText")
 
 
 @pytest.mark.timeout(360)

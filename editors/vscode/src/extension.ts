@@ -1,4 +1,5 @@
-// runfix for VS Code: a thin client. It starts `runfix serve` over stdio for Python files,
+// runfix for VS Code: a thin client. It starts `runfix serve` over stdio for the files of the
+// languages runfix runs (runfix.languages: Python and the languages of Jupyter kernels),
 // forwards the runfix.* settings, adds palette commands that call the server's commands,
 // and shows the kernel's state in the status bar. The server does the work.
 import * as fs from "fs";
@@ -15,7 +16,14 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 
-import { findRunfix, type KernelState, NOT_FOUND, serverSettings, statusText } from "./find";
+import {
+  chosenLanguages,
+  findRunfix,
+  type KernelState,
+  NOT_FOUND,
+  serverSettings,
+  statusText,
+} from "./find";
 import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
@@ -23,6 +31,8 @@ let output: vscode.LogOutputChannel | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
 let views: OutputViews | undefined;
 const states = new Map<string, { state: KernelState; executor: string }>();
+/** The language ids runfix runs here (runfix.languages, read at activation). */
+let languages: string[] = chosenLanguages(undefined);
 
 const UNTRUSTED =
   "runfix runs the code in your files: it starts only in a trusted workspace " +
@@ -77,10 +87,10 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   const keys = settingKeys(context);
   const serverOptions: ServerOptions = { command: found.command, args: ["serve"] };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [
-      { scheme: "file", language: "python" },
-      { scheme: "untitled", language: "python" },
-    ],
+    documentSelector: languages.flatMap((language) => [
+      { scheme: "file", language },
+      { scheme: "untitled", language },
+    ]),
     // VS Code's Workspace Trust is the decision: the server starts only in a trusted
     // workspace, and then asks no second question before running its code.
     initializationOptions: { ...settings(keys), workspaceTrust: "trusted" },
@@ -241,17 +251,21 @@ function report(result: unknown): void {
 
 function editorArgument(): { uri: string; editor: vscode.TextEditor } | undefined {
   const editor = vscode.window.activeTextEditor;
-  if (!editor || editor.document.languageId !== "python") {
-    void vscode.window.showInformationMessage("runfix: open a Python file first.");
+  if (!editor || !languages.includes(editor.document.languageId)) {
+    void vscode.window.showInformationMessage(
+      `runfix: open a file of a language it runs first (${languages.join(", ")}: runfix.languages).`,
+    );
     return undefined;
   }
   return { uri: editor.document.uri.toString(), editor };
 }
 
-/** The active Python document, if any (no argument: every folder's kernel). */
+/** The active document runfix runs, if any (no argument: every folder's kernel). */
 function activeDocument(): { uri: string } | undefined {
   const editor = vscode.window.activeTextEditor;
-  return editor?.document.languageId === "python" ? { uri: editor.document.uri.toString() } : undefined;
+  return editor && languages.includes(editor.document.languageId)
+    ? { uri: editor.document.uri.toString() }
+    : undefined;
 }
 
 function position(editor: vscode.TextEditor): { line: number; character: number } {
@@ -270,7 +284,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   output = vscode.window.createOutputChannel("runfix", { log: true });
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   statusItem.command = "runfix.vscode.kernelMenu";
-  views = new OutputViews(outputsAt);
+  languages = chosenLanguages(vscode.workspace.getConfiguration("runfix").get("languages"));
+  // The palette's and Shift+Enter's `when` clauses: `editorLangId in runfix.languages`.
+  void vscode.commands.executeCommand("setContext", "runfix.languages", languages);
+  views = new OutputViews(outputsAt, (document) => languages.includes(document.languageId));
   context.subscriptions.push(output, statusItem, views);
 
   const register = (id: string, run: () => unknown): void => {

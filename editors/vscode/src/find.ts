@@ -74,7 +74,7 @@ export interface Inspected {
  * the extension's own.
  */
 /** Settings the extension reads itself: never sent to the server. */
-const EXTENSION_ONLY = new Set(["path", "openOutput"]);
+const EXTENSION_ONLY = new Set(["path", "openOutput", "languages"]);
 
 export function serverSettings(
   keys: string[],
@@ -110,4 +110,15 @@ export function statusText(state: KernelState | undefined, executor: string | un
     return "$(circle-outline) runfix";
   }
   return `${icons[state] ?? ""} runfix: ${state} · ${executor ?? "kernel"}`;
+}
+
+/** The languages runfix runs, by VS Code's language id: Python's own, the others in their Jupyter kernels. */
+export const LANGUAGES = ["python", "r", "shellscript", "typescript", "javascript", "julia", "lua"];
+
+/** The languages of the runfix.languages setting that runfix runs (all of them when unset or not a list). */
+export function chosenLanguages(setting: unknown): string[] {
+  if (!Array.isArray(setting)) {
+    return [...LANGUAGES];
+  }
+  return LANGUAGES.filter((language) => setting.includes(language));
 }

@@ -56,7 +56,10 @@ export class OutputViews implements vscode.Disposable {
   private timer: NodeJS.Timeout | undefined;
   private asked = false;
 
-  constructor(private readonly ask: Ask) {
+  constructor(
+    private readonly ask: Ask,
+    private readonly runs: (document: vscode.TextDocument) => boolean,
+  ) {
     this.subscriptions.push(
       vscode.window.onDidChangeTextEditorSelection((event) => this.follow(event.textEditor)),
       vscode.window.onDidChangeActiveTextEditor((editor) => editor && this.follow(editor)),
@@ -122,7 +125,7 @@ export class OutputViews implements vscode.Disposable {
   }
 
   private follow(editor: vscode.TextEditor): void {
-    if (editor.document.languageId !== "python" || this.panels.size === 0) {
+    if (!this.runs(editor.document) || this.panels.size === 0) {
       return;
     }
     clearTimeout(this.timer);

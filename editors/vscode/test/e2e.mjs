@@ -1,7 +1,7 @@
 // VS Code end to end: code-server with the packaged extension, driven in headless Chromium.
 // Opens the example, runs "runfix: Run Cell" from the command palette, and reports what a
 // user sees: the result's inlay hint in the editor, the error in the Problems panel, the
-// status bar; then runs a cell that calls input() and answers it in VS Code's input box; then a
+// status bar; an R file's cell (its value on its line, from IRkernel); then runs a cell that calls input() and answers it in VS Code's input box; then a
 // cell that plots, shows a DataFrame and kernel HTML with scripts in it: the output panel opens
 // with the image and the table, and no kernel script runs (a canary it would set stays unset,
 // a request it would send never comes). Writes report.json and screenshots to $RUNFIX_E2E_OUT.
@@ -325,6 +325,21 @@ try {
   report.statusBar = await page.locator(".part.statusbar").innerText();
   await page.screenshot({ path: path.join(out, "vscode.png") });
   step("screenshot");
+
+  // Another language: an R file's cell runs in IRkernel, its value on its line.
+  if (process.env.RUNFIX_E2E_R) {
+    await runFirstCell(page, "analysis.R", "<-");
+    await page.waitForFunction(
+      () =>
+        (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+          .replace(/[\s\u00a0]+/g, " ")
+          .includes("→ [1] 20"),
+      null,
+      { timeout: 60000 },
+    ).then(() => step("rHint"), () => step("rHint", false));
+    report.rText = await page.locator(".editor-instance .view-lines").first().innerText();
+    await page.screenshot({ path: path.join(out, "vscode-r.png") });
+  }
 
   // input(): the running code asks, VS Code shows an input box, the answer reaches the code.
   await runFirstCell(page, "ask.py", "input(");

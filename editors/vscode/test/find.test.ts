@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { findRunfix, serverSettings, statusText } from "../src/find";
+import { chosenLanguages, findRunfix, LANGUAGES, serverSettings, statusText } from "../src/find";
 
 const posix = (executables: string[], pathDirs: string[] = []) => ({
   platform: "linux" as NodeJS.Platform,
@@ -53,4 +53,12 @@ test("status text names the state and the executor", () => {
     "$(sync~spin) runfix: busy · remote · gpu-box:8888",
   );
   assert.equal(statusText(undefined, undefined), "$(circle-outline) runfix");
+});
+
+test("runfix.languages: the languages runfix runs, all of them unless narrowed", () => {
+  assert.deepEqual(chosenLanguages(undefined), LANGUAGES);
+  assert.deepEqual(chosenLanguages("python"), LANGUAGES); // not a list: the default
+  assert.deepEqual(chosenLanguages(["r", "python", "cobol"]), ["python", "r"]);
+  assert.deepEqual(chosenLanguages([]), []);
+  assert.ok(!("languages" in serverSettings(["languages"], () => ({ globalValue: ["r"] }))));
 });

@@ -1,4 +1,5 @@
--- runfix for Neovim: starts `runfix serve` for Python buffers and adds user commands.
+-- runfix for Neovim: starts `runfix serve` for the buffers of the languages it runs (Python,
+-- and those of Jupyter kernels: R, shell, TypeScript/JavaScript, Julia) and adds user commands.
 -- The server does the work; this file only starts it, finds it again, and sends commands.
 -- Neovim 0.11+: vim.lsp.config/vim.lsp.enable; 0.8+: vim.lsp.start; 0.7: vim.lsp.start_client.
 
@@ -6,7 +7,10 @@ local M = {}
 
 M.defaults = {
   cmd = { "runfix", "serve" },
-  filetypes = { "python" },
+  -- Python runs in the folder's Python; the others in their Jupyter kernel (IRkernel, bash_kernel,
+  -- Deno's, IJulia), which the server says how to install where there is none. Lua is left
+  -- out (Neovim's own config is Lua): add "lua" where a Lua kernel (xeus-lua) is installed.
+  filetypes = { "python", "r", "sh", "bash", "typescript", "javascript", "julia" },
   root_markers = { "pyproject.toml", ".git", ".venv" },
   -- Server settings (see `:help runfix-settings`): sent as initializationOptions and
   -- answered for workspace/configuration (section "runfix").
@@ -93,8 +97,26 @@ function M.show_message_request(_, params)
   return chosen or vim.NIL
 end
 
+--- `workspace/inlayHint/refresh` (a run's results changed): each shown buffer's hints start
+--- afresh. Neovim's own handler can leave a run's values off the screen until the next edit:
+--- a redraw between the refresh and the hints' answer marks the lines drawn, and the answer
+--- (same buffer version) is not drawn (neovim/neovim#32248). Enabling again starts the
+--- buffer's hint state anew, drawn when the answer comes.
+function M.inlay_hints_refreshed(err, _, ctx)
+  if err or not vim.lsp.inlay_hint then
+    return vim.NIL
+  end
+  for _, bufnr in ipairs(vim.lsp.get_buffers_by_client_id(ctx.client_id)) do
+    if vim.fn.bufwinid(bufnr) ~= -1 and vim.lsp.inlay_hint.is_enabled({ bufnr = bufnr }) then
+      vim.lsp.inlay_hint.enable(true, { bufnr = bufnr })
+    end
+  end
+  return vim.NIL
+end
+
 local function handlers()
   return {
+    ["workspace/inlayHint/refresh"] = M.inlay_hints_refreshed,
     ["window/showMessageRequest"] = M.show_message_request,
     ["runfix/status"] = function(_, result)
       if type(result) == "table" and result.folder then
@@ -186,17 +208,23 @@ local function request(command, argument, on_result, bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   local client = M.client(bufnr)
   if client == nil then
-    notify("not attached to this buffer (is it a Python file in a folder?)", vim.log.levels.WARN)
+    local filetypes = table.concat(M.config.filetypes, ", ")
+    notify("not attached to this buffer (runfix runs " .. filetypes .. " files)", vim.log.levels.WARN)
     return
   end
   local params = { command = command, arguments = argument and { argument } or {} }
-  client.request("workspace/executeCommand", params, function(err, result)
+  local function answered(err, result)
     if err then
       notify(command .. ": " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
     elseif on_result then
       on_result(result)
     end
-  end, bufnr)
+  end
+  if vim.fn.has("nvim-0.11") == 1 then
+    client:request("workspace/executeCommand", params, answered, bufnr) -- (client.request: deprecated)
+  else
+    client.request("workspace/executeCommand", params, answered, bufnr)
+  end
 end
 
 local function uri()
@@ -516,7 +544,14 @@ function M.lsp_config()
 end
 
 function M.setup(opts)
-  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  opts = opts or {}
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  -- A list given replaces the default (tbl_deep_extend would merge them by index).
+  for _, key in ipairs({ "cmd", "filetypes", "root_markers" }) do
+    if opts[key] ~= nil then
+      M.config[key] = opts[key]
+    end
+  end
   user_commands()
   if vim.lsp.config and vim.lsp.enable then
     vim.lsp.config(NAME, M.lsp_config())
