@@ -35,6 +35,7 @@ class Spec:
     """Its command, `{connection_file}` in it."""
     env: tuple[tuple[str, str], ...] = ()
     interrupt_mode: str = "signal"
+    display_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ class RemoteConfig:
     the server lists them (`/api/kernelspecs`); empty: Python's, `kernel_name`."""
     language: str = field(default="Python", metadata=NOT_A_SETTING)
     """That language as a person names it (what a message says)."""
+    named: str | None = field(default=None, metadata=NOT_A_SETTING)
+    """That language's kernelspec by name (runfix's `kernels` setting), else None."""
 
     @property
     def host(self) -> str:

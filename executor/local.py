@@ -154,6 +154,13 @@ class LocalKernel(JupyterKernel[LocalConfig]):
         return self.config.spec is not None
 
     @property
+    def label(self) -> str:
+        """ "kernel", or for another language's "kernel · R" (its kernelspec's display name):
+        a folder has a kernel per language, and the status line says whose state it shows."""
+        spec = self.config.spec
+        return "kernel" if spec is None else f"kernel · {spec.display_name or spec.name}"
+
+    @property
     def language(self) -> str:
         return self.config.spec.language if self.config.spec is not None else "python"
 

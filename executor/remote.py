@@ -197,7 +197,8 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
 
     @property
     def label(self) -> str:
-        return f"remote · {self.config.host}"
+        language = f" · {self.config.language}" if self.plain else ""
+        return f"remote · {self.config.host}{language}"
 
     @property
     def plain(self) -> bool:
@@ -393,6 +394,16 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         that runs it (in the order of `languages`, then by name)."""
         specs = await self._request("GET", "/api/kernelspecs")
         listed = (specs or {}).get("kernelspecs", {}) if isinstance(specs, dict) else {}
+        if (named := self.config.named) is not None:
+            about = listed.get(named)
+            if not isinstance(about, dict):
+                raise ExecutorUnavailable(
+                    f"{self.config.host} has no kernel named {named!r} (runfix's `kernels` "
+                    f"setting for {self.config.language}); it has {', '.join(sorted(listed))}."
+                )
+            spec = about.get("spec")
+            self._spec_language = str(spec.get("language", "")) if isinstance(spec, dict) else ""
+            return named
         found: list[tuple[int, str, str]] = []
         for name, about in listed.items():
             spec = about.get("spec") if isinstance(about, dict) else None

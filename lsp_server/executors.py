@@ -12,7 +12,7 @@ from typing import cast
 from executor.base import ExecutorUnavailable
 from executor.configs import KernelConfig, LocalConfig, RemoteConfig, default_transport
 from executor.interpreter import find_interpreter
-from executor.kernelspecs import environment_kernels, find_spec
+from executor.kernelspecs import environment_kernels, find_spec, spec_names
 from executor.kinds import KINDS, LOCAL, Kind
 from lsp_server.settings import Settings
 from lsp_server.text.languages import PYTHON, Language
@@ -35,8 +35,11 @@ def kernel_config(folder: Path, settings: Settings, language: Language = PYTHON)
         config = cast(KernelConfig, getattr(settings, section))
         if language.python:
             return config
+        named = dict(settings.kernels).get(language.id)
         if isinstance(config, RemoteConfig):  # a kernel the server lists for the language
-            return replace(config, languages=language.kernel_languages, language=language.name)
+            return replace(
+                config, languages=language.kernel_languages, language=language.name, named=named
+            )
         raise ExecutorUnavailable(
             f"The sandbox runs Python only for now (its image holds ipykernel and no other "
             f"kernel), so this {language.name} document was not run. Set `executor` to "
@@ -46,7 +49,14 @@ def kernel_config(folder: Path, settings: Settings, language: Language = PYTHON)
     transport = default_transport() if settings.transport == "auto" else settings.transport
     spec = None
     if not language.python:
-        spec = find_spec(language.kernel_languages, [environment_kernels(python)])
+        folder_kernels = [environment_kernels(python)]
+        named = dict(settings.kernels).get(language.id)
+        spec = find_spec(language.kernel_languages, folder_kernels, named)
+        if spec is None and named is not None:
+            raise ExecutorUnavailable(
+                f"No Jupyter kernel named {named!r} is installed here (the `kernels` setting "
+                f"for {language.name}); there are: {', '.join(spec_names(folder_kernels))}."
+            )
         if spec is None:
             raise ExecutorUnavailable(
                 f"No Jupyter kernel for {language.name} is installed here, so this "

@@ -90,6 +90,10 @@ class Settings:
     completion: bool = True
     """Completion, hover and signature help from what the kernel holds (`live`)."""
     prompt_markers: tuple[str, ...] = ("ai:",)
+    kernels: tuple[tuple[str, str], ...] = ()
+    """Another language's kernel by kernelspec name, where several run it (`{"r": "ir"}`:
+    language id → kernelspec name); a language not named runs in the kernelspec whose
+    `language` is its (named as the language first, then by name)."""
     context_budget: int = 12_000
     """Characters of document and kernel state sent to the model with a request."""
     executor: str = LOCAL.name
@@ -227,6 +231,22 @@ def _kernel_name(value: Any) -> str:
     return value
 
 
+def _kernels(value: Any) -> tuple[tuple[str, str], ...]:
+    from lsp_server.text.languages import BY_ID
+
+    if not isinstance(value, Mapping):
+        raise ValueError('expected an object of language ids to kernel spec names ({"r": "ir"})')
+    out = []
+    for language, name in value.items():
+        known = BY_ID.get(str(language).lower())
+        if known is None:
+            raise ValueError(f"{language!r} is not a language runfix runs")
+        if known.python:
+            raise ValueError("Python runs in the folder's interpreter (the `python` setting)")
+        out.append((known.id, _kernel_name(name)))
+    return tuple(sorted(out))
+
+
 def _pairs(what: str, *, env_names: bool) -> Callable[[Any], tuple[tuple[str, str], ...]]:
     name = r"[A-Za-z_][A-Za-z0-9_]*" if env_names else r"[A-Za-z0-9!#$%&'*+.^_`|~-]+"
 
@@ -326,6 +346,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "autoRun": ("auto_run", _boolean),
     "completion": ("completion", _boolean),
     "promptMarkers": ("prompt_markers", _markers),
+    "kernels": ("kernels", _kernels),
     "contextBudget": ("context_budget", _integer(1000)),
     "executor": ("executor", _choice(*EXECUTORS)),
 }

@@ -9,8 +9,14 @@ from pathlib import Path
 
 from executor.files import replace_file
 from lsp_server.folder_files import safe_target
-from lsp_server.record.notebooks import read_notebook, write_notebook
+from lsp_server.record.notebooks import (
+    notebook_language,
+    read_notebook,
+    script_text,
+    write_notebook,
+)
 from lsp_server.record.store import RESTORE_RUNS, RecordedRun, RunRecord, record_folder
+from lsp_server.text.languages import PYTHON, language_of
 
 
 def export_command(args: argparse.Namespace) -> int:
@@ -57,7 +63,8 @@ def export(source: Path, target: Path | None, force: bool = False) -> int:
         record.close()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        cells, with_outputs = write_notebook(source.read_text(), runs, out, folder)
+        language = language_of(None, str(source)) or PYTHON
+        cells, with_outputs = write_notebook(source.read_text(), runs, out, folder, language)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
         return 2
@@ -66,21 +73,21 @@ def export(source: Path, target: Path | None, force: bool = False) -> int:
 
 
 def import_notebook(source: Path, target: Path | None, force: bool) -> int:
-    """Write `source` (a notebook) as a percent script; never over a file without --force."""
-    out = _target(source, target or source.with_suffix(".py"), force)
-    if isinstance(out, int):
-        return out
+    """Write `source` (a notebook) as a percent script in its kernel's language (`.py`,
+    `.R`, `.ts`, …); never over a file without --force."""
     try:
-        notebook = read_notebook(source)
+        notebook = read_notebook(source) if source.is_file() else None
     except ValueError as exc:
         print(f"runfix: error: {source} is not a notebook runfix can read: {exc}", file=sys.stderr)
         return 2
-    import jupytext
-
-    notebook.metadata.get("jupytext", {}).pop("text_representation", None)
+    language = notebook_language(notebook) if notebook is not None else PYTHON
+    out = _target(source, target or source.with_suffix(language.notebook[3]), force)
+    if isinstance(out, int):
+        return out
+    assert notebook is not None  # (_target said why when `source` is no file)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(out, jupytext.writes(notebook, fmt="py:percent").encode())
+        replace_file(out, script_text(notebook, language).encode())
     except OSError as exc:
         print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
         return 2

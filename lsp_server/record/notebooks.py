@@ -23,6 +23,7 @@ from executor.files import replace_file
 from lsp_server.folder_files import read_regular, safe_target, stored_output
 from lsp_server.record.store import RecordedOutput, RecordedRun, standing
 from lsp_server.text.cells import code_of, split_cells
+from lsp_server.text.languages import PYTHON, Language, of_kernel
 
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
 
@@ -61,20 +62,41 @@ def _output(output: RecordedOutput, v4: Any, folder: Path | None) -> Any:
     return v4.new_output("display_data", data=data)
 
 
+def kernelspec(language: Language) -> dict[str, str]:
+    """A notebook's kernelspec for `language`: the installed kernel runfix runs it in (its
+    name, as Jupyter will look it up), else the usual one's."""
+    from executor.kernelspecs import find_spec
+
+    spec = None if language.python else find_spec(language.kernel_languages)
+    if spec is not None:
+        return {"name": spec.name, "display_name": spec.display_name, "language": spec.language}
+    name, display, said, _ = language.notebook
+    return {"name": name, "display_name": display, "language": said}
+
+
+def _format(language: Language) -> str:
+    """jupytext's name of the percent format in `language` (`py:percent`, `R:percent`)."""
+    return f"{language.notebook[3].lstrip('.')}:percent"
+
+
 def write_notebook(
-    text: str, runs: Sequence[RecordedRun], out: Path, folder: Path | None
+    text: str,
+    runs: Sequence[RecordedRun],
+    out: Path,
+    folder: Path | None,
+    language: Language = PYTHON,
 ) -> tuple[int, int]:
-    """Write the percent script `text` as a notebook at `out`, each code cell with the
-    outputs of its latest recorded `runs` whose code still stands (their stored files read
-    from `folder`'s outputs); (cells, with outputs). OSError where `out` must not be
-    written (`folder_files.safe_target`)."""
+    """Write the percent script `text` (in `language`) as a notebook at `out`, each code
+    cell with the outputs of its latest recorded `runs` whose code still stands (their
+    stored files read from `folder`'s outputs), the kernel of its language named; (cells,
+    with outputs). OSError where `out` must not be written (`folder_files.safe_target`)."""
     if (why := safe_target(out)) is not None:
         raise OSError(why)
     import jupytext
     import nbformat
 
     lines = text.splitlines(keepends=True)
-    notebook = jupytext.reads(text, fmt="py:percent")
+    notebook = jupytext.reads(text, fmt=_format(language))
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
     ours = [
         cell
@@ -96,13 +118,29 @@ def write_notebook(
                 with_outputs += bool(cell.outputs)
                 break
     notebook.metadata.pop("jupytext", None)
-    notebook.metadata.setdefault(
-        "kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}
-    )
+    notebook.metadata["kernelspec"] = kernelspec(language)
+    notebook.metadata.setdefault("language_info", {"name": notebook.metadata.kernelspec.language})
     nbformat.validate(notebook)
     written = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
     replace_file(out, written.encode())
     return len(notebook.cells), with_outputs
+
+
+def notebook_language(notebook: Any) -> Language:
+    """The language of a notebook's code: what its kernelspec (else language_info) says."""
+    metadata = notebook.metadata
+    said = metadata.get("kernelspec", {}).get("language") or metadata.get("language_info", {}).get(
+        "name"
+    )
+    return of_kernel(str(said)) if said else PYTHON
+
+
+def script_text(notebook: Any, language: Language) -> str:
+    """A notebook as a percent script in `language` (`# %%`, `// %%`, …)."""
+    import jupytext
+
+    notebook.metadata.get("jupytext", {}).pop("text_representation", None)
+    return str(jupytext.writes(notebook, fmt=_format(language)))
 
 
 def read_notebook(source: Path) -> Any:

@@ -33,6 +33,9 @@ class Language:
     fences: tuple[str, ...]
     """The tags of a Markdown code block of it, lower-cased; the first is the one runfix
     writes in a request to the model."""
+    notebook: tuple[str, str, str, str]
+    """A notebook of it, where no kernel for it is installed to name: its kernelspec's
+    name, display name and language, and the suffix of its script (`runfix import`)."""
 
     @property
     def python(self) -> bool:
@@ -62,6 +65,7 @@ PYTHON = Language(
     ("python",),
     "pip install ipykernel (in the folder's environment)",
     ("python", "py", "python3", "ipython", "jupyter"),
+    ("python3", "Python 3", "python", ".py"),
 )
 LANGUAGES: tuple[Language, ...] = (
     PYTHON,
@@ -75,6 +79,7 @@ LANGUAGES: tuple[Language, ...] = (
         "install IRkernel: R -e 'install.packages(\"IRkernel\"); IRkernel::installspec()' "
         "(Debian: apt install r-cran-irkernel)",
         ("r",),
+        ("ir", "R", "R", ".R"),
     ),
     Language(
         "shellscript",
@@ -85,6 +90,7 @@ LANGUAGES: tuple[Language, ...] = (
         ("bash", "sh", "shell"),
         "pip install bash_kernel && python -m bash_kernel.install",
         ("bash", "sh", "shell", "zsh", "console"),
+        ("bash", "Bash", "bash", ".sh"),
     ),
     Language(
         "typescript",
@@ -95,6 +101,7 @@ LANGUAGES: tuple[Language, ...] = (
         ("typescript",),
         "install Deno, then: deno jupyter --install",
         ("typescript", "ts", "javascript", "js"),
+        ("deno", "Deno", "typescript", ".ts"),
     ),
     Language(
         "javascript",
@@ -105,6 +112,7 @@ LANGUAGES: tuple[Language, ...] = (
         ("javascript", "typescript"),  # Deno's kernel says typescript, and runs both
         "install Deno, then: deno jupyter --install",
         ("javascript", "js"),
+        ("deno", "Deno", "typescript", ".js"),
     ),
     Language(
         "julia",
@@ -115,6 +123,7 @@ LANGUAGES: tuple[Language, ...] = (
         ("julia",),
         "install IJulia: julia -e 'using Pkg; Pkg.add(\"IJulia\")'",
         ("julia", "jl"),
+        ("julia", "Julia", "julia", ".jl"),
     ),
     Language(
         "lua",
@@ -125,6 +134,7 @@ LANGUAGES: tuple[Language, ...] = (
         ("lua",),
         "install a Lua kernel (xeus-lua: conda install -c conda-forge xeus-lua)",
         ("lua",),
+        ("xlua", "Lua", "lua", ".lua"),
     ),
 )
 BY_ID = {name: lang for lang in LANGUAGES for name in (lang.id, *lang.aliases)}
@@ -146,3 +156,10 @@ def language_of(language_id: str | None, path: str) -> Language | None:
 def by_id(language: str) -> Language:
     """The row of a language runfix knows (`Language.id`)."""
     return BY_ID[language]
+
+
+def of_kernel(language: str) -> Language:
+    """The language a notebook's kernel says it runs (its kernelspec's or language_info's
+    `language`, any case); Python for one runfix does not run."""
+    wanted = language.lower()
+    return next((lang for lang in LANGUAGES if wanted in lang.kernel_languages), PYTHON)

@@ -131,6 +131,8 @@ async def test_r_runs_in_irkernel_its_value_on_its_line(
     assert any(line == 3 and "[1] 20" in text for line, text in shown), shown
     assert any(line == 1 and "start" in text for line, text in shown), shown
     assert not errors(initialized, uri)  # (as Python, `x <- 4` is a comparison: NameError)
+    # The status line says whose state it shows: the folder has a kernel per language.
+    assert {"state": "idle", "executor": "kernel · R"} in initialized.statuses
 
 
 async def test_an_r_error_in_a_function_lands_on_its_source_line(

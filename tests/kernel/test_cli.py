@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -314,3 +315,47 @@ def test_run_a_file_of_a_language_without_a_kernel_says_how_to_get_one(tmp_path:
     done = runfix("run", "plot.lua", cwd=tmp_path)
     assert done.returncode == 2
     assert "No Jupyter kernel for Lua" in done.stdout + done.stderr
+
+
+def test_an_r_script_exports_naming_its_kernel_and_imports_back_as_r(
+    r_kernel: None, tmp_path: Path
+) -> None:
+    """Issue 38: a notebook keeps its kernelspec and language both ways."""
+    script = tmp_path / "analysis.R"
+    script.write_text("# %%\nx <- 4\n\n# %%\nx * 5\n")
+    assert runfix("run", str(script)).returncode == 0
+    assert runfix("export", str(script)).returncode == 0
+    notebook = json.loads((tmp_path / "analysis.ipynb").read_text())
+    assert notebook["metadata"]["kernelspec"]["name"] == "ir"
+    assert notebook["metadata"]["kernelspec"]["language"] == "R"
+    assert ["".join(c["source"]) for c in notebook["cells"]] == ["x <- 4", "x * 5"]
+    shown = json.dumps(notebook["cells"][1]["outputs"])
+    assert "[1] 20" in shown, shown
+    script.unlink()
+    done = runfix("import", str(tmp_path / "analysis.ipynb"))
+    assert done.returncode == 0, done.stderr
+    text = script.read_text()
+    assert "# %%\nx <- 4\n" in text and "#   kernelspec:" in text, text  # jupytext's header
+    assert not (tmp_path / "analysis.py").exists()
+
+
+def test_a_typescript_notebook_imports_as_typescript_cells(tmp_path: Path) -> None:
+    cells: list[dict[str, Any]] = [
+        {
+            "cell_type": "code",
+            "source": code,
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        }
+        for code in ("const n = 6;", "n * 7")
+    ]
+    deno = {"name": "deno", "display_name": "Deno", "language": "typescript"}
+    notebook = {
+        "nbformat": 4, "nbformat_minor": 5, "cells": cells,
+        "metadata": {"kernelspec": deno, "language_info": {"name": "typescript"}},
+    }  # fmt: skip
+    (tmp_path / "calc.ipynb").write_text(json.dumps(notebook))
+    assert runfix("import", str(tmp_path / "calc.ipynb")).returncode == 0
+    text = (tmp_path / "calc.ts").read_text()
+    assert "// %%\nconst n = 6;" in text and "# %%" not in text, text

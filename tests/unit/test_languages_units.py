@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from executor.base import ExecutorUnavailable
-from executor.configs import RemoteConfig
+from executor.configs import LocalConfig, RemoteConfig
 from executor.kernelspecs import find_spec, forget
 from executor.safety import scan
 from lsp_server.executors import kernel_config
 from lsp_server.model.context import ReplyError, extract_code, fix_messages, generate_messages
-from lsp_server.settings import Settings
+from lsp_server.settings import Settings, resolve
 from lsp_server.text.cells import split_cells
 from lsp_server.text.languages import PYTHON, by_id, language_of
 
@@ -137,3 +138,32 @@ def test_the_sandbox_says_it_runs_python_only_and_remote_asks_the_server(tmp_pat
     remote = kernel_config(tmp_path, Settings(executor="remote"), by_id("shellscript"))
     assert isinstance(remote, RemoteConfig) and remote.languages == ("bash", "sh", "shell")
     assert kernel_config(tmp_path, Settings(executor="remote"), PYTHON) == RemoteConfig()
+
+
+def test_the_kernels_setting_names_a_language_s_kernelspec(tmp_path: Path) -> None:
+    folder = tmp_path / "kernels"
+    for name, language in (("bash", "bash"), ("bash-login", "bash")):
+        (folder / "kernels" / name).mkdir(parents=True)
+        kernel = {"argv": ["bash", "{connection_file}"], "display_name": name, "language": language}
+        (folder / "kernels" / name / "kernel.json").write_text(json.dumps(kernel))
+    shell = by_id("shellscript")
+    settings = Settings()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(folder))
+        forget()
+        config = kernel_config(tmp_path, settings, shell)
+        assert isinstance(config, LocalConfig) and config.spec is not None
+        assert config.spec.name == "bash"  # named as the language first
+        chosen = replace(settings, kernels=(("shellscript", "bash-login"),))
+        config = kernel_config(tmp_path, chosen, shell)
+        assert isinstance(config, LocalConfig) and config.spec is not None
+        assert config.spec.name == "bash-login"
+        missing = replace(settings, kernels=(("shellscript", "zsh"),))
+        with pytest.raises(ExecutorUnavailable, match=r"No Jupyter kernel named 'zsh'.*bash-login"):
+            kernel_config(tmp_path, missing, shell)
+        forget()
+    read = resolve(("test", {"kernels": {"sh": "bash-login"}}))
+    assert read.kernels == (("shellscript", "bash-login"),) and not read.problems
+    for wrong, said in (({"python": "x"}, "the folder's interpreter"), ({"cobol": "y"}, "cobol")):
+        read = resolve(("test", {"kernels": wrong}))
+        assert read.kernels == () and said in read.problems[0], read.problems

@@ -321,11 +321,12 @@ def test_settings_defaults_and_a_null_configuration() -> None:
 
 def test_the_vscode_settings_are_the_servers_and_their_defaults_are_valid() -> None:
     """package.json declares every server setting, and VS Code's answer for the "runfix"
-    section (every default, unset ones null, minus the extension's own `path` and
-    `openOutput`) is clean."""
+    section (every default, unset ones null, minus the extension's own `path`,
+    `openOutput` and `languages`) is clean."""
     package = json.loads((Path(__file__).parents[2] / "editors/vscode/package.json").read_text())
     properties = package["contributes"]["configuration"]["properties"]
-    declared = {key.removeprefix("runfix.") for key in properties} - {"path", "openOutput"}
+    own = {"path", "openOutput", "languages"}
+    declared = {key.removeprefix("runfix.") for key in properties} - own
     assert declared == set(KNOWN_KEYS)
     section: dict[str, Any] = {}
     for key in declared:

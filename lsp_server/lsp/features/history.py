@@ -20,6 +20,7 @@ from lsp_server.contract import (
 from lsp_server.lsp.features.commands import argument, optional
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.record.store import RESTORE_RUNS, RecordedRun, RunRecord
+from lsp_server.text.languages import PYTHON
 
 
 def _record(ls: RunfixServer, folder: Path) -> RunRecord | None:
@@ -59,7 +60,10 @@ async def _export(ls: RunfixServer, uri: str) -> ExportAnswer:
     text = "".join(ls.workspace.get_text_document(uri).lines)
     out = path.with_suffix(".ipynb")
     try:
-        cells, with_outputs = await asyncio.to_thread(write_notebook, text, runs, out, folder)
+        language = ls.editor.language_of(uri) or PYTHON
+        cells, with_outputs = await asyncio.to_thread(
+            write_notebook, text, runs, out, folder, language
+        )
     except OSError as exc:
         raise JsonRpcInvalidParams(f"{EXPORT}: {exc}") from None
     return ExportAnswer(str(out), cells, with_outputs)
