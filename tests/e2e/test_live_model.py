@@ -110,6 +110,35 @@ async def test_live_run_and_fix_lands_where_the_error_was(
         assert after == CROSS, answer
 
 
+R_CROSS = "# %%\nhalf <- function(n) {\n  stop('not written yet: ', n)\n}\n# %%\ny <- 8\nhalf(y)\n"
+
+
+async def test_live_run_and_fix_in_r_asks_in_r_and_keeps_the_caller(
+    r_kernel: None, client: LanguageClient, folder: Path, live_model: Live
+) -> None:
+    """Issue 38: an R document's fix is asked for in R, lands in the function R says raised,
+    and leaves the call that reached it as it was; every request bounded."""
+    seen = live_model.proxy.watch()
+    await client.initialize_session(init_params(folder, options=live_model.options()))
+    uri = open_doc(client, folder / "cross.R", R_CROSS, language="r")
+    client.answer = "Run"  # model-written R is run once looked at: the test looks
+    began = time.monotonic()
+    answer = await command(client, "runfix.runAndFix", {"uri": uri})
+    assert time.monotonic() - began < 3 * (TIMEOUT + 30)
+    after = text(client, uri)
+    lines, was = after.splitlines(), R_CROSS.splitlines()
+    assert lines[-3:] == was[-3:], after  # the calling cell, untouched
+    assert sum(is_marker(line) for line in lines) == 2 and lines[0] == "# %%", after
+    assert "<<<" not in after and "```" not in after and "lines left out" not in after
+    bounded(seen, 256)
+    system = seen.requests[0]["messages"][0]["content"]
+    assert "You fix R code" in system and "```r" in system
+    if answer["status"] == "fixed":
+        assert errors(client, uri) == []
+    else:
+        assert after == R_CROSS, answer
+
+
 async def test_live_run_and_fix_on_a_selection_keeps_the_failing_statement(
     client: LanguageClient, folder: Path, live_model: Live
 ) -> None:
