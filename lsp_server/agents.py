@@ -25,7 +25,7 @@ import stat
 import struct
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -39,6 +39,7 @@ from lsp_server.folder_files import read_regular
 from lsp_server.record.store import one_based
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.session import Session
+from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.languages import PYTHON, Language, language_of
 
 log = logging.getLogger(__name__)
@@ -308,22 +309,31 @@ class AgentDoor:
             path = folder / real.relative_to(root)
         return path.as_uri(), path
 
-    def _lines(self, args: dict[str, Any]) -> tuple[int, int] | None:
+    def _lines(self, args: dict[str, Any], rows: Sequence[str], markers: Sequence[str]) -> (
+        tuple[int, int] | None
+    ):  # fmt: skip
+        """The lines (0-based) a run asks for: `first`..`last`, the cell holding `line`
+        (`run_cell`: the whole cell, never the one line), or None: the whole file."""
         line, first, last = args.get("line"), args.get("first"), args.get("last")
         for name, value in (("line", line), ("first", first), ("last", last)):
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise AgentError(f"{name}: a line number from 1")
         if line is not None:
-            return line - 1, line - 1
+            if line > len(rows):
+                raise AgentError(f"line: the file has {len(rows)} lines")
+            cell = cell_at(split_cells(rows, markers), line - 1)
+            assert cell is not None  # (every line is in a cell)
+            return cell.code_first, max(cell.code_first, cell.last)
         if first is not None:
             return first - 1, (last if last is not None else first) - 1
         return None
 
     async def _run(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, path = self._uri(folder, args)
-        lines = self._lines(args)
+        self._lines(args, (), ())  # (bad line numbers are said before anything is asked)
         await self._may_run(folder, agent)
-        if self.editor.text(uri) is None:  # not open: the file on disk, as a snippet
+        markers = (await self.session.settings(folder)).prompt_markers
+        if (open_text := self.editor.text(uri)) is None:  # not open: the file on disk
             try:  # off the loop, a regular file only, bounded: a FIFO must not hold the editor
                 raw = await asyncio.to_thread(_read_file, path)
                 text = raw.decode("utf-8")
@@ -332,9 +342,11 @@ class AgentDoor:
             except UnicodeDecodeError:
                 raise AgentError(f"{path}: not UTF-8 text") from None
             rows = tuple(text.splitlines(keepends=True))
+            lines = self._lines(args, rows, markers)
             first, last = lines if lines is not None else (0, len(rows) - 1)
             where = await self._where(folder, uri, str(path), rows, language_of(None, str(path)))
             return await self._execute(where, Piece(first, last), agent)
+        lines = self._lines(args, open_text.lines, markers)
         span = Range.lines(*lines) if lines is not None else None
         ran: list[Any] = []
         with self._cancellable() as cancel:
@@ -393,7 +405,7 @@ class AgentDoor:
     async def _results(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, _ = self._uri(folder, args)
         results = self.session.store.get(uri)
-        lines = self._lines(args)
+        lines = self._lines(args, (), ())  # (first..last: no cell to find)
         first, last = lines if lines is not None else (0, 1 << 30)
         said: list[dict[str, Any]] = []
         for at, end, statement in results.placed():

@@ -137,6 +137,26 @@ async def test_with_no_editor_runfix_mcp_serves_the_folder_alone(tmp_path: Path)
     assert origins == {"agent: lone-agent"}, origins
 
 
+async def test_run_cell_runs_the_whole_cell_holding_the_line(
+    initialized: Any, folder: Path
+) -> None:
+    """Issue 39: `run_cell` on a line inside a function ran that line alone
+    (`SyntaxError: 'return' outside function`); it runs the cell, open in the editor or not."""
+    source = "# %%\ndef area(r):\n    return 3 * r * r\n\n# %%\nprint(area(2))\n"
+    (folder / "cells.py").write_text(source)
+    (folder / "open.py").write_text(source)
+    open_doc(initialized, folder / "open.py", source)
+    initialized.answer = "Allow for this session"
+    async with agent("cell-agent") as session:
+        for name in ("cells.py", "open.py"):
+            defined = await tool(session, "run_cell", path=str(folder / name), line=3)
+            called = await tool(session, "run_cell", path=str(folder / name), line=6)
+            assert defined["status"] == "ok", (name, defined)
+            assert called["status"] == "ok" and called["output"] == "12\n", (name, called)
+        beyond = await tool(session, "run_cell", path=str(folder / "cells.py"), line=99)
+    assert "the file has 6 lines" in beyond["error"], beyond
+
+
 async def test_an_agents_file_of_another_language_runs_in_its_kernel(tmp_path: Path) -> None:
     """Issue 38: `run_file` of a file no editor has open runs in its language's kernel (a
     shell script in bash, never in Python), and one with no kernel here says so."""
