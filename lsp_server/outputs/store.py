@@ -187,6 +187,15 @@ def _replace_overlapped(
     return sorted([*kept, *new], key=lambda s: s.first)
 
 
+def _touched(problem: Problem, first: int, last: int) -> bool:
+    """Whether lines first..last running again replaces `problem`: it is on them, or a run
+    of them made it (an error raised in another cell's function they called)."""
+    if not (problem.last < first or problem.first > last):
+        return True
+    piece = problem.piece if problem.kind == "run" else None
+    return piece is not None and not (piece[1] < first or piece[0] > last)
+
+
 class ResultStore:
     """Results per document URI, kept on their lines across edits."""
 
@@ -224,7 +233,8 @@ class ResultStore:
     def clear(
         self, uri: str, first: int | None = None, last: int | None = None, everything: bool = False
     ) -> None:
-        """Drop results on lines first..last (all when no lines are given).
+        """Drop results on lines first..last (all when no lines are given), and the errors
+        the runs of those lines made elsewhere (in a function of another cell they called).
 
         Safety findings stay when lines run again: they describe the code, not a run."""
         results = self._docs.get(uri)
@@ -240,7 +250,7 @@ class ResultStore:
         results.problems = [
             p
             for p in results.problems
-            if p.last < first or p.first > last or (p.kind == "safety" and not everything)
+            if not _touched(p, first, last) or (p.kind == "safety" and not everything)
         ]
         if not results.statements and not results.problems:
             self._docs.pop(uri, None)

@@ -14,6 +14,7 @@ from pytest_lsp import LanguageClient
 
 from tests.conftest import (
     CLIENTS,
+    change,
     errors,
     hints,
     hover_text,
@@ -255,8 +256,6 @@ async def test_progress_cancel_interrupts_the_kernel(
 async def test_results_move_with_edits_and_drop_when_edited(
     client: LanguageClient, folder: Path, executor: str
 ) -> None:
-    from tests.conftest import change
-
     await client.initialize_session(init_params(folder, "neovim@v0.7.0", {"executor": executor}))
     text = "print('one')\nprint('two')\n{}['missing']\n"
     uri = open_doc(client, folder / "doc.py", text)
@@ -326,3 +325,19 @@ async def test_pyproject_settings_sit_below_client_settings(
     assert "251 characters dropped" in await hover_text(
         client, uri, 2
     )  # outputLimit from pyproject
+
+
+async def test_an_error_a_cell_made_in_another_cells_function_goes_when_it_runs_again(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    """Issue 39: the old ZeroDivisionError on `return a / b` stayed, unmarked, after its
+    caller was fixed and run again, until the function's cell itself ran."""
+    source = "# %%\ndef ratio(a, b):\n    return a / b\n\n# %%\nratio(1, 0)\n"
+    uri = open_doc(initialized, folder / "ratio.py", source)
+    assert (await run(initialized, uri))["status"] == "error"
+    [error] = errors(initialized, uri)
+    assert error.range.start.line == 2 and "ZeroDivisionError" in error.message
+    change(initialized, uri, 2, (5, 9), (5, 10), "2")  # ratio(1, 2)
+    assert (await run(initialized, uri, 5, 5))["status"] == "ok"
+    assert errors(initialized, uri) == []
+    assert any("0.5" in str(h.label) for h in await hints(initialized, uri))
