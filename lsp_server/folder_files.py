@@ -53,6 +53,8 @@ def opened_folder(folder: Path, *parts: str, create: bool = False) -> Iterator[i
                 if not create:
                     raise FileNotFoundError(errno.ENOENT, "no such folder", str(at))
                 at.mkdir(mode=0o700)
+                if i == 1 and parts[0] == RUNFIX:
+                    (at / ".gitignore").write_bytes(IGNORE_ALL)
             if at.is_symlink() or not at.is_dir():
                 raise _refused(at, OSError(errno.ELOOP, "not a folder"))
         yield -1
@@ -75,9 +77,29 @@ def opened_folder(folder: Path, *parts: str, create: bool = False) -> Iterator[i
                 raise _refused(folder.joinpath(*parts[: i + 1]), exc) from None
             os.close(fd)
             fd = inner
+            if create and i == 0 and part == RUNFIX:
+                _ignored(fd)
         yield fd
     finally:
         os.close(fd)
+
+
+IGNORE_ALL = b"# runfix's own files (its record, stored outputs): not the project's\n*\n"
+
+
+def _ignored(fd: int) -> None:
+    """`.runfix/.gitignore` saying `*` (as pytest, mypy and ruff write in their caches): the
+    folder is never the repository's to track. Made once, never over what is there."""
+    try:
+        out = os.open(
+            ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=fd
+        )
+    except OSError:
+        return  # there already (or not ours to write): left as it is
+    try:
+        os.write(out, IGNORE_ALL)
+    finally:
+        os.close(out)
 
 
 def regular(fd: int, name: str, where: Path) -> os.stat_result | None:

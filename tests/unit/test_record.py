@@ -4,6 +4,7 @@ becomes of a file that is not a record (the server's side: tests/e2e/test_e2e_re
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -161,3 +162,30 @@ def test_three_writers_at_once_lose_no_run(tmp_path: Path) -> None:
         with sqlite3.connect(folder / FILE) as db:
             assert db.execute("SELECT count(*) FROM runs").fetchone() == (600,)
         assert not list((folder / FILE).parent.glob("runs.db.bad-*"))
+
+
+def test_the_folder_runfix_makes_is_ignored_by_git_and_a_planted_link_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    """Issue 39: `.runfix/` was left untracked in the user's repository; it says `*` in its
+    own .gitignore, as pytest, mypy and ruff do in their caches."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    record = RunRecord(tmp_path)
+    record.add(a_run(1))
+    record.close()
+    assert (tmp_path / ".runfix" / ".gitignore").read_text().splitlines()[-1] == "*"
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status == "", status
+    # A repository that ships `.runfix/.gitignore` as a link: left as it is, never written.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".runfix").mkdir()
+    target = tmp_path / "elsewhere"
+    (other / ".runfix" / ".gitignore").symlink_to(target)
+    record = RunRecord(other)
+    record.add(a_run(1))
+    record.close()
+    assert not target.exists()
