@@ -78,7 +78,11 @@ def _run(p: argparse.ArgumentParser) -> None:
 
 def _history(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, nargs="?", help="only this file's runs")
-    p.add_argument("--json", action="store_true", help="as JSON (lines counted from 1)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="as one JSON array of runs, newest first (their line numbers from 1, as in the text)",
+    )
     p.add_argument("--limit", type=int, default=50, help="how many (default 50)")
 
 

@@ -28,8 +28,9 @@ def import_command(args: argparse.Namespace) -> int:
 
 
 def _target(source: Path, out: Path, force: bool) -> Path | int:
-    """Where to write what is made of `source`, or the exit status saying why not: `source`
-    is missing (2), `out` is no place runfix writes (2), or exists without --force (1)."""
+    """Where to write what is made of `source`, or the exit status saying why not (2, a
+    mistake in what was asked): `source` is missing, `out` is no place runfix writes, or
+    exists without --force."""
     if not source.is_file():
         what = (
             "is a folder: name a file"
@@ -44,8 +45,11 @@ def _target(source: Path, out: Path, force: bool) -> Path | int:
         print(f"runfix: error: {why}", file=sys.stderr)
         return 2
     if out.exists() and not force:
-        print(f"runfix: {out} exists; pass -o elsewhere, or --force to replace it", file=sys.stderr)
-        return 1
+        print(
+            f"runfix: error: {out} exists; pass -o elsewhere, or --force to replace it",
+            file=sys.stderr,
+        )
+        return 2
     return out
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import tokenize
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -316,9 +317,13 @@ class HeadlessEditor:
         task.add_done_callback(self._tasks.discard)
 
 
+INTERRUPTED = 130
+"""The exit status of a run stopped with Ctrl-C (as a shell's 128 + SIGINT)."""
+
+
 def command(args: argparse.Namespace) -> int:
     try:
-        return run_file(
+        code = run_file(
             args.file,
             args.cell,
             args.timeout,
@@ -328,8 +333,35 @@ def command(args: argparse.Namespace) -> int:
             args.dependents_of,
         )
     except KeyboardInterrupt:  # the kernel is stopped by then; one line, not a traceback
+        code = INTERRUPTED
+    if code == INTERRUPTED:
         print("runfix: interrupted", file=sys.stderr)
-        return 130
+    return code
+
+
+@contextmanager
+def _ctrl_c(cancel: asyncio.Event) -> Iterator[Callable[[], bool]]:
+    """While a run goes: Ctrl-C cancels it as an editor's cancel does (the kernel is
+    interrupted, what ran is shown and recorded, then runfix exits 130); a second Ctrl-C
+    stops runfix at once. Yields whether it was pressed."""
+    loop = asyncio.get_running_loop()
+    pressed = False
+
+    def press() -> None:
+        nonlocal pressed
+        pressed = True
+        cancel.set()
+        loop.remove_signal_handler(signal.SIGINT)  # the next one raises KeyboardInterrupt
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, press)
+    except (NotImplementedError, RuntimeError):  # no signal handlers here (Windows)
+        yield lambda: pressed
+        return
+    try:
+        yield lambda: pressed
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 def command_line(args: argparse.Namespace) -> dict[str, Any]:
@@ -418,14 +450,16 @@ async def _run(
             editor.note(f"{editor.shown}:1:1: error: {exc}")
             return 2
         cancel = asyncio.Event()
-        if dependents_of is not None:
-            ran = await flow.run_dependents(where, dependents_of, cancel, with_above=True)
-            return 0 if ran.status == Status.OK else 1
-        if fix:
-            fixed = await flow.fixes.run_and_fix(where, line_range, cancel)
-            return 0 if fixed.status in (Status.OK, Status.FIXED) else 1
-        ran = await flow.run(where, line_range, cancel)
-        return 0 if ran.status == Status.OK else 1
+        with _ctrl_c(cancel) as pressed:
+            if dependents_of is not None:
+                ran = await flow.run_dependents(where, dependents_of, cancel, with_above=True)
+                ok = ran.status == Status.OK
+            elif fix:
+                fixed = await flow.fixes.run_and_fix(where, line_range, cancel)
+                ok = fixed.status in (Status.OK, Status.FIXED)
+            else:
+                ok = (await flow.run(where, line_range, cancel)).status == Status.OK
+        return INTERRUPTED if pressed() else 0 if ok else 1
     finally:
         if editor.report != "text":
             found = session.store.get(editor.uri)

@@ -140,12 +140,21 @@ def test_a_syntax_error_in_a_later_cell_has_its_own_column(tmp_path: Path) -> No
     assert f"{script}:5:12: error: SyntaxError: invalid syntax" in done.stdout, done.stdout
 
 
-def test_ctrl_c_says_interrupted_once_and_exits_130(tmp_path: Path) -> None:
+def _sigint_as_usual() -> None:
+    """In a child: Ctrl-C as a terminal's is (a suite started in the background by a
+    non-interactive shell hands its children SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_says_interrupted_once_and_exits_130_and_the_run_is_in_history(
+    tmp_path: Path,
+) -> None:
     script = tmp_path / "slow.py"
     script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
     process = subprocess.Popen(
-        [*RUNFIX, "run", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        [*RUNFIX, "run", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint_as_usual,
+    )  # fmt: skip
     assert process.stdout is not None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and "started" not in (process.stdout.readline() or ""):
@@ -154,6 +163,9 @@ def test_ctrl_c_says_interrupted_once_and_exits_130(tmp_path: Path) -> None:
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130
     assert err.strip() == "runfix: interrupted", err
+    # Issue 39: the interrupted run was missing from history; it is there, as it ended.
+    shown = json.loads(runfix("history", str(script), "--json").stdout)
+    assert [(r["first"], r["status"]) for r in shown] == [(1, "cancelled")], shown
 
 
 @pytest.mark.parametrize(
@@ -182,7 +194,7 @@ def test_export_makes_a_missing_folder_and_like_import_never_overwrites(tmp_path
     target = tmp_path / "missing" / "dir" / "s.ipynb"
     assert runfix("export", str(script), "-o", str(target)).returncode == 0
     again = runfix("export", str(script), "-o", str(target))
-    assert again.returncode == 1 and "--force" in again.stderr
+    assert again.returncode == 2 and "--force" in again.stderr  # a mistake in what was asked
     assert runfix("export", str(script), "-o", str(target), "--force").returncode == 0
 
 
@@ -196,6 +208,16 @@ def test_help_texts_say_what_each_command_takes() -> None:
     assert "exit status" in top and "130" in top
     assert "(# %)" not in top
     assert "`# %%` lines split it into cells" in runfix("run", "--help").stdout
+
+
+def test_history_json_is_one_array_as_its_help_says(tmp_path: Path) -> None:
+    said = " ".join(runfix("history", "--help").stdout.split())
+    assert "as one JSON array of runs, newest first" in said, said
+    script = tmp_path / "two.py"
+    script.write_text("# %%\nx = 1\n# %%\ny = 2\n")
+    assert runfix("run", str(script)).returncode == 0
+    shown = json.loads(runfix("history", str(script), "--json").stdout)
+    assert isinstance(shown, list) and [r["first"] for r in shown] == [4, 2], shown
 
 
 def test_history_json_counts_lines_from_1_like_its_text(tmp_path: Path) -> None:
