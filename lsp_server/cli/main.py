@@ -52,7 +52,12 @@ def _remote(p: argparse.ArgumentParser) -> None:
 
 def _run(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, help="a Python file; `# %%%%` lines split it into cells")
-    p.add_argument("--cell", type=int, help="run only this cell (1-based)")
+    p.add_argument("--cell", type=int, help="run only this cell (1-based), in a fresh kernel")
+    p.add_argument(
+        "--above",
+        action="store_true",
+        help="with --cell: run the cells above it first, as the kernel would have run them",
+    )
     p.add_argument("--timeout", type=_seconds, help="seconds per cell (default: the setting, 120)")
     p.add_argument(
         "--format",

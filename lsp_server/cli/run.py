@@ -42,7 +42,7 @@ from lsp_server.flow import Flow
 from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
-from lsp_server.runs import pieces_for
+from lsp_server.runs import RunMode, pieces_for
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
 from lsp_server.text.languages import Language, language_of
@@ -331,6 +331,7 @@ def command(args: argparse.Namespace) -> int:
             args.format,
             command_line(args),
             args.dependents_of,
+            args.above,
         )
     except KeyboardInterrupt:  # the kernel is stopped by then; one line, not a traceback
         code = INTERRUPTED
@@ -386,10 +387,11 @@ def run_file(
     report: str = "text",
     command_line: Mapping[str, Any] | None = None,
     dependents_of: int | None = None,
+    above: bool = False,
 ) -> int:
-    """Run the file's cells (or one; or, `dependents_of` a line from 1, the cells up to the
-    one holding it and the cells below that depend on it), printing results; 0 clean,
-    1 failed, 2 could not run."""
+    """Run the file's cells (or one, with the cells `above` it first; or, `dependents_of` a
+    line from 1, the cells up to the one holding it and the cells below that depend on it),
+    printing results; 0 clean, 1 failed, 2 could not run."""
     shown = str(path)
     path = path.resolve()
     try:
@@ -403,13 +405,19 @@ def run_file(
     settings = project_settings(folder, command_line)
     if timeout is not None:
         settings = replace(settings, timeout=timeout)
-    line_range = None
+    line_range, cells = None, None
+    if above and cell is None:
+        print("runfix: error: --above goes with --cell N", file=sys.stderr)
+        return 2
     if cell is not None:
         pieces = pieces_for(lines, None, settings.prompt_markers)
         if not 1 <= cell <= len(pieces):
             print(f"runfix: error: {shown} has {len(pieces)} cells with code", file=sys.stderr)
             return 2
-        line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
+        if above:
+            cells = tuple((p.first, p.first) for p in pieces[:cell])
+        else:
+            line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
     editor = HeadlessEditor(shown, path, folder, lines)
     editor.report = report
     if dependents_of is not None and cell is not None:
@@ -419,7 +427,14 @@ def run_file(
         print(f"runfix: error: {shown} has {len(lines)} lines", file=sys.stderr)
         return 2
     at = dependents_of - 1 if dependents_of is not None else None
-    code = asyncio.run(_run(editor, settings, line_range, fix, at))
+    code = asyncio.run(_run(editor, settings, line_range, fix, at, cells))
+    if code == 1 and cell is not None and cell > 1 and not above:
+        first = line_range.start.line + 1 if line_range is not None else 1
+        above_it = "cell 1 above it" if cell == 2 else f"cells 1–{cell - 1} above it"
+        editor.note(
+            f"{shown}:{first}:1: note: {above_it} did not run (a fresh kernel); "
+            "--above runs them first"
+        )
     if editor.changed:
         path.write_text("".join(editor.lines), encoding=encoding)
         editor.note(f"{shown}: note: wrote the fixes")
@@ -432,7 +447,10 @@ async def _run(
     line_range: Range | None,
     fix: bool,
     dependents_of: int | None = None,
+    cells: tuple[tuple[int, int], ...] | None = None,
 ) -> int:
+    """`cells`: only the cells starting at these lines' spans (--cell N --above)."""
+
     async def read_settings(folder: Path) -> Settings:
         return settings
 
@@ -458,7 +476,8 @@ async def _run(
                 fixed = await flow.fixes.run_and_fix(where, line_range, cancel)
                 ok = fixed.status in (Status.OK, Status.FIXED)
             else:
-                ok = (await flow.run(where, line_range, cancel)).status == Status.OK
+                mode = RunMode(within=cells)
+                ok = (await flow.run(where, line_range, cancel, mode)).status == Status.OK
         return INTERRUPTED if pressed() else 0 if ok else 1
     finally:
         if editor.report != "text":

@@ -381,3 +381,19 @@ def test_a_typescript_notebook_imports_as_typescript_cells(tmp_path: Path) -> No
     assert runfix("import", str(tmp_path / "calc.ipynb")).returncode == 0
     text = (tmp_path / "calc.ts").read_text()
     assert "// %%\nconst n = 6;" in text and "# %%" not in text, text
+
+
+def test_cell_n_says_the_cells_above_did_not_run_and_above_runs_them(tmp_path: Path) -> None:
+    """Issue 39: `--cell N` runs in a fresh kernel; its NameError now says why, and
+    `--above` runs the cells above it first."""
+    script = tmp_path / "three.py"
+    script.write_text("# %%\nprices = [3, 4]\n# %%\ntotal = sum(prices)\n# %%\ntotal * 2\n")
+    alone = runfix("run", str(script), "--cell", "3")
+    assert alone.returncode == 1
+    assert "NameError: name 'total' is not defined" in alone.stdout
+    note = f"{script}:6:1: note: cells 1–2 above it did not run (a fresh kernel); --above"
+    assert note in alone.stdout, alone.stdout
+    above = runfix("run", str(script), "--cell", "3", "--above")
+    assert above.returncode == 0, above.stdout + above.stderr
+    assert f"{script}:6:1: note: 14" in above.stdout.splitlines(), above.stdout
+    assert runfix("run", str(script), "--above").returncode == 2  # --above needs --cell
