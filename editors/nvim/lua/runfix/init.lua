@@ -135,7 +135,7 @@ local function capabilities()
 end
 
 local function on_attach(client, bufnr)
-  -- Results come as inlay hints where Neovim has them (0.10+), else as Hint diagnostics.
+  -- Results come as inlay hints where Neovim has them (0.10+), else as Information diagnostics.
   if vim.lsp.inlay_hint and client.server_capabilities.inlayHintProvider then
     pcall(vim.lsp.inlay_hint.enable, true, { bufnr = bufnr })
   end
