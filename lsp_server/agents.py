@@ -314,10 +314,7 @@ class AgentDoor:
     ):  # fmt: skip
         """The lines (0-based) a run asks for: `first`..`last`, the cell holding `line`
         (`run_cell`: the whole cell, never the one line), or None: the whole file."""
-        line, first, last = args.get("line"), args.get("first"), args.get("last")
-        for name, value in (("line", line), ("first", first), ("last", last)):
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise AgentError(f"{name}: a line number from 1")
+        line, first, last = self._numbers(args)
         if line is not None:
             if line > len(rows):
                 raise AgentError(f"line: the file has {len(rows)} lines")
@@ -328,9 +325,18 @@ class AgentDoor:
             return first - 1, (last if last is not None else first) - 1
         return None
 
+    @staticmethod
+    def _numbers(args: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
+        """`line`, `first`, `last` as asked, each a line number from 1 or None."""
+        line, first, last = args.get("line"), args.get("first"), args.get("last")
+        for name, value in (("line", line), ("first", first), ("last", last)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise AgentError(f"{name}: a line number from 1")
+        return line, first, last
+
     async def _run(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, path = self._uri(folder, args)
-        self._lines(args, (), ())  # (bad line numbers are said before anything is asked)
+        self._numbers(args)  # (bad line numbers are said before anything is asked)
         await self._may_run(folder, agent)
         markers = (await self.session.settings(folder)).prompt_markers
         if (open_text := self.editor.text(uri)) is None:  # not open: the file on disk
