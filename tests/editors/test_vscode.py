@@ -80,7 +80,7 @@ def _code_server(
         **({"RUNFIX_E2E_R": "1"} if find_spec(("r",)) is not None else {}),
         **(more_env or {}),
     }
-    timeout = 900 if scenario == "live-model" else 300
+    timeout = 900 if scenario in ("live-model", "install") else 300
     subprocess.run(
         ["node", str(VSCODE / "test" / "e2e.mjs")], env=env, timeout=timeout, check=False
     )
@@ -203,3 +203,26 @@ def test_run_and_fix_and_generate_with_a_real_model_in_code_server(
     assert "ai: print the largest value in sales" in shown
     assert shown.count("# %%") == 3  # no cell split off the prompt
     assert (out / "vscode-live-model.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(960)
+def test_with_no_runfix_anywhere_the_extension_installs_its_own(tmp_path: Path) -> None:
+    """Issue 39: a fresh profile, no runfix.path, no .venv in the workspace, none on PATH: the
+    notification offers "Install runfix", which makes a venv in the extension's storage with
+    python3, installs the wheel the .vsix carries (its packages from the index), starts it,
+    and a cell's result shows on its line."""
+    report, out = _code_server(tmp_path, "install")
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    for name in ("vscode-installing.png", "vscode-installed.png", "failure.png", "report.json"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / name)
+    assert "error" not in report, report["error"]
+    assert report["notFound"], "no 'not found' notification offering the install"
+    assert report["progress"], "no progress while installing"
+    assert report["idle"], "the server did not start after the install"
+    assert report["hint"], report.get("editorText")
+    storage = out / "user-data" / "User" / "globalStorage"
+    assert list(storage.glob("*/runfix-venv/bin/runfix")), (
+        "not installed in the extension's storage"
+    )

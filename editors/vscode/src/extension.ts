@@ -2,6 +2,7 @@
 // languages runfix runs (runfix.languages: Python and the languages of Jupyter kernels),
 // forwards the runfix.* settings, adds palette commands that call the server's commands,
 // and shows the kernel's state in the status bar. The server does the work.
+import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -24,6 +25,7 @@ import {
   serverSettings,
   statusText,
 } from "./find";
+import { bundledWheel, choosePython, install, ownInstall, type Run } from "./install";
 import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
@@ -66,19 +68,137 @@ function isExecutable(file: string): boolean {
   }
 }
 
+/** A process run for the installer: its exit code and output, each line to the log too. */
+const runProcess: Run = (command, args, onLine) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env: process.env });
+    let output = "";
+    let partial = "";
+    const take = (chunk: Buffer): void => {
+      const text = partial + chunk.toString();
+      const lines = text.split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) {
+        output += line + "\n";
+        if (output.length > 200_000) {
+          output = output.slice(-100_000);
+        }
+        outputChannel()?.appendLine(line);
+        onLine?.(line);
+      }
+    };
+    child.stdout.on("data", take);
+    child.stderr.on("data", take);
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? 1, output: output + partial }));
+  });
+
+function outputChannel(): vscode.LogOutputChannel | undefined {
+  return output;
+}
+
+/** (globalState) the extension version whose wheel the own environment holds. */
+const INSTALLED_FOR = "runfix.installedFor";
+
+/** The Pythons to make runfix's environment with: the Python extension's, then python3. */
+async function pythonCandidates(): Promise<{ command: string; from: string }[]> {
+  const out: { command: string; from: string }[] = [];
+  try {
+    const python = vscode.extensions.getExtension("ms-python.python");
+    if (python) {
+      const api = (await python.activate()) as {
+        environments?: {
+          getActiveEnvironmentPath(resource?: vscode.Uri): { path: string };
+          resolveEnvironment(p: { path: string } | string): Promise<{ executable: { uri?: vscode.Uri } } | undefined>;
+        };
+      };
+      const environments = api?.environments;
+      const active = environments?.getActiveEnvironmentPath(vscode.workspace.workspaceFolders?.[0]?.uri);
+      const resolved = active && (await environments?.resolveEnvironment(active));
+      const executable = resolved?.executable.uri?.fsPath;
+      if (executable) {
+        out.push({ command: executable, from: "the Python extension's interpreter" });
+      }
+    }
+  } catch (err) {
+    output?.appendLine(`runfix: the Python extension did not say its interpreter: ${String(err)}`);
+  }
+  const names = process.platform === "win32" ? ["python", "py"] : ["python3"];
+  out.push(...names.map((command) => ({ command, from: "PATH" })));
+  return out;
+}
+
+/**
+ * Make runfix's own environment (global storage) with a Python 3.10+ found here and install
+ * the wheel this extension carries; its `runfix`, or undefined (said why).
+ */
+async function installOwn(context: vscode.ExtensionContext, why: string): Promise<string | undefined> {
+  const serverDir = context.asAbsolutePath("server");
+  const wheel = bundledWheel(fs.existsSync(serverDir) ? fs.readdirSync(serverDir) : []);
+  if (!wheel) {
+    void vscode.window.showErrorMessage("runfix: this build of the extension carries no runfix wheel to install.");
+    return undefined;
+  }
+  const { python, refused } = await choosePython(await pythonCandidates(), runProcess);
+  if (!python) {
+    const tried = refused.length ? ` (tried: ${refused.join("; ")})` : "";
+    void vscode.window.showErrorMessage(
+      `runfix needs Python 3.10 or newer to install itself, and found none${tried}. Install one ` +
+        "(or choose one in the Python extension), then run “runfix: Install runfix”; or set runfix.path.",
+    );
+    return undefined;
+  }
+  const storage = context.globalStorageUri.fsPath;
+  fs.mkdirSync(storage, { recursive: true });
+  try {
+    const runfix = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `runfix: ${why}` },
+      (progress) =>
+        install(python.command, path.join(serverDir, wheel), storage, process.platform, runProcess, (message) =>
+          progress.report({ message }),
+        ),
+    );
+    await context.globalState.update(INSTALLED_FOR, context.extension.packageJSON.version as string);
+    output?.appendLine(`runfix: installed ${wheel} with ${python.command} (${python.from}) in ${storage}`);
+    return runfix;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    void vscode.window.showErrorMessage(`runfix: ${message}`, "Show Log").then((choice) => {
+      if (choice === "Show Log") {
+        output?.show(true);
+      }
+    });
+    return undefined;
+  }
+}
+
 async function start(context: vscode.ExtensionContext): Promise<void> {
   if (client || !vscode.workspace.isTrusted) {
     return;
   }
   const setting = vscode.workspace.getConfiguration("runfix").get<string>("path");
-  const found = findRunfix(setting, folders(), {
+  let found = findRunfix(setting, folders(), {
     platform: process.platform,
     isExecutable,
     pathDirs: (process.env.PATH ?? "").split(process.platform === "win32" ? ";" : ":"),
   });
+  const own = ownInstall(context.globalStorageUri.fsPath, process.platform);
+  if (!found && isExecutable(own.runfix)) {
+    found = { command: own.runfix, source: "the extension's own install" };
+    const version = context.extension.packageJSON.version as string;
+    if (context.globalState.get(INSTALLED_FOR) !== version) {
+      // The extension was updated: so is its runfix (the wheel it carries now).
+      await installOwn(context, `updating runfix to ${version}`);
+    }
+  }
   if (!found) {
-    const choice = await vscode.window.showErrorMessage(NOT_FOUND, "Open Settings");
-    if (choice === "Open Settings") {
+    const choice = await vscode.window.showErrorMessage(NOT_FOUND, "Install runfix", "Open Settings");
+    if (choice === "Install runfix") {
+      const runfix = await installOwn(context, "installing runfix");
+      if (runfix && !client) {
+        await start(context);
+      }
+    } else if (choice === "Open Settings") {
       await vscode.commands.executeCommand("workbench.action.openSettings", "runfix.path");
     }
     return;
@@ -414,6 +534,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
   register("runfix.vscode.showLog", () => output?.show(true));
+  register("runfix.vscode.install", async () => {
+    const runfix = await installOwn(context, "installing runfix");
+    if (runfix && !client) {
+      await start(context);
+    } else if (runfix) {
+      void vscode.window.showInformationMessage(
+        "runfix: installed in the extension's own environment; it is used where no runfix.path, " +
+          "workspace .venv or PATH has one.",
+      );
+    }
+  });
   register("runfix.vscode.kernelMenu", async () => {
     const choice = await vscode.window.showQuickPick(["Interrupt", "Restart Kernel", "Show Log"], {
       title: `runfix kernel: ${currentState()?.state ?? "not started"}`,

@@ -57,8 +57,8 @@ function isAbsolute(p: string, platform: NodeJS.Platform): boolean {
 
 export const NOT_FOUND =
   "runfix: the `runfix` command was not found (looked at the runfix.path setting, the " +
-  "workspace's .venv and venv, and PATH). Install it (`pip install runfix-lsp`, or " +
-  "`scripts/setup` in a runfix checkout) or set runfix.path to the command.";
+  "workspace's .venv and venv, and PATH). Install runfix: a virtual environment of its own " +
+  "in VS Code's storage, made with your Python 3.10+. Or set runfix.path to the command.";
 
 /** One setting as VS Code's `inspect()` sees it: its value in each scope that sets it. */
 export interface Inspected {

@@ -98,8 +98,11 @@ const writeSettings = (extra) =>
 // "live-model": Run and Fix, then Generate from Prompt, against the real model the test
 // started (its settings in RUNFIX_E2E_MODEL, as JSON of runfix.model.* settings).
 const live = scenario === "live-model";
+// "install": a fresh profile and no runfix anywhere: the extension offers to install its own.
+const installing = scenario === "install";
+if (installing) delete userSettings["runfix.python"];
 writeSettings(
-  scenario === "path-later"
+  scenario === "path-later" || installing
     ? {}
     : {
         "runfix.path": env("RUNFIX_E2E_RUNFIX"),
@@ -240,6 +243,41 @@ try {
     await page.keyboard.press("Tab");
     step("pathSet");
     await page.locator(".tabs-container .tab", { hasText: "example.py" }).first().click();
+  }
+  if (installing) {
+    await page.waitForFunction(
+      () => document.querySelector(".notifications-toasts")?.textContent?.includes("was not found"),
+      null,
+      { timeout: 60000 },
+    ).then(() => step("notFound"), () => step("notFound", false));
+    await page.locator(".notifications-toasts .monaco-button", { hasText: "Install runfix" }).click();
+    await page.waitForFunction(
+      () => document.querySelector(".notifications-toasts")?.textContent?.includes("installing runfix"),
+      null,
+      { timeout: 60000 },
+    ).then(() => step("progress"), () => step("progress", false));
+    await page.screenshot({ path: path.join(out, "vscode-installing.png") });
+    await page.waitForFunction(
+      () => document.querySelector("footer, .part.statusbar")?.textContent?.includes("runfix: idle"),
+      null,
+      { timeout: 540000 },
+    ).then(() => step("idle"), () => step("idle", false));
+    await page.locator(".editor-instance .monaco-editor").first().click();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("F1");
+    await page.keyboard.type("runfix: Run Cell");
+    await pick(page, "runfix: Run Cell");
+    await page.waitForFunction(
+      () =>
+        (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+          .replace(/[\s\u00a0]+/g, " ")
+          .includes("→ total 7.7"),
+      null,
+      { timeout: 120000 },
+    ).then(() => step("hint"), () => step("hint", false));
+    report.editorText = await editor.innerText();
+    await page.screenshot({ path: path.join(out, "vscode-installed.png") });
+    throw new Done();
   }
   // The server starts with the first Python file; wait until the status bar says idle.
   await page.waitForFunction(
