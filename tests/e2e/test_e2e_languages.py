@@ -208,3 +208,19 @@ async def test_restart_clears_that_language_s_kernel_and_only_it(
     assert any(gone in text for _, text in await _hint_texts(initialized, uri))
     assert (await run(initialized, python, 1, 1))["status"] == "ok"  # Python's kernel kept its
     assert any("python" in text for _, text in await _hint_texts(initialized, python))
+
+
+async def test_a_typescript_html_display_is_a_rich_output(
+    deno_kernel: None, initialized: Any, folder: Path
+) -> None:
+    """Deno's `Deno.jupyter.html` sends `text/html`: kept as a rich output of its cell."""
+    uri = open_doc(
+        initialized,
+        folder / "table.ts",
+        "// %%\nconst rows = [1, 2];\n"
+        "Deno.jupyter.html`<table><tr><td>${rows.length}</td></tr></table>`\n",
+        language="typescript",
+    )
+    assert (await run(initialized, uri))["status"] == "ok"
+    stored = list((folder / ".runfix" / "outputs").rglob("*.html"))
+    assert stored and "<td>2</td>" in stored[0].read_text(), stored
