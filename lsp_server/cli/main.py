@@ -16,10 +16,10 @@ from typing import cast
 from lsp_server import __version__
 
 DESCRIPTION = """\
-runfix runs your Python file's cells in a persistent Jupyter kernel (or a locked-down
-Docker container, or a remote Jupyter Server) and says what they printed, returned or
-raised on the right lines: as a language server for your editor (`runfix serve`), or in a
-terminal (`runfix run FILE`).
+runfix runs your file's cells in a persistent Jupyter kernel (or a locked-down Docker
+container, or a remote Jupyter Server) — Python's, or the kernel of the file's language —
+and says what they printed, returned or raised on the right lines: as a language server
+for your editor (`runfix serve`), or in a terminal (`runfix run FILE`).
 
 exit status: 0 all went well; 1 the code raised, timed out or killed the kernel (or a
 check failed); 2 a mistake in what was asked (a missing file, a bad argument); 130
@@ -51,7 +51,12 @@ def _remote(p: argparse.ArgumentParser) -> None:
 
 
 def _run(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", type=Path, help="a Python file; `# %%%%` lines split it into cells")
+    p.add_argument(
+        "file",
+        type=Path,
+        help="a Python file (or R, shell, TypeScript…: its language's kernel); "
+        "`# %%%%` lines split it into cells",
+    )
     p.add_argument("--cell", type=int, help="run only this cell (1-based), in a fresh kernel")
     p.add_argument(
         "--above",

@@ -224,20 +224,22 @@ def server() -> MCPServer[Any]:
     async def run_lines(
         path: str, first: int, last: int | None = None, ctx: Context | None = None
     ) -> dict[str, Any]:
-        """Run lines `first`..`last` (from 1; `last` defaults to `first`) of a Python file in
-        the folder's kernel: the editor's text if the file is open there (its results show
-        inline), else the file on disk. Answers status and output."""
+        """Run lines `first`..`last` (from 1; `last` defaults to `first`) of a file in the
+        folder's kernel of its language (Python's, R's, …): the editor's text if the file is
+        open there (its results show inline), else the file on disk. Answers status and
+        output."""
         args = {"path": path, "first": first, "last": last if last is not None else first}
         return await call(path, "run", args, ctx)
 
     @mcp.tool(annotations=RUNS)
     async def run_cell(path: str, line: int, ctx: Context | None = None) -> dict[str, Any]:
-        """Run the cell (`# %%`) holding `line` (from 1) of a Python file, as `run_lines`."""
+        """Run the whole cell (`# %%`) holding `line` (from 1) of a file, as `run_lines`."""
         return await call(path, "run", {"path": path, "line": line}, ctx)
 
     @mcp.tool(annotations=RUNS)
     async def run_file(path: str, ctx: Context | None = None) -> dict[str, Any]:
-        """Run a whole Python file, cell by cell, stopping at the first that fails."""
+        """Run a whole file (in its language's kernel), cell by cell, stopping at the first
+        that fails."""
         return await call(path, "run", {"path": path}, ctx)
 
     @mcp.tool(annotations=RUNS)
