@@ -230,17 +230,13 @@ def fix_messages(
     rest = f"The rest of {where}" if where else "The rest of the file"
     state = f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n"
     tried = f"\nEarlier attempts to fix it that failed too:\n{earlier}" if attempts else ""
+    # The rest of the file, the code to fix left out (the `first` and `last` layouts).
+    rest_of_file = excerpt(
+        lines, piece[0], piece[1], doc_budget, skip=True, slot=None, leave_out=leave_out,
+        comment=gaps,
+    )  # fmt: skip
     if layout == "first":
-        around = excerpt(
-            lines,
-            piece[0],
-            piece[1],
-            doc_budget,
-            skip=True,
-            slot=None,
-            leave_out=leave_out,
-            comment=gaps,
-        )
+        around = rest_of_file
         told = "".join(
             f"\nAttempt {n}:\n```{fence}\n{a.code.rstrip()}\n```\nIt failed: {headline(a.error)}\n"
             for n, a in enumerate(attempts, 1)
@@ -279,16 +275,7 @@ def fix_messages(
             )
         )
     else:
-        around = excerpt(
-            lines,
-            piece[0],
-            piece[1],
-            doc_budget,
-            skip=True,
-            slot=None,
-            leave_out=leave_out,
-            comment=gaps,
-        )
+        around = rest_of_file
         context = (
             f"{rest}, for reference (already run; do not repeat it):\n```{fence}\n{around}\n```\n\n"
             if doc_budget > 200 and around.strip()

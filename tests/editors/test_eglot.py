@@ -39,6 +39,28 @@ def _batch(emacs: str, script: Path, env: dict[str, str], project: Path) -> dict
     return done
 
 
+def _trusted_batch(tmp_path: Path, name: str, text: str, script: str) -> dict[str, Any]:
+    """An Emacs test script on the file `name` (holding `text`) of a git project runfix
+    trusts; its report."""
+    emacs = _emacs()
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)  # eglot's project root
+    example = project / name
+    example.write_text(text)
+    state = tmp_path / "state"
+    TrustStore(state / "runfix" / "trust.json").decide(project, Choice.TRUST)
+    env = {
+        **SERVER_ENV,
+        "XDG_STATE_HOME": str(state),
+        "HOME": str(tmp_path),
+        "RUNFIX_EGLOT_CMD": json.dumps(SERVER),
+        "RUNFIX_EGLOT_FILE": str(example),
+        "RUNFIX_EGLOT_REPORT": str(tmp_path / "report.json"),
+    }
+    return _batch(emacs, Path(__file__).parent / "emacs" / script, env, project)
+
+
 def test_eglot_runs_nothing_of_an_untrusted_folder_until_it_is_trusted(tmp_path: Path) -> None:
     emacs = _emacs()
     project = tmp_path / "project"
@@ -67,24 +89,7 @@ def test_eglot_runs_nothing_of_an_untrusted_folder_until_it_is_trusted(tmp_path:
 
 
 def test_eglot_completes_live_columns_and_attributes(tmp_path: Path) -> None:
-    emacs = _emacs()
-    project = tmp_path / "project"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    example = project / "live.py"
-    example.write_text(LIVE)
-    state = tmp_path / "state"
-    TrustStore(state / "runfix" / "trust.json").decide(project, Choice.TRUST)
-    report = tmp_path / "report.json"
-    env = {
-        **SERVER_ENV,
-        "XDG_STATE_HOME": str(state),
-        "HOME": str(tmp_path),
-        "RUNFIX_EGLOT_CMD": json.dumps(SERVER),
-        "RUNFIX_EGLOT_FILE": str(example),
-        "RUNFIX_EGLOT_REPORT": str(report),
-    }
-    done = _batch(emacs, Path(__file__).parent / "emacs" / "complete.el", env, project)
+    done = _trusted_batch(tmp_path, "live.py", LIVE, "complete.el")
     assert "error" not in done, done["error"]
     assert done["attached"] and done["ran"] == "ok", done
     assert sorted(done["keys"]) == ["price", "qty"], done
@@ -94,24 +99,7 @@ def test_eglot_completes_live_columns_and_attributes(tmp_path: Path) -> None:
 def test_eglot_runs_a_shell_script_in_bash(bash_kernel: None, tmp_path: Path) -> None:
     """Issue 38: eglot serving sh-mode (the README's line) names the language `sh`; the
     script runs in bash_kernel, never as Python."""
-    emacs = _emacs()
-    project = tmp_path / "project"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    example = project / "steps.sh"
-    example.write_text("# %%\nN=6\necho $((N * 7))\n")
-    state = tmp_path / "state"
-    TrustStore(state / "runfix" / "trust.json").decide(project, Choice.TRUST)
-    report = tmp_path / "report.json"
-    env = {
-        **SERVER_ENV,
-        "XDG_STATE_HOME": str(state),
-        "HOME": str(tmp_path),
-        "RUNFIX_EGLOT_CMD": json.dumps(SERVER),
-        "RUNFIX_EGLOT_FILE": str(example),
-        "RUNFIX_EGLOT_REPORT": str(report),
-    }
-    done = _batch(emacs, Path(__file__).parent / "emacs" / "shell.el", env, project)
+    done = _trusted_batch(tmp_path, "steps.sh", "# %%\nN=6\necho $((N * 7))\n", "shell.el")
     assert "error" not in done, done["error"]
     assert done["attached"] and done["run"] == "ok", done
     assert done["result"], done["diagnostics"]

