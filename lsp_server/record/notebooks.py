@@ -15,6 +15,7 @@ files renamed into place, never through a link.
 from __future__ import annotations
 
 import base64
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,8 @@ def read_notebook(source: Path) -> Any:
             f"nbformat {version}: open and save it in Jupyter first (runfix reads nbformat 4)"
         )
     try:
-        return jupytext.read(source)
+        with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): read all the same
+            warnings.filterwarnings("ignore", message="Cell is missing an id field")
+            return jupytext.read(source)
     except Exception as exc:  # jupytext's and nbformat's own errors, whatever their class
         raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None

@@ -75,7 +75,7 @@ def test_import_then_export_keeps_the_cells(folder: Path) -> None:
     assert "# %% [markdown]\n# # Title" in script and "# %%\nx = 6 * 7\nx\n" in script
     # Never over an existing file without --force.
     again = runfix("import", folder / "given.ipynb", cwd=folder)
-    assert again.returncode == 1 and "exists" in again.stderr
+    assert again.returncode == 2 and "exists" in again.stderr  # a mistake in what was asked
     exported = runfix("export", folder / "given.py", "-o", folder / "back.ipynb", cwd=folder)
     assert exported.returncode == 0, exported.stderr
     back = nbformat.read(folder / "back.ipynb", as_version=4)
