@@ -25,7 +25,7 @@ import {
   serverSettings,
   statusText,
 } from "./find";
-import { bundledWheel, choosePython, install, ownInstall, type Run } from "./install";
+import { bundledWheel, choosePython, install, outsideFolders, ownInstall, type Run } from "./install";
 import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
@@ -116,8 +116,16 @@ async function pythonCandidates(): Promise<{ command: string; from: string }[]> 
       const active = environments?.getActiveEnvironmentPath(vscode.workspace.workspaceFolders?.[0]?.uri);
       const resolved = active && (await environments?.resolveEnvironment(active));
       const executable = resolved?.executable.uri?.fsPath;
-      if (executable) {
+      const real = executable && fs.existsSync(executable) ? fs.realpathSync(executable) : executable;
+      // Both spellings of each (a folder or a .venv reached through a link).
+      const spelled = folders().flatMap((f) => [f, fs.existsSync(f) ? fs.realpathSync(f) : f]);
+      const outside = (p: string): boolean => outsideFolders(p, spelled, process.platform);
+      if (executable && real && outside(executable) && outside(real)) {
         out.push({ command: executable, from: "the Python extension's interpreter" });
+      } else if (executable) {
+        output?.appendLine(
+          `runfix: not installing with ${executable}: it is the workspace's own, and runfix's environment serves every workspace`,
+        );
       }
     }
   } catch (err) {

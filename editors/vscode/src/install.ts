@@ -43,6 +43,21 @@ export function bundledWheel(names: string[]): string | undefined {
   return wheels[0];
 }
 
+/**
+ * Whether an interpreter lives outside every workspace folder. runfix's own environment is
+ * made with it and then serves every workspace, so an interpreter a folder ships (its
+ * `.venv/bin/python`, which the Python extension may have chosen) is never used for it: that
+ * folder's code would run in all the others.
+ */
+export function outsideFolders(executable: string, folders: string[], platform: NodeJS.Platform): boolean {
+  const rel = platform === "win32" ? path.win32.relative : path.posix.relative;
+  const abs = platform === "win32" ? path.win32.isAbsolute : path.posix.isAbsolute;
+  return folders.every((folder) => {
+    const inside = rel(folder, executable);
+    return inside.startsWith("..") || abs(inside);
+  });
+}
+
 export const VERSION_CHECK = "import sys; print('%d.%d' % sys.version_info[:2])";
 
 export type Run = (command: string, args: string[], onLine?: (line: string) => void) => Promise<{ code: number; output: string }>;

@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { bundledWheel, choosePython, install, ownInstall, parseVersion, recentEnough, type Run } from "../src/install";
+import {
+  bundledWheel,
+  choosePython,
+  install,
+  outsideFolders,
+  ownInstall,
+  parseVersion,
+  recentEnough,
+  type Run,
+} from "../src/install";
 
 test("the own install lives in the extension's storage", () => {
   assert.deepEqual(ownInstall("/s", "linux"), {
@@ -63,4 +72,11 @@ test("install: a venv, then the wheel into it; a failing step says which", async
   assert.ok(said.includes("Collecting openai>=1.40"));
   const noVenv: Run = async () => ({ code: 1, output: "ensurepip is not available" });
   await assert.rejects(install("python3", "w.whl", "/s", "linux", noVenv, () => {}), /python3-venv.*ensurepip/);
+});
+
+test("a workspace's own interpreter never makes runfix's environment", () => {
+  assert.ok(!outsideFolders("/ws/.venv/bin/python", ["/other", "/ws"], "linux"));
+  assert.ok(outsideFolders("/usr/bin/python3", ["/ws"], "linux"));
+  assert.ok(outsideFolders("/ws2/bin/python", ["/ws"], "linux")); // a sibling, not inside
+  assert.ok(!outsideFolders("C:\\ws\\.venv\\Scripts\\python.exe", ["C:\\ws"], "win32"));
 });
