@@ -284,11 +284,9 @@ class JupyterKernel(ABC, Generic[C]):
 
     def install_blocked(self) -> str | None:
         """Why installing packages cannot work here (and how to allow it), else None."""
-        return (
-            "runfix installs Python packages; this is another language's kernel"
-            if (self.plain)
-            else None
-        )
+        if self.plain:
+            return "runfix installs Python packages; this is another language's kernel"
+        return None
 
     async def install(
         self,

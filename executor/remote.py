@@ -395,19 +395,16 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         specs = await self._request("GET", "/api/kernelspecs")
         listed = (specs or {}).get("kernelspecs", {}) if isinstance(specs, dict) else {}
         if (named := self.config.named) is not None:
-            about = listed.get(named)
-            if not isinstance(about, dict):
+            if not isinstance(listed.get(named), dict):
                 raise ExecutorUnavailable(
                     f"{self.config.host} has no kernel named {named!r} (runfix's `kernels` "
                     f"setting for {self.config.language}); it has {', '.join(sorted(listed))}."
                 )
-            spec = about.get("spec")
-            self._spec_language = str(spec.get("language", "")) if isinstance(spec, dict) else ""
+            self._spec_language = _spec_language(listed[named])
             return named
         found: list[tuple[int, str, str]] = []
         for name, about in listed.items():
-            spec = about.get("spec") if isinstance(about, dict) else None
-            language = str(spec.get("language", "")) if isinstance(spec, dict) else ""
+            language = _spec_language(about)
             if language.lower() in self.config.languages:
                 found.append((self.config.languages.index(language.lower()), name, language))
         if not found:
@@ -783,6 +780,12 @@ finally:
 if _code:
     raise RuntimeError(f"pip exited with code {{_code}}")
 """
+
+
+def _spec_language(about: Any) -> str:
+    """The `language` a kernelspec of `/api/kernelspecs` says it runs ("" where it says none)."""
+    spec = about.get("spec") if isinstance(about, dict) else None
+    return str(spec.get("language", "")) if isinstance(spec, dict) else ""
 
 
 def _reason(response: httpx.Response) -> str:

@@ -309,12 +309,16 @@ class AgentDoor:
             path = folder / real.relative_to(root)
         return path.as_uri(), path
 
-    def _lines(self, args: dict[str, Any], rows: Sequence[str], markers: Sequence[str]) -> (
-        tuple[int, int] | None
-    ):  # fmt: skip
-        """The lines (0-based) a run asks for: `first`..`last`, the cell holding `line`
-        (`run_cell`: the whole cell, never the one line), or None: the whole file."""
-        line, first, last = self._numbers(args)
+    @staticmethod
+    def _lines(
+        numbers: tuple[int | None, int | None, int | None],
+        rows: Sequence[str],
+        markers: Sequence[str],
+    ) -> tuple[int, int] | None:
+        """The lines (0-based) the `line`, `first`, `last` asked (`_numbers`) come to:
+        `first`..`last`, the cell holding `line` (`run_cell`: the whole cell, never the one
+        line), or None: the whole file."""
+        line, first, last = numbers
         if line is not None:
             if line > len(rows):
                 raise AgentError(f"line: the file has {len(rows)} lines")
@@ -336,7 +340,7 @@ class AgentDoor:
 
     async def _run(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, path = self._uri(folder, args)
-        self._numbers(args)  # (bad line numbers are said before anything is asked)
+        numbers = self._numbers(args)  # (bad line numbers are said before anything is asked)
         await self._may_run(folder, agent)
         markers = (await self.session.settings(folder)).prompt_markers
         if (open_text := self.editor.text(uri)) is None:  # not open: the file on disk
@@ -348,11 +352,11 @@ class AgentDoor:
             except UnicodeDecodeError:
                 raise AgentError(f"{path}: not UTF-8 text") from None
             rows = tuple(text.splitlines(keepends=True))
-            lines = self._lines(args, rows, markers)
+            lines = self._lines(numbers, rows, markers)
             first, last = lines if lines is not None else (0, len(rows) - 1)
             where = await self._where(folder, uri, str(path), rows, language_of(None, str(path)))
             return await self._execute(where, Piece(first, last), agent)
-        lines = self._lines(args, open_text.lines, markers)
+        lines = self._lines(numbers, open_text.lines, markers)
         span = Range.lines(*lines) if lines is not None else None
         ran: list[Any] = []
         with self._cancellable() as cancel:
@@ -411,7 +415,7 @@ class AgentDoor:
     async def _results(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, _ = self._uri(folder, args)
         results = self.session.store.get(uri)
-        lines = self._lines(args, (), ())  # (first..last: no cell to find)
+        lines = self._lines(self._numbers(args), (), ())  # (first..last: no cell to find)
         first, last = lines if lines is not None else (0, 1 << 30)
         said: list[dict[str, Any]] = []
         for at, end, statement in results.placed():

@@ -31,11 +31,11 @@ def kernel_config(folder: Path, settings: Settings, language: Language = PYTHON)
     one the remote server lists; `ExecutorUnavailable` says how to get one where there is
     none, and that the sandbox runs Python only."""
     section = kind(settings).section
+    named = dict(settings.kernels).get(language.id)  # (the `kernels` setting's choice)
     if section is not None:
         config = cast(KernelConfig, getattr(settings, section))
         if language.python:
             return config
-        named = dict(settings.kernels).get(language.id)
         if isinstance(config, RemoteConfig):  # a kernel the server lists for the language
             return replace(
                 config, languages=language.kernel_languages, language=language.name, named=named
@@ -50,7 +50,6 @@ def kernel_config(folder: Path, settings: Settings, language: Language = PYTHON)
     spec = None
     if not language.python:
         folder_kernels = [environment_kernels(python)]
-        named = dict(settings.kernels).get(language.id)
         spec = find_spec(language.kernel_languages, folder_kernels, named)
         if spec is None and named is not None:
             raise ExecutorUnavailable(

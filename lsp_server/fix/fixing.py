@@ -614,7 +614,9 @@ class Fixer:
         bound = answer_bound(loop.target.code, self.max_tokens)
         variables = await self.variables()
         python = self.language.python
-        names = [v.name for v in variables] + sorted(_names_in("".join(lines)) if python else [])
+        # The names the document's code uses (Python's only): the same for every attempt.
+        in_code = sorted(_names_in("".join(lines))) if python else []
+        names = [v.name for v in variables] + in_code
         keys = [str(k) for v in variables for k in (v.columns or {})]
         typo = suggested(loop.target, error, names, keys) if python else None
         fresh: list[Variable] | None = variables
@@ -640,7 +642,7 @@ class Fixer:
                 suggestion(
                     current,
                     "\n".join([loop.target.code, *(a.code for a in loop.tried[-1:])]),
-                    [*known, *sorted(_names_in("".join(lines)))],
+                    [*known, *in_code],
                     [str(k) for v in variables for k in (v.columns or {})],
                 )
                 if python
