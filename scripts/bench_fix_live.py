@@ -2,7 +2,8 @@
 whole file once ("paste it into a chat"), on the tasks of `fix_live_tasks.py`.
 
     .venv/bin/python scripts/bench_fix_live.py [--url URL --model NAME] [--only NAME…]
-        [--layout first|last|slot] [--skip-generate] [--skip-paste] [--verbose]
+        [--needs model|offline] [--fresh] [--layout first|last|slot] [--skip-generate]
+        [--skip-paste] [--verbose]
 
 Without `--url` it starts Qwen2.5-Coder-0.5B-Instruct on loopback (`scripts/model` sets it
 up). Both sides sample alike (temperature 0, seed 0; runfix's retries after a failed
@@ -229,6 +230,9 @@ def runfix_generate(folder: Path, task: GenerateTask) -> bool:
 class Row:
     name: str
     where: str
+    needs: str
+    """model | offline (`FixTask.needs`; generate tasks: model)"""
+    fresh: bool
     ok: bool
     seconds: float
     tokens: int
@@ -239,6 +243,29 @@ class Row:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else 0.0
+
+
+def _where_is(where: str, row: Row) -> bool:
+    return row.where == where
+
+
+def _needs_model(row: Row) -> bool:
+    return row.needs == "model"
+
+
+def _offline(row: Row) -> bool:
+    return row.needs == "offline"
+
+
+def _fresh(row: Row) -> bool:
+    return row.fresh and row.needs == "model"
+
+
+def ratios(group: str, ours: Sequence[Row], pasted: Sequence[Row]) -> str:
+    """runfix against the paste on the same tasks: how many more it fixed, and its time."""
+    fixed = sum(r.ok for r in ours) / max(sum(r.ok for r in pasted), 1)
+    took = median([r.seconds for r in ours]) / max(median([r.seconds for r in pasted]), 1e-9)
+    return f"  → {group}: runfix fixed {fixed:.2f}× the paste, in {took:.2f}× its median time"
 
 
 def summary(label: str, rows: Sequence[Row], echo: bool = True) -> str:
@@ -259,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", help="an OpenAI-compatible endpoint (default: start Qwen)")
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--only", nargs="*", help="task names")
+    parser.add_argument("--needs", choices=["model", "offline"], help="only these fix tasks")
+    parser.add_argument("--fresh", action="store_true", help="only the fresh fix tasks")
     parser.add_argument("--layout", default="first", choices=["first", "last", "slot"])
     parser.add_argument("--skip-generate", action="store_true")
     parser.add_argument("--skip-paste", action="store_true")
@@ -306,6 +335,8 @@ class Bench:
         files: dict[str, str],
         expect: Sequence[str],
         do: Callable[[Path], object],
+        needs: str = "model",
+        fresh: bool = False,
     ) -> Row:
         """One side's go at one task, checked and counted."""
         folder = make_folder(self.base / side, name, files, self.args.model)
@@ -314,7 +345,10 @@ class Bench:
         do(folder)
         ok = check(folder, expect)
         took = time.perf_counter() - began
-        row = Row(name, where, ok, took, sum(seen.prompt_tokens), len(seen.requests), echoes(seen))
+        row = Row(
+            name, where, needs, fresh, ok, took, sum(seen.prompt_tokens), len(seen.requests),
+            echoes(seen),
+        )  # fmt: skip
         if self.args.verbose:
             said = "done" if row.ok else "-"
             print(
@@ -342,7 +376,13 @@ def _paste_generate(url: str, model: str, task: GenerateTask, most: int, folder:
 
 
 def report(args: argparse.Namespace, bench: Bench) -> None:
-    fixes = [t for t in FIX_TASKS if not args.only or t.name in args.only]
+    fixes = [
+        t
+        for t in FIX_TASKS
+        if (not args.only or t.name in args.only)
+        and (args.needs is None or t.needs == args.needs)
+        and (t.fresh or not args.fresh)
+    ]
     generates = [t for t in GENERATE_TASKS if not args.only or t.name in args.only]
     if args.skip_generate:
         generates = []
@@ -355,6 +395,8 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
             t.files,
             t.expect,
             functools.partial(_runfix_fix, args.layout),
+            t.needs,
+            t.fresh,
         )
         for t in fixes
     ]
@@ -369,6 +411,8 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
                 t.files,
                 t.expect,
                 functools.partial(_paste_fix, url, args.model, t, args.max_tokens),
+                t.needs,
+                t.fresh,
             )
             for t in fixes
         ]
@@ -404,19 +448,31 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
     print("  " + summary("runfix run --fix", ours))
     if pasted:
         print("  " + summary("paste (whole file once)", pasted, echo=False))
-    for where in ("other cell", "module", "cell"):
+    groups: list[tuple[str, Callable[[Row], bool]]] = [
+        (f"bug in {where}", functools.partial(_where_is, where))
+        for where in ("other cell", "module", "cell")
+    ]
+    groups += [
+        ("needs a model", _needs_model),
+        ("offline (Python names it)", _offline),
+        ("fresh, needs a model", _fresh),
+    ]
+    for group, keep in groups:
         for label, rows in (("runfix", ours), ("paste", pasted)):
-            picked = [r for r in rows if r.where == where]
+            picked = [r for r in rows if keep(r)]
             if picked:
-                print("  " + summary(f"{label}, bug in {where}", picked, label == "runfix"))
+                print("  " + summary(f"{label}, {group}", picked, label == "runfix"))
+        if ours and pasted:
+            mine, theirs = [r for r in ours if keep(r)], [r for r in pasted if keep(r)]
+            print("  " + ratios(group, mine, theirs))
     if ours and pasted:
-        ratio = sum(r.ok for r in ours) / max(sum(r.ok for r in pasted), 1)
-        print(f"  runfix fixed {ratio:.2f}× as many as the paste")
+        print("  " + ratios("all", ours, pasted))
     if gen_ours:
         print(f"\ngenerate tasks ({len(gen_ours)}):")
         print("  " + summary("runfix Generate", gen_ours))
         if gen_pasted:
             print("  " + summary("paste (whole file once)", gen_pasted, echo=False))
+            print("  " + ratios("generate", gen_ours, gen_pasted))
         print(f"  prompts split from their body by a generated cell marker: {sum(splits)}")
 
 

@@ -1,4 +1,4 @@
-"""The tasks of `bench_fix_live.py`: 30 fix tasks and 15 generate tasks, written for it.
+"""The tasks of `bench_fix_live.py`: 46 fix tasks and 15 generate tasks, written for it.
 
 A fix task is a small folder (`job.py`, sometimes a module beside it) whose file raises,
 and the output the fixed file prints when run from the top (every line of `expect`, a
@@ -7,6 +7,15 @@ does not print that. `where` says where the bug is: in the cell that ran (`cell`
 another cell's function that it called (`other cell`), or in a module file of the folder
 (`module`). A generate task is a file with a prompt comment and what the whole file must
 print once the prompt's body is written.
+
+`needs` splits them: "offline" tasks are misspellings Python itself would name (a model is not
+needed: runfix tries Python's suggestion first), "model" tasks need understanding. The 16
+`fresh` ones were written for issue 45 before any change to the fix loop was made, of the kinds
+that issue lists (a forgotten `return` whose `None` surfaces elsewhere, numeric strings summed,
+a dict changed while iterated, an off-by-one in another cell's helper, a generator given to
+`len`, an attribute never set, `split` without `maxsplit`, a module's wrong key, a `str`
+compared with a `date`, …), and are never tuned to: a change is kept for what it does on them,
+they are not changed for a change.
 """
 
 from __future__ import annotations
@@ -23,6 +32,11 @@ class FixTask:
     expect: tuple[str, ...]
     kind: str = ""
     """typo, wrong type, pandas key, off-by-one, wrong API…"""
+    needs: str = "model"
+    """model | offline: whether Python's own suggestion (or a column the kernel has) names the
+    fix, so runfix may fix it with no model asked, or only a model can."""
+    fresh: bool = False
+    """Written for issue 45 before any change to the fix loop, and never tuned to."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^13\.25$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "price-key",
@@ -87,6 +102,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^3$",),
         "wrong API",
+        "offline",
     ),
     FixTask(
         "scale-typo",
@@ -97,6 +113,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^\[2, 4, 6\]$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "first-word",
@@ -118,6 +135,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^2$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "mean-length",
@@ -129,6 +147,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^4\.0$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "join-sorted",
@@ -151,6 +170,7 @@ FIX_TASKS: list[FixTask] = [
         },
         (r"^2\.0$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "module-area",
@@ -161,6 +181,7 @@ FIX_TASKS: list[FixTask] = [
         },
         (r"^12$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "module-shout",
@@ -171,6 +192,7 @@ FIX_TASKS: list[FixTask] = [
         },
         (r"^HI!$",),
         "wrong API",
+        "offline",
     ),
     # -- the bug is in the cell that ran ------------------------------------------------------
     FixTask(
@@ -179,6 +201,7 @@ FIX_TASKS: list[FixTask] = [
         _job('import math\n# %%\nside = math.sqroot(16)\nprint("side", side)\n'),
         (r"^side 4\.0$",),
         "wrong API",
+        "offline",
     ),
     FixTask(
         "sum-typo",
@@ -186,6 +209,7 @@ FIX_TASKS: list[FixTask] = [
         _job("items = [1, 2, 3]\n# %%\nprint(sum(itmes))\n"),
         (r"^6$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "concat-int",
@@ -204,6 +228,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^60$",),
         "pandas key",
+        "offline",
     ),
     FixTask(
         "pandas-column-typo",
@@ -215,6 +240,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^40$",),
         "pandas key",
+        "offline",
     ),
     FixTask(
         "range-past-end",
@@ -264,6 +290,7 @@ FIX_TASKS: list[FixTask] = [
         _job('words = ["b", "a"]\n# %%\nwords.srot()\nprint(words)\n'),
         (r"^\['a', 'b'\]$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "counter-most-common",
@@ -273,6 +300,7 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^\[\('a', 3\)\]$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "max-extra-arg",
@@ -287,6 +315,7 @@ FIX_TASKS: list[FixTask] = [
         _job('name = "ada"\n# %%\nprint(name.capitalise())\n'),
         (r"^Ada$",),
         "typo",
+        "offline",
     ),
     FixTask(
         "floor-str",
@@ -304,6 +333,184 @@ FIX_TASKS: list[FixTask] = [
         ),
         (r"^ann 3$", r"^bob 5$"),
         "typo",
+        "offline",
+    ),
+    # -- fresh (issue 45): written before any change to the fix loop, never tuned to -------
+    FixTask(
+        "forgot-return",
+        "other cell",
+        _job(
+            "def normalise(xs):\n    total = sum(xs)\n    [x / total for x in xs]\n# %%\n"
+            "weights = normalise([1, 1, 2])\n"
+            "print(sorted(range(3), key=lambda i: weights[i]))\n"
+        ),
+        (r"^\[0, 1, 2\]$",),
+        "missing return",
+        fresh=True,
+    ),
+    FixTask(
+        "sort-returns-none",
+        "other cell",
+        _job(
+            "def top_two(scores):\n    ranked = scores.sort(reverse=True)\n"
+            "    return ranked[:2]\n# %%\nprint(top_two([3, 9, 4]))\n"
+        ),
+        (r"^\[9, 4\]$",),
+        "missing return",
+        fresh=True,
+    ),
+    FixTask(
+        "sum-numeric-strings",
+        "cell",
+        _job(
+            'stock = {"apples": "12", "pears": "7"}\n# %%\n'
+            "total = sum(stock.values())\nprint(total)\n"
+        ),
+        (r"^19$",),
+        "wrong type",
+        fresh=True,
+    ),
+    FixTask(
+        "mean-of-strings",
+        "other cell",
+        _job(
+            "def mean(xs):\n    return sum(xs) / len(xs)\n# %%\n"
+            'readings = ["3", "4", "5"]\nprint(mean(readings))\n'
+        ),
+        (r"^4\.0$",),
+        "wrong type",
+        fresh=True,
+    ),
+    FixTask(
+        "dict-shrinks-while-iterated",
+        "cell",
+        _job(
+            'ages = {"ann": 31, "bob": 17, "cy": 45}\n# %%\nfor name in ages:\n'
+            "    if ages[name] < 18:\n        del ages[name]\nprint(sorted(ages))\n"
+        ),
+        (r"^\['ann', 'cy'\]$",),
+        "mutation while iterating",
+        fresh=True,
+    ),
+    FixTask(
+        "pairs-past-end",
+        "other cell",
+        _job(
+            "def pairs(xs):\n    return [(xs[i], xs[i + 1]) for i in range(len(xs))]\n# %%\n"
+            "print(pairs([1, 2, 3]))\n"
+        ),
+        (r"^\[\(1, 2\), \(2, 3\)\]$",),
+        "off-by-one",
+        fresh=True,
+    ),
+    FixTask(
+        "last-n-past-end",
+        "other cell",
+        _job(
+            "def last_n(xs, n):\n    return [xs[len(xs) - i] for i in range(n)]\n# %%\n"
+            "print(last_n([1, 2, 3, 4], 2))\n"
+        ),
+        (r"^\[4, 3\]$",),
+        "off-by-one",
+        fresh=True,
+    ),
+    FixTask(
+        "len-of-generator",
+        "other cell",
+        _job(
+            "def evens(n):\n    return (i for i in range(n) if i % 2 == 0)\n# %%\n"
+            "print(len(evens(10)))\n"
+        ),
+        (r"^5$",),
+        "wrong type",
+        fresh=True,
+    ),
+    FixTask(
+        "total-never-set",
+        "other cell",
+        _job(
+            "class Basket:\n    def __init__(self):\n        self.items = []\n\n"
+            "    def add(self, price):\n        self.items.append(price)\n"
+            "        self.total += price\n# %%\nb = Basket()\nb.add(3)\nb.add(4)\nprint(b.total)\n"
+        ),
+        (r"^7$",),
+        "attribute never set",
+        fresh=True,
+    ),
+    FixTask(
+        "split-too-many",
+        "cell",
+        _job(
+            'setting = "url=http://example.test/?page=2"\n# %%\n'
+            'key, value = setting.split("=")\nprint(key, value)\n'
+        ),
+        (r"^url http://example\.test/\?page=2$",),
+        "wrong API",
+        fresh=True,
+    ),
+    FixTask(
+        "module-wrong-key",
+        "module",
+        {
+            "config.py": 'SETTINGS = {"timeout": 30, "retries": 3}\n\n\ndef doubled_timeout():\n'
+            '    return SETTINGS["time_out"] * 2\n',
+            "job.py": "import config\n# %%\nprint(config.doubled_timeout())\n",
+        },
+        (r"^60$",),
+        "dict key",
+        fresh=True,
+    ),
+    FixTask(
+        "date-vs-str",
+        "cell",
+        _job(
+            'from datetime import date\ndeadline = "2024-03-01"\n# %%\n'
+            "print(date(2024, 2, 1) < deadline)\n"
+        ),
+        (r"^True$",),
+        "wrong type",
+        fresh=True,
+    ),
+    FixTask(
+        "median-float-index",
+        "other cell",
+        _job(
+            "def median(xs):\n    xs = sorted(xs)\n    return xs[len(xs) / 2]\n# %%\n"
+            "print(median([5, 1, 3]))\n"
+        ),
+        (r"^3$",),
+        "wrong type",
+        fresh=True,
+    ),
+    FixTask(
+        "unpack-dict",
+        "cell",
+        _job('counts = {"a": 2, "b": 5}\n# %%\nfor key, value in counts:\n    print(key, value)\n'),
+        (r"^a 2$", r"^b 5$"),
+        "wrong API",
+        fresh=True,
+    ),
+    FixTask(
+        "json-str-times-float",
+        "cell",
+        _job(
+            'import json\nrow = json.loads(\'{"qty": "3", "price": 2.5}\')\n# %%\n'
+            'print(row["qty"] * row["price"])\n'
+        ),
+        (r"^7\.5$",),
+        "wrong type",
+        fresh=True,
+    ),
+    FixTask(
+        "describe-age",
+        "other cell",
+        _job(
+            'def describe(name, age):\n    return name + " is " + age + " years old"\n# %%\n'
+            'print(describe("Ada", 36))\n'
+        ),
+        (r"^Ada is 36 years old$",),
+        "wrong type",
+        fresh=True,
     ),
 ]
 
