@@ -947,6 +947,304 @@ def variables(limit: int = 200) -> str:
     return json.dumps(items)
 
 
+# -- what the failing code held (a fix request's evidence) ------------------------------
+
+EVIDENCE_FRAMES = 3
+"""The innermost frames of the user's code described."""
+EVIDENCE_LOCALS = 12
+"""Locals described per frame."""
+EVIDENCE_HAS = 40
+"""Keys or attributes listed of the object a key or attribute was missing from."""
+_SECRET = re.compile(r"(?i)passw(or)?d|secret|token|api_?key|credential")
+_SECRET_KEY = re.compile(r"(?i)'[^']*(passw(or)?d|secret|token|api_?key|credential)[^']*': ")
+"""A preview showing a secret-named key of a mapping: the whole preview is left out."""
+_ARITHMETIC: dict[Any, Callable[[Any, Any], Any]] = {}
+
+
+def _system_paths() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted(p for p in found if p))
+
+
+def _users(filename: str, system: tuple[str, ...]) -> bool:
+    """A frame of the user's code: a real file (a cell's document, a module), not the
+    standard library's, an installed package's or the interpreter's own."""
+    return not (
+        filename.startswith("<")
+        or "site-packages" in filename
+        or "dist-packages" in filename
+        or any(filename.startswith(p) for p in system)
+    )
+
+
+def _shown(name: str, value: Any) -> list[Any]:
+    """[type, preview, length] of a value, a secret's hidden."""
+    if _SECRET.search(name):
+        return [_type_name(value), "<hidden: its name says it is a secret>", None]
+    text = _preview(value, 2)
+    if _SECRET_KEY.search(text):
+        text = "<not shown: it holds a key whose name says it is a secret>"
+    return [_type_name(value), text if len(text) <= 160 else text[:159] + "…", _length(value)]
+
+
+def _frame_locals(frame: Any) -> list[tuple[str, Any]]:
+    """A function frame's locals, without running user code (a snapshot; in 3.13 a proxy
+    whose reads are the interpreter's own)."""
+    held = frame.f_locals
+    items = dict.items(held) if type(held) is dict else held.items()
+    return [(k, v) for k, v in items if type(k) is str and not k.startswith((".", "__"))]
+
+
+def _lookup(frame: Any, name: str) -> Any:
+    """A name as the frame sees it: its locals, its globals, the builtins."""
+    for space in (frame.f_locals, frame.f_globals):
+        if type(space) is dict:
+            found = _scan(space, name)
+        else:
+            found = space.get(name, _MISSING) if name in space else _MISSING
+        if found is not _MISSING:
+            return found
+    import builtins
+
+    return _scan(vars(builtins), name)
+
+
+def _value_of(node: Any, frame: Any) -> Any:
+    """What an expression of the failing line held, where reading it runs no user code:
+    names, attributes, constant subscripts, `len` of a builtin container, and arithmetic on
+    exact ints and floats; _MISSING elsewhere."""
+    import ast
+
+    _tick()
+    if type(node) is ast.Constant:
+        return node.value
+    if type(node) is ast.Name:
+        return _lookup(frame, node.id)
+    if type(node) is ast.Attribute:
+        owner = _value_of(node.value, frame)
+        return _MISSING if owner is _MISSING else _attribute(owner, node.attr)
+    if type(node) is ast.Subscript:
+        owner = _value_of(node.value, frame)
+        key = _value_of(node.slice, frame)
+        if owner is _MISSING or type(key) not in (int, str):
+            return _MISSING
+        return _item(owner, key)
+    if type(node) is ast.UnaryOp and type(node.op) is ast.USub:
+        inner = _value_of(node.operand, frame)
+        return -inner if type(inner) in (int, float) else _MISSING
+    if type(node) is ast.BinOp:
+        left, right = _value_of(node.left, frame), _value_of(node.right, frame)
+        operate = _ARITHMETIC.get(type(node.op))
+        if operate is None or type(left) not in (int, float) or type(right) not in (int, float):
+            return _MISSING
+        if abs(left) > 1e12 or abs(right) > 1e12:
+            return _MISSING
+        try:
+            return operate(left, right)
+        except ArithmeticError:
+            return _MISSING
+    if (
+        type(node) is ast.Call
+        and type(node.func) is ast.Name
+        and node.func.id == "len"
+        and len(node.args) == 1
+        and _lookup(frame, "len") is len
+    ):
+        inner = _value_of(node.args[0], frame)
+        length = None if inner is _MISSING else _length(inner)
+        return _MISSING if length is None else length
+    return _MISSING
+
+
+def _failing_segment(tb: Any, lines: list[str]) -> str | None:
+    """The text of the expression that raised (Python 3.11's positions), else None."""
+    code = tb.tb_frame.f_code
+    positions = getattr(code, "co_positions", None)
+    if positions is None or tb.tb_lasti < 0:
+        return None
+    try:
+        where = next(itertools.islice(positions(), tb.tb_lasti // 2, None))
+    except (StopIteration, ValueError):
+        return None
+    first, last, start, end = where
+    if None in where or first != last or first != tb.tb_lineno or not lines:
+        return None
+    raw = lines[0].encode("utf-8")  # (the positions are UTF-8 byte offsets)
+    if not 0 <= start < end <= len(raw):
+        return None
+    return raw[start:end].decode("utf-8", "replace")
+
+
+def _parts(tree: Any, frame: Any) -> list[list[Any]]:
+    """The failing expression's pieces with what they held: operands, the container and
+    index of a subscript, the object of an attribute, a call's function and arguments."""
+    import ast
+
+    top = tree.body if type(tree) is ast.Expression else tree
+    kids: list[Any] = []
+    if type(top) is ast.BinOp:
+        kids = [top.left, top.right]
+    elif type(top) is ast.Compare:
+        kids = [top.left, *top.comparators]
+    elif type(top) is ast.Subscript:
+        kids = [top.value, top.slice]
+    elif type(top) is ast.Attribute:
+        kids = [top.value]
+    elif type(top) is ast.Call:
+        kids = [top.func, *top.args]
+    elif type(top) is ast.UnaryOp:
+        kids = [top.operand]
+    out = []
+    for kid in kids:
+        value = _value_of(kid, frame)
+        if value is not _MISSING and type(value) is not types.BuiltinFunctionType:
+            text = ast.unparse(kid) if hasattr(ast, "unparse") else "?"
+            out.append([text, *_shown(text, value)])
+    return out
+
+
+def _names_of(source: str, frame: Any) -> list[list[Any]]:
+    """Each name, attribute and constant subscript of the failing line, with what it held."""
+    import ast
+
+    text = source.strip()
+    tree = None
+    for attempt in (text, text + " pass", text.rstrip(":") + ": pass"):
+        try:
+            tree = ast.parse(attempt)
+            break
+        except SyntaxError:
+            continue
+    if tree is None:
+        return []
+    out: list[list[Any]] = []
+    seen: set[str] = set()
+    for node in ast.walk(tree):
+        if type(node) not in (ast.Name, ast.Attribute, ast.Subscript) or len(out) >= 16:
+            continue
+        if type(node) is ast.Name and type(node.ctx) is not ast.Load:
+            continue
+        label = ast.unparse(node) if hasattr(ast, "unparse") else getattr(node, "id", "?")
+        if label in seen or len(label) > 80:
+            continue
+        value = _value_of(node, frame)
+        if value is _MISSING or _is_module(value) or type(value) is types.BuiltinFunctionType:
+            continue
+        if type(node) is ast.Name and _scan(vars(__import__("builtins")), node.id) is value:
+            continue
+        seen.add(label)
+        out.append([label, *_shown(label, value)])
+    return out
+
+
+def _has(exc: Any, tree: Any, frame: Any) -> list[str] | None:
+    """For a missing key or attribute: what the object does have (its keys, a table's
+    columns; an object's own attributes and its class's public names)."""
+    import ast
+
+    top = tree.body if tree is not None and type(tree) is ast.Expression else None
+    kind = type(exc)
+    if kind is KeyError and type(top) is ast.Subscript:
+        owner = _value_of(top.value, frame)
+        if owner is _MISSING:
+            return None
+        if _is_sub(type(owner), dict):
+            keys = [k for k, _ in itertools.islice(dict.items(owner), 200)]
+            return [_preview(k, 0) for k in keys if type(k) in (str, int)][:EVIDENCE_HAS]
+        columns = _columns(owner)
+        return list(columns)[:EVIDENCE_HAS] if columns is not None else None
+    if kind is AttributeError and type(top) is ast.Attribute:
+        owner = _value_of(top.value, frame)
+        if owner is _MISSING:
+            return None
+        names: list[str] = []
+        own = None if _is_class(owner) else _own_dict(owner)
+        if own is not None:
+            names += [k for k, _ in _str_items(own, 200)]
+        for klass in _mro(owner if _is_class(owner) else type(owner)):
+            if klass is object:
+                continue
+            names += [k for k in _class_namespace(klass) if type(k) is str]
+        public = [n for n in dict.fromkeys(names) if not n.startswith("_")]
+        return public[:EVIDENCE_HAS]
+    return None
+
+
+def evidence(ename: str, line: int) -> str:
+    """What the last error's frames held, as JSON (null when the last error is not the one
+    asked about: `ename` raised on `line` of its innermost user frame): for the innermost
+    frames of the user's code, the function's locals, each name of the line that raised and
+    the pieces of the expression that raised, and for a missing key or attribute what the
+    object has. Read as `variables` reads: nothing of the user's code runs."""
+    import ast
+    import linecache
+
+    exc, tb = getattr(sys, "last_value", None), getattr(sys, "last_traceback", None)
+    if exc is None or tb is None or type(exc).__name__ != ename:
+        return "null"
+    if not _ARITHMETIC:
+        import operator
+
+        _ARITHMETIC.update(
+            {
+                ast.Add: operator.add,
+                ast.Sub: operator.sub,
+                ast.Mult: operator.mul,
+                ast.FloorDiv: operator.floordiv,
+                ast.Mod: operator.mod,
+                ast.Div: operator.truediv,
+            }
+        )
+    system = _system_paths()
+    steps = []
+    while tb is not None:
+        if _users(tb.tb_frame.f_code.co_filename, system):
+            steps.append(tb)
+        tb = tb.tb_next
+    if not steps or (line and steps[-1].tb_lineno != line):
+        return "null"
+    _clock.until = time.monotonic() + DEADLINE
+    frames = []
+    try:
+        for depth, step in enumerate(reversed(steps[-EVIDENCE_FRAMES:])):
+            frame, code = step.tb_frame, step.tb_frame.f_code
+            source = linecache.getline(code.co_filename, step.tb_lineno)
+            entry: dict[str, Any] = {
+                "file": code.co_filename,
+                "line": step.tb_lineno,
+                "function": code.co_name,
+                "source": source.strip()[:200],
+            }
+            if code.co_name != "<module>":
+                held = _frame_locals(frame)
+                entry["locals"] = [[k, *_shown(k, v)] for k, v in held[:EVIDENCE_LOCALS]]
+                entry["more"] = max(len(held) - EVIDENCE_LOCALS, 0)
+            entry["names"] = _names_of(source, frame)
+            if depth == 0:
+                segment = _failing_segment(step, [source.rstrip("\n")])
+                tree = None
+                if segment:
+                    try:
+                        tree = ast.parse(segment.strip(), mode="eval")
+                    except SyntaxError:
+                        tree = None
+                if tree is not None and segment is not None:
+                    entry["expression"] = segment.strip()[:200]
+                    entry["parts"] = _parts(tree, frame)
+                has = _has(exc, tree, frame)
+                if has is not None:
+                    entry["has"] = has
+            frames.append(entry)
+    except _TooLong:
+        pass
+    finally:
+        _clock.until = float("inf")
+    return json.dumps({"frames": frames})
+
+
 # -- the comm ------------------------------------------------------------------------
 
 

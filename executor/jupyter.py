@@ -892,6 +892,24 @@ class JupyterKernel(ABC, Generic[C]):
             for i in items
         ]
 
+    async def evidence(self, ename: str, line: int) -> dict[str, Any] | None:
+        """What the frames of the last error held (`_kernel_live.evidence`), if the last
+        error is `ename` raised on `line` of the user's code (0: whatever it was); None
+        when it is not, or for another language's kernel."""
+        if self.plain:
+            return None
+        call = f"__import__('_runfix_live').evidence({ename!r}, {int(line)})"
+        async with self._queue:
+            await self.start()
+            reply = await self._channels.execute_interactive(
+                "", silent=True, store_history=False, user_expressions={"e": call}, timeout=10
+            )
+        raw = reply["content"].get("user_expressions", {}).get("e", {})
+        if raw.get("status") != "ok":
+            return None
+        found = json.loads(ast.literal_eval(raw["data"]["text/plain"]))
+        return found if isinstance(found, dict) else None
+
 
 AskInput = Callable[[str, bool], Awaitable["str | None"]]
 """Ask the user for a line of input: (prompt, password) → the line, or None if declined."""

@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
+from typing import Any
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.events import RunRequest, RunStatus, Variable
@@ -112,6 +113,20 @@ class Flow:
         except Exception as exc:
             log.warning("could not read the kernel's variables: %s", exc)
             return []
+
+    async def evidence(self, where: Where, ename: str, line: int) -> Mapping[str, Any] | None:
+        """What the frames of the kernel's last error held, if it is `ename` raised on `line`
+        (`Kernel.evidence`); None rather than waiting on a start or a run."""
+        if not is_python(where.language):
+            return None
+        kernel = self.session.kernels.find(where.folder)
+        if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
+            return None
+        try:
+            return await asyncio.wait_for(kernel.evidence(ename, line), 10)
+        except Exception as exc:
+            log.warning("could not read what the kernel held: %s", exc)
+            return None
 
     # -- results ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from lsp_server.editor import Editor, Level, Place
 from lsp_server.gate import Gate
 from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.outputs.results import DocumentResults, Problem, build
-from lsp_server.record.store import RecordedRun, entry, ran_text
+from lsp_server.record.store import Asked, RecordedRun, entry, ran_text
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.session import Session
 from lsp_server.settings import Settings
@@ -178,6 +178,7 @@ class Runner:
         asked_at: float | None = None,
         files: OutputFiles | None = None,
         fix_of: int | None = None,
+        model: Asked | None = None,
     ) -> PieceRun:
         """Run lines `piece` of `where.text` (the caller holds the folder's lock) and record
         the run. With `keep`, its results are kept and published, what it prints shows as it
@@ -224,7 +225,8 @@ class Runner:
         if keep:
             self.keep(where.uri, text.version, results)
         span = (piece.first, piece.last)
-        run_id = self.record(where, entry(where.path, span, code, origin, outcome, results, fix_of))
+        recorded = entry(where.path, span, code, origin, outcome, results, fix_of, model)
+        run_id = self.record(where, recorded)
         return PieceRun(piece, outcome, text.lines, text.version, run_id, results)
 
     def shown(self, where: Where, outcome: RunOutcome, piece: Piece) -> None:

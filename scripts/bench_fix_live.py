@@ -239,6 +239,9 @@ class Row:
     """Prompt tokens, all its requests together."""
     requests: int
     echoes: int
+    model: float = 0.0
+    """Seconds waiting for the model (every request, reading and writing)."""
+    answer_tokens: int = 0
 
 
 def median(values: Sequence[float]) -> float:
@@ -272,10 +275,15 @@ def summary(label: str, rows: Sequence[Row], echo: bool = True) -> str:
     done = sum(r.ok for r in rows)
     rate = 100 * done / len(rows) if rows else 0.0
     seconds = median([r.seconds for r in rows])
+    model = median([r.model for r in rows])
+    rest = median([r.seconds - r.model for r in rows])
     tokens = median([r.tokens for r in rows])
+    answer = median([r.answer_tokens for r in rows])
     return (
-        f"{label:<28} {done:>3}/{len(rows):<3} {rate:5.1f} %   median {seconds:5.1f} s"
-        f"   prompt tokens median {tokens:6.0f}   requests {sum(r.requests for r in rows):>3}"
+        f"{label:<36} {done:>3}/{len(rows):<3} {rate:5.1f} %   median {seconds:5.1f} s"
+        f" (model {model:4.1f} s, the rest {rest:4.1f} s)"
+        f"   tokens median {tokens:5.0f} prompt + {answer:4.0f} answer"
+        f"   requests {sum(r.requests for r in rows):>3}"
         f"   fixed with no model asked {sum(r.ok and not r.requests for r in rows)}"
         + (f"   echoing replies {sum(r.echoes for r in rows)}" if echo else "")
     )
@@ -347,13 +355,14 @@ class Bench:
         took = time.perf_counter() - began
         row = Row(
             name, where, needs, fresh, ok, took, sum(seen.prompt_tokens), len(seen.requests),
-            echoes(seen),
+            echoes(seen), sum(seen.seconds), sum(seen.answer_tokens),
         )  # fmt: skip
         if self.args.verbose:
             said = "done" if row.ok else "-"
             print(
-                f"  {side:<12} {where:<10} {name:<22} {said:<5} {row.seconds:5.1f} s "
-                f"{row.tokens:5d} tokens",
+                f"  {side:<12} {where:<10} {name:<28} {said:<5} {row.seconds:5.1f} s "
+                f"(model {row.model:5.1f} s, {row.requests} requests) {row.tokens:5d}+"
+                f"{row.answer_tokens} tokens",
                 flush=True,
             )
         return row

@@ -29,7 +29,8 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
         path = path.relative_to(folder)
     lines = f"{run.first + 1}" if run.first == run.last else f"{run.first + 1}-{run.last + 1}"
     said = run.said
-    return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {run.figures}" + (
+    asked = f" · {run.model.text}" if run.model is not None else ""
+    return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {run.figures}{asked}" + (
         f"  {said}" if said else ""
     )
 

@@ -11,32 +11,42 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import logging
 import os
 import re
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
+from lsp_server.fix.evidence import error_name, render
 from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
 from lsp_server.folder_files import read_regular
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
+    LINE_BOUND,
     Attempt,
     ReplyError,
     answer_bound,
     error_text,
     extract_code,
     fix_messages,
+    headline,
+    line_messages,
+    reply_block,
+    splice_line,
 )
 from lsp_server.outputs.results import Problem
 from lsp_server.text.cells import cell_at, code_of, is_marker, split_cells
 from lsp_server.text.languages import PYTHON, Language
 
+log = logging.getLogger(__name__)
 # -- offline fixes ----------------------------------------------------------------------
 
 COMMON_IMPORTS = {
@@ -514,6 +524,8 @@ class FixResult:
     """Where the candidate goes (None: the piece that failed)."""
     defined: RunOutcome | None = None
     """The candidate's own run, when it went elsewhere than the piece."""
+    timings: list[AttemptTime] = field(default_factory=list)
+    """Where each attempt's time went (the model, the runs)."""
 
     @property
     def held(self) -> str | None:
@@ -530,6 +542,24 @@ class FixResult:
         if self.flag:
             parts.append(f"{self.flag}: look before applying")
         return "; ".join(parts)
+
+
+@dataclass
+class AttemptTime:
+    """Where one attempt's time went."""
+
+    number: int
+    model: float = 0.0
+    """Seconds waiting for the model (reading the prompt and writing the answer)."""
+    runs: float = 0.0
+    """Seconds running the candidate (and the code that calls it, and the dependents)."""
+    tokens: tuple[int, int] | None = None
+    """(prompt, answer) tokens, where the endpoint said."""
+
+    @property
+    def text(self) -> str:
+        used = f", {self.tokens[0]} prompt + {self.tokens[1]} answer tokens" if self.tokens else ""
+        return f"attempt {self.number}: model {self.model:.1f} s{used}, runs {self.runs:.1f} s"
 
 
 Ask = Callable[[list[dict[str, str]], str, int, int], Awaitable[str]]
@@ -589,6 +619,13 @@ class Fixer:
     candidate keeps the failing statement and the safety scan read Python only: in another
     language the model is asked in it, and every candidate is one to look at before it
     runs (`safety.scan`)."""
+    evidence: Callable[[str, int], Awaitable[Mapping[str, Any] | None]] | None = None
+    """What the kernel's frames held when an error was raised ((exception name, line) →
+    the kernel helper's answer); None: not asked."""
+    path: str = ""
+    """The document's path, as the kernel's frames name it."""
+    usage: Callable[[], tuple[int, int] | None] | None = None
+    """The last answer's (prompt, answer) tokens, where the endpoint said."""
 
     async def fix(
         self,
@@ -598,74 +635,42 @@ class Fixer:
         code: str,
         error: str,
         target: Target | None = None,
+        raised_at: int = 0,
     ) -> FixResult:
         """`error`: what the piece raised, traceback included (see `context.error_text`).
         `target`: where the fix goes when the frame that raised is elsewhere (another
-        cell's function); the piece then runs again after it, unchanged, as its test."""
-        if target is not None and target.path is not None and self.redefine is None:
-            target = None
-        loop = _Loop(target or Target(first, last, code), first, last, code, error, error)
-        file = loop.target.lines if loop.target.path is not None else lines
-        context = [
-            ln for i, ln in enumerate(file) if not loop.target.first <= i <= loop.target.last
-        ]
-        if loop.target.path is not None:
-            context += list(lines)
-        bound = answer_bound(loop.target.code, self.max_tokens)
+        cell's function); the piece then runs again after it, unchanged, as its test.
+        `raised_at`: the line (1-based, in its file) the innermost frame of the user's code
+        raised on, which the kernel's evidence must be of (0: the kernel's last error)."""
+        loop = self._loop(lines, first, last, code, error, target)
         variables = await self.variables()
         python = self.language.python
-        # The names the document's code uses (Python's only): the same for every attempt.
-        in_code = sorted(_names_in("".join(lines))) if python else []
-        names = [v.name for v in variables] + in_code
+        loop.evidence = await self._evidence(lines, loop, error, raised_at, None)
+        names = [v.name for v in variables] + loop.in_code
         keys = [str(k) for v in variables for k in (v.columns or {})]
         typo = suggested(loop.target, error, names, keys) if python else None
         fresh: list[Variable] | None = variables
         """The kernel's variables, until a run may have changed them."""
         if typo is not None:  # Python's own suggestion, tried before any model is asked
             self.report(f"trying {typo[1]}")
-            done = await self._attempt(loop, typo[0], 0)
+            done = await self._attempt(loop, typo[0], 0, lines)
             if done is not None:
                 if done.status == "fixed":
                     done.message = f"{typo[1]}; no model asked"
                 return done
             fresh = None
         number = 0
-        again = False
+        note = ""
+        """What was wrong with the last answer, said in one line in the next request."""
         while number < self.max_attempts:
-            number += 0 if again else 1
+            number += 1
             current = loop.current
             headline = current.strip().splitlines()[-1] if current.strip() else "error"
             self.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
             variables = fresh = fresh if fresh is not None else await self.variables()
-            known = [v.name for v in variables]
-            hint = (
-                suggestion(
-                    current,
-                    "\n".join([loop.target.code, *(a.code for a in loop.tried[-1:])]),
-                    [*known, *in_code],
-                    [str(k) for v in variables for k in (v.columns or {})],
-                )
-                if python
-                else None
-            )
-            messages = fix_messages(
-                loop.target.code,
-                _hinted(current, hint),
-                file,
-                (loop.target.first, loop.target.last),
-                variables,
-                loop.tried,
-                self.budget,
-                self.language,
-                caller=(code, None if loop.target.path else (first, last))
-                if loop.elsewhere
-                else None,
-                layout=self.layout,
-                where=loop.target.path.name if loop.target.path is not None else None,
-            )
+            focus = loop.focus if note else None
             try:
-                what = f"attempt {number}/{self.max_attempts}"
-                reply = await self.ask(messages, what, bound, len(loop.tried))
+                reply = await self._ask(loop, number, focus, note, variables)
             except ModelCancelled:
                 return loop.ended("cancelled", number, "cancelled")
             except ModelError as exc:
@@ -673,18 +678,25 @@ class Fixer:
                     return loop.ended("failed", number, str(exc))
                 break  # what ran clean so far is offered for what it is
             try:
-                candidate = extract_code(
-                    reply, asked=loop.target.code, context=context, language=self.language
-                )
+                candidate = self._candidate(loop, reply, focus)
             except ReplyError as exc:
-                loop.failed(reply[:2000], f"(not used: {exc})", error_text(str(exc), ""))
-                again = False
+                loop.no_code(reply[:2000], str(exc))
+                if loop.answered(f"no code: {reply.strip()}"):
+                    return loop.stuck(number)
+                note = f"Your last answer could not be used ({exc}): answer with code."
                 continue
-            if loop.seen(candidate):  # not run: it failed already; asked once more
-                loop.failed(candidate, IDENTICAL, f"{loop.error.rstrip()}\n\n{IDENTICAL}")
-                again = not again
+            if loop.seen(candidate):  # not run: it failed already
+                loop.failed(candidate, IDENTICAL, loop.current)
+                loop.unchanged += 1
+                if loop.answered(_normal(candidate)):
+                    return loop.stuck(number)
+                note = (
+                    "Your last answer left the code unchanged, and unchanged it raises: change it."
+                )
                 continue
-            again = False
+            if loop.answered(_normal(candidate)):
+                return loop.stuck(number)
+            note = ""
             findings = scan(candidate, loop.target.first + 1, language=self.language.unread)
             if findings and not await self.confirm(candidate, findings):
                 return loop.ended(
@@ -693,14 +705,144 @@ class Fixer:
                     "the model's candidate was flagged and not confirmed, so it did not run "
                     f"({findings[0].message})",
                 )
-            done = await self._attempt(loop, candidate, number)
+            done = await self._attempt(loop, candidate, number, lines)
             if done is not None:
                 return done
             fresh = None  # the candidate ran: the kernel's variables may differ now
-        return loop.settled(self.max_attempts)
+        return loop.settled(number)
 
-    async def _attempt(self, loop: _Loop, candidate: str, number: int) -> FixResult | None:
+    def _loop(
+        self,
+        lines: Sequence[str],
+        first: int,
+        last: int,
+        code: str,
+        error: str,
+        target: Target | None,
+    ) -> _Loop:
+        """One fix's state, with what stays the same across its attempts."""
+        if target is not None and target.path is not None and self.redefine is None:
+            target = None
+        loop = _Loop(target or Target(first, last, code), first, last, code, error, error)
+        in_module = loop.target.path is not None
+        loop.file = loop.target.lines if in_module else lines
+        loop.context = [
+            ln for i, ln in enumerate(loop.file) if not loop.target.first <= i <= loop.target.last
+        ] + (list(lines) if in_module else [])
+        loop.bound = answer_bound(loop.target.code, self.max_tokens)
+        # The names the document's code uses (Python's only): the same for every attempt.
+        loop.in_code = sorted(_names_in("".join(lines))) if self.language.python else []
+        return loop
+
+    async def _ask(
+        self, loop: _Loop, number: int, focus: int | None, note: str, variables: list[Variable]
+    ) -> str:
+        """One request to the model, timed; ModelError or ModelCancelled otherwise."""
+        messages, bound = self._messages(loop, focus, note, variables)
+        began = time.perf_counter()
+        try:
+            what = f"attempt {number}/{self.max_attempts}"
+            return await self.ask(messages, what, bound, len(loop.answers))
+        finally:
+            loop.timing(number).model += time.perf_counter() - began
+            if self.usage is not None and (used := self.usage()) is not None:
+                loop.timing(number).tokens = used
+
+    def _messages(
+        self, loop: _Loop, focus: int | None, note: str, variables: Sequence[Variable]
+    ) -> tuple[list[dict[str, str]], int]:
+        """The next request, and the bound on its answer: after an answer that changed
+        nothing, the failing line alone (where known); else the code to fix with all the
+        request holds."""
+        target, current = loop.target, loop.current
+        if focus is not None:
+            asked = line_messages(target.code, focus, current, loop.evidence, note, self.language)
+            return asked, min(loop.bound, LINE_BOUND)
+        hint = (
+            suggestion(
+                current,
+                "\n".join([target.code, *(a.code for a in loop.tried[-1:])]),
+                [*(v.name for v in variables), *loop.in_code],
+                [str(k) for v in variables for k in (v.columns or {})],
+            )
+            if self.language.python
+            else None
+        )
+        messages = fix_messages(
+            target.code,
+            _hinted(current, hint),
+            loop.file,
+            (target.first, target.last),
+            variables,
+            [a for a in loop.tried if a.error != IDENTICAL],
+            self.budget,
+            self.language,
+            caller=(loop.code, None if target.path else (loop.first, loop.last))
+            if loop.elsewhere
+            else None,
+            layout=self.layout,
+            where=target.path.name if target.path is not None else None,
+            evidence=loop.evidence,
+            note=note,
+        )
+        return messages, loop.bound
+
+    def _candidate(self, loop: _Loop, reply: str, focus: int | None) -> str:
+        """The code an answer proposes (the failing line's answer put in its place);
+        ReplyError when it holds none that can be used."""
+        if focus is None:
+            return extract_code(
+                reply, asked=loop.target.code, context=loop.context, language=self.language
+            )
+        candidate = splice_line(loop.target.code, focus, reply_block(reply, self.language))
+        if self.language.python:
+            candidate = extract_code(f"```python\n{candidate}```", language=PYTHON)
+        return candidate
+
+    async def _evidence(
+        self, lines: Sequence[str], loop: _Loop, error: str, line: int, candidate: str | None
+    ) -> str:
+        """What the kernel held when `error` was raised, for the next request ("" where
+        the kernel cannot say: another language, a kernel without runfix's helper)."""
+        if self.evidence is None or not self.language.python:
+            return ""
+        ename = error_name(error)
+        if ename is None:
+            return ""
+        try:
+            found = await self.evidence(ename, line)
+        except Exception as exc:  # the evidence helps; a fix never fails for it
+            log.info("the kernel's evidence could not be read: %s", exc)
+            return ""
+        target = loop.target
+        doc = list(lines)
+        module = list(target.lines)
+        if candidate is not None:  # the kernel ran the candidate where it will stand
+            rows = candidate.splitlines(keepends=True)
+            if target.path is None:
+                doc[target.first : target.last + 1] = rows
+            else:
+                module[target.first : target.last + 1] = rows
+        sources = {self.path: doc}
+        names = {}
+        if target.path is not None:
+            sources[str(target.path)] = module
+            names[str(target.path)] = target.path.name
+        return render(found, headline(error), sources, names)
+
+    async def _attempt(
+        self, loop: _Loop, candidate: str, number: int, lines: Sequence[str]
+    ) -> FixResult | None:
         """Run one candidate and judge it: the result to answer with, or None to go on."""
+        began = time.perf_counter()
+        try:
+            return await self._judge(loop, candidate, number, lines)
+        finally:
+            loop.timing(number).runs += time.perf_counter() - began
+
+    async def _judge(
+        self, loop: _Loop, candidate: str, number: int, lines: Sequence[str]
+    ) -> FixResult | None:
         target = loop.target
         defined: RunOutcome | None = None
         if target.path is not None and self.redefine is not None:
@@ -721,6 +863,8 @@ class Fixer:
             failed = outcome.error
             why = error_text(failed.message, failed.text) if failed else outcome.note or "failed"
             loop.failed(candidate, why, why)
+            if failed is not None:
+                loop.evidence = await self._evidence(lines, loop, why, 0, candidate)
             return None
         kept = (
             still_runs(target.code, target.line - target.first + 1, candidate)
@@ -728,7 +872,9 @@ class Fixer:
             else None
         )
         flag = (kept or deletion_style(target.code, candidate)) if self.language.python else None
-        result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
+        result = FixResult(
+            "fixed", candidate, outcome, number, tried=loop.tried, flag=flag, timings=loop.timings
+        )
         result.target, result.defined = target, defined
         checked = await self.verify(candidate, target) if self.verify is not None else None
         if checked is not None and checked.status == "cancelled":
@@ -768,6 +914,48 @@ class _Loop:
     flagged: FixResult | None = None
     """A candidate that ran clean by dropping or silencing what failed: offered for what it
     is if nothing better comes, never as a fix."""
+    evidence: str = ""
+    """What the kernel held when the last error was raised, for the next request."""
+    file: Sequence[str] = ()
+    """The lines of the file the code to fix is in."""
+    context: list[str] = field(default_factory=list)
+    """The file's other lines, as shown to the model (an answer repeating them is none)."""
+    in_code: list[str] = field(default_factory=list)
+    """The names the document's code uses (Python's only)."""
+    bound: int = 1024
+    """The bound on an answer holding the whole code to fix."""
+    answers: list[str] = field(default_factory=list)
+    """Each answer, normalised: two the same in a row end the loop."""
+    unchanged: int = 0
+    """Answers that were the failing code (or an earlier attempt) again."""
+    unusable: list[str] = field(default_factory=list)
+    """Why answers held no code that could be used."""
+    ran: int = 0
+    """Candidates that ran."""
+    timings: list[AttemptTime] = field(default_factory=list)
+
+    def timing(self, number: int) -> AttemptTime:
+        if not self.timings or self.timings[-1].number != number:
+            self.timings.append(AttemptTime(number))
+        return self.timings[-1]
+
+    @property
+    def focus(self) -> int | None:
+        """The line that raised, within the code to fix (0-based), where known."""
+        target = self.target
+        if target.line is None or not target.first <= target.line <= target.last:
+            return None
+        return target.line - target.first
+
+    def answered(self, normal: str) -> bool:
+        """Record an answer; whether it is the one given just before (the model is stuck)."""
+        again = bool(self.answers) and self.answers[-1] == normal
+        self.answers.append(normal)
+        return again
+
+    def no_code(self, reply: str, why: str) -> None:
+        self.tried.append(Attempt(reply, f"(not used: {why})"))
+        self.unusable.append(why)
 
     @property
     def elsewhere(self) -> bool:
@@ -783,10 +971,35 @@ class _Loop:
         self.tried.append(Attempt(code, said))
         if said != IDENTICAL:
             self.error = current
+            self.ran += 1
         self.current = current
 
     def ended(self, status: str, attempts: int, message: str) -> FixResult:
-        return FixResult(status, attempts=attempts, message=message, tried=self.tried)
+        return FixResult(
+            status, attempts=attempts, message=message, tried=self.tried, timings=self.timings
+        )
+
+    def stuck(self, attempts: int) -> FixResult:
+        """The model gave the same answer twice in a row: asking again will not help."""
+        settled = self.settled(attempts)
+        if settled.status != "failed":
+            return settled
+        return self.ended("failed", attempts, f"{self._said()}; it gave the same answer twice")
+
+    def _said(self) -> str:
+        """What came of the answers, in the user's words."""
+        raised = _last_line(self.error) or "an error"
+        if self.ran:
+            return f"no fix ran clean; the last one raised {raised[:200]}"
+        if self.unchanged and not self.unusable:
+            times = "once" if self.unchanged == 1 else f"{self.unchanged} times"
+            return f"the model answered with the code unchanged ({times}), which raises {raised}"
+        if self.unusable and not self.unchanged:
+            return f"the model's answers held no code to use ({self.unusable[-1]})"
+        return (
+            "the model answered with the code unchanged or without code "
+            f"({self.unusable[-1]}); it raises {raised}"
+        )
 
     def settled(self, attempts: int) -> FixResult:
         """Out of attempts: the least bad candidate for what it is, else why none."""
@@ -798,9 +1011,24 @@ class _Loop:
                 kept.attempts = attempts
                 kept.message = message.format(label=kept.label, flag=kept.flag)
                 return kept
-        last_error = self.current.strip().splitlines()[-1] if self.current.strip() else "error"
-        return self.ended(
-            "failed",
-            attempts,
-            f"no fix ran clean in {attempts} attempts; the last raised {last_error[:200]}",
-        )
+        if self.ran:
+            raised = _last_line(self.error) or "an error"
+            return self.ended(
+                "failed",
+                attempts,
+                f"no fix ran clean in {attempts} attempts; the last raised {raised[:200]}",
+            )
+        return self.ended("failed", attempts, f"{self._said()}; nothing was changed")
+
+
+def _last_line(error: str) -> str:
+    return error.strip().splitlines()[-1] if error.strip() else ""
+
+
+def _normal(code: str) -> str:
+    """Code as compared between answers: its syntax tree where it parses (whitespace and
+    comments aside), else its text without spaces."""
+    try:
+        return ast.dump(ast.parse(without_magics(code)))
+    except SyntaxError:
+        return "".join(code.split())

@@ -7,7 +7,9 @@ comes to (applied, offered, or why not). It runs code through the `Flow` it serv
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +44,7 @@ from lsp_server.fix.fixing import (
     target_for,
 )
 from lsp_server.model.context import error_text
+from lsp_server.record.store import Asked
 from lsp_server.runner import PieceRun, run_request
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.text.cells import code_of
@@ -252,17 +255,25 @@ class FixFlow:
         model = self.session.model_for(settings)
         place = Place(where.uri, first)
 
+        last: list[Asked] = []
+        """What asking for the candidate about to run took (its run's record keeps it)."""
+
         async def ask(messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
             reading = model.prompt_tokens(messages)
             progress.report(f"{what}: the model is reading the prompt (~{reading:,} tokens)")
-            return await model.complete(
-                messages,
-                on_text=streamed(progress, what),
-                cancel=cancel,
-                max_tokens=bound,
-                temperature=retry_temperature(model.config.temperature) if asked else None,
-                seed=(model.config.seed or 0) + asked if asked else None,
-            )
+            began = time.perf_counter()
+            try:
+                return await model.complete(
+                    messages,
+                    on_text=streamed(progress, what),
+                    cancel=cancel,
+                    max_tokens=bound,
+                    temperature=retry_temperature(model.config.temperature) if asked else None,
+                    seed=(model.config.seed or 0) + asked if asked else None,
+                )
+            finally:
+                used = model.last_usage or (None, None)
+                last[:] = [Asked(time.perf_counter() - began, *used)]
 
         async def confirm(code: str, findings: list[Finding]) -> bool:
             reason = f"The model's fix {describe(findings)}."
@@ -299,7 +310,7 @@ class FixFlow:
             async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
                 ran = await runner.run(
                     replace(attempt, settings=admitted.settings), piece, kernel, cancel,
-                    origin="model", keep=False, fix_of=fix_of,
+                    origin="model", keep=False, fix_of=fix_of, model=last.pop() if last else None,
                 )  # fmt: skip
                 return ran.outcome
 
@@ -333,6 +344,9 @@ class FixFlow:
             ask=ask,
             run=run,
             variables=lambda: self.flow.variables(where),
+            evidence=functools.partial(self.flow.evidence, where),
+            path=where.path,
+            usage=lambda: model.last_usage,
             confirm=confirm,
             report=report,
             max_attempts=settings.fix_max_attempts,
@@ -387,9 +401,10 @@ class FixFlow:
             lines, first, last, raised, where.settings.prompt_markers, where.language.python
         )
         self.flow.say_if_stale_above(where.uri, first)
+        raised_at = module[1] + 1 if module is not None else (raised or -1) + 1
         async with self.editor.progress(cancel) as progress:
             fixer = self._fixer(where, first, progress, cancel, fix_of)
-            result = await fixer.fix(lines, first, last, code, error, target)
+            result = await fixer.fix(lines, first, last, code, error, target, raised_at)
         return await self._settle(where, first, last, result, apply)
 
     async def check_fix(

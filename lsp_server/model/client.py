@@ -146,6 +146,8 @@ class ModelClient:
         self._token_field = config.token_field
         self.last_usage: tuple[int, int] | None = None
         """(prompt, completion) tokens of the last answer, where the endpoint said."""
+        self.retried = 0
+        """Streams that ended early and were asked again without streaming."""
 
     def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -309,32 +311,52 @@ class ModelClient:
             extra["temperature"] = temperature
         if seed is not None:
             extra["seed"] = seed
-        client = self._openai()
         self.last_usage = None
         if not self.config.stream:
-            reply = await client.chat.completions.create(
-                model=self.config.name, messages=cast(Any, list(messages)), stream=False, **extra
-            )
-            text = (reply.choices[0].message.content or "") if reply.choices else ""
-            self._learn(messages, reply.usage)
-            if on_text is not None:
-                on_text(text)
-            return text
-        stream = await client.chat.completions.create(
+            return await self._plain(messages, on_text, extra)
+        stream = await self._openai().chat.completions.create(
             model=self.config.name, messages=cast(Any, list(messages)), stream=True, **extra
         )
         parts: list[str] = []
+        finished: str | None = None
         try:
             async for chunk in stream:
-                if chunk.choices and (piece := chunk.choices[0].delta.content):
-                    parts.append(piece)
-                    if on_text is not None:
-                        on_text("".join(parts))
+                if chunk.choices:
+                    choice = chunk.choices[0]
+                    if piece := choice.delta.content:
+                        parts.append(piece)
+                        if on_text is not None:
+                            on_text("".join(parts))
+                    finished = choice.finish_reason or finished
                 if getattr(chunk, "usage", None) is not None:
                     self._learn(messages, chunk.usage)
         finally:
             await stream.close()
-        return "".join(parts)
+        text = "".join(parts)
+        why = ended_early(text, finished)
+        if why is None:
+            return text
+        # llama-cpp-python's server ends a stream this way when another request interrupts
+        # it (`interrupt_requests`): what came is not the answer. Asked once more, whole.
+        log.warning("the model's stream ended early (%s); asking once more without streaming", why)
+        self.retried += 1
+        return await self._plain(messages, on_text, extra)
+
+    async def _plain(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        on_text: Callable[[str], None] | None,
+        extra: Mapping[str, Any],
+    ) -> str:
+        """One answer in one piece (no stream)."""
+        reply = await self._openai().chat.completions.create(
+            model=self.config.name, messages=cast(Any, list(messages)), stream=False, **extra
+        )
+        text = (reply.choices[0].message.content or "") if reply.choices else ""
+        self._learn(messages, reply.usage)
+        if on_text is not None:
+            on_text(text)
+        return text
 
     def _learn(self, messages: Sequence[Mapping[str, str]], usage: Any) -> None:
         """The endpoint's own count of the prompt's tokens: the estimate follows it."""
@@ -344,6 +366,19 @@ class ModelClient:
             chars = sum(len(m.get("content", "")) + 8 for m in messages)
             self._chars_per_token = min(max(chars / prompt, 1.5), 8.0)
             self.last_usage = (prompt, done if isinstance(done, int) else 0)
+
+
+def ended_early(text: str, finished: str | None) -> str | None:
+    """Why a streamed answer is not a whole one (None: it is): nothing came, the stream
+    closed without saying why it ended, or it closed inside a code block. An answer that
+    ended at its token bound (`length`) is whole: it is what was asked for."""
+    if not text.strip():
+        return "no content"
+    if finished is None:
+        return "no finish_reason"
+    if finished != "length" and text.count("```") % 2:
+        return "cut inside a code block"
+    return None
 
 
 def _retry_after(response: Any) -> float | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -159,6 +160,17 @@ def _split(budget: int) -> tuple[int, int]:
     return state, budget - state
 
 
+def mentioned_text(instruction: str, variables: Sequence[Variable]) -> str:
+    """The kernel's values of the names a prompt mentions, said right under it ("" when it
+    names none): a small model uses a name's columns or type when it sees them where it
+    writes."""
+    words = set(re.findall(r"[A-Za-z_]\w*", instruction))
+    named = [v for v in variables if v.name in words][:6]
+    if not named:
+        return ""
+    return "\n(" + "; ".join(describe_variable(v)[:200] for v in named) + ")"
+
+
 def generate_messages(
     instruction: str,
     lines: Sequence[str],
@@ -187,6 +199,7 @@ def generate_messages(
             else ""
         )
         + f"Write the code that goes right under the comment `{comment}`: {instruction}"
+        + mentioned_text(instruction, variables)
     )
     system = GENERATE_SYSTEM.format(
         language=language.name, fence=language.fence, state=_STATE[language.python]
@@ -207,11 +220,15 @@ def fix_messages(
     caller: tuple[str, tuple[int, int] | None] | None = None,
     layout: str = "first",
     where: str | None = None,
+    evidence: str = "",
+    note: str = "",
 ) -> list[Message]:
     """A request to fix `code` (lines `piece` of `lines`) that raised `error`. `caller`: the
     code that ran and reached it from elsewhere (another cell, with its lines in `lines`;
     or the document, when `where` names the module file `lines` are of): shown as the test
-    the fix must pass, never as code to change."""
+    the fix must pass, never as code to change. `evidence`: what the live kernel held when
+    it raised (`fix.evidence`), right under the error; `note`: one line on what was wrong
+    with the last answer (the code unchanged, no code), said before the request."""
     state_budget, doc_budget = _split(budget)
     fence, gaps = language.fence, language.comment
     earlier = "".join(
@@ -224,7 +241,9 @@ def fix_messages(
         if caller is not None
         else ""
     )
-    shown = len(code) + len(error) + len(earlier) + len(called)
+    shown = len(code) + len(error) + len(earlier) + len(called) + len(evidence) + len(note)
+    held = f"{evidence.rstrip()}\n" if evidence.strip() else ""
+    said = f"{note.rstrip()}\n" if note.strip() else ""
     doc_budget = max(doc_budget - shown, 0)
     leave_out = [caller[1]] if caller is not None and caller[1] is not None else []
     rest = f"The rest of {where}" if where else "The rest of the file"
@@ -244,7 +263,7 @@ def fix_messages(
         user = (
             f"The code to fix{f' (in {where})' if where else ''}:\n"
             f"```{fence}\n{code.rstrip()}\n```\n"
-            f"It raised:\n```\n{headline(error)}\n```\n"
+            f"It raised:\n```\n{headline(error)}\n```\n{held}"
             + (
                 f"when called by this code, which runs again after your fix and must then "
                 f"succeed (do not change or repeat it):\n```{fence}\n{caller[0].rstrip()}\n```\n"
@@ -259,7 +278,7 @@ def fix_messages(
             )
             + (f"\nEarlier attempts to fix it that failed too:\n{told}" if attempts else "")
             + (f"\n{state}" if variables else "")
-            + f"\nReply with the corrected code to fix, complete, in one ```{fence} block."
+            + f"\n{said}Reply with the corrected code to fix, complete, in one ```{fence} block."
         )
     elif layout == "slot":
         around = excerpt(
@@ -267,7 +286,7 @@ def fix_messages(
         )
         user = (
             f"This code failed:\n```{fence}\n{code.rstrip()}\n```\n"
-            f"Error:\n```\n{error.rstrip()}\n```\n\n{state}{called}{tried}"
+            f"Error:\n```\n{error.rstrip()}\n```\n{held}\n{state}{called}{tried}{said}"
             + (
                 f"\nThe file around it (the failing code is marked):\n```{fence}\n{around}\n```"
                 if doc_budget > 200
@@ -285,11 +304,94 @@ def fix_messages(
             f"{context}{state}{tried}{called}\n"
             f"The code to fix{f' (in {where})' if where else ''}:\n"
             f"```{fence}\n{code.rstrip()}\n```\n"
-            f"It raised:\n```\n{error.rstrip()}\n```\n"
+            f"It raised:\n```\n{error.rstrip()}\n```\n{held}{said}"
             f"Reply with the corrected code to fix, complete, in one ```{fence} block."
         )
     system = FIX_SYSTEM.format(language=language.name, fence=fence)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+LINE_SYSTEM = (
+    "You fix one line of {language} code. You get the code with the line that raised marked, "
+    "the error, and what the program's variables held. Reply with exactly one ```{fence} "
+    "code block holding only the new line (or lines) that replace the marked line, and "
+    "nothing else."
+)
+MARK = "  {comment} <- this line raised"
+LINE_BOUND = 200
+"""Tokens an answer to the failing line alone may take."""
+
+
+def line_messages(
+    code: str,
+    line: int,
+    error: str,
+    evidence: str,
+    note: str,
+    language: Language = PYTHON,
+) -> list[Message]:
+    """A narrower request, asked after an answer that changed nothing (or had no code): the
+    code to fix with line `line` (0-based, of `code`) marked, the error and what the kernel
+    held, and "rewrite this line so that it no longer raises". A small model that repeats
+    a whole block it was given can often still change one line."""
+    rows = code.rstrip("\n").split("\n")
+    marked = [
+        row + MARK.format(comment=language.comment) if i == line else row
+        for i, row in enumerate(rows)
+    ]
+    fence = language.fence
+    failing = rows[line].strip() if 0 <= line < len(rows) else ""
+    user = (
+        f"```{fence}\n" + "\n".join(marked) + "\n```\n"
+        f"The marked line raised:\n```\n{headline(error)}\n```\n"
+        + (f"{evidence.rstrip()}\n" if evidence.strip() else "")
+        + (f"{note.rstrip()}\n" if note.strip() else "")
+        + f"Rewrite the line `{failing}` so that it no longer raises and does what it was "
+        f"meant to do. Reply with only the new line (or lines) in one ```{fence} block."
+    )
+    system = LINE_SYSTEM.format(language=language.name, fence=fence)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def reply_block(reply: str, language: Language = PYTHON) -> str:
+    """The code of a reply: its block in `language` (or an untagged one), else the reply
+    itself where it has no block and reads as code; ReplyError otherwise."""
+    if not reply.strip():
+        raise ReplyError("the model's answer was empty")
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(reply)]
+    code = [body for lang, body in blocks if lang in language.fences] or [
+        body for lang, body in blocks if lang == ""
+    ]
+    if code:
+        return str(code[0])
+    if blocks:
+        raise ReplyError(f"the reply's code block is {blocks[0][0]}, not {language.name}")
+    if language.python and _looks_like_code(textwrap.dedent(reply.strip("\n"))):
+        return reply
+    raise ReplyError("the reply had no code block (prose only)")
+
+
+_MARKED = re.compile(r"\s*(#|//|--)\s*<- this line raised\s*$")
+
+
+def splice_line(code: str, line: int, reply: str) -> str:
+    """`code` with its line `line` (0-based) replaced by the lines of `reply`, indented as
+    the line was; a reply that holds the whole code again (most of its lines) is taken as
+    the whole code."""
+    rows = code.rstrip("\n").split("\n")
+    new = [_MARKED.sub("", r) for r in reply.rstrip("\n").split("\n")]
+    while new and not new[0].strip():
+        new.pop(0)
+    if not new or not 0 <= line < len(rows):
+        return code
+    if len(new) >= max(2, len(rows) - 1) and _likeness(reply, code) > 0.6:
+        return reply.rstrip("\n") + "\n"
+    if len(new) == 1 and new[0].strip() == rows[line].strip() and len(rows) > 1:
+        return code  # the marked line itself again
+    indent = rows[line][: len(rows[line]) - len(rows[line].lstrip())]
+    least = min(len(r) - len(r.lstrip()) for r in new if r.strip())
+    placed = [indent + r[least:] if r.strip() else "" for r in new]
+    return "\n".join([*rows[:line], *placed, *rows[line + 1 :]]) + "\n"
 
 
 _FRAME = re.compile(r"^(\s|Traceback \(|During handling|The above exception|File \")")
@@ -341,6 +443,8 @@ def extract_code(
 
     Only Python is parsed: in another `language` the block tagged as that language (or
     untagged) is taken as it is, and a reply without one is no code."""
+    if not reply.strip():
+        raise ReplyError("the model's answer was empty")
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(reply)]
     code_blocks = [body for lang, body in blocks if lang in language.fences] or [
         body for lang, body in blocks if lang == ""

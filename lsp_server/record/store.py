@@ -48,9 +48,10 @@ log = logging.getLogger(__name__)
 
 FILE = Path(RUNFIX) / "runs.db"
 SCHEMA = "runfix-record"
-VERSION = 3
+VERSION = 4
 """2 added `error_line`; 3 the owner mark. A record without the mark is moved aside: runfix
-cannot tell one it wrote before the mark from one a repository shipped."""
+cannot tell one it wrote before the mark from one a repository shipped. 4 added `model` (a
+fix attempt's time with the model), added to a version 3 record in place."""
 FLUSH_AFTER = 0.001
 """Seconds after a run before the runs that ended are written (`Session.recorded`): long
 enough for the run's answer to go out first, short enough that a server killed at any
@@ -89,7 +90,8 @@ CREATE TABLE IF NOT EXISTS runs (
     outputs TEXT NOT NULL,
     error TEXT,
     fix_of INTEGER,
-    error_line INTEGER
+    error_line INTEGER,
+    model TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_path ON runs (path, id);
 """
@@ -103,8 +105,50 @@ _OURS = {
 runfix."""
 _COLUMNS = (
     "started, path, first, last, code, origin, status, duration, cpu, peak, rss_before, "
-    "rss_after, outputs, error, fix_of, error_line"
+    "rss_after, outputs, error, fix_of, error_line, model"
 )
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What asking the model for one fix attempt took: the wait for its answer (reading the
+    prompt, writing the answer) and its tokens, where the endpoint said."""
+
+    seconds: float
+    prompt_tokens: int | None = None
+    answer_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"seconds": round(self.seconds, 3)}
+        if self.prompt_tokens is not None:
+            out["promptTokens"] = self.prompt_tokens
+        if self.answer_tokens is not None:
+            out["answerTokens"] = self.answer_tokens
+        return out
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Asked | None:
+        try:
+            raw = json.loads(text) if text else None
+        except ValueError:
+            return None
+        if not isinstance(raw, dict) or not isinstance(raw.get("seconds"), (int, float)):
+            return None
+        prompt, answer = raw.get("promptTokens"), raw.get("answerTokens")
+        return cls(
+            float(raw["seconds"]),
+            prompt if isinstance(prompt, int) else None,
+            answer if isinstance(answer, int) else None,
+        )
+
+    @property
+    def text(self) -> str:
+        tokens = (
+            f" ({self.prompt_tokens} + {self.answer_tokens} tokens)"
+            if self.prompt_tokens is not None and self.answer_tokens is not None
+            else ""
+        )
+        return f"model {self.seconds:.2f} s{tokens}"
 
 
 @dataclass(frozen=True)
@@ -151,6 +195,8 @@ class RecordedRun:
     """The run this one was an attempt to fix."""
     error_line: int | None = None
     """The line (0-based) the error is on, in the document as it ran."""
+    model: Asked | None = None
+    """For a fix's attempt: what asking the model for it took."""
     id: int | None = field(default=None, compare=False)
 
     @property
@@ -197,6 +243,7 @@ class RecordedRun:
             "memoryChangeBytes": self.memory_change,
             "error": self.error,
             "fixOf": self.fix_of,
+            "model": self.model.to_json() if self.model is not None else None,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         out["figures"] = self.figures
@@ -351,7 +398,7 @@ class RunRecord:
             return True
         try:
             with db:
-                insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 16)})"
+                insert = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 17)})"
                 written = [(t, db.execute(insert, _row(run)).lastrowid) for t, run in pending]
                 self._since_prune += len(pending)
                 if self._since_prune >= PRUNE_EVERY:
@@ -427,6 +474,7 @@ def entry(
     outcome: RunOutcome,
     results: DocumentResults,
     fix_of: int | None = None,
+    model: Asked | None = None,
 ) -> RecordedRun:
     """What is recorded of one piece's run."""
     usage = outcome.usage
@@ -462,6 +510,7 @@ def entry(
         error=problem.message if problem is not None else (outcome.note or None),
         fix_of=fix_of,
         error_line=problem.first if problem is not None else None,
+        model=model,
     )
 
 
@@ -517,12 +566,29 @@ def _connect(path: Path, mark: str) -> sqlite3.Connection:
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("owner") != mark:
             raise NotARecord("it was not written by runfix on this machine for this folder")
+        if meta.get("schema") == SCHEMA and meta.get("version") == "3":
+            _to_version_4(db)
+            meta["version"] = str(VERSION)
         if meta.get("schema") != SCHEMA or meta.get("version") != str(VERSION):
             raise NotARecord(f"schema {meta.get('schema')!r} version {meta.get('version')!r}")
     except BaseException:
         db.close()
         raise
     return db
+
+
+def _to_version_4(db: sqlite3.Connection) -> None:
+    """A version 3 record gains the `model` column, in place (its runs are kept)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+        if version is not None and version[0] == "3":  # (another writer may have done it)
+            db.execute("ALTER TABLE runs ADD COLUMN model TEXT")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(VERSION),))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def open_for_reading(folder: Path) -> sqlite3.Connection | None:
@@ -548,8 +614,11 @@ def open_for_reading(folder: Path) -> sqlite3.Connection | None:
 
 def recent(db: sqlite3.Connection, path: str | None, limit: int) -> list[RecordedRun]:
     where, args = ("WHERE path = ?", (path,)) if path else ("", ())
+    columns = _COLUMNS
+    if "model" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
+        columns = _COLUMNS.replace(", model", ", NULL")  # a version 3 record, read only
     rows = db.execute(
-        f"SELECT id, {_COLUMNS} FROM runs {where} ORDER BY id DESC LIMIT ?", (*args, limit)
+        f"SELECT id, {columns} FROM runs {where} ORDER BY id DESC LIMIT ?", (*args, limit)
     ).fetchall()
     return [_run(row) for row in rows]
 
@@ -559,7 +628,7 @@ def _row(run: RecordedRun) -> tuple[Any, ...]:
     return (
         run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
         run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, outputs, run.error,
-        run.fix_of, run.error_line,
+        run.fix_of, run.error_line, json.dumps(run.model.to_json()) if run.model else None,
     )  # fmt: skip
 
 
@@ -577,7 +646,7 @@ def _compact(output: RecordedOutput) -> dict[str, Any]:
 def _run(row: Sequence[Any]) -> RecordedRun:
     (
         id_, started, path, first, last, code, origin, status, duration, cpu, peak,
-        rss_before, rss_after, outputs, error, fix_of, error_line,
+        rss_before, rss_after, outputs, error, fix_of, error_line, model,
     ) = row  # fmt: skip
     try:
         items = json.loads(outputs)
@@ -606,6 +675,7 @@ def _run(row: Sequence[Any]) -> RecordedRun:
         error=error,
         fix_of=fix_of,
         error_line=error_line,
+        model=Asked.from_json(model),
         id=id_,
     )
 

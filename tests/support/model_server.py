@@ -29,6 +29,10 @@ class Reply:
     """Seconds between streamed chunks."""
     chunks: int = 4
     headers: dict[str, str] = field(default_factory=dict)
+    cut: float | None = None
+    """A stream that ends early, as llama-cpp-python's does when another request interrupts
+    it: only this share of the content (0: none, just the role chunk), no `finish_reason`,
+    then `[DONE]`. A request without streaming gets the whole content."""
 
 
 def code(text: str) -> Reply:
@@ -170,6 +174,12 @@ def _events(body: dict[str, Any], reply: Reply) -> Iterator[str]:
         )
 
     yield chunk({"role": "assistant", "content": ""}, None)
+    if reply.cut is not None:
+        kept = text[: int(len(text) * reply.cut)]
+        if kept:
+            yield chunk({"content": kept}, None)
+        yield "[DONE]"
+        return
     for piece in pieces:
         yield chunk({"content": piece}, None)
     yield chunk({}, "stop")

@@ -105,6 +105,9 @@ class LlamaServer:
             str(context),
             "--n_threads",
             str(min(os.cpu_count() or 2, 4)),
+            # One client never cuts another's answer short (the server's default does).
+            "--interrupt_requests",
+            "False",
         ]
         self.process = subprocess.Popen(
             command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -156,6 +159,10 @@ class Seen:
     """The endpoint's count of each prompt (where it said)."""
     aborted: int = 0
     """Answers the client hung up on before their end (a cancel)."""
+    seconds: list[float] = field(default_factory=list)
+    """How long each chat request took, asked to answered (reading the prompt, writing)."""
+    answer_tokens: list[int] = field(default_factory=list)
+    """The endpoint's count of each answer (where it said)."""
 
 
 class Proxy:
@@ -185,6 +192,7 @@ class Proxy:
 
             def _forward(self, method: str, body: bytes | None) -> None:
                 request: dict[str, Any] = {}
+                began = time.monotonic()
                 if body:
                     try:
                         request = json.loads(body)
@@ -208,6 +216,8 @@ class Proxy:
                     proxy.seen.aborted += 1
                 finally:
                     upstream.close()
+                if body:
+                    proxy.seen.seconds.append(time.monotonic() - began)
                 if not request.get("stream"):
                     proxy._keep(bytes(kept))
 
@@ -226,6 +236,8 @@ class Proxy:
         usage = answer.get("usage") or {}
         if isinstance(usage.get("prompt_tokens"), int):
             self.seen.prompt_tokens.append(usage["prompt_tokens"])
+        if isinstance(usage.get("completion_tokens"), int):
+            self.seen.answer_tokens.append(usage["completion_tokens"])
         for choice in answer["choices"] or []:
             self.seen.replies.append((choice.get("message") or {}).get("content") or "")
 

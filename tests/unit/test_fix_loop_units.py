@@ -201,14 +201,10 @@ def test_the_request_shows_the_code_to_fix_and_what_it_raised_first_then_its_cal
 # -- identical candidates -----------------------------------------------------------------------
 
 
-async def test_an_identical_candidate_is_not_run_and_the_next_request_says_so() -> None:
-    asked: list[list[dict[str, str]]] = []
-    ran: list[str] = []
-    replies = [
-        "```python\nprint(itms)\n```",
-        "```python\nprint( itms )\n```",
-        "```python\nprint(items)\n```",
-    ]
+def _scripted(
+    replies: list[str], asked: list[list[dict[str, str]]], ran: list[str], max_attempts: int = 3
+) -> Fixer:
+    """A fixer whose model answers `replies` in order and whose runs all pass."""
 
     async def ask(messages: list[dict[str, str]], what: str, bound: int, before: int) -> str:
         asked.append(messages)
@@ -224,12 +220,42 @@ async def test_an_identical_candidate_is_not_run_and_the_next_request_says_so() 
     async def confirm(code: str, findings: Any) -> bool:
         return True
 
-    fixer = Fixer(ask, run, variables, confirm, lambda m: None, max_attempts=2, budget=4000)
+    return Fixer(
+        ask, run, variables, confirm, lambda m: None, max_attempts=max_attempts, budget=4000
+    )
+
+
+async def test_an_unchanged_answer_is_not_run_and_the_next_request_asks_for_the_line() -> None:
+    asked: list[list[dict[str, str]]] = []
+    ran: list[str] = []
+    code = "def total(xs):\n    return sum(xs) + count\n"
+    fixer = _scripted(
+        [f"```python\n{code}```", "```python\nreturn sum(xs) + len(xs)\n```"], asked, ran
+    )
+    lines = [*code.splitlines(keepends=True), "total([1])\n"]
+    target = Target(0, 1, code, line=1)
+    result = await fixer.fix(lines, 2, 2, "total([1])\n", "NameError: count", target)
+    assert result.status == "fixed"
+    assert result.code == "def total(xs):\n    return sum(xs) + len(xs)\n"  # spliced, indented
+    assert ran == [result.code, "total([1])\n"]  # the unchanged one never ran
+    second = asked[1][-1]["content"]
+    assert "left the code unchanged" in second
+    assert "return sum(xs) + count  # <- this line raised" in second
+    assert "Rewrite the line `return sum(xs) + count`" in second
+    assert result.attempts == 2
+
+
+async def test_two_answers_alike_in_a_row_end_the_loop_in_the_users_words() -> None:
+    asked: list[list[dict[str, str]]] = []
+    ran: list[str] = []
+    fixer = _scripted(["```python\nprint(itms)\n```"] * 3, asked, ran)
     result = await fixer.fix(["print(itms)\n"], 0, 0, "print(itms)\n", "NameError: itms")
-    assert result.status == "fixed" and result.code == "print(items)\n"
-    assert ran == ["print(items)\n"]  # the two identical ones never ran
-    assert IDENTICAL in asked[1][-1]["content"]
-    assert result.attempts == 2  # two identical replies spent one attempt
+    assert result.status == "failed" and ran == [] and len(asked) == 2
+    assert result.message == (
+        "the model answered with the code unchanged (2 times), which raises NameError: itms; "
+        "it gave the same answer twice"
+    )
+    assert IDENTICAL not in result.message and "Reply" not in result.message
 
 
 # -- what the fix check reads as a dependent's last outcome ----------------------------------

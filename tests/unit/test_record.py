@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.record.store import FILE, PRUNE_EVERY, RecordedOutput, RecordedRun, RunRecord
+from lsp_server.record.store import (
+    FILE,
+    PRUNE_EVERY,
+    Asked,
+    RecordedOutput,
+    RecordedRun,
+    RunRecord,
+)
 
 RUNFIX = [sys.executable, "-m", "lsp_server"]
 
@@ -130,7 +137,27 @@ def test_a_record_without_this_machines_mark_is_moved_aside(tmp_path: Path) -> N
     record.close()
     assert list(path.parent.glob("runs.db.bad-*"))
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() == ("3",)
+        assert db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone() == ("4",)
+
+
+def test_a_fix_attempts_time_with_the_model_is_kept_and_a_version_3_record_gains_it(
+    tmp_path: Path,
+) -> None:
+    record = RunRecord(tmp_path)
+    record.add(a_run(1, status="error", error="E: e"))
+    record.close()
+    with sqlite3.connect(tmp_path / FILE) as db:  # as the last release left it
+        db.execute("ALTER TABLE runs DROP COLUMN model")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'version'")
+    record = RunRecord(tmp_path)
+    asked = Asked(3.25, 412, 57)
+    record.add(a_run(2, origin="model", model=asked))
+    newest, oldest = record.recent()
+    assert (newest.model, oldest.model, oldest.error) == (asked, None, "E: e")  # none lost
+    assert newest.to_json()["model"] == {"seconds": 3.25, "promptTokens": 412, "answerTokens": 57}
+    assert record.told_once() == []
+    record.close()
+    assert not list((tmp_path / FILE).parent.glob("runs.db.bad-*"))  # kept, not moved aside
 
 
 def _write_runs(folder: str, tag: str, count: int) -> None:

@@ -1,0 +1,155 @@
+"""Run and fix with what only the live kernel knows (issue 45), over LSP.
+
+A real `runfix serve` and a real kernel; the real `openai` client talks HTTP to the loopback
+model server (`model_server.py`) with scripted replies, so each test can read exactly what
+the fix request said: the values the failing frame held, read from the kernel by runfix's
+helper, never by running the user's code. Also: a stream that ends early is asked again
+whole, and a model that keeps answering the failing code ends in the user's words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from tests.conftest import API_KEY_ENV, errors, init_params, open_doc
+from tests.support.model_server import ModelServer, Reply, code
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture
+def model() -> Any:
+    with ModelServer() as server:
+        yield server
+
+
+async def fix(
+    client: LanguageClient, folder: Path, model: ModelServer, name: str, source: str
+) -> Any:
+    settings = {"model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV}}
+    await client.initialize_session(init_params(folder, "neovim@v0.11.0", settings))
+    uri = open_doc(client, folder / name, source)
+    answer = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="runfix.runAndFix", arguments=[{"uri": uri}])
+    )
+    return uri, answer
+
+
+def text(client: LanguageClient, uri: str) -> str:
+    return str(client.texts[uri])
+
+
+async def test_an_index_error_in_a_helper_carries_the_list_it_was_given_and_the_index(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    source = (
+        "def pairs(xs):\n    return [(xs[i], xs[i + 1]) for i in range(len(xs))]\n"
+        "# %%\nprint(pairs([1, 2, 3]))\n"
+    )
+    model.script(
+        code("def pairs(xs):\n    return [(xs[i], xs[i + 1]) for i in range(len(xs) - 1)]")
+    )
+    uri, answer = await fix(client, folder, model, "pairs.py", source)
+    assert answer == {"status": "fixed", "attempts": 1}
+    asked = model.user_text(0)
+    assert "`xs[i + 1]`: the index `i + 1` is 3, but `xs` has 3 items (indexes 0 to 2)." in asked
+    assert "`xs` = [1, 2, 3] (list, 3 items)" in asked
+    assert "range(len(xs) - 1)" in text(client, uri)
+    # The record keeps what asking the model took, on the attempt's run.
+    runs = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="runfix.history", arguments=[{"uri": uri}])
+    )
+    caller, candidate = [r for r in runs if r["origin"] == "model"][:2]  # newest first
+    assert candidate["model"]["seconds"] > 0 and "model" not in caller
+
+
+async def test_a_type_error_on_plus_carries_both_operands_types_and_values(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    source = 'count = "7"\n# %%\ntotal = count + 3\nprint(total)\n'
+    model.script(code("total = int(count) + 3\nprint(total)"))
+    uri, answer = await fix(client, folder, model, "plus.py", source)
+    assert answer == {"status": "fixed", "attempts": 1}
+    asked = model.user_text(0)
+    assert "`count + 3`: `count` is a str ('7'), `3` is an int (3)." in asked
+    assert text(client, uri) == 'count = "7"\n# %%\ntotal = int(count) + 3\nprint(total)\n'
+
+
+async def test_a_none_names_the_function_that_returned_it_and_why(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    source = (
+        "def normalise(xs):\n    total = sum(xs)\n    [x / total for x in xs]\n# %%\n"
+        "weights = normalise([1, 1, 2])\nprint(sorted(range(3), key=lambda i: weights[i]))\n"
+    )
+    model.script(
+        code(
+            "weights = [x / sum([1, 1, 2]) for x in [1, 1, 2]]\n"
+            "print(sorted(range(3), key=lambda i: weights[i]))"
+        )
+    )
+    _, answer = await fix(client, folder, model, "none.py", source)
+    assert answer["status"] == "fixed"
+    asked = model.user_text(0)
+    assert "`weights` is None: it was assigned `weights = normalise([1, 1, 2])` (line 5)" in asked
+    assert "`normalise` (line 1) has no `return` of a value, so it returns None." in asked
+
+
+async def test_a_secret_a_frame_held_is_not_shown_to_the_model(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    source = (
+        "def connect(host):\n    api_token = 'tok-123456'\n    return host + 443\n"
+        "# %%\nprint(connect('example.test'))\n"
+    )
+    model.script(code("def connect(host):\n    api_token = 'tok-123456'\n    return f'{host}:443'"))
+    _, answer = await fix(client, folder, model, "secret.py", source)
+    assert answer["status"] == "fixed"
+    asked = model.user_text(0)
+    assert "`host` = 'example.test' (str)" in asked
+    assert "`api_token` = <hidden" in asked
+    assert asked.count("tok-123456") == 1  # in the code shown, never as a value read
+
+
+@pytest.mark.parametrize("cut", [0.0, 0.5], ids=["empty stream", "cut stream"])
+async def test_a_stream_that_ends_early_is_asked_again_whole_and_the_fix_lands(
+    client: LanguageClient, folder: Path, model: ModelServer, cut: float
+) -> None:
+    source = "items = [1, 2]\n# %%\nprint(sum(items) + '2')\n"
+    reply = code("print(sum(items) + 2)")
+    reply.cut = cut
+    model.script(reply, code("print(sum(items) + 2)"))
+    uri, answer = await fix(client, folder, model, "early.py", source)
+    assert answer == {"status": "fixed", "attempts": 1}
+    streamed, plain = model.requests
+    assert streamed["stream"] is True and not plain.get("stream")
+    assert plain["messages"] == streamed["messages"]  # the same request, once more
+    assert text(client, uri) == "items = [1, 2]\n# %%\nprint(sum(items) + 2)\n"
+    await asyncio.sleep(0.3)
+    assert errors(client, uri) == []
+
+
+async def test_answers_that_keep_the_failing_code_end_in_the_users_words(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    source = "def half(n):\n    return n / zero\n# %%\nprint(half(4))\n"
+    same = "def half(n):\n    return n / zero"
+    model.script(code(same), Reply("```python\nreturn n / zero\n```"), code(same))
+    uri, answer = await fix(client, folder, model, "same.py", source)
+    assert answer["status"] == "failed" and len(model.requests) == 2
+    message = answer["message"]
+    assert message == (
+        "the model answered with the code unchanged (2 times), which raises NameError: name "
+        "'zero' is not defined; it gave the same answer twice"
+    )
+    second = model.user_text(1)
+    assert "Your last answer left the code unchanged" in second
+    assert "return n / zero  # <- this line raised" in second
+    assert "Reply with" not in message and "Your last answer" not in message
+    assert text(client, uri) == source and client.edits == []
