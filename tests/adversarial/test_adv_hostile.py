@@ -269,3 +269,52 @@ async def test_a_value_that_never_answers_its_hooks_leaves_completion_and_runs_w
     change(initialized, uri, 4, (9, 0), (9, 6), "print(fine)")
     ran = await run(initialized, uri, 9)
     assert ran["status"] == "ok"
+
+
+# -- the fix request's evidence (issue 45) -------------------------------------------------
+
+PROBES = (
+    # a failing line that names the value every way the evidence reads one
+    "def probe(v):\n    return (v.attr, v['a'], v[0], v.x, len(v)) if 1 / 0 else v\n",
+    # a missing attribute: what the object has is listed
+    "def probe(v):\n    return v.no_such_attribute_zz + 1\n",
+    # a missing key: the container's keys are listed
+    "def probe(v):\n    return v['no_such_key_zz'] * 2\n",
+    # an operator: both operands are described
+    "def probe(v):\n    return v + object()\n",
+)
+
+
+@pytest.mark.parametrize("name", TRIGGERS)
+def test_what_a_failing_frame_held_is_read_without_running_a_hook(
+    name: str, marks: Path, tmp_path: Path
+) -> None:
+    """The fix request says what the frames that raised held (`evidence`): with a hostile
+    value in the frame's locals and every form of it on the line that raised, no hook of the
+    value runs while that is read."""
+    import linecache
+    import sys
+
+    namespace = hostile_namespace(marks)
+    value = namespace[name]
+    for i, probe in enumerate(PROBES):
+        path = tmp_path / f"probe{i}.py"
+        path.write_text(probe, encoding="utf-8")
+        linecache.checkcache(str(path))
+        space: dict[str, Any] = {"__name__": "probe"}
+        exec(compile(probe, str(path), "exec"), space)
+        try:
+            space["probe"](value)  # disarmed: the user's own run may run hooks
+        except BaseException as exc:  # whatever the value's hooks raise
+            sys.last_value, sys.last_traceback = exc, exc.__traceback__
+            raised = type(exc).__name__
+        else:
+            continue
+        namespace["arm"]()
+        try:
+            found = json.loads(live.evidence(raised, 0))
+        finally:
+            namespace["disarm"]()
+        assert sorted(p.name for p in marks.iterdir()) == [], (name, i)
+        if i == 0:  # (1 / 0 raised in the probe itself: its frame is read, and said)
+            assert found["frames"][0]["function"] == "probe", name
