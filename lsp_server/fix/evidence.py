@@ -238,6 +238,37 @@ def none_origin(name: str, frame: Frame, sources: Mapping[str, Sequence[str]]) -
     the frame's file, else the document), and the call it took the value from — a function
     of the file without a `return` of a value, or a method that changes its object in place
     and returns None."""
+    found = _assignment(name, frame, sources)
+    if found is None:
+        return None
+    line, value = found
+    call = ast.unparse(value)
+    said = f"it was assigned `{name} = {call}` (line {line + 1})"
+    if isinstance(value.func, ast.Attribute) and value.func.attr in IN_PLACE:
+        owner = ast.unparse(value.func.value)
+        return (
+            f"{said}, and `.{value.func.attr}()` {IN_PLACE[value.func.attr]} "
+            f"(`{owner}`) and returns None."
+        )
+    if isinstance(value.func, ast.Name):
+        why = _returns_none(value.func.id, sources)
+        if why is not None:
+            return f"{said}, and {why}"
+    return said + "."
+
+
+def _assigned_call(
+    name: str, frame: Frame, sources: Mapping[str, Sequence[str]]
+) -> ast.Call | None:
+    found = _assignment(name, frame, sources)
+    return found[1] if found is not None else None
+
+
+def _assignment(
+    name: str, frame: Frame, sources: Mapping[str, Sequence[str]]
+) -> tuple[int, ast.Call] | None:
+    """The nearest assignment of a call's value to `name` above the frame's line (in its
+    file, else anywhere in the others): its line (0-based) and the call."""
     lines = sources.get(frame.file)
     files = [(frame.file, lines)] if lines is not None else []
     files += [(f, ls) for f, ls in sources.items() if f != frame.file]
@@ -249,28 +280,23 @@ def none_origin(name: str, frame: Frame, sources: Mapping[str, Sequence[str]]) -
             if not found:
                 continue
             value = _expression(found.group(2))
-            if not isinstance(value, ast.Call):
-                continue
-            call = ast.unparse(value)
-            said = f"it was assigned `{name} = {call}` (line {i + 1})"
-            if isinstance(value.func, ast.Attribute) and value.func.attr in IN_PLACE:
-                owner = ast.unparse(value.func.value)
-                return (
-                    f"{said}, and `.{value.func.attr}()` {IN_PLACE[value.func.attr]} "
-                    f"(`{owner}`) and returns None."
-                )
-            if isinstance(value.func, ast.Name):
-                why = _returns_none(value.func.id, sources)
-                if why is not None:
-                    return f"{said}, and {why}"
-            return said + "."
+            if isinstance(value, ast.Call):
+                return i, value
     return None
 
 
 def _returns_none(function: str, sources: Mapping[str, Sequence[str]]) -> str | None:
     """Why a function of the file returns None, where its code says: no `return` of a value
     at all, or a last statement that is not a `return`."""
-    for text in sources.values():
+    found = _none_returning(function, sources)
+    return found[0] if found is not None else None
+
+
+def _none_returning(
+    function: str, sources: Mapping[str, Sequence[str]]
+) -> tuple[str, str, int] | None:
+    """(why, file, line of its `def`) of a function of the files that returns None."""
+    for file, text in sources.items():
         source = "".join(text)
         try:
             tree = ast.parse(without_magics(source))
@@ -284,11 +310,32 @@ def _returns_none(function: str, sources: Mapping[str, Sequence[str]]) -> str | 
             returns = [r for r in _own_returns(node) if r.value is not None]
             where = f"`{function}` (line {node.lineno})"
             if not returns:
-                return f"{where} has no `return` of a value, so it returns None."
+                return f"{where} has no `return` of a value, so it returns None.", file, node.lineno
             last = node.body[-1]
             if not isinstance(last, (ast.Return, ast.Raise)):
-                return f"{where} returns None when it ends without reaching a `return`."
+                why = f"{where} returns None when it ends without reaching a `return`."
+                return why, file, node.lineno
             return None
+    return None
+
+
+def none_from(
+    found: Mapping[str, Any] | None, error: str, sources: Mapping[str, Sequence[str]]
+) -> tuple[str, int] | None:
+    """Where the cause of a `None` error is: the `def` (file, 0-based line) of the file's
+    function that returned the None a name of the failing frame held, without a `return`
+    of a value — the place a fix belongs, rather than the line that used the None."""
+    if "NoneType" not in error and "None" not in error.split(":", 1)[-1]:
+        return None
+    for frame in frames_of(found)[:2]:
+        for held in (*frame.parts, *frame.names):
+            if held.preview != "None" or not re.fullmatch(r"[A-Za-z_]\w*", held.label):
+                continue
+            call = _assigned_call(held.label, frame, sources)
+            if call is not None and isinstance(call.func, ast.Name):
+                made = _none_returning(call.func.id, sources)
+                if made is not None:
+                    return made[1], made[2] - 1
     return None
 
 

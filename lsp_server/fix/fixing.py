@@ -25,7 +25,7 @@ from typing import Any
 from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
-from lsp_server.fix.evidence import error_name, render
+from lsp_server.fix.evidence import error_name, none_from, render
 from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
 from lsp_server.folder_files import read_regular
 from lsp_server.model.client import ModelCancelled, ModelError
@@ -626,6 +626,9 @@ class Fixer:
     """The document's path, as the kernel's frames name it."""
     usage: Callable[[], tuple[int, int] | None] | None = None
     """The last answer's (prompt, answer) tokens, where the endpoint said."""
+    retarget: Callable[[int], Target] | None = None
+    """Where a fix goes for a document line (0-based) that is the cause of the error (the
+    `def` of a function that returned a None the failing line used); None: not moved."""
 
     async def fix(
         self,
@@ -642,10 +645,9 @@ class Fixer:
         cell's function); the piece then runs again after it, unchanged, as its test.
         `raised_at`: the line (1-based, in its file) the innermost frame of the user's code
         raised on, which the kernel's evidence must be of (0: the kernel's last error)."""
-        loop = self._loop(lines, first, last, code, error, target)
         variables = await self.variables()
         python = self.language.python
-        loop.evidence = await self._evidence(lines, loop, error, raised_at, None)
+        loop = await self._begin(lines, first, last, code, error, target, raised_at)
         names = [v.name for v in variables] + loop.in_code
         keys = [str(k) for v in variables for k in (v.columns or {})]
         typo = suggested(loop.target, error, names, keys) if python else None
@@ -799,6 +801,46 @@ class Fixer:
             candidate = extract_code(f"```python\n{candidate}```", language=PYTHON)
         return candidate
 
+    async def _begin(
+        self,
+        lines: Sequence[str],
+        first: int,
+        last: int,
+        code: str,
+        error: str,
+        target: Target | None,
+        raised_at: int,
+    ) -> _Loop:
+        """The fix's state, with what the kernel held when the code raised; where that shows
+        the cause is a function of the file that returned None, the fix goes there."""
+        loop = self._loop(lines, first, last, code, error, target)
+        loop.evidence = await self._evidence(lines, loop, error, raised_at, None)
+        cause = self._cause(loop, lines, error)
+        if cause is None:
+            return loop
+        moved = self._loop(lines, first, last, code, error, cause)
+        moved.evidence, moved.found = loop.evidence, loop.found
+        return moved
+
+    def _cause(self, loop: _Loop, lines: Sequence[str], error: str) -> Target | None:
+        """Where the cause of a `None` error is, when the kernel's evidence shows it is a
+        function of the document outside the code to fix (a forgotten `return`): the fix
+        goes there, and the code that failed runs again as its test."""
+        if self.retarget is None or not self.language.python:
+            return None
+        found = none_from(loop.found, error, {self.path: lines})
+        if found is None or found[0] != self.path:
+            return None
+        line, target = found[1], loop.target
+        if loop.first <= line <= loop.last or (
+            target.path is None and target.first <= line <= target.last
+        ):
+            return None
+        moved = self.retarget(line)
+        if moved.holds(loop.first, loop.last) or not moved.first <= line <= moved.last:
+            return None
+        return replace(moved, line=None)
+
     async def _evidence(
         self, lines: Sequence[str], loop: _Loop, error: str, line: int, candidate: str | None
     ) -> str:
@@ -810,7 +852,7 @@ class Fixer:
         if ename is None:
             return ""
         try:
-            found = await self.evidence(ename, line)
+            found = loop.found = await self.evidence(ename, line)
         except Exception as exc:  # the evidence helps; a fix never fails for it
             log.info("the kernel's evidence could not be read: %s", exc)
             return ""
@@ -916,6 +958,8 @@ class _Loop:
     is if nothing better comes, never as a fix."""
     evidence: str = ""
     """What the kernel held when the last error was raised, for the next request."""
+    found: Mapping[str, Any] | None = None
+    """The kernel's answer that evidence was made from."""
     file: Sequence[str] = ()
     """The lines of the file the code to fix is in."""
     context: list[str] = field(default_factory=list)

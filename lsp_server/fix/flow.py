@@ -345,6 +345,14 @@ class FixFlow:
             run=run,
             variables=lambda: self.flow.variables(where),
             evidence=functools.partial(self.flow.evidence, where),
+            retarget=functools.partial(
+                target_for,
+                where.text.lines,
+                first,
+                first,  # (only lines outside the piece are asked about)
+                markers=settings.prompt_markers,
+                python=is_python(where.language),
+            ),
             path=where.path,
             usage=lambda: model.last_usage,
             confirm=confirm,

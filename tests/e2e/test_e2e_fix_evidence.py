@@ -81,24 +81,26 @@ async def test_a_type_error_on_plus_carries_both_operands_types_and_values(
     assert text(client, uri) == 'count = "7"\n# %%\ntotal = int(count) + 3\nprint(total)\n'
 
 
-async def test_a_none_names_the_function_that_returned_it_and_why(
+async def test_a_none_names_the_function_that_returned_it_and_the_fix_goes_there(
     client: LanguageClient, folder: Path, model: ModelServer
 ) -> None:
+    """The error is raised in a lambda of the cell that ran; its cause is the function a
+    cell above defined, which forgot to `return`: the request says so, the fix goes into
+    that function, and the cell that failed runs again, unchanged, as its test."""
     source = (
         "def normalise(xs):\n    total = sum(xs)\n    [x / total for x in xs]\n# %%\n"
         "weights = normalise([1, 1, 2])\nprint(sorted(range(3), key=lambda i: weights[i]))\n"
     )
     model.script(
-        code(
-            "weights = [x / sum([1, 1, 2]) for x in [1, 1, 2]]\n"
-            "print(sorted(range(3), key=lambda i: weights[i]))"
-        )
+        code("def normalise(xs):\n    total = sum(xs)\n    return [x / total for x in xs]")
     )
-    _, answer = await fix(client, folder, model, "none.py", source)
+    uri, answer = await fix(client, folder, model, "none.py", source)
     assert answer["status"] == "fixed"
     asked = model.user_text(0)
     assert "`weights` is None: it was assigned `weights = normalise([1, 1, 2])` (line 5)" in asked
     assert "`normalise` (line 1) has no `return` of a value, so it returns None." in asked
+    assert "The code to fix:\n```python\ndef normalise(xs):" in asked
+    assert text(client, uri) == source.replace("    [x / total", "    return [x / total")
 
 
 async def test_a_secret_a_frame_held_is_not_shown_to_the_model(
