@@ -376,7 +376,7 @@ _MARKED = re.compile(r"\s*(#|//|--)\s*<- this line raised\s*$")
 
 def splice_line(code: str, line: int, reply: str) -> str:
     """`code` with its line `line` (0-based) replaced by the lines of `reply`, indented as
-    the line was; a reply that holds the whole code again (most of its lines) is taken as
+    the line was; a reply that starts as the code does (its `def` line again) is taken as
     the whole code."""
     rows = code.rstrip("\n").split("\n")
     new = [_MARKED.sub("", r) for r in reply.rstrip("\n").split("\n")]
@@ -384,8 +384,8 @@ def splice_line(code: str, line: int, reply: str) -> str:
         new.pop(0)
     if not new or not 0 <= line < len(rows):
         return code
-    if len(new) >= max(2, len(rows) - 1) and _likeness(reply, code) > 0.6:
-        return reply.rstrip("\n") + "\n"
+    if len(rows) > 1 and line != 0 and new[0].strip() == rows[0].strip():
+        return "\n".join(new) + "\n"  # it starts as the code does: the whole code again
     if len(new) == 1 and new[0].strip() == rows[line].strip() and len(rows) > 1:
         return code  # the marked line itself again
     indent = rows[line][: len(rows[line]) - len(rows[line].lstrip())]
