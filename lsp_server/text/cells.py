@@ -33,11 +33,14 @@ def is_marker(line: str) -> bool:
 
 
 def prompt_text(line: str, markers: Sequence[str]) -> str | None:
-    """The instruction if the line is a prompt (a comment starting with a marker), else None."""
+    """The instruction if the line is a prompt (a comment starting with a marker, on a line
+    of its own or after a cell marker: `# %% ai: …`), else None."""
     match = _COMMENT.match(line)
-    if match is None or is_marker(line):
+    if match is None:
         return None
     comment = match.group(1)
+    if is_marker(line):
+        comment = comment.removeprefix("%%").strip()
     for marker in markers:
         if comment.lower().startswith(marker.lower()):
             return comment[len(marker) :].strip()

@@ -130,6 +130,43 @@ async def test_code_lens_over_each_cell_marker(initialized: LanguageClient, fold
     assert last is not None and list(last.arguments or []) == run_args(marked, 5, 5)
 
 
+README_FILE = (
+    '# %% load\nprices = {"tea": 3.5, "cake": 4.2}\nprint("total", sum(prices.values()))\n\n'
+    "# %% look\nmax(prices, key=prices.get)\n\n# %% ai: the mean price, rounded to 2 places\n"
+    "\n# ai: the cheapest item\nmin(prices, key=prices.get)\n"
+)
+
+
+async def test_a_prompt_on_a_cell_marker_or_its_own_line_gets_a_generate_lens(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    """The README's prompt (`# %% ai: …`, issue 46) and one on a line of its own."""
+    uri = open_doc(initialized, folder / "readme.py", README_FILE)
+    lenses = await initialized.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=uri))
+    )
+    shown = [(lens.range.start.line, lens.command and lens.command.title) for lens in lenses or []]
+    assert (7, "✨ Generate") in shown and (9, "✨ Regenerate") in shown
+    assert [line for line, title in shown if title == "▶ Run cell"] == [0, 4, 7, 9]
+    generate = next(
+        lens.command
+        for lens in lenses or []
+        if lens.range.start.line == 7 and lens.command and lens.command.title == "✨ Generate"
+    )
+    assert generate is not None and generate.command == "runfix.generate"
+    assert list(generate.arguments or []) == [
+        {"uri": uri, "position": {"line": 7, "character": 0}, "run": False}
+    ]
+    actions = await initialized.text_document_code_action_async(
+        lsp.CodeActionParams(
+            lsp.TextDocumentIdentifier(uri=uri),
+            lsp.Range(lsp.Position(7, 0), lsp.Position(7, 0)),
+            lsp.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert "Generate code" in [a.title for a in actions or []]
+
+
 async def test_inlay_hints_answer_the_lines_asked_for(
     initialized: LanguageClient, folder: Path
 ) -> None:

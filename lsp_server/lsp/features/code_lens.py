@@ -1,4 +1,5 @@
-"""Code lens "▶ Run cell" over each `# %%` marker (line 0 of a file without markers).
+"""Code lens "▶ Run cell" over each `# %%` marker (line 0 of a file without markers), and
+"✨ Generate" (or "✨ Regenerate") over each prompt (`# ai: …`, `# %% ai: …`).
 
 The lenses of a document are made once per text and prompt markers
 (`prepared.Memo`) and sent as the JSON they already are."""
@@ -10,12 +11,14 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from lsp_server.contract import RUN, Range, RunArgs, to_json
+from lsp_server.contract import GENERATE, RUN, GenerateArgs, Position, Range, RunArgs, to_json
 from lsp_server.lsp.prepared import Memo, Prepared
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.text.cells import split_cells
+from lsp_server.text.prompts import prompt_at, prompt_lines
 
 TITLE = "▶ Run cell"
+GENERATE_TITLE, REGENERATE_TITLE = "✨ Generate", "✨ Regenerate"
 
 
 def lenses(uri: str, lines: Sequence[str], markers: Sequence[str]) -> list[dict[str, Any]]:
@@ -27,6 +30,13 @@ def lenses(uri: str, lines: Sequence[str], markers: Sequence[str]) -> list[dict[
         at = {"line": cell.first, "character": 0}
         argument = to_json(RunArgs(uri, Range.lines(cell.code_first, cell.last)))
         command = {"title": TITLE, "command": RUN, "arguments": [argument]}
+        out.append({"range": {"start": at, "end": at}, "command": command})
+    for line in prompt_lines(lines, markers):
+        prompt = prompt_at(lines, line, markers)
+        title = REGENERATE_TITLE if prompt is not None and prompt.has_body else GENERATE_TITLE
+        at = {"line": line, "character": 0}
+        argument = to_json(GenerateArgs(uri, Position(line, 0), False))
+        command = {"title": title, "command": GENERATE, "arguments": [argument]}
         out.append({"range": {"start": at, "end": at}, "command": command})
     return out
 
