@@ -174,13 +174,27 @@ def paste_generate(url: str, model: str, task: GenerateTask, folder: Path, max_t
 # -- runfix ----------------------------------------------------------------------------------
 
 
-def runfix_fix(folder: Path, layout: str) -> None:
+WITHOUT = ("evidence", "narrow", "stop", "cause")
+"""The parts of the fix loop `--without` leaves out, to measure what each does: the kernel's
+evidence in the request, the narrower request after an answer that changed nothing, the
+end after two answers alike, the fix moved to the function a None came from."""
+
+
+def runfix_fix(folder: Path, layout: str, without: Sequence[str] = ()) -> None:
     """`runfix run job.py --fix`, in this process (its output is not shown)."""
     made = FixFlow._fixer
 
     def fixer(self: FixFlow, *args: Any, **kwargs: Any) -> Any:
         built = made(self, *args, **kwargs)
         built.layout = layout
+        if "evidence" in without:
+            built.evidence = None
+        if "narrow" in without:
+            built.narrow = False
+        if "stop" in without:
+            built.stop_alike = False
+        if "cause" in without:
+            built.retarget = None
         return built
 
     FixFlow._fixer = fixer  # type: ignore[method-assign]
@@ -297,10 +311,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--needs", choices=["model", "offline"], help="only these fix tasks")
     parser.add_argument("--fresh", action="store_true", help="only the fresh fix tasks")
     parser.add_argument("--layout", default="first", choices=["first", "last", "slot"])
+    parser.add_argument(
+        "--without", nargs="*", default=[], choices=WITHOUT, help="parts of the loop left out"
+    )
     parser.add_argument("--skip-generate", action="store_true")
     parser.add_argument("--skip-paste", action="store_true")
     parser.add_argument("--max-tokens", type=int, default=1024)
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--show", action="store_true", help="print each request's user message and its reply"
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-fix-live-") as tmp:
@@ -357,6 +377,12 @@ class Bench:
             name, where, needs, fresh, ok, took, sum(seen.prompt_tokens), len(seen.requests),
             echoes(seen), sum(seen.seconds), sum(seen.answer_tokens),
         )  # fmt: skip
+        if self.args.show:
+            for request, reply in zip(seen.requests, seen.replies, strict=False):
+                asked = "\n".join(
+                    m["content"] for m in request.get("messages", []) if m["role"] == "user"
+                )
+                print(f"---- {side} {name}: asked\n{asked}\n---- answered\n{reply}\n", flush=True)
         if self.args.verbose:
             said = "done" if row.ok else "-"
             print(
@@ -376,8 +402,8 @@ def _paste_fix(url: str, model: str, task: FixTask, most: int, folder: Path) -> 
     paste_fix(url, model, task, folder, most)
 
 
-def _runfix_fix(layout: str, folder: Path) -> None:
-    runfix_fix(folder, layout)
+def _runfix_fix(layout: str, without: Sequence[str], folder: Path) -> None:
+    runfix_fix(folder, layout, without)
 
 
 def _paste_generate(url: str, model: str, task: GenerateTask, most: int, folder: Path) -> None:
@@ -403,7 +429,7 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
             t.where,
             t.files,
             t.expect,
-            functools.partial(_runfix_fix, args.layout),
+            functools.partial(_runfix_fix, args.layout, args.without),
             t.needs,
             t.fresh,
         )
@@ -453,7 +479,10 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
             for g in generates
         ]
     )
-    print(f"\nfix tasks ({len(fixes)}; layout {args.layout}; temperature 0, seed {SEED}):")
+    left_out = f"; without {', '.join(args.without)}" if args.without else ""
+    print(
+        f"\nfix tasks ({len(fixes)}; layout {args.layout}{left_out}; temperature 0, seed {SEED}):"
+    )
     print("  " + summary("runfix run --fix", ours))
     if pasted:
         print("  " + summary("paste (whole file once)", pasted, echo=False))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import keyword
 import logging
 import os
 import re
@@ -235,15 +236,18 @@ def suggested(
     if found is None or found.right is None:
         return None
     bad, good = found.wrong, found.right
+    # What replaces the wrong one comes from the kernel or from data (a column of a CSV, a
+    # name in the namespace): it goes into code only as a value — a key as the literal
+    # `repr` makes of it, a name or attribute only when it is an identifier — never spliced
+    # in as text (a column named `x"+str(exec(…))+"` would be code).
     if found.pattern is _KEY_ERROR:  # the key as a string literal, either quote
-        pattern, into = (
-            rf"""(['"]){re.escape(bad)}\1""",
-            lambda m: f"{m.group(1)}{good}{m.group(1)}",
-        )
+        pattern, into = rf"""(['"]){re.escape(bad)}\1""", lambda m: _literal(good, m.group(1))
+    elif not good.isidentifier() or keyword.iskeyword(good):
+        return None
     elif found.pattern is _ATTRIBUTE_ERROR:
-        pattern, into = rf"\.{bad}\b", lambda m: f".{good}"
+        pattern, into = rf"\.{re.escape(bad)}\b", lambda m: f".{good}"
     else:
-        pattern, into = rf"(?<![\w.]){bad}\b", lambda m: good
+        pattern, into = rf"(?<![\w.]){re.escape(bad)}\b", lambda m: good
     lines = target.code.split("\n")
     at = target.line - target.first
     fixed, count = re.subn(pattern, into, lines[at])
@@ -252,6 +256,15 @@ def suggested(
     lines[at] = fixed
     said = "a column the kernel has" if found.pattern is _KEY_ERROR else "Python's suggestion"
     return "\n".join(lines), f"{said} (`{bad}` → `{good}`)"
+
+
+def _literal(value: str, quote: str) -> str:
+    """`value` as a string literal in the quotes the code used, where that needs no escape;
+    else as `repr` writes it."""
+    plain = repr(value)
+    if plain[1:-1] == value and quote not in value and "\\" not in value:
+        return f"{quote}{value}{quote}"
+    return plain
 
 
 def _hinted(error: str, hint: str | None) -> str:
@@ -626,6 +639,11 @@ class Fixer:
     """The document's path, as the kernel's frames name it."""
     usage: Callable[[], tuple[int, int] | None] | None = None
     """The last answer's (prompt, answer) tokens, where the endpoint said."""
+    narrow: bool = True
+    """After an answer that changed nothing (or had no code), ask for the failing line alone
+    (`context.line_messages`); False: the whole code again, with a line saying so."""
+    stop_alike: bool = True
+    """Two answers alike in a row end the loop."""
     retarget: Callable[[int], Target] | None = None
     """Where a fix goes for a document line (0-based) that is the cause of the error (the
     `def` of a function that returned a None the failing line used); None: not moved."""
@@ -670,7 +688,7 @@ class Fixer:
             headline = current.strip().splitlines()[-1] if current.strip() else "error"
             self.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
             variables = fresh = fresh if fresh is not None else await self.variables()
-            focus = loop.focus if note else None
+            focus = loop.focus if note and self.narrow else None
             try:
                 reply = await self._ask(loop, number, focus, note, variables)
             except ModelCancelled:
@@ -683,20 +701,20 @@ class Fixer:
                 candidate = self._candidate(loop, reply, focus)
             except ReplyError as exc:
                 loop.no_code(reply[:2000], str(exc))
-                if loop.answered(f"no code: {reply.strip()}"):
+                if loop.answered(f"no code: {reply.strip()}") and self.stop_alike:
                     return loop.stuck(number)
                 note = f"Your last answer could not be used ({exc}): answer with code."
                 continue
             if loop.seen(candidate):  # not run: it failed already
                 loop.failed(candidate, IDENTICAL, loop.current)
                 loop.unchanged += 1
-                if loop.answered(_normal(candidate)):
+                if loop.answered(_normal(candidate)) and self.stop_alike:
                     return loop.stuck(number)
                 note = (
                     "Your last answer left the code unchanged, and unchanged it raises: change it."
                 )
                 continue
-            if loop.answered(_normal(candidate)):
+            if loop.answered(_normal(candidate)) and self.stop_alike:
                 return loop.stuck(number)
             note = ""
             findings = scan(candidate, loop.target.first + 1, language=self.language.unread)

@@ -374,6 +374,25 @@ def reply_block(reply: str, language: Language = PYTHON) -> str:
 _MARKED = re.compile(r"\s*(#|//|--)\s*<- this line raised\s*$")
 
 
+def _without_context(new: list[str], before: list[str], after: list[str]) -> list[str]:
+    """An answer's lines without those that repeat the code around the marked line (the
+    lines just above it at its start, just below it at its end); one line is always kept."""
+
+    def same(a: list[str], b: list[str]) -> bool:
+        return [x.strip() for x in a] == [y.strip() for y in b]
+
+    head = next(
+        (n for n in range(min(len(new) - 1, len(before)), 0, -1) if same(new[:n], before[-n:])),
+        0,
+    )
+    rest = new[head:]
+    tail = next(
+        (n for n in range(min(len(rest) - 1, len(after)), 0, -1) if same(rest[-n:], after[:n])),
+        0,
+    )
+    return rest[: len(rest) - tail]
+
+
 def splice_line(code: str, line: int, reply: str) -> str:
     """`code` with its line `line` (0-based) replaced by the lines of `reply`, indented as
     the line was; a reply that starts as the code does (its `def` line again) is taken as
@@ -384,10 +403,13 @@ def splice_line(code: str, line: int, reply: str) -> str:
         new.pop(0)
     if not new or not 0 <= line < len(rows):
         return code
-    if len(rows) > 1 and line != 0 and new[0].strip() == rows[0].strip():
+    if len(rows) > 1 and len(new) > 1 and line != 0 and new[0].strip() == rows[0].strip():
         return "\n".join(new) + "\n"  # it starts as the code does: the whole code again
     if len(new) == 1 and new[0].strip() == rows[line].strip() and len(rows) > 1:
         return code  # the marked line itself again
+    new = _without_context(new, rows[:line], rows[line + 1 :])
+    if not new:
+        return code
     indent = rows[line][: len(rows[line]) - len(rows[line].lstrip())]
     least = min(len(r) - len(r.lstrip()) for r in new if r.strip())
     placed = [indent + r[least:] if r.strip() else "" for r in new]

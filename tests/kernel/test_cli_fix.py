@@ -283,3 +283,25 @@ def test_a_name_a_cell_above_defines_runs_that_cell_first_not_a_model(tmp_path: 
     assert asked == 0 and path.read_text() == source
     assert "in a cell that had not run: running the cells above first" in done.stdout
     assert f"{path}:4:1: note: 2.0" in done.stdout
+
+
+def test_a_csv_column_named_like_code_is_never_run_by_the_offline_fix(tmp_path: Path) -> None:
+    """Issue 47, S1 1: the offline "a column the kernel has" fix puts a column of a data file
+    into the code only as a string literal: a column whose name would close the literal and
+    call `exec` on the file's first cell runs nothing (no model asked, no question)."""
+    pytest.importorskip("pandas")
+    hostile = 'customer_satisfaction_score_after_onboarding_2024_"[:0]+str(exec(df.iat[0,0]))+"'
+    payload = "open('pwned', 'w').write('ran')"
+    (tmp_path / "data.csv").write_text(f'"{hostile.replace(chr(34), chr(34) * 2)}"\n"{payload}"\n')
+    path = tmp_path / "job.py"
+    path.write_text(
+        "import pandas as pd\ndf = pd.read_csv('data.csv')\n# %%\n"
+        'print(df["customer_satisfaction_score_after_onboarding_2024"].iloc[0])\n'
+    )
+    with ModelServer() as model:
+        done = run_fix(path, model)
+    assert not (tmp_path / "pwned").exists(), done.stdout + done.stderr
+    assert model.requests == []  # the offline fix, no model
+    written = path.read_text()
+    assert f"df[{hostile!r}]" in written  # the whole name, as one literal
+    assert done.returncode == 0 and payload in done.stdout  # the cell's text, printed

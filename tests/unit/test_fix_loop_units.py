@@ -4,6 +4,7 @@ fix check reads as a dependent's last outcome."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -311,3 +312,20 @@ def test_pythons_suggestion_is_a_candidate_on_the_line_that_raised_only() -> Non
     unknown = Target(2, 2, "x = valu\n", None)  # the line that raised is not known
     assert suggested(unknown, "NameError: name 'valu' is not defined", ["value"]) is None
     assert suggested(column, "KeyError: 'region'", [], ["city", "sales"]) is None
+
+
+def test_a_column_named_like_code_goes_into_the_code_only_as_a_string_literal() -> None:
+    """Issue 47, S1 1: a replacement that comes from data is a value, never code."""
+    hostile = 'customer_satisfaction_score_after_onboarding_2024_"[:0]+str(exec(df.iat[0,0]))+"'
+    misspelt = "customer_satisfaction_score_after_onboarding_2024"
+    target = Target(2, 2, f'print(df["{misspelt}"].mean())\n', 2)
+    fixed = suggested(target, f"KeyError: '{misspelt}'", [], [hostile])
+    assert fixed is not None
+    code = fixed[0]
+    tree = ast.parse(code)
+    keys = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+    assert keys == [hostile]  # the whole column name is one string, nothing else
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in ("exec", "str")]
+    # a name or attribute from the kernel that is not an identifier is not put in code
+    weird = Target(2, 2, "print(valeu)\n", 2)
+    assert suggested(weird, "NameError: name 'valeu' is not defined", ["value)+exec('x')#"]) is None
