@@ -48,6 +48,7 @@ from fix_live_tasks import FIX_TASKS, GENERATE_TASKS, FixTask, GenerateTask  # n
 from executor.text import split_lines  # noqa: E402
 from executor.trust import Choice  # noqa: E402
 from lsp_server.cli.run import HeadlessEditor, project_folder, project_settings, run_file  # noqa: E402
+from lsp_server.fix.evidence import STYLES  # noqa: E402
 from lsp_server.fix.flow import FixFlow  # noqa: E402
 from lsp_server.flow import Flow  # noqa: E402
 from lsp_server.session import Session  # noqa: E402
@@ -180,13 +181,14 @@ evidence in the request, the narrower request after an answer that changed nothi
 end after two answers alike, the fix moved to the function a None came from."""
 
 
-def runfix_fix(folder: Path, layout: str, without: Sequence[str] = ()) -> None:
+def runfix_fix(folder: Path, layout: str, without: Sequence[str] = (), style: str = "full") -> None:
     """`runfix run job.py --fix`, in this process (its output is not shown)."""
     made = FixFlow._fixer
 
     def fixer(self: FixFlow, *args: Any, **kwargs: Any) -> Any:
         built = made(self, *args, **kwargs)
         built.layout = layout
+        built.evidence_style = style
         if "evidence" in without:
             built.evidence = None
         if "narrow" in without:
@@ -314,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--without", nargs="*", default=[], choices=WITHOUT, help="parts of the loop left out"
     )
+    parser.add_argument("--evidence", default="full", choices=STYLES, help="how it is said")
     parser.add_argument("--skip-generate", action="store_true")
     parser.add_argument("--skip-paste", action="store_true")
     parser.add_argument("--max-tokens", type=int, default=1024)
@@ -402,8 +405,8 @@ def _paste_fix(url: str, model: str, task: FixTask, most: int, folder: Path) -> 
     paste_fix(url, model, task, folder, most)
 
 
-def _runfix_fix(layout: str, without: Sequence[str], folder: Path) -> None:
-    runfix_fix(folder, layout, without)
+def _runfix_fix(layout: str, without: Sequence[str], style: str, folder: Path) -> None:
+    runfix_fix(folder, layout, without, style)
 
 
 def _paste_generate(url: str, model: str, task: GenerateTask, most: int, folder: Path) -> None:
@@ -429,7 +432,7 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
             t.where,
             t.files,
             t.expect,
-            functools.partial(_runfix_fix, args.layout, args.without),
+            functools.partial(_runfix_fix, args.layout, args.without, args.evidence),
             t.needs,
             t.fresh,
         )
@@ -480,6 +483,7 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
         ]
     )
     left_out = f"; without {', '.join(args.without)}" if args.without else ""
+    left_out += f"; evidence {args.evidence}" if args.evidence != "full" else ""
     print(
         f"\nfix tasks ({len(fixes)}; layout {args.layout}{left_out}; temperature 0, seed {SEED}):"
     )

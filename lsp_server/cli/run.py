@@ -436,9 +436,25 @@ def run_file(
             "--above runs them first"
         )
     if editor.changed:
+        if not _still_reads(path, source, encoding):  # saved while the model answered
+            editor.note(
+                f"{shown}: warning: the file changed while runfix ran (saved elsewhere?); the "
+                "fixes were not written over it: run again"
+            )
+            return 1
         path.write_text("".join(editor.lines), encoding=encoding)
         editor.note(f"{shown}: note: wrote the fixes")
     return code
+
+
+def _still_reads(path: Path, source: str, encoding: str) -> bool:
+    """Whether the file still says what runfix read from it at the start (read as it was
+    then: its encoding, newlines translated)."""
+    try:
+        with open(path, encoding=encoding) as f:
+            return f.read() == source
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 async def _run(

@@ -128,11 +128,19 @@ def frames_of(found: Mapping[str, Any] | None) -> list[Frame]:
     return out
 
 
+STYLES = ("full", "facts", "inline")
+"""How the evidence is said: `full` — the facts, then the values of the failing frame and its
+caller; `facts` — the facts alone (else the values of the failing line's names); `inline` —
+the same, as a comment on the line that raised (`# raised here: …`)."""
+INLINE = "raised here:"
+
+
 def render(
     found: Mapping[str, Any] | None,
     error: str,
     sources: Mapping[str, Sequence[str]],
     name_of: Mapping[str, str] | None = None,
+    style: str = "full",
 ) -> str:
     """The evidence as lines for the model ("" when the kernel had none). `error`: the
     exception's line (`TypeError: …`); `sources`: the files' lines by path (the document,
@@ -143,17 +151,26 @@ def render(
         return ""
     names = name_of or {}
     facts = _facts(frames[0], error, frames, sources, names)
-    said: list[str] = [f"- {fact}" for fact in facts]
+    if style != "full":
+        said = facts or ["; ".join(h.text for h in frames[0].names)] if frames[0].names else facts
+        if style == "inline":
+            text = " ".join(f.replace("`", "") for f in said)
+            return f"{INLINE} {text}"[:LIMIT] if text else ""
+        if not said:
+            return ""
+        text = "What the kernel held when it raised:\n" + "\n".join(f"- {f}" for f in said)
+        return text if len(text) <= LIMIT else text[: LIMIT - 2] + " …"
+    lines: list[str] = [f"- {fact}" for fact in facts]
     for depth, frame in enumerate(frames[:2]):
         where = _where(frame, names)
         values = [h.text for h in (frame.locals if frame.function != "<module>" else frame.names)]
         if frame.function == "<module>" and depth:
             continue
         if values:
-            said.append(f"- {'In' if depth == 0 else 'Called from'} {where}: " + "; ".join(values))
-    if not said:
+            lines.append(f"- {'In' if depth == 0 else 'Called from'} {where}: " + "; ".join(values))
+    if not lines:
         return ""
-    text = "What the kernel held when it raised (read by runfix, nothing run):\n" + "\n".join(said)
+    text = "What the kernel held when it raised (read by runfix, nothing run):\n" + "\n".join(lines)
     return text if len(text) <= LIMIT else text[: LIMIT - 2] + " …"
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
-from lsp_server.fix.evidence import error_name, none_from, render
+from lsp_server.fix.evidence import INLINE, error_name, none_from, render
 from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
 from lsp_server.folder_files import read_regular
 from lsp_server.model.client import ModelCancelled, ModelError
@@ -639,6 +639,8 @@ class Fixer:
     """The document's path, as the kernel's frames name it."""
     usage: Callable[[], tuple[int, int] | None] | None = None
     """The last answer's (prompt, answer) tokens, where the endpoint said."""
+    evidence_style: str = "full"
+    """How the evidence is said (`evidence.STYLES`)."""
     narrow: bool = True
     """After an answer that changed nothing (or had no code), ask for the failing line alone
     (`context.line_messages`); False: the whole code again, with a line saying so."""
@@ -788,8 +790,14 @@ class Fixer:
             if self.language.python
             else None
         )
+        shown = target.code
+        if loop.evidence.startswith(INLINE) and loop.focus is not None:
+            rows = shown.rstrip("\n").split("\n")
+            rows[loop.focus] += f"  {self.language.comment} {loop.evidence}"
+            shown = "\n".join(rows) + "\n"
+        evidence = "" if loop.evidence.startswith(INLINE) else loop.evidence
         messages = fix_messages(
-            target.code,
+            shown,
             _hinted(current, hint),
             loop.file,
             (target.first, target.last),
@@ -802,7 +810,7 @@ class Fixer:
             else None,
             layout=self.layout,
             where=target.path.name if target.path is not None else None,
-            evidence=loop.evidence,
+            evidence=evidence,
             note=note,
         )
         return messages, loop.bound
@@ -811,9 +819,10 @@ class Fixer:
         """The code an answer proposes (the failing line's answer put in its place);
         ReplyError when it holds none that can be used."""
         if focus is None:
-            return extract_code(
+            code = extract_code(
                 reply, asked=loop.target.code, context=loop.context, language=self.language
             )
+            return _INLINE.sub("", code)
         candidate = splice_line(loop.target.code, focus, reply_block(reply, self.language))
         if self.language.python:
             candidate = extract_code(f"```python\n{candidate}```", language=PYTHON)
@@ -888,7 +897,7 @@ class Fixer:
         if target.path is not None:
             sources[str(target.path)] = module
             names[str(target.path)] = target.path.name
-        return render(found, headline(error), sources, names)
+        return render(found, headline(error), sources, names, self.evidence_style)
 
     async def _attempt(
         self, loop: _Loop, candidate: str, number: int, lines: Sequence[str]
@@ -1081,6 +1090,10 @@ class _Loop:
                 f"no fix ran clean in {attempts} attempts; the last raised {raised[:200]}",
             )
         return self.ended("failed", attempts, f"{self._said()}; nothing was changed")
+
+
+_INLINE = re.compile(rf"[ \t]*(#|//|--) {INLINE}.*$", re.M)
+"""The evidence's comment, where an answer repeats it."""
 
 
 def _last_line(error: str) -> str:

@@ -23,11 +23,9 @@ Message = dict[str, str]
 MAX_CODE = 20_000  # characters of code accepted from one reply
 
 GENERATE_SYSTEM = (
-    "You write {language} code that runs in a persistent Jupyter kernel, inside the user's "
-    "file, under a comment that says what they want. {state} Reply with exactly one "
-    "```{fence} code block "
-    "holding only the new code that goes under the comment: no explanation, no repeated "
-    "comment, no cell markers, no code from elsewhere in the file."
+    "You write {language} code for a Jupyter kernel, to go under a comment in the user's file "
+    "that says what they want. {state} Reply with one ```{fence} block holding only the new "
+    "code: no explanation, no repeated comment, no cell markers, no code from elsewhere."
 )
 FIX_SYSTEM = (
     "You fix {language} code that runs in a persistent Jupyter kernel. You get the code to "
@@ -37,8 +35,8 @@ FIX_SYSTEM = (
     "every statement the user wrote and what it does; change only what the error needs."
 )
 _STATE = {
-    True: "The kernel already holds the variables listed; reuse them instead of recomputing.",
-    False: "The kernel already ran the file's code above; reuse what it defined.",
+    True: "The kernel holds the variables listed; reuse them.",
+    False: "Reuse what the file's code above defines.",
 }
 LAYOUTS = ("first", "last", "slot")
 """How a fix request is laid out: `first` — the code to fix and what it raised (its last
@@ -195,14 +193,14 @@ def generate_messages(
         f"The file, for reference (do not repeat it):\n```{language.fence}\n{around}\n```\n\n"
         + (
             f"Variables in the kernel:\n{variables_text(variables, state_budget)}\n\n"
-            if language.python
+            if language.python and variables
             else ""
         )
         + f"Write the code that goes right under the comment `{comment}`: {instruction}"
         + mentioned_text(instruction, variables)
     )
     system = GENERATE_SYSTEM.format(
-        language=language.name, fence=language.fence, state=_STATE[language.python]
+        language=language.name, fence=language.fence, state=_STATE[bool(variables)]
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

@@ -208,8 +208,9 @@ def test_a_misspelt_name_is_fixed_with_pythons_suggestion_before_any_model(
 def test_an_echo_of_the_request_is_never_written_and_a_deletion_is_not_a_fix(
     tmp_path: Path,
 ) -> None:
-    """The 0.5B model's answers: the request's context echoed (placeholder and all), then a
-    candidate that runs clean by dropping the failing statement; the third is a fix."""
+    """The 0.5B model's answers: the request's context echoed (placeholder and all), then —
+    asked for the failing line alone — a line that drops what the cell needs; the third is a
+    fix."""
     path = tmp_path / "job.py"
     source = 'import math\n# %%\nside = math.root(16)\nprint("side", side)\n'
     path.write_text(source)
@@ -225,7 +226,8 @@ def test_an_echo_of_the_request_is_never_written_and_a_deletion_is_not_a_fix(
     assert path.read_text() == source.replace("root", "sqrt")
     assert "<<<" not in path.read_text()
     assert "only repeated other code of the file" in asked[1]
-    assert "removes the failing line (`side = math.root(16)`)" in asked[2]
+    assert "side = math.root(16)  # <- this line raised" in asked[1]  # the narrower request
+    assert "NameError: name 'side' is not defined" in asked[2]
     assert "fixed on attempt 3" in done.stdout
 
 
@@ -305,3 +307,34 @@ def test_a_csv_column_named_like_code_is_never_run_by_the_offline_fix(tmp_path: 
     written = path.read_text()
     assert f"df[{hostile!r}]" in written  # the whole name, as one literal
     assert done.returncode == 0 and payload in done.stdout  # the cell's text, printed
+
+
+def test_a_save_made_while_the_model_answered_is_never_written_over(tmp_path: Path) -> None:
+    """Issue 47, S1 4: `runfix run --fix` writes the fix only when the file still says what
+    it read; a save made meanwhile is kept, and it says so."""
+    import threading
+    import time
+
+    path = tmp_path / "job.py"
+    path.write_text("items = [1, 2]\n# %%\nprint(sum(items) + '1')\n")
+    saved = "items = [1, 2]\n# %%\nprint('the user saved this')\n"
+    with ModelServer() as model:
+        slow = code("print(sum(items) + 1)")
+        slow.hang = 3.0
+        model.script(slow)
+
+        def save_meanwhile() -> None:
+            deadline = time.monotonic() + 60
+            while not model.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            path.write_text(saved)
+
+        saver = threading.Thread(target=save_meanwhile)
+        saver.start()
+        done = run_fix(path, model)
+        saver.join()
+    assert path.read_text() == saved
+    assert done.returncode == 1
+    assert (
+        "the file changed while runfix ran" in done.stdout and "wrote the fixes" not in done.stdout
+    )
