@@ -3,7 +3,8 @@ whole file once ("paste it into a chat"), on the tasks of `fix_live_tasks.py`.
 
     .venv/bin/python scripts/bench_fix_live.py [--url URL --model NAME] [--only NAME…]
         [--needs model|offline] [--fresh] [--layout first|last|slot] [--skip-generate]
-        [--skip-paste] [--verbose]
+        [--skip-paste] [--verbose] [--show] [--without evidence|narrow|stop|cause …]
+        [--evidence facts|full] [--evidence-after N]
 
 Without `--url` it starts Qwen2.5-Coder-0.5B-Instruct on loopback (`scripts/model` sets it
 up). Both sides sample alike (temperature 0, seed 0; runfix's retries after a failed
@@ -16,6 +17,13 @@ counts each request's prompt tokens (the endpoint's own count) and the replies t
 the request (cell markers, runfix's placeholder). "Fixed with no model asked" counts the
 tasks runfix fixed with Python's own suggestion (or a column the kernel has) before any
 request: a typo fixed offline, proven the same way.
+
+Where the time goes: each task's wall time, the part of it spent waiting for the model
+(every request, reading the prompt and writing the answer, as the proxy saw it) and the
+rest (kernel start, runs, checks), with the prompt and answer tokens. Each part of the fix
+loop can be left out (`--without`) or said another way (`--evidence`, `--evidence-after`) to
+measure what it does on the same tasks with the same model; `--show` prints each request
+and its answer.
 """
 
 from __future__ import annotations
@@ -181,14 +189,16 @@ evidence in the request, the narrower request after an answer that changed nothi
 end after two answers alike, the fix moved to the function a None came from."""
 
 
-def runfix_fix(folder: Path, layout: str, without: Sequence[str] = (), style: str = "full") -> None:
+def runfix_fix(
+    folder: Path, layout: str, without: Sequence[str] = (), style: str = "facts", after: int = 0
+) -> None:
     """`runfix run job.py --fix`, in this process (its output is not shown)."""
     made = FixFlow._fixer
 
     def fixer(self: FixFlow, *args: Any, **kwargs: Any) -> Any:
         built = made(self, *args, **kwargs)
         built.layout = layout
-        built.evidence_style = style
+        built.evidence_style, built.evidence_after = style, after
         if "evidence" in without:
             built.evidence = None
         if "narrow" in without:
@@ -316,7 +326,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--without", nargs="*", default=[], choices=WITHOUT, help="parts of the loop left out"
     )
-    parser.add_argument("--evidence", default="full", choices=STYLES, help="how it is said")
+    parser.add_argument("--evidence", default="facts", choices=STYLES, help="how it is said")
+    parser.add_argument(
+        "--evidence-after", type=int, default=0, help="answers before a request carries it"
+    )
     parser.add_argument("--skip-generate", action="store_true")
     parser.add_argument("--skip-paste", action="store_true")
     parser.add_argument("--max-tokens", type=int, default=1024)
@@ -405,8 +418,8 @@ def _paste_fix(url: str, model: str, task: FixTask, most: int, folder: Path) -> 
     paste_fix(url, model, task, folder, most)
 
 
-def _runfix_fix(layout: str, without: Sequence[str], style: str, folder: Path) -> None:
-    runfix_fix(folder, layout, without, style)
+def _runfix_fix(layout: str, without: Sequence[str], style: str, after: int, folder: Path) -> None:
+    runfix_fix(folder, layout, without, style, after)
 
 
 def _paste_generate(url: str, model: str, task: GenerateTask, most: int, folder: Path) -> None:
@@ -432,7 +445,9 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
             t.where,
             t.files,
             t.expect,
-            functools.partial(_runfix_fix, args.layout, args.without, args.evidence),
+            functools.partial(
+                _runfix_fix, args.layout, args.without, args.evidence, args.evidence_after
+            ),
             t.needs,
             t.fresh,
         )
@@ -483,7 +498,8 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
         ]
     )
     left_out = f"; without {', '.join(args.without)}" if args.without else ""
-    left_out += f"; evidence {args.evidence}" if args.evidence != "full" else ""
+    left_out += f"; evidence {args.evidence}" if args.evidence != "facts" else ""
+    left_out += f" after {args.evidence_after} answers" if args.evidence_after else ""
     print(
         f"\nfix tasks ({len(fixes)}; layout {args.layout}{left_out}; temperature 0, seed {SEED}):"
     )

@@ -128,11 +128,12 @@ def frames_of(found: Mapping[str, Any] | None) -> list[Frame]:
     return out
 
 
-STYLES = ("full", "facts", "inline")
-"""How the evidence is said: `full` — the facts, then the values of the failing frame and its
-caller; `facts` — the facts alone (else the values of the failing line's names); `inline` —
-the same, as a comment on the line that raised (`# raised here: …`)."""
-INLINE = "raised here:"
+STYLES = ("facts", "full")
+"""How the evidence is said: `facts` — what the failing expression's pieces say about the
+error (else the values of the failing line's names); `full` — the facts, then the values of
+the failing frame and its caller. Measured with Qwen2.5-Coder-0.5B on the live bench's 30
+tasks that need a model: facts 13 fixed, full 11 (and 11 with the facts as a comment on the
+failing line): a small model does better with less to read."""
 
 
 def render(
@@ -140,7 +141,7 @@ def render(
     error: str,
     sources: Mapping[str, Sequence[str]],
     name_of: Mapping[str, str] | None = None,
-    style: str = "full",
+    style: str = "facts",
 ) -> str:
     """The evidence as lines for the model ("" when the kernel had none). `error`: the
     exception's line (`TypeError: …`); `sources`: the files' lines by path (the document,
@@ -151,11 +152,8 @@ def render(
         return ""
     names = name_of or {}
     facts = _facts(frames[0], error, frames, sources, names)
-    if style != "full":
-        said = facts or ["; ".join(h.text for h in frames[0].names)] if frames[0].names else facts
-        if style == "inline":
-            text = " ".join(f.replace("`", "") for f in said)
-            return f"{INLINE} {text}"[:LIMIT] if text else ""
+    if style == "facts":
+        said = facts or (["; ".join(h.text for h in frames[0].names)] if frames[0].names else [])
         if not said:
             return ""
         text = "What the kernel held when it raised:\n" + "\n".join(f"- {f}" for f in said)
@@ -367,3 +365,77 @@ def _own_returns(function: ast.AST) -> list[ast.Return]:
         elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             todo.extend(ast.iter_child_nodes(node))
     return found
+
+
+# -- what the evidence itself fixes, with no model -----------------------------------------
+
+
+def returned(code: str) -> tuple[str, str] | None:
+    """`code` (lines from `first` of its file) with the function it defines returning the
+    value its last statement computes, where that function returns nothing at all and ends
+    in an expression that is not a call to `print` — a forgotten `return` — and what was
+    changed; None otherwise."""
+    try:
+        tree = ast.parse(without_magics(code))
+    except SyntaxError:
+        return None
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(functions) != 1 or [r for r in _own_returns(functions[0]) if r.value is not None]:
+        return None
+    function = functions[0]
+    last = function.body[-1]
+    if not isinstance(last, ast.Expr) or isinstance(last.value, ast.Constant):
+        return None
+    call = last.value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+        return None
+    rows = code.split("\n")
+    at = last.lineno - 1
+    column = last.col_offset  # (the AST's columns are UTF-8 bytes: the prefix is indentation)
+    rows[at] = rows[at][:column] + "return " + rows[at][column:]
+    said = f"`{function.name}` returned None: it now returns its last expression"
+    return "\n".join(rows), said
+
+
+def sorted_instead(
+    code: str, found: Mapping[str, Any] | None, error: str
+) -> tuple[str, str] | None:
+    """`code` with `x = items.sort(…)` — which sorts `items` in place and returns None —
+    made `x = sorted(items, …)`, where the kernel's evidence shows `x` held that None; and
+    what was changed. None otherwise."""
+    if "NoneType" not in error:
+        return None
+    nones = {
+        h.label
+        for frame in frames_of(found)[:2]
+        for h in (*frame.parts, *frame.names)
+        if h.preview == "None"
+    }
+    rows = code.split("\n")
+    for i, row in enumerate(rows):
+        text = row.strip()
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
+            continue
+        assign = tree.body[0]
+        value = assign.value
+        names = [t.id for t in assign.targets if isinstance(t, ast.Name)]
+        if not (
+            names
+            and names[0] in nones
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "sort"
+            and not value.args
+        ):
+            continue
+        owner = value.func.value
+        assign.value = ast.Call(ast.Name("sorted", ast.Load()), [owner], value.keywords)
+        indent = row[: len(row) - len(row.lstrip())]
+        rows[i] = indent + ast.unparse(assign)
+        said = f"`{ast.unparse(owner)}.sort()` returns None: `sorted({ast.unparse(owner)})` instead"
+        return "\n".join(rows), said
+    return None

@@ -26,7 +26,13 @@ from typing import Any
 from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
-from lsp_server.fix.evidence import INLINE, error_name, none_from, render
+from lsp_server.fix.evidence import (
+    error_name,
+    none_from,
+    render,
+    returned,
+    sorted_instead,
+)
 from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
 from lsp_server.folder_files import read_regular
 from lsp_server.model.client import ModelCancelled, ModelError
@@ -588,6 +594,9 @@ def retry_temperature(setting: float | None) -> float:
     return max(setting or 0.0, RETRY_TEMPERATURE)
 
 
+UNUSED = "(not used:"
+"""How an answer without code that can be used is kept among the attempts (the next request
+says so in its own line, not as an attempt)."""
 IDENTICAL = (
     "This is the code that failed, unchanged (or an earlier attempt again): it was not run. "
     "Make a different change that removes the cause of the error."
@@ -639,8 +648,10 @@ class Fixer:
     """The document's path, as the kernel's frames name it."""
     usage: Callable[[], tuple[int, int] | None] | None = None
     """The last answer's (prompt, answer) tokens, where the endpoint said."""
-    evidence_style: str = "full"
+    evidence_style: str = "facts"
     """How the evidence is said (`evidence.STYLES`)."""
+    evidence_after: int = 0
+    """Answers the model gives before a request carries the evidence (0: the first does)."""
     narrow: bool = True
     """After an answer that changed nothing (or had no code), ask for the failing line alone
     (`context.line_messages`); False: the whole code again, with a line saying so."""
@@ -671,6 +682,7 @@ class Fixer:
         names = [v.name for v in variables] + loop.in_code
         keys = [str(k) for v in variables for k in (v.columns or {})]
         typo = suggested(loop.target, error, names, keys) if python else None
+        typo = typo or (self._from_evidence(loop, error) if python else None)
         fresh: list[Variable] | None = variables
         """The kernel's variables, until a run may have changed them."""
         if typo is not None:  # Python's own suggestion, tried before any model is asked
@@ -777,8 +789,9 @@ class Fixer:
         nothing, the failing line alone (where known); else the code to fix with all the
         request holds."""
         target, current = loop.target, loop.current
+        held = loop.evidence if len(loop.answers) >= self.evidence_after else ""
         if focus is not None:
-            asked = line_messages(target.code, focus, current, loop.evidence, note, self.language)
+            asked = line_messages(target.code, focus, current, held, note, self.language)
             return asked, min(loop.bound, LINE_BOUND)
         hint = (
             suggestion(
@@ -790,19 +803,13 @@ class Fixer:
             if self.language.python
             else None
         )
-        shown = target.code
-        if loop.evidence.startswith(INLINE) and loop.focus is not None:
-            rows = shown.rstrip("\n").split("\n")
-            rows[loop.focus] += f"  {self.language.comment} {loop.evidence}"
-            shown = "\n".join(rows) + "\n"
-        evidence = "" if loop.evidence.startswith(INLINE) else loop.evidence
         messages = fix_messages(
-            shown,
+            target.code,
             _hinted(current, hint),
             loop.file,
             (target.first, target.last),
             variables,
-            [a for a in loop.tried if a.error != IDENTICAL],
+            [a for a in loop.tried if a.error != IDENTICAL and not a.error.startswith(UNUSED)],
             self.budget,
             self.language,
             caller=(loop.code, None if target.path else (loop.first, loop.last))
@@ -810,7 +817,7 @@ class Fixer:
             else None,
             layout=self.layout,
             where=target.path.name if target.path is not None else None,
-            evidence=evidence,
+            evidence=held,
             note=note,
         )
         return messages, loop.bound
@@ -819,14 +826,24 @@ class Fixer:
         """The code an answer proposes (the failing line's answer put in its place);
         ReplyError when it holds none that can be used."""
         if focus is None:
-            code = extract_code(
+            return extract_code(
                 reply, asked=loop.target.code, context=loop.context, language=self.language
             )
-            return _INLINE.sub("", code)
         candidate = splice_line(loop.target.code, focus, reply_block(reply, self.language))
         if self.language.python:
             candidate = extract_code(f"```python\n{candidate}```", language=PYTHON)
         return candidate
+
+    def _from_evidence(self, loop: _Loop, error: str) -> tuple[str, str] | None:
+        """A fix the kernel's evidence names, tried before any model is asked: a function
+        of the file that returned None for want of a `return` returns its last expression;
+        `x = items.sort()` becomes `x = sorted(items)`."""
+        if loop.found is None:
+            return None
+        target = loop.target
+        if loop.none_cause and (made := returned(target.code)) is not None:
+            return made
+        return sorted_instead(target.code, loop.found, error)
 
     async def _begin(
         self,
@@ -846,7 +863,7 @@ class Fixer:
         if cause is None:
             return loop
         moved = self._loop(lines, first, last, code, error, cause)
-        moved.evidence, moved.found = loop.evidence, loop.found
+        moved.evidence, moved.found, moved.none_cause = loop.evidence, loop.found, True
         return moved
 
     def _cause(self, loop: _Loop, lines: Sequence[str], error: str) -> Target | None:
@@ -987,6 +1004,8 @@ class _Loop:
     """What the kernel held when the last error was raised, for the next request."""
     found: Mapping[str, Any] | None = None
     """The kernel's answer that evidence was made from."""
+    none_cause: bool = False
+    """The target is a function of the file the evidence shows returned a None."""
     file: Sequence[str] = ()
     """The lines of the file the code to fix is in."""
     context: list[str] = field(default_factory=list)
@@ -1025,7 +1044,7 @@ class _Loop:
         return again
 
     def no_code(self, reply: str, why: str) -> None:
-        self.tried.append(Attempt(reply, f"(not used: {why})"))
+        self.tried.append(Attempt(reply, f"{UNUSED} {why})"))
         self.unusable.append(why)
 
     @property
@@ -1090,10 +1109,6 @@ class _Loop:
                 f"no fix ran clean in {attempts} attempts; the last raised {raised[:200]}",
             )
         return self.ended("failed", attempts, f"{self._said()}; nothing was changed")
-
-
-_INLINE = re.compile(rf"[ \t]*(#|//|--) {INLINE}.*$", re.M)
-"""The evidence's comment, where an answer repeats it."""
 
 
 def _last_line(error: str) -> str:

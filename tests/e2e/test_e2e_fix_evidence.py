@@ -59,7 +59,6 @@ async def test_an_index_error_in_a_helper_carries_the_list_it_was_given_and_the_
     assert answer == {"status": "fixed", "attempts": 1}
     asked = model.user_text(0)
     assert "`xs[i + 1]`: the index `i + 1` is 3, but `xs` has 3 items (indexes 0 to 2)." in asked
-    assert "`xs` = [1, 2, 3] (list, 3 items)" in asked
     assert "range(len(xs) - 1)" in text(client, uri)
     # The record keeps what asking the model took, on the attempt's run.
     runs = await client.workspace_execute_command_async(
@@ -88,11 +87,14 @@ async def test_a_none_names_the_function_that_returned_it_and_the_fix_goes_there
     cell above defined, which forgot to `return`: the request says so, the fix goes into
     that function, and the cell that failed runs again, unchanged, as its test."""
     source = (
-        "def normalise(xs):\n    total = sum(xs)\n    [x / total for x in xs]\n# %%\n"
+        "def normalise(xs):\n    total = sum(xs)\n    out = [x / total for x in xs]\n# %%\n"
         "weights = normalise([1, 1, 2])\nprint(sorted(range(3), key=lambda i: weights[i]))\n"
     )
     model.script(
-        code("def normalise(xs):\n    total = sum(xs)\n    return [x / total for x in xs]")
+        code(
+            "def normalise(xs):\n    total = sum(xs)\n    out = [x / total for x in xs]\n"
+            "    return out"
+        )
     )
     uri, answer = await fix(client, folder, model, "none.py", source)
     assert answer["status"] == "fixed"
@@ -100,22 +102,45 @@ async def test_a_none_names_the_function_that_returned_it_and_the_fix_goes_there
     assert "`weights` is None: it was assigned `weights = normalise([1, 1, 2])` (line 5)" in asked
     assert "`normalise` (line 1) has no `return` of a value, so it returns None." in asked
     assert "The code to fix:\n```python\ndef normalise(xs):" in asked
-    assert text(client, uri) == source.replace("    [x / total", "    return [x / total")
+    assert text(client, uri) == source.replace(
+        "    out = [x / total for x in xs]\n", "    out = [x / total for x in xs]\n    return out\n"
+    )
+
+
+async def test_a_forgotten_return_and_a_sort_assigned_are_fixed_with_no_model(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """What the kernel's evidence names is tried before any model: the function that
+    returned None returns its last expression; `x = items.sort()` becomes `sorted(items)`."""
+    source = (
+        "def normalise(xs):\n    total = sum(xs)\n    [x / total for x in xs]\n# %%\n"
+        "def top_two(scores):\n    ranked = scores.sort(reverse=True)\n    return ranked[:2]\n"
+        "# %%\nweights = normalise([1, 1, 2])\nprint(sorted(range(3), key=lambda i: weights[i]))\n"
+        "# %%\nprint(top_two([3, 9, 4]))\n"
+    )
+    uri, answer = await fix(client, folder, model, "offline.py", source)
+    assert answer["status"] == "fixed" and model.requests == []
+    assert text(client, uri) == source.replace("    [x / total", "    return [x / total").replace(
+        "scores.sort(reverse=True)", "sorted(scores, reverse=True)"
+    )
+    await asyncio.sleep(0.3)
+    assert errors(client, uri) == []
 
 
 async def test_a_secret_a_frame_held_is_not_shown_to_the_model(
     client: LanguageClient, folder: Path, model: ModelServer
 ) -> None:
     source = (
-        "def connect(host):\n    api_token = 'tok-123456'\n    return host + 443\n"
+        "def connect(host):\n    api_token = 'tok-123456'\n    return host + (api_token + 443)\n"
         "# %%\nprint(connect('example.test'))\n"
     )
-    model.script(code("def connect(host):\n    api_token = 'tok-123456'\n    return f'{host}:443'"))
+    model.script(
+        code("def connect(host):\n    api_token = 'tok-123456'\n    return f'{host}{api_token}443'")
+    )
     _, answer = await fix(client, folder, model, "secret.py", source)
     assert answer["status"] == "fixed"
     asked = model.user_text(0)
-    assert "`host` = 'example.test' (str)" in asked
-    assert "`api_token` = <hidden" in asked
+    assert "`api_token + 443`: `api_token` is a str (<hidden" in asked
     assert asked.count("tok-123456") == 1  # in the code shown, never as a value read
 
 

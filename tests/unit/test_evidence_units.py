@@ -41,9 +41,9 @@ def raised(tmp_path: Path, source: str) -> tuple[dict[str, Any] | None, str, str
     raise AssertionError("it did not raise")
 
 
-def said(tmp_path: Path, source: str) -> str:
+def said(tmp_path: Path, source: str, style: str = "facts") -> str:
     found, error, path = raised(tmp_path, source)
-    return render(found, error, {path: split_lines(source)})
+    return render(found, error, {path: split_lines(source)}, style=style)
 
 
 @pytest.mark.parametrize(
@@ -104,12 +104,14 @@ def test_secrets_are_never_shown_and_the_evidence_is_bounded(tmp_path: Path) -> 
         "call('h', 'tok-999', {'password': 'pw-999', 'x': 1})\n"
         "\n" * 1
     )
-    text = said(tmp_path, source)
+    text = said(tmp_path, source, "full")  # (the frame's values too)
     assert "tok-999" not in text and "pw-999" not in text
     assert "`api_token` = <hidden" in text and "`config` = <not shown" in text
+    text = said(tmp_path, "def call(api_token):\n    return api_token + 443\ncall('tok-999')\n")
+    assert "`api_token` is a str (<hidden" in text and "tok-999" not in text
     many = "def f(" + ", ".join(f"a{i}" for i in range(40)) + "):\n    return a0 + 'x'\n"
     many += "f(" + ", ".join(str(i) * 150 for i in range(40)) + ")\n"
-    assert len(said(tmp_path, many)) <= 1500
+    assert len(said(tmp_path, many, "full")) <= 1500
 
 
 def test_another_error_than_the_one_asked_about_is_not_described(tmp_path: Path) -> None:
