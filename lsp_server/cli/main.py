@@ -77,6 +77,19 @@ def _run(p: argparse.ArgumentParser) -> None:
         help="fix failing cells with the model (each fix proven by running it) and write the file",
     )
     p.add_argument(
+        "--generate",
+        action="store_true",
+        help="write the body of each empty prompt (`# ai: …`) with the model, after running the "
+        "cells above it, run it, and write the file (model-written code a check flags is not "
+        "run headless)",
+    )
+    p.add_argument(
+        "--line",
+        type=int,
+        metavar="N",
+        help="with --generate: only the prompt on line N (written again if it has a body)",
+    )
+    p.add_argument(
         "--dependents-of",
         type=int,
         metavar="LINE",

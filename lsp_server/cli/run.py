@@ -42,10 +42,11 @@ from lsp_server.flow import Flow
 from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
-from lsp_server.runs import RunMode, pieces_for
+from lsp_server.runs import RunMode, Where, pieces_for
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
 from lsp_server.text.languages import Language, language_of
+from lsp_server.text.prompts import prompt_at, prompt_lines
 
 NOTE_LINES = 20  # output lines shown per statement; the rest is counted
 _LEVELS = {Level.ERROR: "error", Level.WARNING: "warning", Level.INFO: "note"}
@@ -332,6 +333,8 @@ def command(args: argparse.Namespace) -> int:
             command_line(args),
             args.dependents_of,
             args.above,
+            args.generate,
+            args.line,
         )
     except KeyboardInterrupt:  # the kernel is stopped by then; one line, not a traceback
         code = INTERRUPTED
@@ -388,10 +391,14 @@ def run_file(
     command_line: Mapping[str, Any] | None = None,
     dependents_of: int | None = None,
     above: bool = False,
+    generate: bool = False,
+    line: int | None = None,
 ) -> int:
     """Run the file's cells (or one, with the cells `above` it first; or, `dependents_of` a
-    line from 1, the cells up to the one holding it and the cells below that depend on it),
-    printing results; 0 clean, 1 failed, 2 could not run."""
+    line from 1, the cells up to the one holding it and the cells below that depend on it;
+    or, to `generate`, the cells above each empty prompt and then the body the model writes
+    for it — only the prompt on `line` with one), printing results; 0 clean, 1 failed, 2
+    could not run."""
     shown = str(path)
     path = path.resolve()
     try:
@@ -427,7 +434,14 @@ def run_file(
         print(f"runfix: error: {shown} has {len(lines)} lines", file=sys.stderr)
         return 2
     at = dependents_of - 1 if dependents_of is not None else None
-    code = asyncio.run(_run(editor, settings, line_range, fix, at, cells))
+    prompts = None
+    if generate or line is not None:
+        found = _prompts(lines, settings, line)
+        if isinstance(found, str):
+            print(f"runfix: error: {shown}: {found}", file=sys.stderr)
+            return 2
+        prompts = found
+    code = asyncio.run(_run(editor, settings, line_range, fix, at, cells, prompts))
     if code == 1 and cell is not None and cell > 1 and not above:
         first = line_range.start.line + 1 if line_range is not None else 1
         above_it = "cell 1 above it" if cell == 2 else f"cells 1–{cell - 1} above it"
@@ -443,8 +457,56 @@ def run_file(
             )
             return 1
         path.write_text("".join(editor.lines), encoding=encoding)
-        editor.note(f"{shown}: note: wrote the fixes")
+        editor.note(f"{shown}: note: wrote the {'generated code' if prompts else 'fixes'}")
     return code
+
+
+def _prompts(lines: Sequence[str], settings: Settings, line: int | None) -> list[str] | str:
+    """The prompt lines `--generate` writes the bodies of: each prompt without one, or the
+    prompt on `line` (from 1); a message when there is none to write."""
+    markers = settings.prompt_markers
+    if line is not None:
+        prompt = prompt_at(lines, line - 1, markers) if 1 <= line <= len(lines) else None
+        if prompt is None:
+            return f"line {line} is not a prompt (`# ai: …`)"
+        return [lines[line - 1]]
+    empty = [
+        lines[i]
+        for i in prompt_lines(lines, markers)
+        if (found := prompt_at(lines, i, markers)) is not None and not found.has_body
+    ]
+    return empty or "no prompt without code under it (`# ai: …`); --line N writes one again"
+
+
+async def _generate(
+    flow: Flow, where: Where, prompts: Sequence[str], cancel: asyncio.Event
+) -> bool:
+    """Each prompt in turn: the cells above it that have not run, then its body written by
+    the model and run. Whether every one was written and ran clean."""
+    markers = where.settings.prompt_markers
+    ran_to = -1
+    ok = True
+    for text in prompts:
+        where = flow.now(where)
+        lines = where.text.lines
+        at = next((i for i in prompt_lines(lines, markers) if lines[i] == text and i > ran_to), -1)
+        if at < 0:
+            continue
+        mode = RunMode(after=ran_to, before=at, say_stop=False)
+        if (await flow.run(where, None, cancel, mode)).status == Status.CANCELLED:
+            return False
+        answer = await flow.generator.generate(flow.now(where), at, True, cancel)
+        if answer.status == Status.CANCELLED:
+            return False
+        written = answer.range
+        ok = ok and written is not None and (answer.run is None or answer.run.status == Status.OK)
+        if written is not None:
+            count = written.end.line - written.start.line
+            said = f"wrote {count} line{'s' if count != 1 else ''} under the prompt"
+            flow.editor.remark(Place(where.uri, at), said)
+        found = prompt_at(flow.now(where).text.lines, at, markers)
+        ran_to = found.body_last if found is not None and found.has_body else at
+    return ok
 
 
 def _still_reads(path: Path, source: str, encoding: str) -> bool:
@@ -464,8 +526,10 @@ async def _run(
     fix: bool,
     dependents_of: int | None = None,
     cells: tuple[tuple[int, int], ...] | None = None,
+    prompts: list[str] | None = None,
 ) -> int:
-    """`cells`: only the cells starting at these lines' spans (--cell N --above)."""
+    """`cells`: only the cells starting at these lines' spans (--cell N --above); `prompts`:
+    the text of the prompt lines to write the bodies of (--generate)."""
 
     async def read_settings(folder: Path) -> Settings:
         return settings
@@ -485,7 +549,9 @@ async def _run(
             return 2
         cancel = asyncio.Event()
         with _ctrl_c(cancel) as pressed:
-            if dependents_of is not None:
+            if prompts is not None:
+                ok = await _generate(flow, where, prompts, cancel)
+            elif dependents_of is not None:
                 ran = await flow.run_dependents(where, dependents_of, cancel, with_above=True)
                 ok = ran.status == Status.OK
             elif fix:

@@ -241,3 +241,51 @@ async def test_live_cancel_stops_the_stream_at_once(
         await asyncio.sleep(0.05)
     assert seen.aborted == 1
     bounded(seen, 600)
+
+
+FRESH = {
+    # issue 45's kinds, as the live bench's fresh tasks have them
+    "index": (
+        "def pairs(xs):\n    return [(xs[i], xs[i + 1]) for i in range(len(xs))]\n# %%\n"
+        "print(pairs([1, 2, 3]))\n",
+        "`xs[i + 1]`: the index `i + 1` is 3, but `xs` has 3 items (indexes 0 to 2).",
+    ),
+    "plus": (
+        'def describe(name, age):\n    return name + " is " + age + " years old"\n# %%\n'
+        'print(describe("Ada", 36))\n',
+        '`name + " is " + age`: `age` is an int (36).',
+    ),
+    "none": (
+        "def normalise(xs):\n    total = sum(xs)\n    out = [x / total for x in xs]\n# %%\n"
+        "weights = normalise([1, 1, 2])\nprint(sorted(range(3), key=lambda i: weights[i]))\n",
+        "`normalise` (line 1) has no `return` of a value, so it returns None.",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FRESH))
+async def test_live_the_fix_request_carries_what_the_kernel_held(
+    client: LanguageClient, folder: Path, live_model: Live, kind: str
+) -> None:
+    """Issue 45: a fresh task of each kind against the real model. What runfix promises,
+    whatever the model answers: the request says what the kernel held, the fix lands in the
+    function (the calling cell untouched), every request is bounded, and a fix that is
+    reported ran clean; the document is otherwise left as it was."""
+    source, fact = FRESH[kind]
+    seen = live_model.proxy.watch()
+    await client.initialize_session(init_params(folder, options=live_model.options()))
+    uri = open_doc(client, folder / f"{kind}.py", source)
+    answer = await command(client, "runfix.runAndFix", {"uri": uri})
+    after = text(client, uri)
+    assert parses(after), after
+    assert fact in "\n".join(m["content"] for m in seen.requests[0]["messages"])
+    calling = source.split("# %%\n")[1]
+    assert after.endswith("# %%\n" + calling), after  # the calling cell, untouched
+    assert "<<<" not in after and "```" not in after
+    bounded(seen, 256)
+    assert len(seen.requests) <= 3
+    if answer["status"] == "fixed":
+        assert errors(client, uri) == []
+    else:
+        assert after == source, answer
+        assert "Reply" not in answer.get("message", "")  # the user's words, not the model's

@@ -628,3 +628,41 @@ def test_help_runfix_works_once_the_plugin_is_on_runtimepath(
         "editors/nvim/doc/tags is not what :helptags makes of runfix.txt: regenerate it "
         "(nvim --headless -u NONE -c 'helptags editors/nvim/doc' -c q)"
     )
+
+
+README_DOC = """\
+# %% load
+prices = {"tea": 3.5, "cake": 4.2}
+print("total", sum(prices.values()))
+
+# %% ai: the mean price, rounded to 2 places
+"""
+
+
+@pytest.mark.parametrize("which", ["0.7.2", "current"])
+def test_the_readmes_prompt_generates_in_neovim_and_a_wrong_line_says_so_once(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """Issue 46: `# %% ai: …` (the README's prompt, on a cell marker) is a prompt Generate
+    writes the body of; Generate on a line that is not one says so with one "runfix:"."""
+    from tests.conftest import API_KEY_ENV
+    from tests.support.model_server import ModelServer, code
+
+    nvim = _which(nvim, which)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    file = project / "prices.py"
+    file.write_text(README_DOC)
+    with ModelServer() as model:
+        model.script(code("print(round(sum(prices.values()) / len(prices), 2))"))
+        settings = {"model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV}}
+        done = _headless(
+            nvim, tmp_path, file, Path(__file__).parent / "nvim" / "generate.lua", settings
+        )
+    assert "error" not in done, done.get("error")
+    assert done["attached"] and done["generated"] and done["said"], done
+    assert done["text"][-1] == "print(round(sum(prices.values()) / len(prices), 2))"
+    assert done["text"][4] == "# %% ai: the mean price, rounded to 2 places"
+    wrong = [n for n in done["notes"] if "not a prompt" in n]
+    assert wrong == ["runfix: error: line 2 is not a prompt (`# ai: …`)."], done["notes"]

@@ -338,3 +338,46 @@ def test_a_save_made_while_the_model_answered_is_never_written_over(tmp_path: Pa
     assert (
         "the file changed while runfix ran" in done.stdout and "wrote the fixes" not in done.stdout
     )
+
+
+def test_generate_writes_each_empty_prompts_body_after_the_cells_above_and_runs_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 46: `runfix run FILE --generate` — the README's prompt (`# %% ai: …`) from a
+    terminal: the cells above run first (the model is told what they made), the body is
+    written and run, and the file is written."""
+    path = tmp_path / "prices.py"
+    source = (
+        '# %% load\nprices = {"tea": 3.5, "cake": 4.2}\n\n'
+        "# %% ai: the mean price, rounded to 2 places\n"
+    )
+    path.write_text(source)
+    with ModelServer() as model:
+        model.script(code("print(round(sum(prices.values()) / len(prices), 2))"))
+        environ = {**os.environ, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": model.url}
+        (tmp_path / "pyproject.toml").write_text(
+            f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "lsp_server", "run", str(path), "--generate"],
+            capture_output=True, text=True, timeout=120, env=environ,
+        )  # fmt: skip
+        asked = model.user_text(0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == source + "print(round(sum(prices.values()) / len(prices), 2))\n"
+    assert "prices: dict len=2" in asked  # the cell above ran first: the model saw its state
+    out = done.stdout.splitlines()
+    assert f"{path}:4:1: note: wrote 1 line under the prompt" in out
+    assert f"{path}:5:1: note: 3.85" in out
+    assert f"{path}: note: wrote the generated code" in out
+    # nothing left to write, or a line that is no prompt: said, exit 2
+    again = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", str(path), "--generate"],
+        capture_output=True, text=True, timeout=60, env=environ,
+    )  # fmt: skip
+    assert again.returncode == 2 and "no prompt without code under it" in again.stderr
+    wrong = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", str(path), "--line", "2"],
+        capture_output=True, text=True, timeout=60, env=environ,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "line 2 is not a prompt" in wrong.stderr

@@ -245,7 +245,9 @@ local function report(result)
     return -- an error the code raised is already a diagnostic on its line
   end
   local level = status == "error" and vim.log.levels.WARN or vim.log.levels.INFO
-  local text = status .. (result.message and (": " .. result.message) or "")
+  -- (the server's messages may begin with its own "runfix: ", which notify adds once)
+  local said = result.message and (result.message:gsub("^runfix: ", "")) or nil
+  local text = status .. (said and (": " .. said) or "")
   notify(text, level)
 end
 

@@ -1,0 +1,42 @@
+-- Headless Neovim test (issue 46): Generate on the README's prompt (`# %% ai: …`, on a cell
+-- marker) writes its body; Generate on a line that is no prompt says so once, with one
+-- "runfix:". Writes $RUNFIX_NVIM_REPORT.
+local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
+
+harness.run(function(report)
+  report.notes = {}
+  vim.notify = function(message) -- kept, not shown (no hit-enter prompt headless)
+    table.insert(report.notes, message)
+  end
+  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
+  local settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") }
+  settings = vim.tbl_extend("force", settings, vim.fn.json_decode(os.getenv("RUNFIX_NVIM_SETTINGS")))
+  require("runfix").setup({ cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")), settings = settings })
+  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
+  vim.bo.filetype = "python"
+  report.attached = vim.wait(20000, function()
+    return require("runfix").client(0) ~= nil
+  end, 50)
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  for i, line in ipairs(lines) do
+    if line:find("# %% ai:", 1, true) then
+      vim.api.nvim_win_set_cursor(0, { i, 0 })
+    end
+  end
+  local before = #lines
+  vim.cmd("RunfixGenerate")
+  report.generated = vim.wait(60000, function()
+    return vim.api.nvim_buf_line_count(0) > before
+  end, 50)
+  vim.api.nvim_win_set_cursor(0, { 2, 0 }) -- code, not a prompt
+  vim.cmd("RunfixGenerate")
+  report.said = vim.wait(20000, function()
+    for _, note in ipairs(report.notes) do
+      if note:find("not a prompt", 1, true) then
+        return true
+      end
+    end
+    return false
+  end, 50)
+  report.text = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+end)
