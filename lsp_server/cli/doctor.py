@@ -7,7 +7,9 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,8 @@ from executor.trust import TrustStore
 from lsp_server import __version__
 from lsp_server.cli.run import command_line, project_folder, project_settings
 from lsp_server.executors import kernel_config
-from lsp_server.model.client import ModelClient, ModelConfig
-from lsp_server.settings import Settings
+from lsp_server.model.client import ModelClient, ModelConfig, ModelError
+from lsp_server.settings import OPENAI_URL, Settings
 
 
 async def doctor(folder: Path, command_line: Mapping[str, Any] | None = None) -> int:
@@ -68,20 +70,65 @@ async def _sandbox_note() -> None:
     print(f"docker:         {engine}; sandbox image {image or DEFAULT_IMAGE + ' not built'}")
 
 
+PROBE = [{"role": "user", "content": "Reply with the single word: ok"}]
+"""The completion doctor asks for: one short answer proves the model writes."""
+BUSY_WAIT = 30.0
+"""Seconds doctor waits for an endpoint that is slow to answer before calling it stuck: a
+local server answering another client's long request is busy, not down."""
+
+
 async def _doctor_model(settings: Settings) -> None:
-    """The model endpoint: what is configured, and whether it answers (never the key)."""
+    """The model endpoint: what is configured, whether it answers, and a completion (streamed
+    and not) with its time and speed; never the key."""
     config = ModelConfig.from_settings(settings)
-    has_key = "set" if config.api_key() else "not set"
-    print(f"model:          {config.name} at {config.base_url} ({config.api_key_env} {has_key})")
+    if config.base_url == OPENAI_URL or config.api_key():
+        key = f"{config.api_key_env} {'set' if config.api_key() else 'not set'}"
+    else:
+        key = "no key: a local endpoint needs none"
+    print(f"model:          {config.name} at {config.base_url} ({key})")
     if (why := config.missing()) is not None:
         print(f"  {why}")
         return
+    for stream in (True, False):
+        said = await _completion(replace(config, stream=stream, timeout=BUSY_WAIT))
+        print(f"  {'streamed' if stream else 'not streamed'}: {said}")
+        if said.startswith(("nothing answers", "no answer")):
+            return
+
+
+async def _completion(config: ModelConfig) -> str:
+    """One short completion: what came back, how long it took and how fast it was written;
+    else why none came (nothing listening, no answer within `BUSY_WAIT`, an error)."""
     client = ModelClient(config)
+    began = time.monotonic()
+    first: list[float] = []
+
+    def arrived(text: str) -> None:
+        if text and not first:
+            first.append(time.monotonic() - began)
+
     try:
-        problem = await client.unanswered()
+        reply = await client.complete(PROBE, on_text=arrived, max_tokens=8)
+    except ModelError as exc:
+        took = time.monotonic() - began
+        text = str(exc)
+        if "Cannot reach" in text:
+            return f"nothing answers at {config.base_url} (is the server running?)"
+        if "did not answer within" in text:
+            return (
+                f"no answer within {took:.0f} s: the server is busy (another client's request?) "
+                "or stuck"
+            )
+        return text
     finally:
         await client.close()
-    print(f"  the endpoint does not answer: {problem}" if problem else "  the endpoint answers.")
+    took = time.monotonic() - began
+    words = reply.strip().replace("\n", " ")[:40] or "(an empty answer)"
+    used = client.last_usage
+    speed = f", {used[1] / took:.1f} tokens/s" if used and used[1] and took > 0 else ""
+    wait = f", first text after {first[0]:.2f} s" if first and config.stream else ""
+    slow = " (busy: it took a while)" if took > 5 else ""
+    return f"{words!r} in {took:.2f} s{wait}{speed}{slow}"
 
 
 def command(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -397,3 +398,55 @@ def test_cell_n_says_the_cells_above_did_not_run_and_above_runs_them(tmp_path: P
     assert above.returncode == 0, above.stdout + above.stderr
     assert f"{script}:6:1: note: 14" in above.stdout.splitlines(), above.stdout
     assert runfix("run", str(script), "--above").returncode == 2  # --above needs --cell
+
+
+def _doctor_with(model_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`runfix doctor` on a trusted-by-typing folder whose model is at `model_url`, with
+    no key in the environment (a local endpoint needs none)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env.update({"OPENAI_BASE_URL": model_url, "RUNFIX_MODEL": "test-model"})
+    return subprocess.run(
+        [*RUNFIX, "doctor", str(tmp_path)], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+@pytest.mark.model
+def test_doctor_proves_the_model_with_a_completion_streamed_and_not(tmp_path: Path) -> None:
+    """Issue 46: doctor asks for a one-word completion both ways, with its time; a local
+    endpoint is not asked for a key."""
+    from tests.support.model_server import ModelServer, Reply
+
+    with ModelServer() as model:
+        model.script(Reply("ok"), Reply("ok"))
+        done = _doctor_with(model.url, tmp_path)
+    out = done.stdout
+    assert f"model:          test-model at {model.url} (no key: a local endpoint needs none)" in out
+    assert re.search(r"^  streamed: 'ok' in \d+\.\d\d s, first text after \d", out, re.M), out
+    assert re.search(r"^  not streamed: 'ok' in \d+\.\d\d s, \d+\.\d tokens/s", out, re.M), out
+    assert [r["stream"] for r in model.requests] == [True, False]
+    assert all(r["max_tokens"] == 8 for r in model.requests)
+
+
+@pytest.mark.model
+def test_doctor_tells_a_busy_endpoint_from_one_that_is_down(tmp_path: Path) -> None:
+    import socket
+
+    from tests.support.model_server import ModelServer, Reply
+
+    with ModelServer() as model:
+        model.script(Reply("ok", hang=6.0), Reply("ok"))
+        busy = _doctor_with(model.url, tmp_path)
+    assert re.search(
+        r"^  streamed: 'ok' in [6-9]\.\d\d s.*\(busy: it took a while\)$", busy.stdout, re.M
+    ), busy.stdout
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    down = _doctor_with(f"http://127.0.0.1:{port}/v1", tmp_path)
+    assert (
+        f"  streamed: nothing answers at http://127.0.0.1:{port}/v1 (is the server running?)"
+        in down.stdout
+    )
+    assert "not streamed:" not in down.stdout  # said once
