@@ -84,6 +84,12 @@ def _run(p: argparse.ArgumentParser) -> None:
         "run headless)",
     )
     p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print each request to the model and its answer as it came (to stderr)",
+    )
+    p.add_argument(
         "--line",
         type=int,
         metavar="N",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import sys
 import tokenize
@@ -323,6 +324,12 @@ INTERRUPTED = 130
 
 
 def command(args: argparse.Namespace) -> int:
+    if args.verbose:  # what the model was asked and said (`ModelClient.said`), to stderr
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("runfix: %(message)s"))
+        said = logging.getLogger("lsp_server.model")
+        said.addHandler(handler)
+        said.setLevel(logging.INFO)
     try:
         code = run_file(
             args.file,

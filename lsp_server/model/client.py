@@ -122,6 +122,8 @@ def _seed(value: int | None, env: Mapping[str, str]) -> int | None:
     return None if seed is None else int(seed)
 
 
+REPLY_SHOWN = 4000
+"""Characters of an answer the output panel shows."""
 MAX_TOKENS = 1024
 """The bound on an answer when nothing sets one (model.maxTokens, RUNFIX_MODEL_MAX_TOKENS)."""
 CHARS_PER_TOKEN = 3.6
@@ -148,6 +150,8 @@ class ModelClient:
         """(prompt, completion) tokens of the last answer, where the endpoint said."""
         self.retried = 0
         """Streams that ended early and were asked again without streaming."""
+        self.last_finish: str | None = None
+        """Why the last answer ended (`stop`, `length`), where the endpoint said."""
 
     def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -216,6 +220,7 @@ class ModelClient:
         work = asyncio.wait_for(
             self._with_retries(messages, seen, bound, sampling), self.config.timeout
         )
+        began = time.monotonic()
         try:
             reply = await or_cancelled(work, cancel)  # a cancel closes the HTTP stream
         except asyncio.TimeoutError:
@@ -231,7 +236,24 @@ class ModelClient:
             ) from None
         if reply is CANCELLED:
             raise ModelCancelled()
+        log.info("%s", self.said(messages, bound, reply, time.monotonic() - began))
         return reply
+
+    def said(
+        self, messages: Sequence[Mapping[str, str]], bound: int, reply: str, seconds: float
+    ) -> str:
+        """One exchange as the output panel shows it (what the model said is seen, not only
+        what runfix made of it): the request's size and bound, the time, why the answer
+        ended, the tokens where the endpoint said, and the answer as it came."""
+        used = self.last_usage
+        tokens = f", {used[0]} prompt + {used[1]} answer tokens" if used else ""
+        asked = sum(len(m.get("content", "")) for m in messages)
+        shown = reply if len(reply) <= REPLY_SHOWN else reply[:REPLY_SHOWN] + " …"
+        return (
+            f"model {self.config.name}: asked {asked:,} characters (answer bound {bound} tokens), "
+            f"answered in {seconds:.2f} s (finish: {self.last_finish or 'not said'}{tokens})"
+            + (f":\n{shown}" if reply.strip() else ": an empty answer")
+        )
 
     async def _with_retries(
         self,
@@ -333,6 +355,7 @@ class ModelClient:
         finally:
             await stream.close()
         text = "".join(parts)
+        self.last_finish = finished
         why = ended_early(text, finished)
         if why is None:
             return text
@@ -353,6 +376,7 @@ class ModelClient:
             model=self.config.name, messages=cast(Any, list(messages)), stream=False, **extra
         )
         text = (reply.choices[0].message.content or "") if reply.choices else ""
+        self.last_finish = reply.choices[0].finish_reason if reply.choices else None
         self._learn(messages, reply.usage)
         if on_text is not None:
             on_text(text)

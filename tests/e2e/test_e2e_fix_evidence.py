@@ -17,7 +17,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from tests.conftest import API_KEY_ENV, errors, init_params, open_doc
+from tests.conftest import API_KEY, API_KEY_ENV, errors, init_params, open_doc
 from tests.support.model_server import ModelServer, Reply, code
 
 pytestmark = pytest.mark.model
@@ -180,3 +180,22 @@ async def test_answers_that_keep_the_failing_code_end_in_the_users_words(
     assert "return n / zero  # <- this line raised" in second
     assert "Reply with" not in message and "Your last answer" not in message
     assert text(client, uri) == source and client.edits == []
+
+
+async def test_what_the_model_said_is_in_the_output_panel_even_when_it_is_empty(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """Issue 46: each exchange is logged (`window/logMessage`, the output panel): the
+    request's size, the time, why the answer ended and the answer as it came — an empty one
+    called empty — so "no code block" can be told from "no answer"; never the key."""
+    source = "count = '7'\n# %%\ntotal = count + 3\n"
+    model.script(
+        Reply(""), Reply(""), Reply("I think you should convert it."), Reply("Still prose.")
+    )
+    _, answer = await fix(client, folder, model, "said.py", source)
+    assert answer["status"] == "failed"
+    logged = "\n".join(m.message for m in client.log_messages)
+    assert "model test-model: asked" in logged and "answered in" in logged
+    assert "(finish: stop" in logged and ": an empty answer" in logged
+    assert "I think you should convert it." in logged
+    assert API_KEY not in logged

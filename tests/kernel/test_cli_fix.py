@@ -56,8 +56,11 @@ def test_fix_leaves_the_file_when_no_candidate_runs_clean(tmp_path: Path) -> Non
     path.write_text(source)
     with ModelServer() as model:
         model.script(*(code(f"print(still_undefined_{n})") for n in range(3)))
-        done = run_fix(path, model)
+        done = run_fix(path, model, "-v")
     assert done.returncode == 1
+    # -v: each answer as it came, to stderr (issue 46)
+    assert done.stderr.count("runfix: model test-model: asked") == 3, done.stderr
+    assert "print(still_undefined_2)" in done.stderr
     assert path.read_text() == source
     assert "not fixed: no fix ran clean in 3 attempts" in done.stdout
     assert len(model.requests) == 3
