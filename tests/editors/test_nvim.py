@@ -644,7 +644,8 @@ def test_the_readmes_prompt_generates_in_neovim_and_a_wrong_line_says_so_once(
     nvim: str, tmp_path: Path, which: str
 ) -> None:
     """Issue 46: `# %% ai: …` (the README's prompt, on a cell marker) is a prompt Generate
-    writes the body of; Generate on a line that is not one says so with one "runfix:"."""
+    writes the body of; Generate on a line that is not one says so once, with one "runfix:"
+    (the server's message and the command's answer are one message)."""
     from tests.conftest import API_KEY_ENV
     from tests.support.model_server import ModelServer, code
 
@@ -662,7 +663,37 @@ def test_the_readmes_prompt_generates_in_neovim_and_a_wrong_line_says_so_once(
         )
     assert "error" not in done, done.get("error")
     assert done["attached"] and done["generated"] and done["said"], done
-    assert done["text"][-1] == "print(round(sum(prices.values()) / len(prices), 2))"
     assert done["text"][4] == "# %% ai: the mean price, rounded to 2 places"
+    assert done["text"][5] == "print(round(sum(prices.values()) / len(prices), 2))"
     wrong = [n for n in done["notes"] if "not a prompt" in n]
-    assert wrong == ["runfix: error: line 2 is not a prompt (`# ai: …`)."], done["notes"]
+    assert wrong == ["runfix: line 2 is not a prompt (`# ai: …`)."], done["notes"]
+
+
+@pytest.mark.parametrize("which", ["0.7.2", "current"])
+def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """Issue 46: Neovim 0.7 has no progress UI: the plugin puts runfix's progress in the echo
+    area while the model answers, and every outcome ends with a message."""
+    from tests.conftest import API_KEY_ENV
+    from tests.support.model_server import ModelServer, code
+
+    nvim = _which(nvim, which)
+    project = tmp_path / "project"
+    project.mkdir()
+    file = project / "slow.py"
+    file.write_text("count = 7\n# %%\nprint('total: ' + count)\n")
+    with ModelServer() as model:
+        slow = code("print('total: ' + str(count))")
+        slow.hang, slow.chunk_delay = 1.5, 0.3
+        model.script(slow)
+        settings = {"model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV}}
+        script = Path(__file__).parent / "nvim" / "progress.lua"
+        done = _headless(nvim, tmp_path, file, script, settings)
+    assert "error" not in done, done.get("error")
+    assert done["attached"] and done["fixed"] and done["clean"], done
+    assert done["text"][2] == "print('total: ' + str(count))"
+    waiting = [e for e in done["echoes"] if e.startswith("runfix: attempt 1/3")]
+    assert waiting and re.search(r"\(\d+ s\)$", waiting[-1]), done["echoes"]
+    assert "runfix: fixed on attempt 1" in done["notes"], done["notes"]
+    assert "runfix: ok: it ran clean, nothing to fix" in done["notes"], done["notes"]

@@ -38,5 +38,6 @@ harness.run(function(report)
     end
     return false
   end, 50)
+  vim.wait(1500) -- the command's own answer comes too: it must not say it again
   report.text = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end)

@@ -114,8 +114,63 @@ function M.inlay_hints_refreshed(err, _, ctx)
   return vim.NIL
 end
 
+--- Progress in the echo area, where Neovim has no progress UI of its own (0.7–0.9 keep it in
+--- `client.messages`; 0.10+ in `vim.lsp.status()`): "runfix: attempt 2/3: the model is
+--- reading the prompt (12 s)", cleared when the work ends. Neovim's own handler runs first,
+--- so a progress plugin (fidget) still gets it.
+M.working = {} -- progress token -> when it began (ms)
+
+function M.progress(result)
+  local value = type(result) == "table" and result.value or nil
+  if type(value) ~= "table" then
+    return
+  end
+  local token = tostring(result.token)
+  if value.kind == "begin" then
+    M.working[token] = vim.loop.now()
+  elseif value.kind == "end" then
+    M.working[token] = nil
+    vim.schedule(function()
+      vim.api.nvim_echo({ { "" } }, false, {})
+    end)
+    return
+  end
+  local began = M.working[token]
+  if value.message == nil or began == nil then
+    return
+  end
+  local seconds = math.floor((vim.loop.now() - began) / 1000)
+  local line = "runfix: " .. value.message:gsub("\n.*", "") .. " (" .. seconds .. " s)"
+  vim.schedule(function()
+    vim.api.nvim_echo({ { line:sub(1, math.max(vim.o.columns - 12, 20)) } }, false, {})
+  end)
+end
+
+local neovims_progress = vim.lsp.handlers["$/progress"]
+
+--- The server's messages (`window/showMessage`), with one "runfix: "; remembered a moment,
+--- so that a command whose answer says the same is not said twice.
+M.shown = {} -- message -> when it was shown (ms)
+local LEVELS = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+
+function M.show_message(_, result)
+  if type(result) == "table" and type(result.message) == "string" then
+    local text = result.message:gsub("^runfix: ", "")
+    M.shown[text] = vim.loop.now()
+    notify(text, LEVELS[result.type] or vim.log.levels.INFO)
+  end
+  return vim.NIL
+end
+
 local function handlers()
   return {
+    ["window/showMessage"] = M.show_message,
+    ["$/progress"] = function(err, result, ctx, config)
+      if neovims_progress then
+        neovims_progress(err, result, ctx, config)
+      end
+      M.progress(result)
+    end,
     ["workspace/inlayHint/refresh"] = M.inlay_hints_refreshed,
     ["window/showMessageRequest"] = M.show_message_request,
     ["runfix/status"] = function(_, result)
@@ -247,6 +302,9 @@ local function report(result)
   local level = status == "error" and vim.log.levels.WARN or vim.log.levels.INFO
   -- (the server's messages may begin with its own "runfix: ", which notify adds once)
   local said = result.message and (result.message:gsub("^runfix: ", "")) or nil
+  if said and M.shown[said] and vim.loop.now() - M.shown[said] < 10000 then
+    return -- the server has just shown it (`window/showMessage`)
+  end
   local text = status .. (said and (": " .. said) or "")
   notify(text, level)
 end
@@ -290,16 +348,31 @@ function M.restart_run_to()
   request("runfix.restartAndRunTo", { uri = uri(), position = cursor_position() }, report)
 end
 
+--- A model command's answer, whatever it was: a fix or a generation is said when it ends
+--- ("nothing to fix" too), as a failure is.
+local function finished(what)
+  return function(result)
+    if type(result) == "table" and result.status == "ok" then
+      notify(what == "fix" and "ok: it ran clean, nothing to fix" or "ok: generated")
+    elseif type(result) == "table" and result.status == "fixed" then
+      local attempts = tonumber(result.attempts) or 0
+      notify(attempts == 0 and "fixed (no model needed)" or ("fixed on attempt " .. attempts))
+    else
+      report(result)
+    end
+  end
+end
+
 --- `:RunfixRunAndFix`: the cell under the cursor, or the range.
 function M.run_and_fix(opts)
   local range = line_range(opts)
   local argument = { uri = uri(), range = range, position = range == nil and cursor_position() or nil }
-  request("runfix.runAndFix", argument, report)
+  request("runfix.runAndFix", argument, finished("fix"))
 end
 
 function M.generate(opts)
   local run = opts ~= nil and opts.bang == true
-  request("runfix.generate", { uri = uri(), position = cursor_position(), run = run }, report)
+  request("runfix.generate", { uri = uri(), position = cursor_position(), run = run }, finished("generate"))
 end
 
 function M.interrupt()
