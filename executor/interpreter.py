@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,30 @@ def module_command(python: str, module: str, *args: str) -> list[str]:
     never imported instead of the real one. (Code the user runs later still imports the
     folder's modules: IPython puts the folder back on the path for cells.)"""
     return [python, "-c", _RUN_MODULE, module, *args]
+
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?", re.I)
+_R = {"r", "r.exe", "rscript", "rscript.exe"}
+R_QUIET = ("--no-init-file", "--no-environ")
+"""R reads `.Rprofile` and `.Renviron` from the folder it starts in: not for a kernel."""
+
+
+def guarded(argv: Sequence[str]) -> list[str]:
+    """A kernelspec's command, started so that nothing of the folder it starts in runs before
+    the user's first cell: a Python-launched kernel (`python -m bash_kernel`) with the working
+    directory off `sys.path` (a folder's own `bash_kernel/` or `ipykernel_launcher.py` is
+    never imported instead), R without the folder's (or the user's) `.Rprofile`/`.Renviron`.
+    Other commands are as the kernelspec says."""
+    args = [str(a) for a in argv]
+    if not args:
+        return args
+    program = os.path.basename(args[0])
+    if _PYTHON.fullmatch(program) and "-m" in args[1:-1]:
+        at = args.index("-m", 1)
+        return [args[0], *args[1:at], "-c", _RUN_MODULE, args[at + 1], *args[at + 2 :]]
+    if program.lower() in _R:
+        return [args[0], *(f for f in R_QUIET if f not in args), *args[1:]]
+    return args
 
 
 _checked: dict[str, str | None] = {}

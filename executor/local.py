@@ -36,6 +36,7 @@ from executor import install as installer
 from executor.base import ExecutorUnavailable
 from executor.configs import LocalConfig
 from executor.interpreter import (
+    guarded,
     install_hint,
     ipykernel_version,
     kernel_environment,
@@ -201,7 +202,7 @@ class LocalKernel(JupyterKernel[LocalConfig]):
             )
             if other is None
             else KernelSpec(
-                argv=list(other.argv),
+                argv=guarded(other.argv),
                 display_name=other.name,
                 language=other.language,
                 interrupt_mode=other.interrupt_mode,

@@ -404,6 +404,7 @@ USER_ONLY = {
     "remote.headers": "they are sent to your remote server with its token",
     "remote.kernelEnv": "it chooses who your remote kernel runs as, with your token",
     "remote.verifyTls": "it loosens the check of your remote server's identity",
+    "kernels": "it chooses which program runs your files (a repository's kernel, say)",
 }
 """Settings a project file cannot set, and why."""
 _NO_ECHO = {
