@@ -142,6 +142,23 @@ async def connect(folder: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWri
     return reader, writer
 
 
+STAND_BY = 2.0
+"""Seconds between looks at whether the editor serving a folder to agents is still there."""
+
+
+async def _answers(where: Path) -> bool:
+    """Whether a server listens on the socket `where` (a live editor's, not one a dead server
+    left: that refuses)."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(where)), 2.0)
+    except (OSError, asyncio.TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
 def socket_path(folder: Path, root: Path | None = None) -> Path:
     """Where the `runfix serve` holding `folder` listens for agents: named by the folder's
     identity (device and inode, links followed), so that every spelling of it — `//path`, a
@@ -179,6 +196,10 @@ class AgentDoor:
     def __init__(self, session: Session, editor: Editor, flow: Flow) -> None:
         self.session, self.editor, self.flow = session, editor, flow
         self._servers: dict[Path, asyncio.AbstractServer] = {}
+        self._made: dict[Path, tuple[int, int]] = {}
+        """The socket file each served folder's server made (device, inode)."""
+        self._waiting: set[Path] = set()
+        """Folders another editor's server serves agents for, this one standing by."""
         self._cancels: set[asyncio.Event] = set()
         """One per agent's run under way: `cancel_all` (the server shutting down) sets them."""
         self.stopping = False
@@ -195,21 +216,44 @@ class AgentDoor:
 
     async def open(self, folders: list[Path]) -> None:
         for folder in folders:
-            if folder in self._servers:
+            if folder in self._servers or folder in self._waiting:
                 continue
-            try:
-                where = socket_path(folder)
-                with contextlib.suppress(FileNotFoundError):
-                    if stat.S_ISSOCK(os.lstat(where).st_mode):
-                        where.unlink()  # a server that died left it
-                server = await asyncio.start_unix_server(
-                    functools.partial(self._serve, folder), path=str(where), limit=LINE_LIMIT
-                )
-                os.chmod(where, 0o600)
-            except (OSError, AgentError) as exc:
-                log.warning("agents cannot reach %s: %s", folder, exc)
-                continue
-            self._servers[folder] = server
+            if not await self._take(folder):
+                self._waiting.add(folder)  # another editor serves it: this one stands by
+                self.editor.spawn(self._stand_by(folder), "agents")
+
+    async def _take(self, folder: Path) -> bool:
+        """Serve agents `folder` on its socket, unless another `runfix serve` (a second
+        editor of the folder) answers there: its socket is never taken from it. Whether
+        this server serves it now (also False when it cannot: said in the log)."""
+        try:
+            where = socket_path(folder)
+            if await _answers(where):
+                log.info("another runfix serve answers agents for %s: this one stands by", folder)
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISSOCK(os.lstat(where).st_mode):
+                    where.unlink()  # a server that died left it
+            server = await asyncio.start_unix_server(
+                functools.partial(self._serve, folder), path=str(where), limit=LINE_LIMIT
+            )
+            os.chmod(where, 0o600)
+            made = os.lstat(where)
+        except (OSError, AgentError) as exc:
+            log.warning("agents cannot reach %s: %s", folder, exc)
+            return True  # (not a wait for another server: it will not come right)
+        self._servers[folder] = server
+        self._made[folder] = (made.st_dev, made.st_ino)
+        return True
+
+    async def _stand_by(self, folder: Path) -> None:
+        """While another editor serves `folder`, look now and then whether it still does;
+        when it has gone, serve the folder here, so an agent always finds an editor that
+        holds it (and asks there), never a kernel of its own unasked."""
+        while folder in self._waiting and not self.stopping:
+            await asyncio.sleep(STAND_BY)
+            if folder in self._waiting and await self._take(folder):
+                self._waiting.discard(folder)
 
     def folders(self) -> list[Path]:
         """The folders agents can reach now."""
@@ -237,13 +281,20 @@ class AgentDoor:
 
     async def close(self, folders: list[Path] | None = None) -> None:
         """Stop serving agents `folders` (every folder: None), their sockets removed."""
+        for folder in list(self._waiting):
+            if folders is None or folder in folders:
+                self._waiting.discard(folder)
         for folder, server in list(self._servers.items()):
             if folders is not None and folder not in folders:
                 continue
             server.close()
             with contextlib.suppress(OSError, AgentError):
-                socket_path(folder).unlink()
+                where = socket_path(folder)
+                found = os.lstat(where)
+                if (found.st_dev, found.st_ino) == self._made.get(folder):
+                    where.unlink()  # its own socket only, never one another server made
             del self._servers[folder]
+            self._made.pop(folder, None)
 
     async def _serve(
         self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

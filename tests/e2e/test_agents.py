@@ -407,3 +407,56 @@ async def test_a_socket_served_by_another_user_is_refused(
     finally:
         impostor.kill()
         impostor.wait()
+
+
+async def _second_editor(folder: Path) -> Any:
+    """Another editor's `runfix serve` on the same folder (a second window), initialized."""
+    second: Any = pytest_lsp.make_test_lsp_client()
+    editor_like(second)
+    await second.start_io(*SERVER, env=SERVER_ENV)
+    await second.initialize_session(init_params(folder))
+    await asyncio.sleep(0.5)  # (its agents' socket opens once it is initialized)
+    return second
+
+
+async def _quit(editor: Any) -> None:
+    await asyncio.wait_for(editor.shutdown_async(None), 30)
+    editor.exit(None)
+    await asyncio.wait_for(editor._server.wait(), 10)
+
+
+async def test_a_second_editor_quitting_never_leaves_agents_a_kernel_of_their_own(
+    initialized: Any, folder: Path
+) -> None:
+    """Issue 47, S1 3: two editors hold one folder; the second quits. An agent's run is still
+    the first editor's to allow (here it says no): it never gets a kernel of its own,
+    unasked, while an editor holds the folder."""
+    initialized.answer = "Deny"
+    second = await _second_editor(folder)
+    await _quit(second)
+    async with agent("after-the-second") as session:
+        said = await tool(session, "run_code", folder=str(folder), code="6 * 7")
+    assert "42" not in str(said), said  # refused, not run alone
+    [question] = initialized.questions
+    assert "after-the-second" in question.message
+
+
+async def test_when_the_editor_serving_agents_quits_another_editor_of_the_folder_takes_over(
+    editor: Any, tmp_path: Path
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    await editor.initialize_session(init_params(folder))
+    second = await _second_editor(folder)
+    second.answer = ALLOW
+    try:
+        await asyncio.wait_for(editor.shutdown_async(None), 30)  # the first one goes
+        editor.exit(None)
+        await asyncio.sleep(3)  # the second looks every 2 s
+        async with agent("after-the-first") as session:
+            said = await tool(session, "run_code", folder=str(folder), code="6 * 7")
+        assert said["status"] == "ok" and "42" in said["output"], said
+        [question] = second.questions
+        assert "after-the-first" in question.message  # asked in the editor still open
+    finally:
+        await _quit(second)
