@@ -28,6 +28,7 @@ from lsp_server.executors import kernel_config
 from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
 from lsp_server.fix.fixcheck import check as check_against
 from lsp_server.fix.fixing import (
+    MODULE_LIMIT,
     Fixer,
     FixResult,
     Target,
@@ -43,6 +44,7 @@ from lsp_server.fix.fixing import (
     retry_temperature,
     target_for,
 )
+from lsp_server.folder_files import read_regular
 from lsp_server.model.context import error_text
 from lsp_server.record.store import Asked
 from lsp_server.runner import PieceRun, run_request
@@ -79,11 +81,12 @@ def _outcome_error(outcome: RunOutcome) -> str:
 
 
 def _file_holds(target: Target) -> bool:
-    """Whether a module file still says what it said when its fix began."""
+    """Whether a module file still says what it said when its fix began: read as a regular
+    file only, never through a link, never waiting on a FIFO swapped in meanwhile (a blocking
+    read would stop the whole server), with the same size cap as when it was read."""
     assert target.path is not None
     try:
-        with open(target.path, encoding="utf-8", newline="") as f:
-            now = split_lines(f.read())
+        now = split_lines(read_regular(target.path, MODULE_LIMIT).decode("utf-8"))
     except (OSError, UnicodeDecodeError):
         return False
     return lines_match(now, target.lines)
@@ -458,7 +461,9 @@ class FixFlow:
         if target.path is None:
             spans.add((target.first, target.last))
         unchanged = all(lines_match(now.lines[a : b + 1], lines[a : b + 1]) for a, b in spans)
-        if not unchanged or (target.path is not None and not _file_holds(target)):
+        if not unchanged or (
+            target.path is not None and not await asyncio.to_thread(_file_holds, target)
+        ):
             message = "runfix: the code changed while it was being fixed; the fix was not applied."
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))

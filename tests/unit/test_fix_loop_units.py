@@ -329,3 +329,29 @@ def test_a_column_named_like_code_goes_into_the_code_only_as_a_string_literal() 
     # a name or attribute from the kernel that is not an identifier is not put in code
     weird = Target(2, 2, "print(valeu)\n", 2)
     assert suggested(weird, "NameError: name 'valeu' is not defined", ["value)+exec('x')#"]) is None
+
+
+def test_a_module_swapped_for_a_fifo_during_a_fix_is_not_waited_on(tmp_path: Path) -> None:
+    """Issue 47, S2 6: the check that a module file still holds what was read never waits on
+    a FIFO (a blocking open stopped the whole server); nor is a link followed."""
+    import os
+    import threading
+
+    from lsp_server.fix.flow import _file_holds
+
+    fifo = tmp_path / "helpers.py"
+    os.mkfifo(fifo)
+    answers: list[bool] = []
+    reading = threading.Thread(
+        target=lambda: answers.append(_file_holds(Target(0, 0, "x = 1\n", 0, fifo, ("x = 1\n",)))),
+        daemon=True,  # (were it to wait, the test must still end)
+    )
+    reading.start()
+    reading.join(5)
+    assert answers == [False], "it waited on the FIFO"
+    real = tmp_path / "real.py"
+    real.write_text("x = 1\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    assert _file_holds(Target(0, 0, "x = 1\n", 0, real, ("x = 1\n",)))
+    assert not _file_holds(Target(0, 0, "x = 1\n", 0, link, ("x = 1\n",)))
