@@ -56,6 +56,12 @@ def kernel_config(folder: Path, settings: Settings, language: Language = PYTHON)
                 f"No Jupyter kernel named {named!r} is installed here (the `kernels` setting "
                 f"for {language.name}); there are: {', '.join(spec_names(folder_kernels))}."
             )
+        if spec is not None and spec.language.lower() not in language.kernel_languages:
+            raise ExecutorUnavailable(  # (languages.md: another language never runs as Python)
+                f"The `kernels` setting names {spec.name!r} for {language.name}, but that "
+                f"kernel runs {spec.language}: a {language.name} document is never run in "
+                f"another language's kernel. Name a kernel that runs {language.name}."
+            )
         if spec is None:
             raise ExecutorUnavailable(
                 f"No Jupyter kernel for {language.name} is installed here, so this "

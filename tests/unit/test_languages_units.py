@@ -161,6 +161,14 @@ def test_the_kernels_setting_names_a_language_s_kernelspec(tmp_path: Path) -> No
         missing = replace(settings, kernels=(("shellscript", "zsh"),))
         with pytest.raises(ExecutorUnavailable, match=r"No Jupyter kernel named 'zsh'.*bash-login"):
             kernel_config(tmp_path, missing, shell)
+        # Issue 47, S3 8: a shell document never runs in a Python kernel, named or not
+        (folder / "kernels" / "py").mkdir(parents=True)
+        kernel = {"argv": ["python", "-m", "ipykernel_launcher"], "language": "python"}
+        (folder / "kernels" / "py" / "kernel.json").write_text(json.dumps(kernel))
+        forget()
+        as_python = replace(settings, kernels=(("shellscript", "py"),))
+        with pytest.raises(ExecutorUnavailable, match=r"names 'py' for shell.*runs python"):
+            kernel_config(tmp_path, as_python, shell)
         forget()
     read = resolve(("test", {"kernels": {"sh": "bash-login"}}))
     assert read.kernels == (("shellscript", "bash-login"),) and not read.problems
