@@ -109,6 +109,28 @@ def missing_name(message: str) -> str | None:
     return match.group(1) if match else None
 
 
+def imports_by_name(code: str, module: str) -> bool:
+    """Whether `code` names `module` in an `import` statement (`import a.b`, `from a.b import
+    c`; a parent or child package of it counts): a module whose name the code computes is
+    not one the user wrote."""
+    try:
+        tree = ast.parse(without_magics(code))
+    except SyntaxError:
+        return False
+
+    def related(name: str | None) -> bool:
+        return bool(name) and (
+            name == module or module.startswith(f"{name}.") or str(name).startswith(f"{module}.")
+        )
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(related(a.name) for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and related(node.module):
+            return True
+    return False
+
+
 def import_for(name: str) -> str | None:
     """The import statement that defines `name`, for common aliases and the standard library."""
     if name in COMMON_IMPORTS:

@@ -10,7 +10,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +34,7 @@ from lsp_server.fix.fixing import (
     Target,
     import_for,
     import_line,
+    imports_by_name,
     missing_module,
     missing_name,
     module_frame,
@@ -90,6 +91,16 @@ def _file_holds(target: Target) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return lines_match(now, target.lines)
+
+
+def _source_lines(outcome: RunOutcome) -> list[str]:
+    """The code lines a traceback shows (each frame's line): an `import` a module of the
+    folder made is seen there."""
+    error = outcome.error
+    if error is None:
+        return []
+    shown = [ln.strip() for ln in error.text.splitlines() if ln.startswith("    ")]
+    return [ln for ln in shown if ln and not ln.startswith(("^", "~"))]
 
 
 def _head(code: str) -> str:
@@ -149,7 +160,9 @@ class FixFlow:
                     )
                 after = first + shift - 1
                 continue
-            if await self.install_first(where, error, imported, cancel):
+            # (what raised: the piece, and the lines the traceback shows of deeper frames)
+            raised_by = [code_of(failed.lines, first, last), *_source_lines(failed.outcome)]
+            if await self.install_first(where, error, imported, cancel, raised_by):
                 fixed = True  # the missing package a published wheel provides: run it again
                 after = first - 1
                 continue
@@ -231,14 +244,24 @@ class FixFlow:
         return ran.status == Status.OK
 
     async def install_first(
-        self, where: Where, error: str, tried: set[str], cancel: asyncio.Event
+        self,
+        where: Where,
+        error: str,
+        tried: set[str],
+        cancel: asyncio.Event,
+        code: Sequence[str] = (),
     ) -> bool:
         """The other offline fix, tried before a model: a `ModuleNotFoundError` whose import
-        data vouches for a distribution installs it (once); a name no data vouches for is
-        left to the question the quick fix asks. Whether it was installed."""
+        data vouches for a distribution installs it (once), where `code` (what raised: the
+        piece, the lines of its traceback) imports that module by name; a name no data
+        vouches for, or one the code computes (`importlib.import_module(open('plugin.txt')
+        .read())`: a data file's word), is left to the question the quick fix asks. Whether
+        it was installed."""
         module = missing_module(error)
         found = provider_for(module) if module else None
         if found is None or not found.vouched or found.distribution in tried:
+            return False
+        if module is None or not any(imports_by_name(c, module) for c in code):
             return False
         tried.add(found.distribution)
         answer = await self.flow.install(where, [found.distribution], None, cancel)

@@ -129,6 +129,19 @@ def test_fix_installs_a_missing_package_data_vouches_for_without_a_model(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "note: 'HI'" in done.stdout
     assert list(site.glob("pyfiglet"))
+    # Issue 47, S3 9: a name the code computes (here from a data file) is never installed
+    # unasked, though data vouches for it: a data file's word is not the user's import
+    (site / "pyfiglet").rename(site / "pyfiglet-was")
+    for info in site.glob("pyfiglet-*.dist-info"):
+        info.rename(info.with_suffix(".was"))
+    (project / "plugin.txt").write_text("pyfiglet")
+    script.write_text("import importlib\nimportlib.import_module(open('plugin.txt').read())\n")
+    computed = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", "--fix", str(script)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert computed.returncode == 1, computed.stdout + computed.stderr
+    assert not list(site.glob("pyfiglet")) and "installed" not in computed.stdout
 
 
 def test_fix_is_checked_against_the_cells_that_depend_on_it(tmp_path: Path) -> None:
