@@ -1173,6 +1173,22 @@ def _has(exc: Any, tree: Any, frame: Any) -> list[str] | None:
     return None
 
 
+def _ran_from(frame: Any, filename: str) -> bool:
+    """Whether the frame's code is that of the module file it names: its globals are a
+    module's whose `__file__` is that file (code compiled under a file's name by `exec` in
+    another namespace names the file without being it)."""
+    import os
+
+    space = frame.f_globals
+    declared = _scan(space, "__file__") if type(space) is dict else _MISSING
+    if type(declared) is not str:
+        return False
+    try:
+        return os.path.realpath(declared) == os.path.realpath(filename)
+    except (OSError, ValueError):
+        return False
+
+
 def evidence(ename: str, line: int) -> str:
     """What the last error's frames held, as JSON (null when the last error is not the one
     asked about: `ename` raised on `line` of its innermost user frame): for the innermost
@@ -1217,6 +1233,7 @@ def evidence(ename: str, line: int) -> str:
                 "line": step.tb_lineno,
                 "function": code.co_name,
                 "source": source.strip()[:200],
+                "module": _ran_from(frame, code.co_filename),
             }
             if code.co_name != "<module>":
                 held = _frame_locals(frame)

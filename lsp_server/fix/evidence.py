@@ -81,6 +81,8 @@ class Frame:
     expression: str | None = None
     parts: tuple[Held, ...] = ()
     has: tuple[str, ...] | None = None
+    module: bool | None = None
+    """Whether the frame ran as the module file it names (None: not said)."""
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> Frame:
@@ -99,6 +101,7 @@ class Frame:
             expression=str(raw["expression"]) if raw.get("expression") else None,
             parts=held("parts"),
             has=tuple(str(h) for h in has) if isinstance(has, list) else None,
+            module=raw["module"] if isinstance(raw.get("module"), bool) else None,
         )
 
 

@@ -28,6 +28,7 @@ from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
 from lsp_server.fix.evidence import (
     error_name,
+    frames_of,
     none_from,
     render,
     returned,
@@ -881,6 +882,12 @@ class Fixer:
         the cause is a function of the file that returned None, the fix goes there."""
         loop = self._loop(lines, first, last, code, error, target)
         loop.evidence = await self._evidence(lines, loop, error, raised_at, None)
+        if loop.target.path is not None and not _ran_as_module(loop.found, loop.target.path):
+            # code compiled under the module file's name, not that file: not fixed there
+            log.info("%s did not run as that module: the fix goes where it ran", target)
+            evidence, found = loop.evidence, loop.found
+            loop = self._loop(lines, first, last, code, error, None)
+            loop.evidence, loop.found = evidence, found
         cause = self._cause(loop, lines, error)
         if cause is None:
             return loop
@@ -1131,6 +1138,20 @@ class _Loop:
                 f"no fix ran clean in {attempts} attempts; the last raised {raised[:200]}",
             )
         return self.ended("failed", attempts, f"{self._said()}; nothing was changed")
+
+
+def _ran_as_module(found: Mapping[str, Any] | None, path: Path) -> bool:
+    """Whether the kernel's evidence shows the frames naming the module file `path` ran as
+    that module (True where it does not say: another language, no helper)."""
+    named = [f for f in frames_of(found) if _same_file(f.file, path)]
+    return not named or all(f.module is not False for f in named)
+
+
+def _same_file(filename: str, path: Path) -> bool:
+    try:
+        return os.path.realpath(filename) == os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
 
 
 def _last_line(error: str) -> str:

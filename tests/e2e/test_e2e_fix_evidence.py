@@ -199,3 +199,22 @@ async def test_what_the_model_said_is_in_the_output_panel_even_when_it_is_empty(
     assert "(finish: stop" in logged and ": an empty answer" in logged
     assert "I think you should convert it." in logged
     assert API_KEY not in logged
+
+
+async def test_code_compiled_under_a_module_files_name_is_not_fixed_in_that_file(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """Issue 47, S3 7: a frame names a module file of the folder because the code was
+    compiled under that name (`exec(compile(src, victim.__file__, …))`), not because it is
+    that module: the fix is not aimed at the file, which stays as it was."""
+    victim = folder / "victim.py"
+    victim.write_text("def helper():\n    return 'real'\n")
+    source = (
+        "import victim\n# %%\nsrc = 'def boom():\\n    return 1 / 0\\n'\n"
+        "exec(compile(src, victim.__file__, 'exec'))\nboom()\n"
+    )
+    model.script(code("print('no boom')"))
+    await fix(client, folder, model, "made_up.py", source)
+    assert victim.read_text() == "def helper():\n    return 'real'\n"
+    asked = model.user_text(0)
+    assert "The code to fix:\n```python\nsrc = " in asked and "(in victim.py)" not in asked
