@@ -35,7 +35,7 @@ from lsp_server.gate import Gate
 from lsp_server.generate import Generator
 from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.record.store import RESTORE_RUNS, restored
-from lsp_server.runner import PieceRun, Runner
+from lsp_server.runner import SAFETY, PieceRun, Runner
 from lsp_server.runs import EVERY_PIECE, RunMode, Where
 from lsp_server.session import Session
 from lsp_server.text.cells import cell_at, split_cells
@@ -61,7 +61,7 @@ def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[
     out = []
     for f in findings:
         first, last = f.line - 1, f.end_line - 1
-        message = f"runfix safety: model-written code {f.message}"
+        message = f"{SAFETY}{f.message}"
         source = tuple(strip_eol(line) for line in lines[first : last + 1])
         out.append(Problem(first, last, message, "warning", message, kind="safety", source=source))
     return out

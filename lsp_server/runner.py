@@ -28,6 +28,8 @@ from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
 
+SAFETY = "runfix safety: model-written code "
+"""How a safety finding's diagnostic begins (the question about running it says the rest)."""
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
 NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
 
@@ -161,7 +163,7 @@ class Runner:
 
     async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
         code = code_of(where.text.lines, piece.first, piece.last)
-        reasons = "; ".join(dict.fromkeys(p.message for p in flagged))
+        reasons = "; ".join(dict.fromkeys(p.message.removeprefix(SAFETY) for p in flagged))
         reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
         place = Place(where.uri, flagged[0].first)
         return await self.gate.confirm_run(code, reason, where.settings, place)

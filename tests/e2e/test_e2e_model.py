@@ -579,6 +579,9 @@ async def test_flagged_model_code_runs_only_when_confirmed(
     assert "subprocess.run" in text(client, uri)  # shown in the document either way
     [question] = client.questions
     assert "starts a process (subprocess.run)" in question.message
+    # one sentence, no diagnostic's words pasted inside it (issue 47, S3 8)
+    assert "code at line 3 starts a process (subprocess.run). Run it" in question.message
+    assert "runfix safety" not in question.message
     warnings = [d for d in client.diagnostics[uri] if d.severity == lsp.DiagnosticSeverity.Warning]
     assert [d.range.start.line for d in warnings] == [2]
     if answer == "Run":
