@@ -480,6 +480,8 @@ def extract_code(
         if not _looks_like_code(_without_ours(code)):
             raise ReplyError("the reply had no code block (prose only)")
     code = _trimmed(code.strip("\n"), prompt_line, asked, context, language.comment)
+    if asked is not None:
+        code = _without_neighbours(code, asked, context)
     if not code.strip():
         raise ReplyError("the reply's code block was empty")
     if len(code) > limit:
@@ -491,6 +493,30 @@ def extract_code(
     if _echo(code, context, language.comment) and (asked is None or _likeness(code, asked) < 0.5):
         raise ReplyError("the reply only repeated other code of the file")
     return code.rstrip() + "\n"
+
+
+def _without_neighbours(code: str, asked: str, context: Sequence[str]) -> str:
+    """`code` without the lines at its start and end that repeat other code of the file (a
+    neighbouring cell the model wrote out again) and are not in the code asked for: run as a
+    fix, they would run that cell's code again in the user's kernel. Kept whole when
+    nothing else would be left (that echo is refused as such)."""
+    shown = {strip_eol(line).strip() for line in context if line.strip()}
+    own = {line.strip() for line in asked.splitlines() if line.strip()}
+    lines = code.split("\n")
+
+    def neighbour(line: str) -> bool:
+        text = line.strip()
+        return bool(text) and text in shown and text not in own
+
+    first, last = 0, len(lines)
+    while first < last and (neighbour(lines[first]) or not lines[first].strip()):
+        first += 1
+    while last > first and (neighbour(lines[last - 1]) or not lines[last - 1].strip()):
+        last -= 1
+    kept = lines[first:last]
+    if not any(line.strip() for line in kept) or kept == lines:
+        return code
+    return "\n".join(kept)
 
 
 def _best_block(blocks: Sequence[str], asked: str | None, python: bool = True) -> str:

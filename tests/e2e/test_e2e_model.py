@@ -210,14 +210,16 @@ async def test_prose_only_and_unparsable_replies_make_no_edit(
     model.script(
         Reply("I'm sorry, I can't help with that without more details."),
         code("def broken(:\n    pass"),
-        Reply(""),
+        Reply(""),  # an empty stream: not an answer, asked once more without streaming…
+        Reply(""),  # …and that answer is empty too: called so
     )
-    for why in ("prose only", "does not parse", "no code block"):
+    for why in ("prose only", "does not parse", "the model's answer was empty"):
         answer = await generate(client, uri, 0)
         assert answer["status"] == "error"
         assert why in answer["message"]
     assert client.edits == []
     assert text(client, uri) == source
+    assert [r.get("stream") for r in model.requests[2:]] == [True, False]
 
 
 async def test_rate_limit_then_success(
@@ -712,7 +714,7 @@ async def test_generate_in_an_r_document_asks_for_r_and_runs_it_in_r_once_looked
     assert answer["status"] == "ok", answer
     assert text(client, uri) == source + "mean(x) * 10\n"
     system, asked = model.requests[0]["messages"][0]["content"], model.user_text(0)
-    assert "You write R code" in system and "```r code block" in system
+    assert "You write R code" in system and "```r block" in system
     assert "```r\n" in asked and "x <- c(3, 4, 5)" in asked and "```python" not in asked
     [question] = client.questions
     assert "is R code, which runfix cannot check" in question.message

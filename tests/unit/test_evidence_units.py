@@ -163,3 +163,24 @@ def test_generate_says_what_the_names_the_prompt_mentions_hold() -> None:
     assert user["content"].endswith(
         "\n(df: DataFrame shape=(3, 2) columns [city:object, sales:int64])"
     )
+
+
+def test_a_fix_that_writes_out_a_neighbouring_cell_again_is_trimmed_to_the_code_asked() -> None:
+    """A candidate runs in the user's kernel: lines at its end (or start) that repeat another
+    cell of the file, and are no part of the code asked for, would run that cell again."""
+    from lsp_server.model.context import extract_code
+
+    context = ["rows = []\n", 'print(table["tea"])\n', "seen = seen + 1\n", "seen\n"]
+    asked = 'table = {r["name"]: 1 for r in rows}\n'
+    reply = (
+        '```python\ntable = {r["item"]: 1 for r in rows}\nprint(table["tea"])\n'
+        "seen = seen + 1\nseen\n```"
+    )
+    assert (
+        extract_code(reply, asked=asked, context=context)
+        == 'table = {r["item"]: 1 for r in rows}\n'
+    )
+    # a line of the code asked for stays, wherever else the file has it
+    kept = "```python\nprint(table['x'])\nprint(table[\"tea\"])\n```"
+    asked_two = "print(table['y'])\nprint(table[\"tea\"])\n"
+    assert extract_code(kept, asked=asked_two, context=context).endswith('print(table["tea"])\n')

@@ -187,6 +187,7 @@ def test_a_project_file_cannot_move_the_key_or_loosen_a_control() -> None:
             "verifyTls": False,
             "kernelEnv": {"KERNEL_UID": "0", "KERNEL_NAMESPACE": "kube-system"},
         },
+        "kernels": {"r": "python3"},  # a repository's kernel for R (issue 47, S1 2)
     }
     project = resolve((PROJECT, {**risky, "timeout": 5, "model.name": "team-model"}))
     assert project == resolve((PROJECT, {"timeout": 5, "model.name": "team-model"}))
