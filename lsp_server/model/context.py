@@ -351,17 +351,24 @@ def line_messages(
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def reply_block(reply: str, language: Language = PYTHON) -> str:
-    """The code of a reply: its block in `language` (or an untagged one), else the reply
-    itself where it has no block and reads as code; ReplyError otherwise."""
+def _blocks(reply: str, language: Language) -> tuple[list[str], list[tuple[str, str]]]:
+    """A reply's code blocks in `language` (else its untagged ones), and all its blocks with
+    their tags; ReplyError for an empty reply."""
     if not reply.strip():
         raise ReplyError("the model's answer was empty")
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(reply)]
+    blocks = [(str(lang).lower(), str(body)) for lang, body in _FENCE.findall(reply)]
     code = [body for lang, body in blocks if lang in language.fences] or [
         body for lang, body in blocks if lang == ""
     ]
+    return code, blocks
+
+
+def reply_block(reply: str, language: Language = PYTHON) -> str:
+    """The code of a reply: its block in `language` (or an untagged one), else the reply
+    itself where it has no block and reads as code; ReplyError otherwise."""
+    code, blocks = _blocks(reply, language)
     if code:
-        return str(code[0])
+        return code[0]
     if blocks:
         raise ReplyError(f"the reply's code block is {blocks[0][0]}, not {language.name}")
     if language.python and _looks_like_code(textwrap.dedent(reply.strip("\n"))):
@@ -463,12 +470,7 @@ def extract_code(
 
     Only Python is parsed: in another `language` the block tagged as that language (or
     untagged) is taken as it is, and a reply without one is no code."""
-    if not reply.strip():
-        raise ReplyError("the model's answer was empty")
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(reply)]
-    code_blocks = [body for lang, body in blocks if lang in language.fences] or [
-        body for lang, body in blocks if lang == ""
-    ]
+    code_blocks, blocks = _blocks(reply, language)
     if code_blocks:
         code = _best_block(code_blocks, asked, language.python)
     elif blocks:

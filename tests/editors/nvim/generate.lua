@@ -4,19 +4,7 @@
 local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
 harness.run(function(report)
-  report.notes = {}
-  vim.notify = function(message) -- kept, not shown (no hit-enter prompt headless)
-    table.insert(report.notes, message)
-  end
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
-  local settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") }
-  settings = vim.tbl_extend("force", settings, vim.fn.json_decode(os.getenv("RUNFIX_NVIM_SETTINGS")))
-  require("runfix").setup({ cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")), settings = settings })
-  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
-  vim.bo.filetype = "python"
-  report.attached = vim.wait(20000, function()
-    return require("runfix").client(0) ~= nil
-  end, 50)
+  report.attached = harness.open_with_model(report)
   local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
   for i, line in ipairs(lines) do
     if line:find("# %% ai:", 1, true) then
@@ -30,14 +18,7 @@ harness.run(function(report)
   end, 50)
   vim.api.nvim_win_set_cursor(0, { 2, 0 }) -- code, not a prompt
   vim.cmd("RunfixGenerate")
-  report.said = vim.wait(20000, function()
-    for _, note in ipairs(report.notes) do
-      if note:find("not a prompt", 1, true) then
-        return true
-      end
-    end
-    return false
-  end, 50)
+  report.said = vim.wait(20000, function() return harness.said(report, "not a prompt") end, 50)
   vim.wait(1500) -- the command's own answer comes too: it must not say it again
   report.text = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end)

@@ -29,4 +29,33 @@ function M.open(report)
   return runfix
 end
 
+--- The plugin set up with the test's settings ($RUNFIX_NVIM_SETTINGS: a scripted model's),
+--- every message kept in `report.notes` (not shown: no hit-enter prompt headless), the
+--- test's file opened as Python; whether the server attached.
+function M.open_with_model(report)
+  report.notes = report.notes or {}
+  vim.notify = function(message)
+    table.insert(report.notes, message)
+  end
+  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
+  local settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") }
+  settings = vim.tbl_extend("force", settings, vim.fn.json_decode(os.getenv("RUNFIX_NVIM_SETTINGS")))
+  require("runfix").setup({ cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")), settings = settings })
+  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
+  vim.bo.filetype = "python"
+  return vim.wait(20000, function()
+    return require("runfix").client(0) ~= nil
+  end, 50)
+end
+
+--- Whether a kept message holds `text`.
+function M.said(report, text)
+  for _, note in ipairs(report.notes) do
+    if note:find(text, 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
 return M

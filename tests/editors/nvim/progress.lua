@@ -4,31 +4,15 @@
 local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
 harness.run(function(report)
-  report.notes, report.echoes = {}, {}
-  vim.notify = function(message)
-    table.insert(report.notes, message)
-  end
+  report.echoes = {}
   local echo = vim.api.nvim_echo
   vim.api.nvim_echo = function(chunks, history, opts)
     table.insert(report.echoes, chunks[1] and chunks[1][1] or "")
     return echo(chunks, history, opts)
   end
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
-  local settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") }
-  settings = vim.tbl_extend("force", settings, vim.fn.json_decode(os.getenv("RUNFIX_NVIM_SETTINGS")))
-  require("runfix").setup({ cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")), settings = settings })
-  vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
-  vim.bo.filetype = "python"
-  report.attached = vim.wait(20000, function()
-    return require("runfix").client(0) ~= nil
-  end, 50)
+  report.attached = harness.open_with_model(report)
   local function said(text)
-    for _, note in ipairs(report.notes) do
-      if note:find(text, 1, true) then
-        return true
-      end
-    end
-    return false
+    return harness.said(report, text)
   end
   vim.api.nvim_win_set_cursor(0, { 3, 0 }) -- the failing cell
   vim.cmd("RunfixRunAndFix")
