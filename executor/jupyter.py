@@ -864,22 +864,24 @@ class JupyterKernel(ABC, Generic[C]):
             span=collector.span if status != RunStatus.OK or collector.exited else None,
         )
 
-    async def variables(self) -> list[Variable]:
+    async def _helper(self, call: str) -> Any:
+        """What a call of runfix's Python helper answers (JSON it returns as a string), asked
+        as a silent user expression; None where it failed or for another language's kernel
+        (the helper is Python)."""
         if self.plain:
-            return []  # (they are read by runfix's helper, which is Python)
+            return None
         async with self._queue:
             await self.start()
             reply = await self._channels.execute_interactive(
-                "",
-                silent=True,
-                store_history=False,
-                user_expressions={"v": "__import__('_runfix_live').variables()"},
-                timeout=10,
+                "", silent=True, store_history=False, user_expressions={"v": call}, timeout=10
             )
         raw = reply["content"].get("user_expressions", {}).get("v", {})
         if raw.get("status") != "ok":
-            return []
-        items = json.loads(ast.literal_eval(raw["data"]["text/plain"]))
+            return None
+        return json.loads(ast.literal_eval(raw["data"]["text/plain"]))
+
+    async def variables(self) -> list[Variable]:
+        items = await self._helper("__import__('_runfix_live').variables()")
         return [
             Variable(
                 name=i["name"],
@@ -889,25 +891,14 @@ class JupyterKernel(ABC, Generic[C]):
                 length=i.get("length"),
                 columns=i.get("columns", {}),
             )
-            for i in items
+            for i in items or []
         ]
 
     async def evidence(self, ename: str, line: int) -> dict[str, Any] | None:
         """What the frames of the last error held (`_kernel_live.evidence`), if the last
         error is `ename` raised on `line` of the user's code (0: whatever it was); None
         when it is not, or for another language's kernel."""
-        if self.plain:
-            return None
-        call = f"__import__('_runfix_live').evidence({ename!r}, {int(line)})"
-        async with self._queue:
-            await self.start()
-            reply = await self._channels.execute_interactive(
-                "", silent=True, store_history=False, user_expressions={"e": call}, timeout=10
-            )
-        raw = reply["content"].get("user_expressions", {}).get("e", {})
-        if raw.get("status") != "ok":
-            return None
-        found = json.loads(ast.literal_eval(raw["data"]["text/plain"]))
+        found = await self._helper(f"__import__('_runfix_live').evidence({ename!r}, {int(line)})")
         return found if isinstance(found, dict) else None
 
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import Any, TypeVar
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.events import RunRequest, RunStatus, Variable
+from executor.jupyter import Kernel
 from executor.safety import Finding
 from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
 from lsp_server.editor import SHOWN_TEXT, Editor, Level, Place, Snapshot, lines_match
@@ -44,6 +45,7 @@ from lsp_server.text.languages import is_python
 from lsp_server.text.positions import strip_eol
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
 INVALIDATE_CACHES = "import importlib\nimportlib.invalidate_caches()\n"
@@ -101,31 +103,30 @@ class Flow:
         return where.now(self.text(where.uri))
 
     async def variables(self, where: Where) -> list[Variable]:
-        """The kernel's variables if it is up; none rather than waiting on a start or a run
-        (nor from another language's kernel: runfix asks them in Python)."""
-        if not is_python(where.language):
-            return []
-        kernel = self.session.kernels.find(where.folder)
-        if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
-            return []
-        try:
-            return await asyncio.wait_for(kernel.variables(), 10)
-        except Exception as exc:
-            log.warning("could not read the kernel's variables: %s", exc)
-            return []
+        """The kernel's variables if it is up (`_read`)."""
+        return await self._read(where, "the kernel's variables", Kernel.variables) or []
 
     async def evidence(self, where: Where, ename: str, line: int) -> Mapping[str, Any] | None:
         """What the frames of the kernel's last error held, if it is `ename` raised on `line`
-        (`Kernel.evidence`); None rather than waiting on a start or a run."""
+        (`Kernel.evidence`), if the kernel is up (`_read`)."""
+        return await self._read(
+            where, "what the kernel held", lambda kernel: kernel.evidence(ename, line)
+        )
+
+    async def _read(
+        self, where: Where, what: str, read: Callable[[Kernel], Awaitable[_T]]
+    ) -> _T | None:
+        """A read of the folder's kernel by runfix's helper: None rather than waiting on a
+        start or a run (nor from another language's kernel: the helper is Python)."""
         if not is_python(where.language):
             return None
         kernel = self.session.kernels.find(where.folder)
         if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
             return None
         try:
-            return await asyncio.wait_for(kernel.evidence(ename, line), 10)
+            return await asyncio.wait_for(read(kernel), 10)
         except Exception as exc:
-            log.warning("could not read what the kernel held: %s", exc)
+            log.warning("could not read %s: %s", what, exc)
             return None
 
     # -- results ------------------------------------------------------------------------

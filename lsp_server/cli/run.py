@@ -40,6 +40,7 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.flow import Flow
+from lsp_server.folder_files import read_regular
 from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
@@ -518,12 +519,13 @@ async def _generate(
 
 def _still_reads(path: Path, source: str, encoding: str) -> bool:
     """Whether the file still says what runfix read from it at the start (read as it was
-    then: its encoding, newlines translated)."""
+    then: its encoding, newlines translated), read as the fix flow reads a module file: a
+    regular file only, never waiting on a FIFO swapped in meanwhile."""
     try:
-        with open(path, encoding=encoding) as f:
-            return f.read() == source
-    except (OSError, UnicodeDecodeError):
+        now = read_regular(path).decode(encoding)
+    except (OSError, UnicodeDecodeError, LookupError):
         return False
+    return now.replace("\r\n", "\n").replace("\r", "\n") == source
 
 
 async def _run(

@@ -154,7 +154,7 @@ def render(
     if not frames:
         return ""
     names = name_of or {}
-    facts = _facts(frames[0], error, frames, sources, names)
+    facts = _facts(frames[0], error, frames, sources)
     if style == "facts":
         said = facts or (["; ".join(h.text for h in frames[0].names)] if frames[0].names else [])
         if not said:
@@ -188,7 +188,6 @@ def _facts(
     error: str,
     frames: Sequence[Frame],
     sources: Mapping[str, Sequence[str]],
-    names: Mapping[str, str],
 ) -> list[str]:
     """What the failing expression's pieces say about this error, in a sentence each."""
     facts: list[str] = []
@@ -218,17 +217,31 @@ def _facts(
             missing = tree.attr
         label = f"`{owner.label}`" + (f" (a {owner.type})" if owner else "") if owner else "it"
         facts.append(f"{label} has these {what}: {listed} — not {missing}.")
-    if "NoneType" in error or "None" in error.split(":", 1)[-1]:
+    if _about_none(error):
         for frame in frames[:2]:
-            for held in (*frame.parts, *frame.names):
-                if held.preview == "None" and re.fullmatch(r"[A-Za-z_]\w*", held.label):
-                    origin = none_origin(held.label, frame, sources)
-                    fact = f"`{held.label}` is None" + (f": {origin}" if origin else ".")
-                    if fact not in facts:
-                        facts.append(fact)
+            for _, held in _nones([frame]):
+                origin = none_origin(held.label, frame, sources)
+                fact = f"`{held.label}` is None" + (f": {origin}" if origin else ".")
+                if fact not in facts:
+                    facts.append(fact)
             if len(facts) > 3:
                 break
     return facts
+
+
+def _about_none(error: str) -> bool:
+    """Whether an error's line is about a None where a value was expected."""
+    return "NoneType" in error or "None" in error.split(":", 1)[-1]
+
+
+def _nones(frames: Sequence[Frame]) -> list[tuple[Frame, Held]]:
+    """The names (plain names only) the two innermost frames held None in, with their frame."""
+    return [
+        (frame, held)
+        for frame in frames[:2]
+        for held in (*frame.parts, *frame.names)
+        if held.preview == "None" and re.fullmatch(r"[A-Za-z_]\w*", held.label)
+    ]
 
 
 def _is(held: Held) -> str:
@@ -343,17 +356,14 @@ def none_from(
     """Where the cause of a `None` error is: the `def` (file, 0-based line) of the file's
     function that returned the None a name of the failing frame held, without a `return`
     of a value — the place a fix belongs, rather than the line that used the None."""
-    if "NoneType" not in error and "None" not in error.split(":", 1)[-1]:
+    if not _about_none(error):
         return None
-    for frame in frames_of(found)[:2]:
-        for held in (*frame.parts, *frame.names):
-            if held.preview != "None" or not re.fullmatch(r"[A-Za-z_]\w*", held.label):
-                continue
-            call = _assigned_call(held.label, frame, sources)
-            if call is not None and isinstance(call.func, ast.Name):
-                made = _none_returning(call.func.id, sources)
-                if made is not None:
-                    return made[1], made[2] - 1
+    for frame, held in _nones(frames_of(found)):
+        call = _assigned_call(held.label, frame, sources)
+        if call is not None and isinstance(call.func, ast.Name):
+            made = _none_returning(call.func.id, sources)
+            if made is not None:
+                return made[1], made[2] - 1
     return None
 
 
@@ -408,12 +418,7 @@ def sorted_instead(
     what was changed. None otherwise."""
     if "NoneType" not in error:
         return None
-    nones = {
-        h.label
-        for frame in frames_of(found)[:2]
-        for h in (*frame.parts, *frame.names)
-        if h.preview == "None"
-    }
+    nones = {held.label for _, held in _nones(frames_of(found))}
     rows = code.split("\n")
     for i, row in enumerate(rows):
         text = row.strip()

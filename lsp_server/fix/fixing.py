@@ -17,7 +17,6 @@ import os
 import re
 import stat
 import sys
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -566,8 +565,6 @@ class FixResult:
     """Where the candidate goes (None: the piece that failed)."""
     defined: RunOutcome | None = None
     """The candidate's own run, when it went elsewhere than the piece."""
-    timings: list[AttemptTime] = field(default_factory=list)
-    """Where each attempt's time went (the model, the runs)."""
 
     @property
     def held(self) -> str | None:
@@ -584,24 +581,6 @@ class FixResult:
         if self.flag:
             parts.append(f"{self.flag}: look before applying")
         return "; ".join(parts)
-
-
-@dataclass
-class AttemptTime:
-    """Where one attempt's time went."""
-
-    number: int
-    model: float = 0.0
-    """Seconds waiting for the model (reading the prompt and writing the answer)."""
-    runs: float = 0.0
-    """Seconds running the candidate (and the code that calls it, and the dependents)."""
-    tokens: tuple[int, int] | None = None
-    """(prompt, answer) tokens, where the endpoint said."""
-
-    @property
-    def text(self) -> str:
-        used = f", {self.tokens[0]} prompt + {self.tokens[1]} answer tokens" if self.tokens else ""
-        return f"attempt {self.number}: model {self.model:.1f} s{used}, runs {self.runs:.1f} s"
 
 
 Ask = Callable[[list[dict[str, str]], str, int, int], Awaitable[str]]
@@ -669,8 +648,6 @@ class Fixer:
     the kernel helper's answer); None: not asked."""
     path: str = ""
     """The document's path, as the kernel's frames name it."""
-    usage: Callable[[], tuple[int, int] | None] | None = None
-    """The last answer's (prompt, answer) tokens, where the endpoint said."""
     evidence_style: str = "facts"
     """How the evidence is said (`evidence.STYLES`)."""
     evidence_after: int = 0
@@ -794,16 +771,10 @@ class Fixer:
     async def _ask(
         self, loop: _Loop, number: int, focus: int | None, note: str, variables: list[Variable]
     ) -> str:
-        """One request to the model, timed; ModelError or ModelCancelled otherwise."""
+        """One request to the model; ModelError or ModelCancelled otherwise."""
         messages, bound = self._messages(loop, focus, note, variables)
-        began = time.perf_counter()
-        try:
-            what = f"attempt {number}/{self.max_attempts}"
-            return await self.ask(messages, what, bound, len(loop.answers))
-        finally:
-            loop.timing(number).model += time.perf_counter() - began
-            if self.usage is not None and (used := self.usage()) is not None:
-                loop.timing(number).tokens = used
+        what = f"attempt {number}/{self.max_attempts}"
+        return await self.ask(messages, what, bound, len(loop.answers))
 
     def _messages(
         self, loop: _Loop, focus: int | None, note: str, variables: Sequence[Variable]
@@ -885,14 +856,17 @@ class Fixer:
         if loop.target.path is not None and not _ran_as_module(loop.found, loop.target.path):
             # code compiled under the module file's name, not that file: not fixed there
             log.info("%s did not run as that module: the fix goes where it ran", target)
-            evidence, found = loop.evidence, loop.found
-            loop = self._loop(lines, first, last, code, error, None)
-            loop.evidence, loop.found = evidence, found
+            loop = self._moved(loop, lines, None)
         cause = self._cause(loop, lines, error)
-        if cause is None:
-            return loop
-        moved = self._loop(lines, first, last, code, error, cause)
-        moved.evidence, moved.found, moved.none_cause = loop.evidence, loop.found, True
+        if cause is not None:
+            loop = self._moved(loop, lines, cause)
+            loop.none_cause = True
+        return loop
+
+    def _moved(self, loop: _Loop, lines: Sequence[str], target: Target | None) -> _Loop:
+        """The fix's state aimed at `target` instead, with the evidence already read."""
+        moved = self._loop(lines, loop.first, loop.last, loop.code, loop.current, target)
+        moved.evidence, moved.found = loop.evidence, loop.found
         return moved
 
     def _cause(self, loop: _Loop, lines: Sequence[str], error: str) -> Target | None:
@@ -949,15 +923,6 @@ class Fixer:
         self, loop: _Loop, candidate: str, number: int, lines: Sequence[str]
     ) -> FixResult | None:
         """Run one candidate and judge it: the result to answer with, or None to go on."""
-        began = time.perf_counter()
-        try:
-            return await self._judge(loop, candidate, number, lines)
-        finally:
-            loop.timing(number).runs += time.perf_counter() - began
-
-    async def _judge(
-        self, loop: _Loop, candidate: str, number: int, lines: Sequence[str]
-    ) -> FixResult | None:
         target = loop.target
         defined: RunOutcome | None = None
         if target.path is not None and self.redefine is not None:
@@ -987,9 +952,7 @@ class Fixer:
             else None
         )
         flag = (kept or deletion_style(target.code, candidate)) if self.language.python else None
-        result = FixResult(
-            "fixed", candidate, outcome, number, tried=loop.tried, flag=flag, timings=loop.timings
-        )
+        result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
         result.target, result.defined = target, defined
         checked = await self.verify(candidate, target) if self.verify is not None else None
         if checked is not None and checked.status == "cancelled":
@@ -1051,12 +1014,6 @@ class _Loop:
     """Why answers held no code that could be used."""
     ran: int = 0
     """Candidates that ran."""
-    timings: list[AttemptTime] = field(default_factory=list)
-
-    def timing(self, number: int) -> AttemptTime:
-        if not self.timings or self.timings[-1].number != number:
-            self.timings.append(AttemptTime(number))
-        return self.timings[-1]
 
     @property
     def focus(self) -> int | None:
@@ -1094,9 +1051,7 @@ class _Loop:
         self.current = current
 
     def ended(self, status: str, attempts: int, message: str) -> FixResult:
-        return FixResult(
-            status, attempts=attempts, message=message, tried=self.tried, timings=self.timings
-        )
+        return FixResult(status, attempts=attempts, message=message, tried=self.tried)
 
     def stuck(self, attempts: int) -> FixResult:
         """The model gave the same answer twice in a row: asking again will not help."""

@@ -380,7 +380,6 @@ class FixFlow:
                 python=is_python(where.language),
             ),
             path=where.path,
-            usage=lambda: model.last_usage,
             confirm=confirm,
             report=report,
             max_attempts=settings.fix_max_attempts,

@@ -148,8 +148,6 @@ class ModelClient:
         self._token_field = config.token_field
         self.last_usage: tuple[int, int] | None = None
         """(prompt, completion) tokens of the last answer, where the endpoint said."""
-        self.retried = 0
-        """Streams that ended early and were asked again without streaming."""
         self.last_finish: str | None = None
         """Why the last answer ended (`stop`, `length`), where the endpoint said."""
 
@@ -362,7 +360,6 @@ class ModelClient:
         # llama-cpp-python's server ends a stream this way when another request interrupts
         # it (`interrupt_requests`): what came is not the answer. Asked once more, whole.
         log.warning("the model's stream ended early (%s); asking once more without streaming", why)
-        self.retried += 1
         return await self._plain(messages, on_text, extra)
 
     async def _plain(

@@ -240,8 +240,7 @@ def fix_messages(
         else ""
     )
     shown = len(code) + len(error) + len(earlier) + len(called) + len(evidence) + len(note)
-    held = f"{evidence.rstrip()}\n" if evidence.strip() else ""
-    said = f"{note.rstrip()}\n" if note.strip() else ""
+    held, said = _said(evidence), _said(note)
     doc_budget = max(doc_budget - shown, 0)
     leave_out = [caller[1]] if caller is not None and caller[1] is not None else []
     rest = f"The rest of {where}" if where else "The rest of the file"
@@ -315,9 +314,15 @@ LINE_SYSTEM = (
     "code block holding only the new line (or lines) that replace the marked line, and "
     "nothing else."
 )
-MARK = "  {comment} <- this line raised"
+RAISED = "<- this line raised"
+"""How the narrower request marks the line that raised (a comment on it)."""
 LINE_BOUND = 200
 """Tokens an answer to the failing line alone may take."""
+
+
+def _said(text: str) -> str:
+    """A part of a request that may be empty: its text and a line end, or nothing."""
+    return f"{text.rstrip()}\n" if text.strip() else ""
 
 
 def line_messages(
@@ -334,16 +339,15 @@ def line_messages(
     a whole block it was given can often still change one line."""
     rows = code.rstrip("\n").split("\n")
     marked = [
-        row + MARK.format(comment=language.comment) if i == line else row
-        for i, row in enumerate(rows)
+        f"{row}  {language.comment} {RAISED}" if i == line else row for i, row in enumerate(rows)
     ]
     fence = language.fence
     failing = rows[line].strip() if 0 <= line < len(rows) else ""
     user = (
         f"```{fence}\n" + "\n".join(marked) + "\n```\n"
         f"The marked line raised:\n```\n{headline(error)}\n```\n"
-        + (f"{evidence.rstrip()}\n" if evidence.strip() else "")
-        + (f"{note.rstrip()}\n" if note.strip() else "")
+        + _said(evidence)
+        + _said(note)
         + f"Rewrite the line `{failing}` so that it no longer raises and does what it was "
         f"meant to do. Reply with only the new line (or lines) in one ```{fence} block."
     )
@@ -376,7 +380,7 @@ def reply_block(reply: str, language: Language = PYTHON) -> str:
     raise ReplyError("the reply had no code block (prose only)")
 
 
-_MARKED = re.compile(r"\s*(#|//|--)\s*<- this line raised\s*$")
+_MARKED = re.compile(rf"\s*(#|//|--)\s*{re.escape(RAISED)}\s*$")
 
 
 def _without_context(new: list[str], before: list[str], after: list[str]) -> list[str]:
@@ -412,9 +416,7 @@ def splice_line(code: str, line: int, reply: str) -> str:
         return "\n".join(new) + "\n"  # it starts as the code does: the whole code again
     if len(new) == 1 and new[0].strip() == rows[line].strip() and len(rows) > 1:
         return code  # the marked line itself again
-    new = _without_context(new, rows[:line], rows[line + 1 :])
-    if not new:
-        return code
+    new = _without_context(new, rows[:line], rows[line + 1 :])  # (one line at least is left)
     indent = rows[line][: len(rows[line]) - len(rows[line].lstrip())]
     least = min(len(r) - len(r.lstrip()) for r in new if r.strip())
     placed = [indent + r[least:] if r.strip() else "" for r in new]
