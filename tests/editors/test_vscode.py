@@ -165,7 +165,15 @@ def test_restricted_mode_runs_nothing_of_a_hostile_repository(tmp_path: Path) ->
     from tests.e2e.test_trust import hostile
 
     marks: list[Path] = []
-    report, out = _code_server(tmp_path, "restricted", lambda ws: marks.append(hostile(ws)))
+
+    def prepare(workspace: Path) -> None:
+        marks.append(hostile(workspace))
+        (workspace / "venv.py").write_text(f"open({str(marks[0] / 'venv')!r}, 'w').close()\n")
+        (workspace / ".venv" / "bin" / "python3").symlink_to("python")
+
+    # The folder's .venv/bin first on PATH, as an activated shell would have it.
+    path = f"{tmp_path / 'workspace' / '.venv' / 'bin'}:{os.environ.get('PATH', '')}"
+    report, out = _code_server(tmp_path, "restricted", prepare, {"PATH": path})
     saved = VSCODE / "test-output"
     saved.mkdir(exist_ok=True)
     if (out / "vscode-restricted.png").exists():
@@ -174,6 +182,9 @@ def test_restricted_mode_runs_nothing_of_a_hostile_repository(tmp_path: Path) ->
     assert report["opened"], report
     assert report["restrictedSaid"], "Run Cell did not say the workspace must be trusted"
     assert "runfix: idle" not in report["statusBar"]
+    # Issue 47 S3 11: "Install runfix" before trust is refused, and runs nothing of the folder.
+    assert "trusted workspace" in report["installBeforeTrust"], report["installBeforeTrust"]
+    assert not list((out / "user-data" / "User" / "globalStorage").glob("*/runfix-venv"))
     assert list(marks[0].iterdir()) == []
 
 
@@ -226,3 +237,11 @@ def test_with_no_runfix_anywhere_the_extension_installs_its_own(tmp_path: Path) 
     assert list(storage.glob("*/runfix-venv/bin/runfix")), (
         "not installed in the extension's storage"
     )
+    # Issue 46: code-server stopped by SIGTERM and started again, twice: runfix starts at once,
+    # not reinstalled (the marker is a file beside the environment, not globalState).
+    assert [r["idle"] for r in report["restarts"]] == [True, True], report["restarts"]
+    for restart in report["restarts"]:
+        assert "updating runfix" not in restart["notifications"], restart
+    logs = [f.read_text() for f in (out / "user-data" / "logs").rglob("*runfix*.log")]
+    assert sum(log.count("runfix: installed runfix_lsp") for log in logs) == 1, logs
+    assert list(storage.glob("*/runfix-venv.installed"))

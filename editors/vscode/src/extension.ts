@@ -25,7 +25,18 @@ import {
   serverSettings,
   statusText,
 } from "./find";
-import { bundledWheel, choosePython, install, outsideFolders, ownInstall, type Run } from "./install";
+import {
+  bundledWheel,
+  choosePython,
+  install,
+  installedVersion,
+  type Made,
+  marker,
+  onPath,
+  outsideFolders,
+  ownInstall,
+  type Run,
+} from "./install";
 import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
@@ -68,41 +79,78 @@ function isExecutable(file: string): boolean {
   }
 }
 
-/** A process run for the installer: its exit code and output, each line to the log too. */
-const runProcess: Run = (command, args, onLine) =>
-  new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: process.env });
-    let output = "";
-    let partial = "";
-    const take = (chunk: Buffer): void => {
-      const text = partial + chunk.toString();
-      const lines = text.split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) {
-        output += line + "\n";
-        if (output.length > 200_000) {
-          output = output.slice(-100_000);
+/**
+ * A process run for the installer, in `cwd` (the extension's storage, never a workspace
+ * folder): its exit code and output, each line to the log too.
+ */
+const runIn =
+  (cwd: string): Run =>
+  (command, args, onLine) =>
+    new Promise((resolve, reject) => {
+      const child = spawn(command, args, { env: process.env, cwd });
+      let output = "";
+      let partial = "";
+      const take = (chunk: Buffer): void => {
+        const text = partial + chunk.toString();
+        const lines = text.split("\n");
+        partial = lines.pop() ?? "";
+        for (const line of lines) {
+          output += line + "\n";
+          if (output.length > 200_000) {
+            output = output.slice(-100_000);
+          }
+          outputChannel()?.appendLine(line);
+          onLine?.(line);
         }
-        outputChannel()?.appendLine(line);
-        onLine?.(line);
-      }
-    };
-    child.stdout.on("data", take);
-    child.stderr.on("data", take);
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, output: output + partial }));
-  });
+      };
+      child.stdout.on("data", take);
+      child.stderr.on("data", take);
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code: code ?? 1, output: output + partial }));
+    });
 
 function outputChannel(): vscode.LogOutputChannel | undefined {
   return output;
 }
 
-/** (globalState) the extension version whose wheel the own environment holds. */
+/** (globalState, before the marker file) the extension version the own environment holds. */
 const INSTALLED_FOR = "runfix.installedFor";
+
+function made(file: string): Made | undefined {
+  try {
+    const { ino, mtimeMs } = fs.statSync(file);
+    return { ino, mtimeMs };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The extension version runfix's own environment holds, by the marker file beside it. */
+function ownVersion(context: vscode.ExtensionContext): string | undefined {
+  const own = ownInstall(context.globalStorageUri.fsPath, process.platform);
+  let text: string | undefined;
+  try {
+    text = fs.readFileSync(own.marker, "utf8");
+  } catch {
+    // An install from before the marker file: globalState said it, if it was kept.
+    const version = context.globalState.get<string>(INSTALLED_FOR);
+    const environment = made(own.config);
+    if (version !== undefined && environment !== undefined) {
+      fs.writeFileSync(own.marker, marker(version, environment));
+    }
+    return version;
+  }
+  return installedVersion(text, made(own.config));
+}
 
 /** The Pythons to make runfix's environment with: the Python extension's, then python3. */
 async function pythonCandidates(): Promise<{ command: string; from: string }[]> {
   const out: { command: string; from: string }[] = [];
+  // Both spellings of each workspace folder (a folder or a .venv reached through a link).
+  const spelled = folders().flatMap((f) => [f, fs.existsSync(f) ? fs.realpathSync(f) : f]);
+  const outside = (p: string): boolean =>
+    outsideFolders(p, spelled, process.platform) &&
+    outsideFolders(fs.existsSync(p) ? fs.realpathSync(p) : p, spelled, process.platform);
   try {
     const python = vscode.extensions.getExtension("ms-python.python");
     if (python) {
@@ -116,11 +164,7 @@ async function pythonCandidates(): Promise<{ command: string; from: string }[]> 
       const active = environments?.getActiveEnvironmentPath(vscode.workspace.workspaceFolders?.[0]?.uri);
       const resolved = active && (await environments?.resolveEnvironment(active));
       const executable = resolved?.executable.uri?.fsPath;
-      const real = executable && fs.existsSync(executable) ? fs.realpathSync(executable) : executable;
-      // Both spellings of each (a folder or a .venv reached through a link).
-      const spelled = folders().flatMap((f) => [f, fs.existsSync(f) ? fs.realpathSync(f) : f]);
-      const outside = (p: string): boolean => outsideFolders(p, spelled, process.platform);
-      if (executable && real && outside(executable) && outside(real)) {
+      if (executable && outside(executable)) {
         out.push({ command: executable, from: "the Python extension's interpreter" });
       } else if (executable) {
         output?.appendLine(
@@ -131,8 +175,17 @@ async function pythonCandidates(): Promise<{ command: string; from: string }[]> 
   } catch (err) {
     output?.appendLine(`runfix: the Python extension did not say its interpreter: ${String(err)}`);
   }
+  // PATH's, by absolute path, and not one a workspace folder ships (a PATH that puts the
+  // folder's .venv/bin first would otherwise choose it).
   const names = process.platform === "win32" ? ["python", "py"] : ["python3"];
-  out.push(...names.map((command) => ({ command, from: "PATH" })));
+  const dirs = (process.env.PATH ?? "").split(process.platform === "win32" ? ";" : ":");
+  for (const command of onPath(names, dirs, isExecutable, process.platform)) {
+    if (outside(command)) {
+      out.push({ command, from: "PATH" });
+    } else {
+      output?.appendLine(`runfix: not installing with ${command} (on PATH): it is in a workspace folder`);
+    }
+  }
   return out;
 }
 
@@ -141,12 +194,20 @@ async function pythonCandidates(): Promise<{ command: string; from: string }[]> 
  * the wheel this extension carries; its `runfix`, or undefined (said why).
  */
 async function installOwn(context: vscode.ExtensionContext, why: string): Promise<string | undefined> {
+  if (!vscode.workspace.isTrusted) {
+    // Installing runs interpreters found here: not before the workspace is trusted.
+    void vscode.window.showWarningMessage(UNTRUSTED);
+    return undefined;
+  }
   const serverDir = context.asAbsolutePath("server");
   const wheel = bundledWheel(fs.existsSync(serverDir) ? fs.readdirSync(serverDir) : []);
   if (!wheel) {
     void vscode.window.showErrorMessage("runfix: this build of the extension carries no runfix wheel to install.");
     return undefined;
   }
+  const storage = context.globalStorageUri.fsPath;
+  fs.mkdirSync(storage, { recursive: true });
+  const runProcess = runIn(storage);
   const { python, refused } = await choosePython(await pythonCandidates(), runProcess);
   if (!python) {
     const tried = refused.length ? ` (tried: ${refused.join("; ")})` : "";
@@ -156,8 +217,7 @@ async function installOwn(context: vscode.ExtensionContext, why: string): Promis
     );
     return undefined;
   }
-  const storage = context.globalStorageUri.fsPath;
-  fs.mkdirSync(storage, { recursive: true });
+  const own = ownInstall(storage, process.platform);
   try {
     const runfix = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `runfix: ${why}` },
@@ -166,7 +226,12 @@ async function installOwn(context: vscode.ExtensionContext, why: string): Promis
           progress.report({ message }),
         ),
     );
-    await context.globalState.update(INSTALLED_FOR, context.extension.packageJSON.version as string);
+    const version = context.extension.packageJSON.version as string;
+    const environment = made(own.config);
+    if (environment) {
+      fs.writeFileSync(own.marker, marker(version, environment));
+    }
+    await context.globalState.update(INSTALLED_FOR, version);
     output?.appendLine(`runfix: installed ${wheel} with ${python.command} (${python.from}) in ${storage}`);
     return runfix;
   } catch (err) {
@@ -194,13 +259,14 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   if (!found && isExecutable(own.runfix)) {
     found = { command: own.runfix, source: "the extension's own install" };
     const version = context.extension.packageJSON.version as string;
-    if (context.globalState.get(INSTALLED_FOR) !== version) {
+    if (ownVersion(context) !== version) {
       // The extension was updated: so is its runfix (the wheel it carries now).
       await installOwn(context, `updating runfix to ${version}`);
     }
   }
   if (!found) {
-    const choice = await vscode.window.showErrorMessage(NOT_FOUND, "Install runfix", "Open Settings");
+    // An offer, not a fault: most users have no runfix yet when they first open a file.
+    const choice = await vscode.window.showInformationMessage(NOT_FOUND, "Install runfix", "Open Settings");
     if (choice === "Install runfix") {
       const runfix = await installOwn(context, "installing runfix");
       if (runfix && !client) {

@@ -8,13 +8,79 @@ import * as path from "path";
 /** The oldest Python runfix runs on. */
 export const MIN_PYTHON: [number, number] = [3, 10];
 
-/** Where the extension's own environment and its `runfix` are. */
-export function ownInstall(storage: string, platform: NodeJS.Platform): { venv: string; python: string; runfix: string } {
+/**
+ * Where the extension's own environment and its `runfix` are, and the marker beside it that
+ * says which extension version's wheel it holds (a file: VS Code's globalState is not kept
+ * when a server is stopped by SIGTERM, and an update then ran on every start).
+ */
+export function ownInstall(
+  storage: string,
+  platform: NodeJS.Platform,
+): { venv: string; python: string; runfix: string; marker: string; config: string } {
   const join = platform === "win32" ? path.win32.join : path.posix.join;
   const venv = join(storage, "runfix-venv");
   const bin = platform === "win32" ? "Scripts" : "bin";
   const exe = platform === "win32" ? ".exe" : "";
-  return { venv, python: join(venv, bin, `python${exe}`), runfix: join(venv, bin, `runfix${exe}`) };
+  return {
+    venv,
+    python: join(venv, bin, `python${exe}`),
+    runfix: join(venv, bin, `runfix${exe}`),
+    marker: join(storage, "runfix-venv.installed"),
+    config: join(venv, "pyvenv.cfg"),
+  };
+}
+
+/** What identifies one making of the environment: its pyvenv.cfg (`venv --clear` writes it anew). */
+export interface Made {
+  ino: number;
+  mtimeMs: number;
+}
+
+/** The marker's text: the version installed, and the environment it was installed into. */
+export function marker(version: string, made: Made): string {
+  return JSON.stringify({ version, ino: made.ino, mtimeMs: made.mtimeMs });
+}
+
+/**
+ * The extension version the environment holds, by the marker, or undefined when there is no
+ * marker, it does not parse, or it was written for another making of the environment (one
+ * made again by hand, or whose install did not finish).
+ */
+export function installedVersion(text: string | undefined, made: Made | undefined): string | undefined {
+  if (text === undefined || made === undefined) {
+    return undefined;
+  }
+  try {
+    const said = JSON.parse(text) as { version?: unknown; ino?: unknown; mtimeMs?: unknown };
+    const same = said.ino === made.ino && said.mtimeMs === made.mtimeMs;
+    return same && typeof said.version === "string" ? said.version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The interpreters of these names on PATH, as absolute paths: a relative entry (`.`, an empty
+ * one) is skipped, as it names whatever folder the process happens to be in.
+ */
+export function onPath(
+  names: string[],
+  pathDirs: string[],
+  isExecutable: (file: string) => boolean,
+  platform: NodeJS.Platform,
+): string[] {
+  const p = platform === "win32" ? path.win32 : path.posix;
+  const exe = platform === "win32" ? ".exe" : "";
+  const found: string[] = [];
+  for (const name of names) {
+    for (const dir of pathDirs) {
+      const file = p.join(dir, name + exe);
+      if (p.isAbsolute(dir) && isExecutable(file) && !found.includes(file)) {
+        found.push(file);
+      }
+    }
+  }
+  return found;
 }
 
 /** `3.11` (what `python -c` printed) → [3, 11]; undefined for anything else. */
@@ -71,7 +137,7 @@ export async function choosePython(
   for (const candidate of candidates) {
     let answer: { code: number; output: string };
     try {
-      answer = await run(candidate.command, ["-c", VERSION_CHECK]);
+      answer = await run(candidate.command, ["-I", "-c", VERSION_CHECK]);
     } catch (err) {
       refused.push(`${candidate.command} (${candidate.from}): ${String(err)}`);
       continue;
@@ -101,14 +167,16 @@ export async function install(
 ): Promise<string> {
   const own = ownInstall(storage, platform);
   say(`making a virtual environment with ${python}`);
-  const made = await run(python, ["-m", "venv", "--clear", own.venv]);
+  // -I: no PYTHONPATH, no user site, and not the current folder on sys.path (a folder's
+  // venv.py or pip.py would otherwise be what runs).
+  const made = await run(python, ["-I", "-m", "venv", "--clear", own.venv]);
   if (made.code !== 0) {
     throw new Error(`\`${python} -m venv\` failed (on Debian and Ubuntu: apt install python3-venv): ${tail(made.output)}`);
   }
   say("installing runfix and its packages (a minute or two the first time)");
   const pip = await run(
     own.python,
-    ["-m", "pip", "install", "--disable-pip-version-check", "--upgrade", wheel],
+    ["-I", "-m", "pip", "install", "--disable-pip-version-check", "--upgrade", wheel],
     (line) => {
       const what = /^(Collecting|Downloading|Installing|Successfully)\b.*/.exec(line.trim());
       if (what) {

@@ -170,14 +170,14 @@ async function outputPanel(page) {
 
 const port = await freePort();
 const serverLog = fs.openSync(path.join(out, "code-server.log"), "w");
-const server = spawn(
-  codeServer,
-  [...common, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry",
-    "--disable-update-check", ...(restricted ? [] : ["--disable-workspace-trust"]), workspace],
-  { stdio: ["ignore", serverLog, serverLog], env: { ...process.env } },
-);
-let browser;
-try {
+/** Start code-server on `port` with this profile; resolves once it answers. */
+async function startServer() {
+  const started = spawn(
+    codeServer,
+    [...common, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry",
+      "--disable-update-check", ...(restricted ? [] : ["--disable-workspace-trust"]), workspace],
+    { stdio: ["ignore", serverLog, serverLog], env: { ...process.env } },
+  );
   for (let i = 0; i < 100; i++) {
     try {
       const answer = await fetch(`http://127.0.0.1:${port}/healthz`);
@@ -185,12 +185,23 @@ try {
     } catch {}
     await new Promise((r) => setTimeout(r, 200));
   }
+  return started;
+}
+/** Stop code-server as a service manager does (SIGTERM), and wait until it has gone. */
+async function stopServer(running) {
+  const gone = new Promise((resolve) => running.once("exit", resolve));
+  running.kill("SIGTERM");
+  await Promise.race([gone, new Promise((r) => setTimeout(r, 20000))]);
+}
+let server = await startServer();
+let browser;
+try {
   browser = await chromium.launch({
     executablePath: process.env.RUNFIX_E2E_CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  let page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
   await page.waitForSelector(".monaco-workbench", { timeout: 60000 });
   step("workbench");
@@ -220,6 +231,12 @@ try {
       null,
       { timeout: 30000 },
     ).then(() => step("restrictedSaid"), () => step("restrictedSaid", false));
+    // Installing runs interpreters found here: not before the workspace is trusted either.
+    await page.keyboard.press("F1");
+    await page.keyboard.type("runfix: Install runfix");
+    await pick(page, "runfix: Install runfix");
+    await new Promise((r) => setTimeout(r, 3000));
+    report.installBeforeTrust = await page.locator(".notifications-toasts").innerText().catch(() => "");
     await new Promise((r) => setTimeout(r, 2000));
     await page.screenshot({ path: path.join(out, "vscode-restricted.png") });
     throw new Done();
@@ -277,6 +294,33 @@ try {
     ).then(() => step("hint"), () => step("hint", false));
     report.editorText = await editor.innerText();
     await page.screenshot({ path: path.join(out, "vscode-installed.png") });
+    // Restarted twice by SIGTERM in the same profile: runfix is found installed, not updated.
+    report.restarts = [];
+    for (let i = 0; i < 2; i++) {
+      await page.close();
+      await stopServer(server);
+      server = await startServer();
+      const again = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+      await again.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+      await again.waitForSelector(".monaco-workbench", { timeout: 60000 });
+      await again.keyboard.press("Control+P");
+      await again.keyboard.type("example.py");
+      await pick(again, "example.py");
+      const began = Date.now();
+      const idle = await again
+        .waitForFunction(
+          () => document.querySelector("footer, .part.statusbar")?.textContent?.includes("runfix: idle"),
+          null,
+          { timeout: 240000 },
+        )
+        .then(() => true, () => false);
+      report.restarts.push({
+        idle,
+        seconds: (Date.now() - began) / 1000,
+        notifications: await again.locator(".notifications-toasts").innerText().catch(() => ""),
+      });
+      page = again;
+    }
     throw new Done();
   }
   // The server starts with the first Python file; wait until the status bar says idle.
