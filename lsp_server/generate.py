@@ -99,6 +99,7 @@ class Generator:
                 return GenerateAnswer(Status.CANCELLED)
             except ModelError as exc:
                 return self._failed(f"runfix: {exc}")
+        asked = model.last_asked
         try:
             body = range(prompt.body_first, prompt.body_last + 1)
             context = [line for i, line in enumerate(text.lines) if i not in body]
@@ -125,7 +126,7 @@ class Generator:
         self.flow.mark_findings(where.uri, shown.text.version, findings)
         if run or settings.auto_run:
             ran = await self.flow.run(
-                shown, Range.lines(first, last), cancel, RunMode(origin="model")
+                shown, Range.lines(first, last), cancel, RunMode(origin="model", asked=asked)
             )
             answer = GenerateAnswer(Status.OK, answer.range, ran)
         return answer

@@ -148,7 +148,7 @@ class Runner:
                         return Ran(tuple(ran), NOT_CONFIRMED)
                     one = await self.run(
                         where, piece, kernel, cancel, origin=mode.origin, asked_at=asked_at,
-                        files=files,
+                        files=files, model=mode.asked,
                     )  # fmt: skip
                     ran.append(one)
                     if one.outcome.status != RunStatus.OK:

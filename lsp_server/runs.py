@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lsp_server.contract import Range
 from lsp_server.editor import Snapshot
+from lsp_server.record.store import Asked
 from lsp_server.settings import Settings
 from lsp_server.text.cells import split_cells
 from lsp_server.text.languages import PYTHON, Language
@@ -87,6 +88,8 @@ class RunMode:
     """Who ran it, as the record says (`user`, `model`, `agent: <name>`)."""
     say_stop: bool = True
     """Say in the document that later cells did not run after one failed."""
+    asked: Asked | None = None
+    """For code the model just wrote: that exchange (the run's record keeps it)."""
 
     def pieces(self, where: Where, line_range: Range | None) -> list[Piece]:
         """The pieces of `where.text` this mode takes: the range's lines, or its cells."""

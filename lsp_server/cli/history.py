@@ -35,12 +35,29 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
     )
 
 
+def shown_in_full(run: RecordedRun, folder: Path | None) -> str:
+    """One run as `--show N` prints it: its line, the code that ran, what it showed and
+    raised, and what the model was asked and answered where the model wrote the code."""
+    out = [line_of(run, folder)]
+    if run.fix_of is not None:
+        out.append(f"a fix attempt for run #{run.fix_of}")
+    out += ["", "code:", *("  " + line for line in run.code.rstrip("\n").split("\n"))]
+    for output in run.outputs:
+        out.append(f"line {output.line + 1}: {output.text}")
+    if run.error:
+        out += ["", "raised:", *("  " + line for line in run.error.rstrip("\n").split("\n"))]
+    if run.model is not None:
+        out += ["", run.model.said]
+    return "\n".join(out)
+
+
 def command(args: argparse.Namespace) -> int:
-    return show_history(args.file, args.json, args.limit)
+    return show_history(args.file, args.json, args.limit, args.show)
 
 
-def show_history(target: Path | None, as_json: bool, limit: int) -> int:
-    """Print the latest runs (of `target` if it is a file) of the record above it."""
+def show_history(target: Path | None, as_json: bool, limit: int, show: int | None = None) -> int:
+    """Print the latest runs (of `target` if it is a file) of the record above it; with
+    `show`, that run in full."""
     start = (target or Path.cwd()).resolve()
     folder = record_folder(start)
     if folder is None:
@@ -52,15 +69,20 @@ def show_history(target: Path | None, as_json: bool, limit: int) -> int:
             return 1
         try:
             path = str(start) if start.is_file() else None
-            runs = recent(db, path, limit)
+            runs = recent(db, path, limit, show)
         finally:
             db.close()
     except (NotARecord, sqlite3.DatabaseError) as exc:
         print(f"runfix: {folder / FILE} cannot be read: {exc}", file=sys.stderr)
         return 1
+    if show is not None and not runs:
+        print(f"runfix: no run #{show} in {folder / FILE}", file=sys.stderr)
+        return 1
     try:
         if as_json:
             print(json.dumps([one_based(r) for r in runs], ensure_ascii=False, indent=1))
+        elif show is not None:
+            print(shown_in_full(runs[0], folder))
         else:
             for run in runs:
                 print(line_of(run, folder))

@@ -113,6 +113,13 @@ def _history(p: argparse.ArgumentParser) -> None:
         help="as one JSON array of runs, newest first (their line numbers from 1, as in the text)",
     )
     p.add_argument("--limit", type=int, default=50, help="how many (default 50)")
+    p.add_argument(
+        "--show",
+        type=int,
+        metavar="N",
+        help="run #N in full: its code, what it showed and raised, and for the model's code "
+        "what the model was asked (its size) and answered, its time, tokens and why it ended",
+    )
 
 
 def _export(p: argparse.ArgumentParser) -> None:

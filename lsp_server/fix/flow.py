@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -287,19 +286,17 @@ class FixFlow:
         async def ask(messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
             reading = model.prompt_tokens(messages)
             progress.report(f"{what}: the model is reading the prompt (~{reading:,} tokens)")
-            began = time.perf_counter()
-            try:
-                return await model.complete(
-                    messages,
-                    on_text=streamed(progress, what),
-                    cancel=cancel,
-                    max_tokens=bound,
-                    temperature=retry_temperature(model.config.temperature) if asked else None,
-                    seed=(model.config.seed or 0) + asked if asked else None,
-                )
-            finally:
-                used = model.last_usage or (None, None)
-                last[:] = [Asked(time.perf_counter() - began, *used)]
+            last.clear()
+            reply = await model.complete(
+                messages,
+                on_text=streamed(progress, what),
+                cancel=cancel,
+                max_tokens=bound,
+                temperature=retry_temperature(model.config.temperature) if asked else None,
+                seed=(model.config.seed or 0) + asked if asked else None,
+            )
+            last[:] = [model.last_asked] if model.last_asked is not None else []
+            return reply
 
         async def confirm(code: str, findings: list[Finding]) -> bool:
             reason = f"The model's fix {describe(findings)}."

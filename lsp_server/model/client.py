@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from executor.cancel import CANCELLED, or_cancelled
+from lsp_server.record.store import REPLY_KEPT, Asked
 from lsp_server.settings import DEFAULT_MODEL, OPENAI_URL, Settings
 
 if TYPE_CHECKING:
@@ -122,8 +123,6 @@ def _seed(value: int | None, env: Mapping[str, str]) -> int | None:
     return None if seed is None else int(seed)
 
 
-REPLY_SHOWN = 4000
-"""Characters of an answer the output panel shows."""
 MAX_TOKENS = 1024
 """The bound on an answer when nothing sets one (model.maxTokens, RUNFIX_MODEL_MAX_TOKENS)."""
 CHARS_PER_TOKEN = 3.6
@@ -150,6 +149,8 @@ class ModelClient:
         """(prompt, completion) tokens of the last answer, where the endpoint said."""
         self.last_finish: str | None = None
         """Why the last answer ended (`stop`, `length`), where the endpoint said."""
+        self.last_asked: Asked | None = None
+        """The last exchange that was answered (None while one is under way or failed)."""
 
     def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -204,6 +205,7 @@ class ModelClient:
             raise ModelError(why)
         await load_sdk()  # not on the request's clock
         bound = min(max_tokens or self.config.max_tokens, self.config.max_tokens)
+        self.last_asked = None
         received: list[str] = []
 
         def seen(text: str) -> None:
@@ -234,23 +236,25 @@ class ModelClient:
             ) from None
         if reply is CANCELLED:
             raise ModelCancelled()
-        log.info("%s", self.said(messages, bound, reply, time.monotonic() - began))
+        self.last_asked = self.asked(messages, bound, reply, time.monotonic() - began)
+        log.info("%s", self.last_asked.said)
         return reply
 
-    def said(
+    def asked(
         self, messages: Sequence[Mapping[str, str]], bound: int, reply: str, seconds: float
-    ) -> str:
-        """One exchange as the output panel shows it (what the model said is seen, not only
-        what runfix made of it): the request's size and bound, the time, why the answer
-        ended, the tokens where the endpoint said, and the answer as it came."""
+    ) -> Asked:
+        """One exchange as the record keeps it and the output panel shows it."""
         used = self.last_usage
-        tokens = f", {used[0]} prompt + {used[1]} answer tokens" if used else ""
-        asked = sum(len(m.get("content", "")) for m in messages)
-        shown = reply if len(reply) <= REPLY_SHOWN else reply[:REPLY_SHOWN] + " …"
-        return (
-            f"model {self.config.name}: asked {asked:,} characters (answer bound {bound} tokens), "
-            f"answered in {seconds:.2f} s (finish: {self.last_finish or 'not said'}{tokens})"
-            + (f":\n{shown}" if reply.strip() else ": an empty answer")
+        kept = reply if len(reply) <= REPLY_KEPT else reply[:REPLY_KEPT] + " …"
+        return Asked(
+            seconds,
+            used[0] if used else None,
+            used[1] if used else None,
+            model=self.config.name,
+            asked_chars=sum(len(m.get("content", "")) for m in messages),
+            bound=bound,
+            finish=self.last_finish,
+            reply=kept,
         )
 
     async def _with_retries(

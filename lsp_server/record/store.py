@@ -109,21 +109,39 @@ _COLUMNS = (
 )
 
 
+REPLY_KEPT = 4000
+"""The characters of a model's answer the record keeps (and the output panel shows)."""
+
+
 @dataclass(frozen=True)
 class Asked:
-    """What asking the model for one fix attempt took: the wait for its answer (reading the
-    prompt, writing the answer) and its tokens, where the endpoint said."""
+    """One exchange with the model (a Generate, a fix attempt): the wait for its answer
+    (reading the prompt, writing the answer), its tokens and why it ended where the endpoint
+    said, the request's size and bound, and the answer as it came (`REPLY_KEPT` at most) —
+    what the model said is seen, not only what runfix made of it. The request's text is not
+    kept: the file and the kernel's facts it was made of are."""
 
     seconds: float
     prompt_tokens: int | None = None
     answer_tokens: int | None = None
+    model: str | None = None
+    asked_chars: int | None = None
+    bound: int | None = None
+    finish: str | None = None
+    reply: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"seconds": round(self.seconds, 3)}
-        if self.prompt_tokens is not None:
-            out["promptTokens"] = self.prompt_tokens
-        if self.answer_tokens is not None:
-            out["answerTokens"] = self.answer_tokens
+        named = (
+            ("promptTokens", self.prompt_tokens),
+            ("answerTokens", self.answer_tokens),
+            ("model", self.model),
+            ("askedChars", self.asked_chars),
+            ("bound", self.bound),
+            ("finish", self.finish),
+            ("reply", self.reply),
+        )
+        out.update((k, v) for k, v in named if v is not None)
         return out
 
     @classmethod
@@ -134,11 +152,20 @@ class Asked:
             return None
         if not isinstance(raw, dict) or not isinstance(raw.get("seconds"), (int, float)):
             return None
-        prompt, answer = raw.get("promptTokens"), raw.get("answerTokens")
+
+        def of(key: str, kind: type) -> Any:
+            value = raw.get(key)
+            return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
         return cls(
             float(raw["seconds"]),
-            prompt if isinstance(prompt, int) else None,
-            answer if isinstance(answer, int) else None,
+            of("promptTokens", int),
+            of("answerTokens", int),
+            of("model", str),
+            of("askedChars", int),
+            of("bound", int),
+            of("finish", str),
+            of("reply", str),
         )
 
     @property
@@ -149,6 +176,23 @@ class Asked:
             else ""
         )
         return f"model {self.seconds:.2f} s{tokens}"
+
+    @property
+    def said(self) -> str:
+        """The exchange in full, as the output panel and `runfix history --show` print it:
+        the request's size and bound, the time, why the answer ended, the tokens, the answer."""
+        tokens = (
+            f", {self.prompt_tokens} prompt + {self.answer_tokens} answer tokens"
+            if self.prompt_tokens is not None and self.answer_tokens is not None
+            else ""
+        )
+        asked = f"{self.asked_chars:,}" if self.asked_chars is not None else "?"
+        reply = self.reply or ""
+        return (
+            f"model {self.model or '?'}: asked {asked} characters (answer bound {self.bound} "
+            f"tokens), answered in {self.seconds:.2f} s (finish: {self.finish or 'not said'}"
+            f"{tokens})" + (f":\n{reply}" if reply.strip() else ": an empty answer")
+        )
 
 
 @dataclass(frozen=True)
@@ -612,8 +656,13 @@ def open_for_reading(folder: Path) -> sqlite3.Connection | None:
     return db
 
 
-def recent(db: sqlite3.Connection, path: str | None, limit: int) -> list[RecordedRun]:
+def recent(
+    db: sqlite3.Connection, path: str | None, limit: int, only: int | None = None
+) -> list[RecordedRun]:
+    """The latest `limit` runs (of `path`), newest first; with `only`, that run alone."""
     where, args = ("WHERE path = ?", (path,)) if path else ("", ())
+    if only is not None:
+        where, args = ("WHERE id = ?", (only,))
     columns = _COLUMNS
     if "model" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
         columns = _COLUMNS.replace(", model", ", NULL")  # a version 3 record, read only

@@ -10,6 +10,8 @@ whole, and a model that keeps answering the failing code ends in the user's word
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,15 @@ async def test_an_index_error_in_a_helper_carries_the_list_it_was_given_and_the_
     )
     caller, candidate = [r for r in runs if r["origin"] == "model"][:2]  # newest first
     assert candidate["model"]["seconds"] > 0 and "model" not in caller
+    # Issue 46, 3: and what the model answered, shown by `runfix history --show N`.
+    shown = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "history", "--show", str(candidate["id"])],
+        cwd=folder, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert f"#{candidate['id']} " in shown and "range(len(xs) - 1)" in shown
+    assert "model test-model: asked" in shown and "(finish: stop" in shown
+    assert "```python\ndef pairs(xs):" in shown  # the answer as it came
+    assert API_KEY not in shown
 
 
 async def test_a_type_error_on_plus_carries_both_operands_types_and_values(

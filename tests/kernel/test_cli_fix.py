@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -386,6 +387,13 @@ def test_generate_writes_each_empty_prompts_body_after_the_cells_above_and_runs_
     assert f"{path}:4:1: note: wrote 1 line under the prompt" in out
     assert f"{path}:5:1: note: 3.85" in out
     assert f"{path}: note: wrote the generated code" in out
+    # What the model answered is kept with the run of its code: `runfix history --show N`.
+    runs = json.loads(runfix_cli("history", "--json", cwd=tmp_path))
+    [generated] = [r for r in runs if r["origin"] == "model"]
+    shown = runfix_cli("history", "--show", str(generated["id"]), cwd=tmp_path)
+    assert "model test-model: asked" in shown and "answer bound" in shown
+    assert "```python\nprint(round(sum(prices.values()) / len(prices), 2))\n```" in shown
+    assert "line 5: 3.85" in shown
     # nothing left to write, or a line that is no prompt: said, exit 2
     again = subprocess.run(
         [sys.executable, "-m", "lsp_server", "run", str(path), "--generate"],
@@ -397,3 +405,11 @@ def test_generate_writes_each_empty_prompts_body_after_the_cells_above_and_runs_
         capture_output=True, text=True, timeout=60, env=environ,
     )  # fmt: skip
     assert wrong.returncode == 2 and "line 2 is not a prompt" in wrong.stderr
+
+
+def runfix_cli(*args: str, cwd: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_server", *args],
+        capture_output=True, text=True, timeout=60, cwd=cwd, check=True,
+    )  # fmt: skip
+    return done.stdout
