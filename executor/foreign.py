@@ -2,9 +2,11 @@
 (which is Python) a kernel says nothing of which statement printed what: a value is the
 last expression's, so it goes on the piece's last line of code (its colour codes
 dropped; IRkernel shows values as displays, so R's go there too); what was printed goes
-on the piece's first line. Errors read as the language writes them: R's `Error in f(): …`
-without IRkernel's `ERROR` and `eval(expr, envir, enclos)`, a failing shell command
-(bash_kernel's `ename` is empty, its `evalue` the exit status) as its exit status.
+on the first line that prints by the language's own words (`print(`/`cat(` in R, `echo`/
+`printf` in a shell, `console.log(` in TypeScript), else on the piece's first line.
+Errors read as the language writes them: R's `Error in f(): …` without IRkernel's `ERROR`
+and `eval(expr, envir, enclos)`, a failing shell command (bash_kernel's `ename` is empty,
+its `evalue` the exit status) as its exit status.
 
 Where an error was raised: R keeps the source line of each call a function made (`# at
 line N of file <text>`, counted in the code it was given); R code is sent after as many
@@ -21,7 +23,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from executor.events import Display, Error, Event, Frame, RunOutcome, Span, Value
+from executor.events import (
+    Display,
+    Error,
+    Event,
+    Frame,
+    RunOutcome,
+    Span,
+    Stream,
+    Value,
+    Variable,
+)
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SHELLS = ("bash", "sh", "shell", "zsh")
@@ -29,6 +41,15 @@ _R_ERROR = re.compile(r"Error(?: in (.*?))?: (.*)", re.S)
 _R_CALL = re.compile(r"^\d+\. (.*?)(?:\s+# at line (\d+) of file <text>)?\s*$", re.M)
 _R_NAME = re.compile(r"^([A-Za-z.][\w.]*|`[^`]+`)\s*\(")
 _R_TEXTUAL = ("text/html", "text/markdown", "text/latex")
+_PRINTS = {
+    "r": re.compile(r"\s*(print|cat|message|writeLines|str|summary)\s*\("),
+    "shell": re.compile(r"\s*(echo|printf|cat)\b"),
+    "javascript": re.compile(r"\s*console\.(log|info|warn|error|table)\s*\("),
+    "julia": re.compile(r"\s*(println|print|show|display|@show)\b"),
+    "lua": re.compile(r"\s*(print|io\.write)\s*\("),
+}
+"""The statements that print, by language: what a piece printed goes on the first."""
+_KIN = {"typescript": "javascript", **{name: "shell" for name in _SHELLS}}
 
 
 def sent(code: str, language: str, first_line: int) -> str:
@@ -55,8 +76,12 @@ def placed(
     last = next((i for i in range(len(rows) - 1, -1, -1) if rows[i].strip()), 0)
     at_last = Span(first_line + last, first_line + last)
     language = language.lower()
+    prints = _PRINTS.get(_KIN.get(language, language))
+    printing = next((i for i, row in enumerate(rows) if prints and prints.match(row)), None)
     events: list[Event] = []
     for event in outcome.events:
+        if isinstance(event, Stream) and event.span is None and printing is not None:
+            event = replace(event, span=Span(first_line + printing, first_line + printing))
         if isinstance(event, (Value, Display)) and "text/plain" in event.data:
             plain = _ESCAPES.sub("", event.data["text/plain"])  # Deno colours its values
             event = replace(event, data={**event.data, "text/plain": plain})
@@ -137,3 +162,54 @@ def _calls(row: str, call: str) -> bool:
 def _squeezed(text: str) -> str:
     """Code without its spaces, its quotes as R prints them (`stop('a')` → `stop("a")`)."""
     return re.sub(r"\s+", "", text).replace("'", '"')
+
+
+R_VARIABLES = r"""local({
+  e <- globalenv()
+  for (n in ls(e)) {
+    if (bindingIsActive(n, e)) { cat(n, "active binding", "", "", "", "", "\n", sep = "\t"); next }
+    v <- get(n, envir = e)
+    u <- unclass(v)
+    k <- class(v)[1]
+    d <- paste(attr(v, "dim", exact = TRUE), collapse = " ")
+    l <- length(u)
+    s <- ""
+    cols <- ""
+    if (is.data.frame(v)) {
+      d <- paste(.row_names_info(v, 2L), l)
+      cols <- paste(names(u), vapply(u, function(c) class(c)[1], ""), sep = "=", collapse = "\x1f")
+    } else if (is.atomic(v) && is.null(attributes(v)) && l <= 5) {
+      s <- substr(paste(if (is.character(v)) encodeString(v, quote = '"') else format(v),
+        collapse = " "), 1, 80)
+    }
+    cat(n, k, d, l, gsub("[\t\n]", " ", s), cols, "\n", sep = "\t")
+  }
+})
+"""
+"""R's variables, listed by R without running any of the user's code: an active binding is
+not read; `unclass` before `length` and no `format` of a classed value, so no S3 method of
+theirs runs; a line per name, tab-separated (name, class, dims, length, summary, columns)."""
+
+
+def r_variables(outcome: RunOutcome) -> list[Variable]:
+    """The variables `R_VARIABLES` printed."""
+    printed = "".join(e.text for e in outcome.events if isinstance(e, Stream))
+    found: list[Variable] = []
+    for row in printed.splitlines():
+        cells = row.split("\t")
+        if len(cells) < 6:
+            continue
+        name, kind, dims, length, summary, columns = cells[:6]
+        shape = tuple(int(d) for d in dims.split() if d.isdigit()) or None
+        pairs = (c.partition("=") for c in columns.split("\x1f") if c)
+        found.append(
+            Variable(
+                name=name,
+                type=kind,
+                summary=summary.strip(),
+                shape=shape,
+                length=int(length) if length.isdigit() and shape is None else None,
+                columns={c: t for c, _, t in pairs},
+            )
+        )
+    return found

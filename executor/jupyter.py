@@ -42,7 +42,7 @@ from executor.events import (
     Usage,
     Variable,
 )
-from executor.foreign import placed, sent
+from executor.foreign import R_VARIABLES, placed, r_variables, sent
 from executor.install import InstallResult, refused
 from executor.live import LiveAnswer, LiveDoor, LiveUnavailable, from_picture
 from executor.messages import MessageCollector
@@ -519,8 +519,13 @@ class JupyterKernel(ABC, Generic[C]):
                 try:
                     await asyncio.wait_for(self._stop_gracefully(), grace)
                 except (asyncio.TimeoutError, Exception):
-                    log.warning(
-                        "%s for %s did not stop in time; killing it", self.where, self.folder
+                    # Expected of another language's kernel (its grace is short on purpose):
+                    # nothing is lost, so nothing to warn a user of.
+                    log.log(
+                        logging.DEBUG if self.plain else logging.WARNING,
+                        "%s for %s did not stop in time; killing it",
+                        self.where,
+                        self.folder,
                     )
             await self._discard()
             self._state = ExecutorState.STOPPED
@@ -881,6 +886,8 @@ class JupyterKernel(ABC, Generic[C]):
         return json.loads(ast.literal_eval(raw["data"]["text/plain"]))
 
     async def variables(self) -> list[Variable]:
+        if self.plain:
+            return await self._foreign_variables()
         items = await self._helper("__import__('_runfix_live').variables()")
         return [
             Variable(
@@ -893,6 +900,18 @@ class JupyterKernel(ABC, Generic[C]):
             )
             for i in items or []
         ]
+
+    async def _foreign_variables(self) -> list[Variable]:
+        """Another language's variables, where runfix knows how to list them (R: by R's own
+        `ls()`, run as a silent run of runfix's; a silent request shows R nothing back)."""
+        if self.language.lower() != "r":
+            return []
+        request = RunRequest(R_VARIABLES, "<runfix variables>", timeout=10)
+        try:
+            outcome = await self.execute(request)
+        finally:
+            self._ran.pop(request.filename, None)
+        return r_variables(outcome) if outcome.status == RunStatus.OK else []
 
     async def evidence(self, ename: str, line: int) -> dict[str, Any] | None:
         """What the frames of the last error held (`_kernel_live.evidence`), if the last

@@ -103,8 +103,8 @@ class Flow:
         return where.now(self.text(where.uri))
 
     async def variables(self, where: Where) -> list[Variable]:
-        """The kernel's variables if it is up (`_read`)."""
-        return await self._read(where, "the kernel's variables", Kernel.variables) or []
+        """The kernel's variables if it is up (`_read`): R's too (listed by R)."""
+        return await self._read(where, "the kernel's variables", Kernel.variables, True) or []
 
     async def evidence(self, where: Where, ename: str, line: int) -> Mapping[str, Any] | None:
         """What the frames of the kernel's last error held, if it is `ename` raised on `line`
@@ -114,13 +114,18 @@ class Flow:
         )
 
     async def _read(
-        self, where: Where, what: str, read: Callable[[Kernel], Awaitable[_T]]
+        self,
+        where: Where,
+        what: str,
+        read: Callable[[Kernel], Awaitable[_T]],
+        any_language: bool = False,
     ) -> _T | None:
-        """A read of the folder's kernel by runfix's helper: None rather than waiting on a
-        start or a run (nor from another language's kernel: the helper is Python)."""
-        if not is_python(where.language):
+        """A read of the document's kernel: None rather than waiting on a start (nor from
+        another language's kernel, unless `any_language`: runfix's helper is Python)."""
+        language = where.language
+        if language is None or not (any_language or is_python(language)):
             return None
-        kernel = self.session.kernels.find(where.folder)
+        kernel = self.session.kernels.find(where.folder, language.id)
         if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
             return None
         try:

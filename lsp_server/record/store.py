@@ -662,7 +662,7 @@ def recent(
     """The latest `limit` runs (of `path`), newest first; with `only`, that run alone."""
     where, args = ("WHERE path = ?", (path,)) if path else ("", ())
     if only is not None:
-        where, args = ("WHERE id = ?", (only,))
+        where, args = "WHERE id = ?", (str(only),)
     columns = _COLUMNS
     if "model" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
         columns = _COLUMNS.replace(", model", ", NULL")  # a version 3 record, read only

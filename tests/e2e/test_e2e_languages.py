@@ -29,8 +29,9 @@ async def test_a_shell_script_runs_in_bash_not_python(
     answer = await run(initialized, uri)
     assert answer["status"] == "ok", answer
     shown = await _hint_texts(initialized, uri)
-    assert any("hello runfix" in text for _, text in shown), shown
-    assert any("42" in text and line >= 3 for line, text in shown), shown
+    # What `echo` printed is on the echo's line, not the cell's first (issue 46).
+    assert any(line == 2 and "hello runfix" in text for line, text in shown), shown
+    assert any("42" in text and line == 4 for line, text in shown), shown
     assert not errors(initialized, uri)  # (as Python, `echo "hello $name"` is a SyntaxError)
 
 
@@ -129,10 +130,40 @@ async def test_r_runs_in_irkernel_its_value_on_its_line(
     assert answer["status"] == "ok", answer
     shown = await _hint_texts(initialized, uri)
     assert any(line == 3 and "[1] 20" in text for line, text in shown), shown
-    assert any(line == 1 and "start" in text for line, text in shown), shown
+    assert any(line == 2 and "start" in text for line, text in shown), shown  # print's line
     assert not errors(initialized, uri)  # (as Python, `x <- 4` is a comparison: NameError)
     # The status line says whose state it shows: the folder has a kernel per language.
     assert {"state": "idle", "executor": "kernel · R"} in initialized.statuses
+
+
+async def test_r_variables_are_listed_by_r_without_running_the_user_s_code(
+    r_kernel: None, initialized: Any, folder: Path
+) -> None:
+    """Issue 46: `:RunfixVariables` said "(no variables)" in R. R lists them; an active
+    binding is not read and a print/length method of the user's class never runs."""
+    uri = open_doc(
+        initialized,
+        folder / "vars.R",
+        "# %%\nx <- 4\nname <- 'a\tb'\ndf <- data.frame(a = 1:3, b = c('x', 'y', 'z'))\n"
+        "f <- function(n) n\n"
+        "makeActiveBinding('trap', function() { cat('RAN\\n', file = 'marks'); 1 }, globalenv())\n"
+        "length.odd <- function(x) { cat('RAN\\n', file = 'marks'); 99L }\n"
+        "o <- structure(list(1, 2), class = 'odd')\n",
+        language="r",
+    )
+    assert (await run(initialized, uri))["status"] == "ok"
+    listed = await initialized.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="runfix.variables", arguments=[{"uri": uri}])
+    )
+    by_name = {v["name"]: v for v in listed}
+    assert by_name["x"]["type"] == "numeric" and by_name["x"]["summary"] == "4"
+    assert by_name["name"]["summary"] == '"a\\tb"'  # escaped as R writes it: one line
+    assert by_name["df"]["type"] == "data.frame" and by_name["df"]["shape"] == [3, 2]
+    assert by_name["df"]["columns"] == {"a": "integer", "b": "character"}
+    assert by_name["f"]["type"] == "function"
+    assert by_name["o"]["type"] == "odd" and by_name["o"]["length"] == 2  # not 99
+    assert by_name["trap"]["type"] == "active binding"
+    assert not (folder / "marks").exists()
 
 
 async def test_an_r_error_in_a_function_lands_on_its_source_line(

@@ -450,3 +450,16 @@ def test_doctor_tells_a_busy_endpoint_from_one_that_is_down(tmp_path: Path) -> N
         in down.stdout
     )
     assert "not streamed:" not in down.stdout  # said once
+
+
+def test_a_shell_script_runs_from_the_terminal_its_echo_on_its_line_and_nothing_alarming(
+    bash_kernel: None, tmp_path: Path
+) -> None:
+    """Issue 46: what `echo` printed is on the echo's line; stopping bash_kernel after the
+    run (its short grace is on purpose) is not a warning printed after the results."""
+    script = tmp_path / "steps.sh"
+    script.write_text('# %%\nname=runfix\necho "hello $name"\n')
+    done = runfix("run", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{script}:3:1: note: hello runfix" in done.stdout.splitlines()
+    assert "did not stop in time" not in done.stdout + done.stderr

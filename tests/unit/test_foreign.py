@@ -83,3 +83,19 @@ def test_an_r_error_in_a_function_of_a_cell_above_has_its_frames_there() -> None
     elsewhere = {9: "g(3)", 6: "z <- 2", 4: "w <- 3"}
     [read] = placed(_outcome(error), "R", "g(3)\n", 9, DOC, elsewhere).events
     assert isinstance(read, Error) and read.frames == (Frame(DOC, 9, "<module>"),)
+
+
+def test_what_was_printed_goes_on_the_first_line_that_prints_by_the_language_s_words() -> None:
+    """Issue 46: R's `print(`, a shell's `echo`, Deno's `console.log(`; with none, the
+    piece's first line (the kernel does not say which statement printed)."""
+    printed = _outcome(Stream("stdout", "hi\n", None))
+    cases = [
+        ("r", "x <- 4\nprint(x)\n", Span(11, 11)),
+        ("bash", "name=a\n  echo $name\n", Span(11, 11)),
+        ("typescript", "const a = 1;\nconsole.log(a);\n", Span(11, 11)),
+        ("r", "x <- 4\nx\n", None),  # nothing prints by name: left to the piece's first line
+        ("bash", "name=a\nprintfoo\n", None),  # a word that only starts like one
+    ]
+    for language, code, span in cases:
+        [stream] = placed(printed, language, code, 10, DOC).events
+        assert isinstance(stream, Stream) and stream.span == span, (language, code)
