@@ -197,6 +197,8 @@ class AgentDoor:
         self.session, self.editor, self.flow = session, editor, flow
         self._servers: dict[Path, asyncio.AbstractServer] = {}
         self._made: dict[Path, tuple[int, int]] = {}
+        self._identity: dict[Path, tuple[int, int] | None] = {}
+        """Each folder as it was when its first call came (device, inode)."""
         """The socket file each served folder's server made (device, inode)."""
         self._waiting: set[Path] = set()
         """Folders another editor's server serves agents for, this one standing by."""
@@ -328,10 +330,36 @@ class AgentDoor:
         op = self._ops.get(str(call.get("op")))
         if op is None:
             raise AgentError(f"unknown operation {call.get('op')!r}")
+        self.still_there(folder)
         args = call.get("args") or {}
         if not isinstance(args, dict):
             raise AgentError("args must be an object")
         return await op(folder, args, agent_name(call.get("agent")))
+
+    def still_there(self, folder: Path) -> None:
+        """AgentError when `folder` is not the folder it was at its first call: renamed or
+        moved (a call by its new path reaches this server too, by the folder's identity),
+        or deleted. Nothing is run in a folder whose paths no longer say where it is."""
+        try:
+            found = os.stat(folder)
+            now: tuple[int, int] | None = (found.st_dev, found.st_ino)
+        except OSError:
+            now = None
+        if now is None or self._identity.setdefault(folder, now) != now:
+            raise AgentError(
+                f"{folder} is not where it was: it was moved, renamed or deleted while runfix "
+                "served it, and nothing was run. Open the folder where it is now in the "
+                "editor, and call with its new path."
+            )
+
+    def was(self, folder: Path) -> Path | None:
+        """The folder this door served that `folder` is, moved or renamed since."""
+        try:
+            found = os.stat(folder)
+        except OSError:
+            return None
+        now = (found.st_dev, found.st_ino)
+        return next((f for f, i in self._identity.items() if i == now and f != folder), None)
 
     async def _may_run(self, folder: Path, agent: str) -> None:
         why = await self.flow.gate.agent_may_run(folder, await self.session.settings(folder), agent)

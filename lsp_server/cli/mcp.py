@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -179,6 +180,8 @@ _CONNECTIONS: dict[Path, _Connection] = {}
 
 async def _call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> Any:
     message = {"id": next(_IDS), "op": op, "args": args, "agent": _agent_name(ctx)}
+    if (why := _missing(path)) is not None:  # never a folder above it served instead
+        raise AgentError(why)
     folder = _held_folder(Path(path))
     if folder is not None:
         connection = _CONNECTIONS.get(folder)
@@ -192,9 +195,31 @@ async def _call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -
     # No editor holds the folder: served here.
     folder = _project_of(Path(path))
     alone = _ALONE.get(folder)
+    if alone is None and (
+        old := next(filter(None, (a.door.was(folder) for a in _ALONE.values())), None)
+    ):
+        raise AgentError(
+            f"{folder} is {old}, moved or renamed while runfix served it; nothing was run. "
+            "Start the agent again to work in it where it is now."
+        )
     if alone is None:
         alone = _ALONE[folder] = _Alone(folder)
     return await alone.door.handle(folder, message)
+
+
+def _missing(path: str) -> str | None:
+    """Why `path` cannot be served: it is not there (its folder moved, as a folder this
+    server served, or it never was)."""
+    if os.path.lexists(path):
+        return None
+    there = Path(os.path.abspath(path))
+    known = [f for f in (*_CONNECTIONS, *_ALONE) if f == there or f in there.parents]
+    if known and not known[0].exists():
+        return (
+            f"{known[0]} is not where it was: it was moved, renamed or deleted while runfix "
+            "served it, and nothing was run. Call with its new path."
+        )
+    return f"{path} does not exist"
 
 
 def _agent_name(ctx: Context | None) -> str:
@@ -283,21 +308,86 @@ def server() -> MCPServer[Any]:
     return mcp
 
 
+MAX_DEPTH = 100
+"""The deepest nesting of arrays and objects a message may have (the SDK's parser gives up
+somewhere below 200, and then nothing answers the call)."""
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,200}")')
+
+
+def _depth(value: Any) -> int:
+    """How deeply `value` (parsed JSON) nests arrays and objects; without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            todo.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 class _Incoming:
     """The agent's lines on stdin, read on the event loop (the SDK's own stdio transport
-    reads and writes through worker threads: three thread hops per call)."""
+    reads and writes through worker threads: three thread hops per call). A line runfix
+    will not pass on — over `LINE_LIMIT`, not JSON, nested deeper than `MAX_DEPTH` — is
+    answered here with an error (to its id where it can be read) and dropped: the
+    connection stays."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
+        self.writer = writer
 
     def __aiter__(self) -> _Incoming:
         return self
 
     async def __anext__(self) -> str:
-        line = await self.reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", "replace")
+        while True:
+            try:
+                line = await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as end:
+                if not end.partial:
+                    raise StopAsyncIteration from None
+                line = end.partial
+            except asyncio.LimitOverrunError as over:
+                head = await self.reader.readexactly(over.consumed)
+                await self._drop_rest()
+                limit = f"{LINE_LIMIT // 2**20} MiB"
+                self._refuse(head, -32600, f"runfix mcp: a message over {limit} was refused")
+                continue
+            if line.strip() and (why := self._unfit(line)) is not None:
+                self._refuse(line, *why)
+                continue
+            return line.decode("utf-8", "replace")
+
+    async def _drop_rest(self) -> None:
+        """Read and drop the rest of an over-long line, up to its newline."""
+        while True:
+            try:
+                await self.reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as over:
+                await self.reader.readexactly(over.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+    @staticmethod
+    def _unfit(line: bytes) -> tuple[int, str] | None:
+        """Why a line is not passed on (a JSON-RPC error code and message), or None."""
+        try:
+            message = json.loads(line)
+        except RecursionError:
+            return -32600, f"runfix mcp: a message nested over {MAX_DEPTH} deep was refused"
+        except ValueError as exc:
+            return -32700, f"runfix mcp: a message that is not JSON was refused ({exc})"
+        if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _depth(message) > MAX_DEPTH:
+            return -32600, f"runfix mcp: a message nested over {MAX_DEPTH} deep was refused"
+        return None
+
+    def _refuse(self, line: bytes, code: int, message: str) -> None:
+        found = _ID.search(line[:4096])
+        ident = json.loads(found.group(1)) if found else None
+        error = {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
+        self.writer.write(json.dumps(error).encode() + b"\n")
 
 
 class _Outgoing:
@@ -332,7 +422,7 @@ async def _serve_stdio(mcp: MCPServer[Any]) -> None:
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     lowlevel = mcp._lowlevel_server
-    async with stdio_server(_Incoming(reader), _Outgoing(writer)) as (read, write):  # type: ignore[arg-type]
+    async with stdio_server(_Incoming(reader, writer), _Outgoing(writer)) as (read, write):  # type: ignore[arg-type]
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 

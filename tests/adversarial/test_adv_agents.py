@@ -159,3 +159,61 @@ async def test_odd_paths_get_a_reason(initialized: Any, folder: Path) -> None:
     assert "too long" in long["error"]
     assert by_uri["status"] == "ok" and "from the uri" in by_uri["output"]
     assert "another machine" in elsewhere["error"]
+
+
+def test_runfix_mcp_answers_a_message_too_deep_or_too_long_and_keeps_the_connection(
+    tmp_path: Path,
+) -> None:
+    """Issue 47, S3 10: a call nested 600 deep got no answer (the SDK's parser gave up in
+    silence); one 17 MB line ended `runfix mcp`. Each is answered with an error to its id,
+    and the next call is answered as ever."""
+    import json
+    import select
+    import subprocess
+    import sys
+
+    from tests.conftest import SERVER_ENV
+
+    mcp = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server", "mcp"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=dict(SERVER_ENV), cwd=tmp_path,
+    )  # fmt: skip
+    assert mcp.stdin is not None and mcp.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        assert mcp.stdin is not None and mcp.stdout is not None
+        mcp.stdin.write(line + b"\n")
+        mcp.stdin.flush()
+        ready, _, _ = select.select([mcp.stdout], [], [], 30)
+        assert ready, "no answer"
+        answer: dict[str, Any] = json.loads(mcp.stdout.readline())
+        return answer
+
+    def message(ident: int, method: str, params: str) -> bytes:
+        return f'{{"jsonrpc":"2.0","id":{ident},"method":"{method}","params":{params}}}'.encode()
+
+    try:
+        hello = json.dumps(
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            }
+        )
+        assert "result" in ask(message(1, "initialize", hello))
+        mcp.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        deep = "[" * 600 + "]" * 600
+        call = f'{{"name":"variables","arguments":{{"folder":"{tmp_path}","x":{deep}}}}}'
+        refused = ask(message(2, "tools/call", call))
+        assert refused["id"] == 2 and "nested over 100 deep" in refused["error"]["message"]
+        huge = ask(message(3, "tools/list", '{"x":"' + "a" * (17 * 2**20) + '"}'))
+        assert huge["id"] == 3 and "over 16 MiB was refused" in huge["error"]["message"]
+        not_json = ask(b'{"jsonrpc":"2.0","id":4,')
+        assert not_json["error"]["code"] == -32700
+        tools = ask(message(5, "tools/list", "{}"))
+        assert tools["id"] == 5 and any(t["name"] == "run_code" for t in tools["result"]["tools"])
+        assert mcp.poll() is None
+    finally:
+        mcp.kill()
+        mcp.wait()

@@ -460,3 +460,29 @@ async def test_when_the_editor_serving_agents_quits_another_editor_of_the_folder
         assert "after-the-first" in question.message  # asked in the editor still open
     finally:
         await _quit(second)
+
+
+async def test_a_folder_renamed_while_an_agent_works_in_it_is_said_to_have_moved(
+    initialized: Any, folder: Path
+) -> None:
+    """Issue 47, S3 10: the folder the editor holds is renamed while an agent is connected:
+    a call by its old path or by its new one says it moved — not "is not in <old>", nor
+    that an ancestor "is not trusted" — and runs nothing."""
+    initialized.answer = ALLOW
+    sign = folder.parent / "ran"
+    async with agent() as session:
+        before = await tool(session, "run_code", folder=str(folder), code="x = 1")
+        assert before["status"] == "ok", before
+        moved = folder.with_name(folder.name + "-renamed")
+        folder.rename(moved)
+        try:
+            code = f"open({str(sign)!r}, 'w')"
+            by_old = await tool(session, "run_code", folder=str(folder), code=code)
+            (moved / "a.py").write_text(code + "\n")
+            by_new = await tool(session, "run_lines", path=str(moved / "a.py"), first=1)
+        finally:
+            moved.rename(folder)
+    for said in (by_old, by_new):
+        assert "moved" in said["error"], said
+        assert "is not in" not in said["error"] and "not trusted" not in said["error"]
+    assert not sign.exists()
