@@ -63,7 +63,8 @@ class TrustQuestion:
 
     folder: Path
     python: str
-    """The interpreter that would run (it comes with the folder, or is named by it)."""
+    """What would start: the interpreter (it comes with the folder, or is named by it), or
+    for another language its kernelspec's command."""
     source: str
     """Where that choice came from (`the folder's .venv/`)."""
     sandbox: bool
@@ -149,10 +150,17 @@ class Editor(Protocol):
         ...
 
     async def apply_file(
-        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+        self,
+        path: Path,
+        lines: Sequence[str],
+        edit: LineEdit,
+        label: str,
+        file: tuple[int, int] | None = None,
     ) -> bool:
         """Apply one edit to another file of the folder (a module a fix goes into), if it
-        still holds `lines` (as read when the fix began); open in the editor or not."""
+        still holds `lines` (as read when the fix began) and, where runfix writes it
+        itself, is still the file read then (`file`: its device and inode); open in the
+        editor or not."""
         ...
 
     def progress(self, cancel: asyncio.Event) -> AbstractAsyncContextManager[Progress]:

@@ -17,7 +17,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 RUNFIX = ".runfix"
@@ -122,22 +122,58 @@ def write_new(fd: int, where: Path, name: str, data: bytes) -> None:
         f.write(data)
 
 
+FileId = tuple[int, int]
+"""A file's identity: its device and inode."""
+
+
 def read_regular(path: Path, limit: int | None = None) -> bytes:
     """The bytes of a regular file, never through a link, never waiting on a FIFO or a
     device, at most `limit` bytes (OSError otherwise, saying which)."""
+    return read_regular_file(path, limit)[0]
+
+
+def read_regular_file(path: Path, limit: int | None = None) -> tuple[bytes, FileId]:
+    """`read_regular`, and which file it read (to write that file, and only it, later)."""
     fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as f:
-        found = os.fstat(f.fileno())
-        if not stat.S_ISREG(found.st_mode):
-            raise OSError(errno.EINVAL, f"{path} is not a regular file")
-        if limit is not None and found.st_size > limit:
-            raise OSError(
-                errno.EFBIG, f"{path} is {found.st_size:,} bytes, over the {limit:,} read"
-            )
+        found = _checked(f.fileno(), path, limit)
         data = f.read() if limit is None else f.read(limit + 1)
     if limit is not None and len(data) > limit:
         raise OSError(errno.EFBIG, f"{path} grew past the {limit:,} bytes read")
-    return data
+    return data, (found.st_dev, found.st_ino)
+
+
+def _checked(fd: int, path: Path, limit: int | None) -> os.stat_result:
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
+        raise OSError(errno.EINVAL, f"{path} is not a regular file")
+    if limit is not None and found.st_size > limit:
+        raise OSError(errno.EFBIG, f"{path} is {found.st_size:,} bytes, over the {limit:,} read")
+    return found
+
+
+def rewrite_regular(
+    path: Path, read_as: FileId | None, limit: int, change: Callable[[bytes], bytes | None]
+) -> bool:
+    """Write `change(its bytes)` into the regular file at `path` — the file read as
+    `read_as`, and only it: not through a link, not a FIFO, not a file with other names
+    (a hard link out of the folder), not one swapped in since it was read. Read and
+    written through one descriptor, so nothing can be swapped in between. False where
+    `change` gives None (the file no longer says what the change was made against), or
+    the file is another; OSError where it cannot be read or written."""
+    fd = os.open(path, os.O_RDWR | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "r+b") as f:
+        found = _checked(f.fileno(), path, limit)
+        if found.st_nlink != 1 or (read_as is not None and read_as != (found.st_dev, found.st_ino)):
+            return False
+        data = f.read(limit + 1)
+        changed = change(data) if len(data) <= limit else None
+        if changed is None:
+            return False
+        f.seek(0)
+        f.truncate()
+        f.write(changed)
+    return True
 
 
 def stored_output(folder: Path | None, recorded: str | Path | None) -> Path | None:

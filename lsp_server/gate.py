@@ -14,16 +14,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
+from executor.configs import LocalConfig
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
 from executor.trust import Choice, TrustFileError
 from lsp_server.editor import Editor, Level, Place, TrustAnswer, TrustQuestion
-from lsp_server.executors import sandboxed
+from lsp_server.executors import kernel_config, sandboxed
 from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.runs import Where
 from lsp_server.session import NotTrusted, Session, with_choice
 from lsp_server.settings import Settings
-from lsp_server.text.languages import LANGUAGES
+from lsp_server.text.languages import LANGUAGES, Language
 from lsp_server.text.positions import strip_eol
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ class Gate:
             )
         if not self.session.may_start(folder, where.settings):
             await self.session.kernels.stop(folder)  # revoked elsewhere (`runfix trust`)
-            answer = await self._trust_answer(folder, where.settings)
+            answer = await self._trust_answer(folder, where.settings, language)
             if answer.choice is None:
                 self.not_trusted(where.uri, line, folder, answer.why)
                 return None
@@ -93,23 +94,35 @@ class Gate:
             self.not_trusted(where.uri, line, folder, str(exc))
             return None
 
-    async def _trust_answer(self, folder: Path, settings: Settings) -> TrustAnswer:
+    async def _trust_answer(
+        self, folder: Path, settings: Settings, language: Language
+    ) -> TrustAnswer:
         pending = self._questions.get(folder)
         if pending is None:
-            pending = asyncio.ensure_future(self._ask_trust(folder, settings))
+            pending = asyncio.ensure_future(self._ask_trust(folder, settings, language))
             self._questions[folder] = pending
             pending.add_done_callback(lambda _: self._questions.pop(folder, None))
         return await asyncio.shield(pending)
 
-    async def _ask_trust(self, folder: Path, settings: Settings) -> TrustAnswer:
+    async def _ask_trust(self, folder: Path, settings: Settings, language: Language) -> TrustAnswer:
         interpreter = find_interpreter(folder, settings.python)
+        starts, source = interpreter.path, interpreter.source
+        if not language.python:  # its own kernel starts, not the folder's Python
+            try:
+                config = await asyncio.to_thread(kernel_config, folder, settings, language)
+            except ExecutorUnavailable:
+                config = None
+            spec = config.spec if isinstance(config, LocalConfig) else None
+            if spec is not None:
+                starts = " ".join(a for a in spec.argv if a not in ("-f", "{connection_file}"))
+                source = f"the {spec.display_name or spec.name} kernel, kernelspec {spec.name!r}"
         try:
             sandbox = await asyncio.wait_for(
                 asyncio.to_thread(_sandbox_ready, settings.docker.image), SANDBOX_CHECK
             )
         except Exception:  # no engine, no image, no docker package: no sandbox to offer
             sandbox = False
-        question = TrustQuestion(folder, interpreter.path, interpreter.source, sandbox)
+        question = TrustQuestion(folder, starts, source, sandbox)
         return await self.editor.ask_trust(question)
 
     def decided(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:

@@ -39,8 +39,9 @@ from lsp_server.editor import (
     apply_to_lines,
     lines_match,
 )
+from lsp_server.fix.fixing import MODULE_LIMIT
 from lsp_server.flow import Flow
-from lsp_server.folder_files import read_regular
+from lsp_server.folder_files import read_regular, rewrite_regular
 from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
@@ -153,15 +154,22 @@ class _Quiet:
         pass
 
 
-def _write_edit(path: Path, lines: Sequence[str], edit: LineEdit) -> bool:
-    with open(path, encoding="utf-8", newline="") as f:
-        now = split_lines(f.read())
-    if not lines_match(now, lines):
-        return False
-    fixed = apply_to_lines(now, edit.first, edit.last, edit.code)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write("".join(fixed))
-    return True
+def _write_edit(
+    path: Path, lines: Sequence[str], edit: LineEdit, file: tuple[int, int] | None
+) -> bool:
+    """The edit written into the module file read as `file`, if it still holds `lines`:
+    never through a link, into a FIFO, or into a file swapped in since (`rewrite_regular`)."""
+
+    def fixed(data: bytes) -> bytes | None:
+        try:
+            now = split_lines(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+        if not lines_match(now, lines):
+            return None
+        return "".join(apply_to_lines(now, edit.first, edit.last, edit.code)).encode("utf-8")
+
+    return rewrite_regular(path, file, MODULE_LIMIT, fixed)
 
 
 class HeadlessEditor:
@@ -284,12 +292,17 @@ class HeadlessEditor:
         return True
 
     async def apply_file(
-        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+        self,
+        path: Path,
+        lines: Sequence[str],
+        edit: LineEdit,
+        label: str,
+        file: tuple[int, int] | None = None,
     ) -> bool:
         """A module file is written at once (as the fixed document is at the end), if it
-        still holds what was read."""
+        still holds what was read and is the file read."""
         try:
-            if not await asyncio.to_thread(_write_edit, path, lines, edit):
+            if not await asyncio.to_thread(_write_edit, path, lines, edit, file):
                 return False
         except OSError as exc:
             self.note(f"{self.shown}: warning: could not write the fix into {path}: {exc}")

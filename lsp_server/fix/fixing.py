@@ -34,7 +34,7 @@ from lsp_server.fix.evidence import (
     sorted_instead,
 )
 from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
-from lsp_server.folder_files import read_regular
+from lsp_server.folder_files import FileId, read_regular_file
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
     LINE_BOUND,
@@ -372,6 +372,8 @@ class Target:
     """A module file of the folder the code is in; None: the document."""
     lines: tuple[str, ...] = ()
     """That module file's lines, as read."""
+    file: FileId | None = None
+    """Which file that was (the fix is written into it and no other)."""
 
     def holds(self, first: int, last: int) -> bool:
         """Whether this is the piece first..last itself."""
@@ -482,13 +484,14 @@ def redefinition(path: str, first: int, candidate: str) -> str:
 def module_target(module: Path, line: int) -> Target | None:
     """The top-level statement of `module` holding `line`, read with a size cap."""
     try:
-        lines = split_lines(read_regular(module, MODULE_LIMIT).decode("utf-8"))
+        data, file = read_regular_file(module, MODULE_LIMIT)
+        lines = split_lines(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError):
         return None
     if not 0 <= line < len(lines):
         return None
     a, b = enclosing(lines, 0, len(lines) - 1, line)
-    return Target(a, b, code_of(lines, a, b), line, module, tuple(lines))
+    return Target(a, b, code_of(lines, a, b), line, module, tuple(lines), file)
 
 
 def raised_line(error: Error | None, path: str) -> int | None:

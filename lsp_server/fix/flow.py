@@ -44,7 +44,7 @@ from lsp_server.fix.fixing import (
     retry_temperature,
     target_for,
 )
-from lsp_server.folder_files import read_regular
+from lsp_server.folder_files import read_regular_file
 from lsp_server.model.context import error_text
 from lsp_server.record.store import Asked
 from lsp_server.runner import PieceRun, run_request
@@ -86,10 +86,11 @@ def _file_holds(target: Target) -> bool:
     read would stop the whole server), with the same size cap as when it was read."""
     assert target.path is not None
     try:
-        now = split_lines(read_regular(target.path, MODULE_LIMIT).decode("utf-8"))
+        data, file = read_regular_file(target.path, MODULE_LIMIT)
+        now = split_lines(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError):
         return False
-    return lines_match(now, target.lines)
+    return file == target.file and lines_match(now, target.lines)
 
 
 def _source_lines(outcome: RunOutcome) -> list[str]:
@@ -517,12 +518,28 @@ class FixFlow:
             answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked)
             return FixReport(answer, edit, now.version, target.path, target.lines)
         applied = (
-            await self.editor.apply_file(target.path, target.lines, edit, "runfix: fix")
+            await self.editor.apply_file(
+                target.path, target.lines, edit, "runfix: fix", target.file
+            )
             if target.path is not None
             else await self.editor.apply(uri, now.version, edit, "runfix: fix")
         )
         if not applied:
             message = "runfix: the editor did not apply the fix."
+            module = target.path
+            held = self.editor.text(module.as_uri()) if module is not None else None
+            if (
+                module is not None
+                and held is not None
+                and not lines_match(held.lines, target.lines)
+            ):
+                inside = module.is_relative_to(where.folder)
+                shown = module.relative_to(where.folder) if inside else module
+                message = (
+                    f"runfix: the fix was not applied: {shown} is open in the editor with "
+                    "changes that are not in the file it was made for (save or revert them, "
+                    "then fix again)."
+                )
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
         said = (

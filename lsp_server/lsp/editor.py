@@ -450,7 +450,12 @@ class LspEditor:
         return lsp.WorkspaceEdit(changes={uri: [change]})
 
     async def apply_file(
-        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+        self,
+        path: Path,
+        lines: Sequence[str],
+        edit: LineEdit,
+        label: str,
+        file: tuple[int, int] | None = None,
     ) -> bool:
         return await self._send_edit(self.file_edit(path, lines, edit), str(path), label)
 

@@ -768,3 +768,28 @@ async def test_generate_in_typescript_writes_under_a_slash_prompt(
     system = model.requests[0]["messages"][0]["content"]
     assert "You write TypeScript code" in system and "```typescript" in system
     assert "// … (" not in model.user_text(0) or "# … (" not in model.user_text(0)
+
+
+async def test_a_module_open_with_unsaved_changes_is_named_when_its_fix_is_not_applied(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """Issue 47, S3 8: the fix is made for the module file as it is on disk; the editor
+    holds it with other, unsaved text: the fix is not applied over those changes, and the
+    message says why (not "the editor did not apply the fix")."""
+    await start(client, folder, options(model), "visual_studio_code")
+    (folder / "lib").mkdir()
+    module = folder / "lib" / "stats_util.py"
+    broken = "def mean(values):\n    return sum(values) / values.count()\n"
+    open_doc(client, module, broken + "\n# the user's unsaved note\n")
+    module.write_text(broken)  # (open_doc saved the note: it is unsaved now)
+    source = "from lib.stats_util import mean\n# %%\nprint(mean([1, 2, 3]))\n"
+    uri = open_doc(client, folder / "job.py", source)
+    model.script(code("def mean(values):\n    return sum(values) / len(values)"))
+    answer = await command(client, "runfix.runAndFix", {"uri": uri})
+    assert answer["status"] == "error", answer
+    assert answer["message"] == (
+        "runfix: the fix was not applied: lib/stats_util.py is open in the editor with "
+        "changes that are not in the file it was made for (save or revert them, then fix "
+        "again)."
+    )
+    assert module.read_text() == broken and text(client, uri) == source

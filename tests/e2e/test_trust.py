@@ -192,6 +192,22 @@ async def test_no_answer_dont_run_or_no_question_run_nothing_and_say_so_on_the_l
         assert list(marks.iterdir()) == []  # runfix's own Python: nothing of the folder's
 
 
+async def test_the_question_for_a_shell_document_names_the_kernel_that_would_start(
+    bash_kernel: None, stranger: Any, folder: Path
+) -> None:
+    """Issue 47, S3 8: a shell document's first run asks about bash_kernel, which is what
+    would start — not the folder's `.venv/bin/python`, which would not."""
+    marks = hostile(folder)
+    await stranger.initialize_session(untrusted_params(folder, "neovim@v0.11.0"))
+    uri = open_doc(stranger, folder / "steps.sh", "echo hi\n", language="shellscript")
+    stranger.answer = "Don't run"
+    assert (await run(stranger, uri))["status"] == "cancelled"
+    [question] = stranger.questions
+    assert "bash_kernel" in question.message and "kernelspec 'bash'" in question.message
+    assert str(folder / ".venv" / "bin" / "python") not in question.message
+    assert list(marks.iterdir()) == []
+
+
 async def test_own_python_runs_nothing_the_folder_ships(stranger: Any, folder: Path) -> None:
     marks = hostile(folder)
     (folder / "helper.py").write_text("ANSWER = 42\n")

@@ -413,3 +413,49 @@ def runfix_cli(*args: str, cwd: Path) -> str:
         capture_output=True, text=True, timeout=60, cwd=cwd, check=True,
     )  # fmt: skip
     return done.stdout
+
+
+@pytest.mark.parametrize("swap", ["the file", "its folder"])
+def test_a_module_swapped_for_a_link_during_the_fix_is_never_written_through_it(
+    tmp_path: Path, swap: str
+) -> None:
+    """Issue 47, S3 7: while the model answers, the module the fix goes into (or the folder
+    holding it) is replaced by a link to a file outside the folder with the same text: the
+    fix is not written through the link (only into the file that was read)."""
+    import threading
+    import time
+
+    folder = tmp_path / "project"
+    (folder / "pkg").mkdir(parents=True)
+    broken = "def mean(values):\n    return sum(values) / len(entries)\n"
+    module = folder / "pkg" / "stats_util.py"
+    module.write_text(broken)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "stats_util.py"
+    victim.write_text(broken)
+    path = folder / "job.py"
+    path.write_text("from pkg.stats_util import mean\n# %%\nprint(mean([1, 2, 3]))\n")
+    with ModelServer() as model:
+        slow = code("def mean(values):\n    return sum(values) / len(values)")
+        slow.hang = 3.0
+        model.script(slow)
+
+        def swap_meanwhile() -> None:
+            deadline = time.monotonic() + 60
+            while not model.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if swap == "the file":
+                module.unlink()
+                module.symlink_to(victim)
+            else:
+                (folder / "pkg").rename(folder / "was-pkg")
+                (folder / "pkg").symlink_to(outside)
+
+        swapper = threading.Thread(target=swap_meanwhile)
+        swapper.start()
+        done = run_fix(path, model)
+        swapper.join()
+    assert victim.read_text() == broken, done.stdout
+    assert "wrote the fixes" not in done.stdout
+    assert "changed while it was being fixed" in done.stdout
