@@ -43,7 +43,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +337,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--show", action="store_true", help="print each request's user message and its reply"
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="write each fix runfix accepted from the model (its code, the file it went into, "
+        "the folder's modules) to this JSON file: what scripts/bench_safety.py scans",
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-fix-live-") as tmp:
@@ -357,7 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         )
         try:
-            report(args, Bench(args, base, proxy))
+            bench = Bench(args, base, proxy)
+            report(args, bench)
+            if args.keep is not None:
+                args.keep.write_text(json.dumps(bench.kept, indent=1))
+                print(f"kept {len(bench.kept)} accepted model fixes in {args.keep}")
         finally:
             proxy.close()
             if server is not None:
@@ -365,11 +375,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def accepted(folder: Path, name: str) -> list[dict[str, Any]]:
+    """The model-written fix that ran clean and was kept in `folder` (its run record's
+    last clean run of the model's code), with the file it is in and the folder's modules."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(folder / ".runfix" / "runs.db")) as db:
+        row = db.execute(
+            "SELECT code, path FROM runs WHERE origin = 'model' AND status = 'ok' "
+            "ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    if row is None:
+        return []  # fixed offline: runfix's own code, not the model's
+    modules = sorted(p.stem for p in folder.glob("*.py"))
+    document = (folder / "job.py").read_text()
+    return [{"task": name, "code": row[0], "document": document, "modules": modules}]
+
+
 @dataclass
 class Bench:
     args: argparse.Namespace
     base: Path
     proxy: Proxy
+    kept: list[dict[str, Any]] = field(default_factory=list)
 
     def task(
         self,
@@ -389,6 +417,8 @@ class Bench:
         do(folder)
         ok = check(folder, expect)
         took = time.perf_counter() - began
+        if ok and side == "runfix" and self.args.keep is not None:
+            self.kept.extend(accepted(folder, name))
         row = Row(
             name, where, needs, fresh, ok, took, sum(seen.prompt_tokens), len(seen.requests),
             echoes(seen), sum(seen.seconds), sum(seen.answer_tokens),
