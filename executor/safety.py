@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from executor.text import split_lines
+from executor.vouched import Names, unvouched
 
 
 @dataclass(frozen=True)
@@ -206,12 +207,25 @@ def without_magics(code: str) -> str:
     )
 
 
-def scan(code: str, first_line: int = 1, *, language: str | None = None) -> list[Finding]:
+def scan(
+    code: str,
+    first_line: int = 1,
+    *,
+    language: str | None = None,
+    context: Names | None = None,
+    modules: Collection[str] = (),
+) -> list[Finding]:
     """What the code could do, one finding per (line, category); empty if it does not parse.
 
     `language`: the name of the language `code` is in when it is not Python. runfix reads
     Python only, so such code is one finding over all its lines: model-written code in it
-    runs once the user has looked (or in the sandbox), whatever it does."""
+    runs once the user has looked (or in the sandbox), whatever it does.
+
+    Beyond what it names (a shell, a process, the network, …), every line that reaches
+    something runfix cannot vouch for (`vouched.unvouched`: a module, builtin, attribute or
+    file off its allow-list) is a finding too: code runs unasked only when all of it is
+    vouched for. `context`: what the document binds (`vouched.document_names`, so that
+    `os` imported in a cell above is known to be os); `modules`: the folder's own."""
     offset = first_line - 1
     if language is not None:
         last = first_line + code.rstrip("\n").count("\n")
@@ -236,6 +250,12 @@ def scan(code: str, first_line: int = 1, *, language: str | None = None) -> list
         if isinstance(node, (ast.Call, ast.Name)):
             getattr(scanner, f"visit_{type(node).__name__}")(node)
     seen: set[tuple[int, str]] = {(f.line, f.category) for f in findings}
+    if not findings and not imports and not scanner.found:  # what is named says more
+        lines: set[int] = set()
+        for node, message in unvouched(tree, context, modules):
+            if getattr(node, "lineno", 1) not in lines:
+                lines.add(getattr(node, "lineno", 1))
+                scanner.found.append((node, "unvouched", message))
     for node, category, message in imports + scanner.found:
         line = getattr(node, "lineno", 1) + offset
         end = (getattr(node, "end_lineno", None) or line - offset) + offset

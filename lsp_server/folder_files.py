@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import re
 import stat
@@ -204,3 +205,21 @@ def safe_target(target: Path) -> str | None:
     if target.exists() and not target.is_file():
         return f"{target} is not a regular file"
     return None
+
+
+def module_names(folder: Path, limit: int = 5000) -> frozenset[str]:
+    """The names the folder's own modules are imported by: its top-level `.py` files and
+    its folders (packages), the first `limit` entries read. Nothing where it cannot be
+    listed."""
+    names: set[str] = set()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in itertools.islice(entries, limit):
+                name = entry.name
+                if name.endswith(".py") and name[:-3].isidentifier():
+                    names.add(name[:-3])
+                elif name.isidentifier() and entry.is_dir(follow_symlinks=False):
+                    names.add(name)
+    except OSError:
+        pass
+    return frozenset(names)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from executor.safety import scan
+from executor.vouched import document_names
 from lsp_server.contract import (
     GenerateAnswer,
     Range,
@@ -21,6 +22,7 @@ from lsp_server.editor import (
     LineEdit,
     streamed,
 )
+from lsp_server.folder_files import module_names
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
     GENERATE_BOUND,
@@ -122,7 +124,13 @@ class Generator:
         if shown is None:
             log.warning("the generated code did not show up in %s; it will not be run", where.uri)
             return answer
-        findings = scan(code, first + 1, language=language.unread)
+        findings = scan(
+            code,
+            first + 1,
+            language=language.unread,
+            context=document_names("".join(shown.text.lines)),
+            modules=await asyncio.to_thread(module_names, where.folder),
+        )
         self.flow.mark_findings(where.uri, shown.text.version, findings)
         if run or settings.auto_run:
             ran = await self.flow.run(

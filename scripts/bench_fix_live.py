@@ -392,6 +392,17 @@ def accepted(folder: Path, name: str) -> list[dict[str, Any]]:
     return [{"task": name, "code": row[0], "document": document, "modules": modules}]
 
 
+def generated(folder: Path, name: str, source: str) -> dict[str, Any]:
+    """The code Generate wrote into `folder`'s job.py (the lines it added to `source`)."""
+    import difflib
+
+    document = (folder / "job.py").read_text()
+    added = difflib.ndiff(source.splitlines(True), document.splitlines(True))
+    code = "".join(line[2:] for line in added if line.startswith("+ "))
+    modules = sorted(p.stem for p in folder.glob("*.py"))
+    return {"task": f"generate: {name}", "code": code, "document": document, "modules": modules}
+
+
 @dataclass
 class Bench:
     args: argparse.Namespace
@@ -419,6 +430,8 @@ class Bench:
         took = time.perf_counter() - began
         if ok and side == "runfix" and self.args.keep is not None:
             self.kept.extend(accepted(folder, name))
+        if ok and side == "gen-runfix" and self.args.keep is not None:
+            self.kept.append(generated(folder, name, files["job.py"]))
         row = Row(
             name, where, needs, fresh, ok, took, sum(seen.prompt_tokens), len(seen.requests),
             echoes(seen), sum(seen.seconds), sum(seen.answer_tokens),

@@ -17,7 +17,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
+from executor.vouched import document_names
 from lsp_server.fix.evidence import (
     error_name,
     frames_of,
@@ -642,6 +643,8 @@ class Fixer:
     """Puts a candidate for a module file's code into that module in the kernel (what the
     file will say once the edit is applied); None: module files are not fixed."""
     language: Language = PYTHON
+    modules: Collection[str] = ()
+    """The folder's own modules (what a candidate may import unasked)."""
     """What the code is in. Python's own suggestions (a typo's name), the check that a
     candidate keeps the failing statement and the safety scan read Python only: in another
     language the model is asked in it, and every candidate is one to look at before it
@@ -734,7 +737,15 @@ class Fixer:
             if loop.answered(_normal(candidate)) and self.stop_alike:
                 return loop.stuck(number)
             note = ""
-            findings = scan(candidate, loop.target.first + 1, language=self.language.unread)
+            findings = scan(
+                candidate,
+                loop.target.first + 1,
+                language=self.language.unread,
+                context=document_names(
+                    "".join(loop.target.lines if loop.target.path is not None else lines)
+                ),
+                modules=self.modules,
+            )
             if findings and not await self.confirm(candidate, findings):
                 return loop.ended(
                     "failed",

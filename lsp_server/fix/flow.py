@@ -21,6 +21,7 @@ from executor.jupyter import Kernel
 from executor.pool import create as create_kernel
 from executor.safety import Finding, describe, scan
 from executor.text import split_lines
+from executor.vouched import document_names
 from lsp_server.contract import FixAnswer, Range, Status
 from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, lines_match, streamed
 from lsp_server.executors import kernel_config
@@ -44,7 +45,7 @@ from lsp_server.fix.fixing import (
     retry_temperature,
     target_for,
 )
-from lsp_server.folder_files import read_regular_file
+from lsp_server.folder_files import module_names, read_regular_file
 from lsp_server.model.context import error_text
 from lsp_server.record.store import Asked
 from lsp_server.runner import PieceRun, run_request
@@ -435,6 +436,7 @@ class FixFlow:
         raised_at = module[1] + 1 if module is not None else (raised or -1) + 1
         async with self.editor.progress(cancel) as progress:
             fixer = self._fixer(where, first, progress, cancel, fix_of)
+            fixer.modules = await asyncio.to_thread(module_names, where.folder)
             result = await fixer.fix(lines, first, last, code, error, target, raised_at)
         return await self._settle(where, first, last, result, apply)
 
@@ -575,6 +577,12 @@ class FixFlow:
             moved = (last - first) - (edit.last - edit.first) if edit.last < piece[0] else 0
             again = Piece(piece[0] + moved, piece[1] + moved)
             runner.shown(shown, result.outcome, again)
-        findings = scan(code, first + 1, language=where.language.unread if where.language else None)
+        findings = scan(
+            code,
+            first + 1,
+            language=where.language.unread if where.language else None,
+            context=document_names("".join(shown.text.lines)),
+            modules=await asyncio.to_thread(module_names, where.folder),
+        )
         self.flow.mark_findings(where.uri, shown.text.version, findings)
         self.editor.runs_done()

@@ -5,7 +5,7 @@ fix check reads as a dependent's last outcome."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from lsp_server.fix.fixing import (
     Target,
     enclosing,
     module_frame,
+    module_target,
     suggested,
     suggestion,
     target_for,
@@ -353,5 +354,6 @@ def test_a_module_swapped_for_a_fifo_during_a_fix_is_not_waited_on(tmp_path: Pat
     real.write_text("x = 1\n")
     link = tmp_path / "link.py"
     link.symlink_to(real)
-    assert _file_holds(Target(0, 0, "x = 1\n", 0, real, ("x = 1\n",)))
-    assert not _file_holds(Target(0, 0, "x = 1\n", 0, link, ("x = 1\n",)))
+    read = module_target(real, 0)
+    assert read is not None and _file_holds(read)
+    assert not _file_holds(replace(read, path=link))
