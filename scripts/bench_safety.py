@@ -30,13 +30,13 @@ from tests.adversarial.test_adv_allowlist import DOCUMENT, EVASIONS, EVERYDAY  #
 
 def asks(code: str, document: str, modules: Sequence[str] = (), vouch: bool = True) -> list[str]:
     """What the scan names in `code` (empty: it runs unasked); `vouch` False: the old scan."""
-    kept = safety.unvouched
+    kept = getattr(safety, "unvouched")  # noqa: B009 (what scan calls, swapped below)
     if not vouch:
-        safety.unvouched = lambda *_, **__: []  # type: ignore[assignment]
+        setattr(safety, "unvouched", lambda *_, **__: [])  # noqa: B010
     try:
         found = safety.scan(code, context=document_names(document), modules=set(modules))
     finally:
-        safety.unvouched = kept
+        setattr(safety, "unvouched", kept)  # noqa: B010
     return [f.message for f in found]
 
 

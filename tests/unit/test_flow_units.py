@@ -127,7 +127,12 @@ class FakeEditor:
         return True
 
     async def apply_file(
-        self, path: Path, lines: Sequence[str], edit: LineEdit, label: str
+        self,
+        path: Path,
+        lines: Sequence[str],
+        edit: LineEdit,
+        label: str,
+        file: tuple[int, int] | None = None,
     ) -> bool:
         self.applied.append(edit)
         return True
