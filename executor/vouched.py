@@ -37,6 +37,7 @@ PURE_MODULES = frozenset(
         "enum", "dataclasses", "typing", "typing_extensions", "abc", "datetime", "time",
         "calendar", "zoneinfo", "warnings", "uuid", "hashlib", "hmac", "struct", "contextlib",
         "pathlib", "numpy", "pandas", "matplotlib", "seaborn", "scipy", "polars", "tabulate",
+        "operator",
     }
 )  # fmt: skip
 """Modules whose functions compute, and do no more (their exceptions are below)."""
@@ -46,6 +47,7 @@ _DENIED_PARTS: Mapping[str, frozenset[str]] = {
     "matplotlib": frozenset({"use", "rcParams", "get_cachedir", "get_configdir"}),
     "scipy": frozenset({"weave", "LowLevelCallable", "datasets"}),
     "contextlib": frozenset({"chdir"}),
+    "operator": frozenset({"methodcaller", "attrgetter", "call"}),  # a name in a string
     "time": frozenset({"tzset"}),
 }
 _PATHLIB = frozenset({"Path", "PurePath", "PurePosixPath", "PureWindowsPath"})

@@ -68,6 +68,7 @@ EVERYDAY: dict[str, str] = {
     "str.replace": "name = 'a-b'.replace('-', '_')",
     "a json read": "import json\nwith open('config.json') as f:\n    config = json.load(f)",
     "the user's path": "df = pd.read_csv(path)",
+    "operator": "import operator\nrows.sort(key=operator.itemgetter('price'))",
 }
 
 
