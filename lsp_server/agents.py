@@ -463,8 +463,8 @@ class AgentDoor:
     ) -> Where:
         """The context of code in no open document (a file on disk, in the language its
         extension says; an agent's snippet, Python)."""
-        settings = await self.session.settings(folder)
-        return Where(uri, name, folder, settings, Snapshot(0, rows), language)
+        settings, choice = await self.session.decided_settings(folder)
+        return Where(uri, name, folder, settings, Snapshot(0, rows), language, choice)
 
     async def _execute(self, where: Where, piece: Piece, agent: str) -> Any:
         """Code that is in no open document, in the folder's kernel of its language, behind

@@ -31,6 +31,7 @@ from executor.jupyter import Kernel
 from executor.safety import Finding
 from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
 from lsp_server.editor import SHOWN_TEXT, Editor, Level, Place, Snapshot, lines_match
+from lsp_server.fix import fixcheck
 from lsp_server.fix.flow import FixFlow
 from lsp_server.gate import Gate
 from lsp_server.generate import Generator
@@ -38,7 +39,7 @@ from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.record.store import RESTORE_RUNS, restored
 from lsp_server.runner import SAFETY, PieceRun, Runner
 from lsp_server.runs import EVERY_PIECE, RunMode, Where
-from lsp_server.session import Session
+from lsp_server.session import Session, may_start
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.languages import is_python
@@ -86,13 +87,17 @@ class Flow:
 
     # -- reading ------------------------------------------------------------------------
 
+    async def close(self) -> None:
+        """Stop every kernel (the fix checks' throwaway ones too) and close the model clients."""
+        await asyncio.gather(self.session.close(), fixcheck.ended())
+
     async def where(self, uri: str) -> Where:
         """The document's context for one request: its folder, the folder's settings (the
         trust decision applied) and its text now. The only place the core looks them up."""
         folder = self.editor.folder_for(uri)
-        settings = await self.session.settings(folder)
+        settings, choice = await self.session.decided_settings(folder)
         path, language = self.editor.path_of(uri), self.editor.language_of(uri)
-        return Where(uri, path, folder, settings, self.text(uri), language)
+        return Where(uri, path, folder, settings, self.text(uri), language, choice)
 
     def text(self, uri: str) -> Snapshot:
         """The document now; a closed one reads as empty."""
@@ -104,7 +109,7 @@ class Flow:
 
     async def variables(self, where: Where) -> list[Variable]:
         """The kernel's variables if it is up (`_read`): R's too (listed by R)."""
-        return await self._read(where, "the kernel's variables", Kernel.variables, True) or []
+        return await self._read(where, "the kernel's variables", _variables, True) or []
 
     async def evidence(self, where: Where, ename: str, line: int) -> Mapping[str, Any] | None:
         """What the frames of the kernel's last error held, if it is `ename` raised on `line`
@@ -164,7 +169,7 @@ class Flow:
         uri, folder = where.uri, where.folder
         if self.editor.text(uri) is None or self.session.store.get(uri).statements:
             return
-        if not self.session.may_start(folder, where.settings):
+        if not may_start(where.settings, where.choice):
             return
         record = self.session.existing_record(folder, where.settings)
         if record is None:
@@ -357,3 +362,7 @@ class Flow:
         with suppress(Exception):
             await self.runner.quietly(kernel, RunRequest(INVALIDATE_CACHES, "<runfix>", 1, 30))
         return InstallAnswer(Status.OK, run=await self.run(self.now(where), rerun, cancel))
+
+
+async def _variables(kernel: Kernel) -> list[Variable]:
+    return await kernel.variables()

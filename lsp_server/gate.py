@@ -22,7 +22,7 @@ from lsp_server.editor import Editor, Level, Place, TrustAnswer, TrustQuestion
 from lsp_server.executors import kernel_config, sandboxed
 from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.runs import Where
-from lsp_server.session import NotTrusted, Session, with_choice
+from lsp_server.session import Session, may_start, with_choice
 from lsp_server.settings import Settings
 from lsp_server.text.languages import LANGUAGES, Language
 from lsp_server.text.positions import strip_eol
@@ -71,7 +71,22 @@ class Gate:
         """The folder's kernel, once its code may run: the first time, an undecided folder's
         user is asked how (one question per folder; runs meanwhile wait for its answer).
         None: nothing may run, and the document says so at `line`. `ExecutorUnavailable`:
-        no kernel runs the document's language here (it says how to get one)."""
+        no kernel runs the document's language here (it says how to get one).
+
+        Once per request: what it came to is kept on the request (`Where.admission`), and
+        a later run of the request (a fix's candidate) runs there, deriving nothing again."""
+        kept = where.admission
+        if kept.kernel is not None and kept.settings is not None:
+            return Admitted(kept.kernel, replace(where, settings=kept.settings, choice=kept.choice))
+        admitted = await self.admission(where, line)
+        if admitted is not None:
+            kept.kernel, kept.settings = admitted.kernel, admitted.where.settings
+            kept.choice = admitted.where.choice
+        return admitted
+
+    async def admission(self, where: Where, line: int | None) -> Admitted | None:
+        """`admit`, made: the trust decision the request carries (asked for if there is
+        none), then the kernel."""
         folder, language = where.folder, where.language
         if language is None:
             known = ", ".join(lang.name for lang in LANGUAGES)
@@ -79,20 +94,21 @@ class Gate:
                 f"runfix runs {known} documents; it does not know this document's language, "
                 "so it ran nothing."
             )
-        if not self.session.may_start(folder, where.settings):
+        if not may_start(where.settings, where.choice):
+            # Undecided when the request came: decided meanwhile (another request's question)?
+            choice = self.session.choice(folder)
+            where = replace(where, settings=with_choice(where.settings, choice), choice=choice)
+        if not may_start(where.settings, where.choice):
             await self.session.kernels.stop(folder)  # revoked elsewhere (`runfix trust`)
             answer = await self._trust_answer(folder, where.settings, language)
             if answer.choice is None:
                 self.not_trusted(where.uri, line, folder, answer.why)
                 return None
             self.decided(folder, answer.choice)
-            where = replace(where, settings=with_choice(where.settings, answer.choice))
-        try:
-            kernel = await self.session.kernel_for(folder, where.settings, language)
-            return Admitted(kernel, where)
-        except NotTrusted as exc:  # revoked while the question was out
-            self.not_trusted(where.uri, line, folder, str(exc))
-            return None
+            settings = with_choice(where.settings, answer.choice)
+            where = replace(where, settings=settings, choice=answer.choice)
+        kernel = await self.session.kernel_for(folder, where.settings, language, admitted=True)
+        return Admitted(kernel, where)
 
     async def _trust_answer(
         self, folder: Path, settings: Settings, language: Language

@@ -4,15 +4,30 @@ and the pieces of it a run takes (`RunMode`); what running them came to is `runn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from executor.jupyter import Kernel
+from executor.trust import Choice
 from lsp_server.contract import Range
 from lsp_server.editor import Snapshot
 from lsp_server.record.store import Asked
 from lsp_server.settings import Settings
 from lsp_server.text.cells import split_cells
 from lsp_server.text.languages import PYTHON, Language
+
+
+class Admission:
+    """What admitting one request's document to its kernel came to, kept for the rest of
+    the request (`Gate.admit`): a fix's candidates run where its run was admitted, and no
+    fact of it is derived again."""
+
+    __slots__ = ("choice", "kernel", "settings")
+
+    def __init__(self) -> None:
+        self.kernel: Kernel | None = None
+        self.settings: Settings | None = None
+        self.choice: Choice | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +49,10 @@ class Where:
     """The text (and its version) when the request came."""
     language: Language | None = PYTHON
     """The document's language (None: one runfix does not know, and does not run)."""
+    choice: Choice | None = None
+    """The user's trust decision for the folder, as read when the request came."""
+    admission: Admission = field(default_factory=Admission, compare=False)
+    """This request's admission to the kernel, once made (shared by its `now`s)."""
 
     def now(self, text: Snapshot) -> Where:
         return replace(self, text=text)

@@ -29,7 +29,6 @@ from executor.kinds import DOCKER, KINDS, LOCAL
 from executor.pool import KernelPool
 from executor.trust import Choice, TrustFileError, TrustStore, resolved
 from lsp_server.executors import kernel_config
-from lsp_server.fix import fixcheck
 from lsp_server.model.client import ModelClient, ModelConfig
 from lsp_server.outputs.store import ResultStore
 from lsp_server.record.store import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
@@ -58,6 +57,11 @@ def needs_trust(settings: Settings) -> bool:
     """Whether these settings run the folder's code on this machine (the local kernel): the
     sandbox and a remote server run nothing of the folder's here until a run sends code."""
     return KINDS[settings.executor].asks_trust
+
+
+def may_start(settings: Settings, choice: Choice | None) -> bool:
+    """Whether a kernel may start with these settings, the folder's decision being `choice`."""
+    return not needs_trust(settings) or choice is not None
 
 
 def with_choice(settings: Settings, choice: Choice | None) -> Settings:
@@ -108,9 +112,15 @@ class Session:
 
     async def settings(self, folder: Path) -> Settings:
         """The folder's settings as its trust decision makes them."""
+        return (await self.decided_settings(folder))[0]
+
+    async def decided_settings(self, folder: Path) -> tuple[Settings, Choice | None]:
+        """The folder's settings as its trust decision makes them, and that decision (read
+        once: a request carries both)."""
         if (cached := self._settings.get(folder)) is None:
             cached = self._settings[folder] = await self._read_settings(folder)
-        return with_choice(cached, self.choice(folder))
+        choice = self.choice(folder)
+        return with_choice(cached, choice), choice
 
     def display_settings(self, folder: Path) -> Settings:
         """The folder's settings as far as they say how results show: a trust decision
@@ -142,7 +152,7 @@ class Session:
 
     def may_start(self, folder: Path, settings: Settings) -> bool:
         """Whether a kernel may start for the folder with these settings."""
-        return not needs_trust(settings) or self.choice(folder) is not None
+        return may_start(settings, self.choice(folder))
 
     def decide(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
         """Record the user's decision (kept in the state folder, or for this session)."""
@@ -172,13 +182,18 @@ class Session:
         kernelspecs.forget()
 
     async def kernel_for(
-        self, folder: Path, settings: Settings, language: Language = PYTHON
+        self,
+        folder: Path,
+        settings: Settings,
+        language: Language = PYTHON,
+        admitted: bool = False,
     ) -> Kernel:
         """The folder's kernel of `language` with these settings (its own, as `settings` gives
         them: made, or replaced when they changed; not started); `NotTrusted` while the folder
-        is undecided and its code would run here, `ExecutorUnavailable` when no kernel runs
-        the language here."""
-        if not self.may_start(folder, settings):
+        is undecided and its code would run here (unless the caller `admitted` it: the gate,
+        which read the decision), `ExecutorUnavailable` when no kernel runs the language
+        here."""
+        if not admitted and not self.may_start(folder, settings):
             raise NotTrusted(folder, self.interpreter_for(folder, settings))
         kernel = self.kernels.get(
             folder,
@@ -241,4 +256,4 @@ class Session:
             record.close()
         models, self._models = list(self._models.values()), {}
         await asyncio.gather(*(m.close() for m in models), return_exceptions=True)
-        await asyncio.gather(self.kernels.shutdown(), fixcheck.ended())
+        await self.kernels.shutdown()

@@ -234,7 +234,7 @@ async def _generate(path: Path, source: str, line: int) -> tuple[str, bool]:
         where = await flow.where(editor.uri)
         await flow.generator.generate(where, line, False, asyncio.Event())
     finally:
-        await session.close()
+        await flow.close()
     prompt = prompt_at(editor.lines, line, settings.prompt_markers)
     whole = prompt is not None and prompt.has_body
     return "".join(editor.lines), whole

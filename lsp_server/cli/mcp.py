@@ -93,7 +93,7 @@ class _Alone:
 
     async def close(self) -> None:
         self.door.cancel_all()
-        await self.session.close()
+        await self.door.flow.close()
 
 
 _ALONE: dict[Path, _Alone] = {}

@@ -587,4 +587,4 @@ async def _run(
         if editor.report != "text":
             found = session.store.get(editor.uri)
             editor._say(render(editor.report, editor.shown, editor.lines, found, editor.folder))
-        await session.close()
+        await flow.close()

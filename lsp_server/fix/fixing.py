@@ -596,10 +596,6 @@ RETRY_TEMPERATURE = 0.7
 told its answer failed, with the same answer (seen with Qwen2.5-Coder-0.5B)."""
 
 
-def retry_temperature(setting: float | None) -> float:
-    return max(setting or 0.0, RETRY_TEMPERATURE)
-
-
 UNUSED = "(not used:"
 """How an answer without code that can be used is kept among the attempts (the next request
 says so in its own line, not as an attempt)."""

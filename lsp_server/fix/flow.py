@@ -9,24 +9,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from executor.base import ExecutorUnavailable
 from executor.distributions import provider_for
-from executor.events import RunOutcome, RunRequest, RunStatus
-from executor.jupyter import Kernel
-from executor.pool import create as create_kernel
-from executor.safety import Finding, describe, scan
+from executor.events import RunOutcome, RunStatus
+from executor.safety import scan
 from executor.text import split_lines
 from executor.vouched import document_names
 from lsp_server.contract import FixAnswer, Range, Status
-from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, lines_match, streamed
-from lsp_server.executors import kernel_config
-from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
-from lsp_server.fix.fixcheck import check as check_against
+from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, lines_match
 from lsp_server.fix.fixing import (
     MODULE_LIMIT,
     Fixer,
@@ -40,15 +34,13 @@ from lsp_server.fix.fixing import (
     module_frame,
     module_target,
     raised_line,
-    redefinition,
     reported,
-    retry_temperature,
     target_for,
 )
+from lsp_server.fix.ports import FixPorts
 from lsp_server.folder_files import module_names, read_regular_file
 from lsp_server.model.context import error_text
-from lsp_server.record.store import Asked
-from lsp_server.runner import PieceRun, run_request
+from lsp_server.runner import PieceRun
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
@@ -58,8 +50,6 @@ if TYPE_CHECKING:
     from lsp_server.flow import Flow
 
 log = logging.getLogger(__name__)
-
-CHECK_HISTORY = 500  # recorded runs of a file read for its cells' last outcomes (fix check)
 
 
 @dataclass(frozen=True)
@@ -276,100 +266,18 @@ class FixFlow:
         cancel: asyncio.Event,
         fix_of: int | None = None,
     ) -> Fixer:
-        """The model, the kernel and the editor as one fix of lines of `where.text` from
-        `first` needs them."""
-        settings, runner = where.settings, self.flow.runner
+        """The loop of one fix of lines of `where.text` from `first`, over its ports."""
+        settings = where.settings
         model = self.session.model_for(settings)
-        place = Place(where.uri, first)
-
-        last: list[Asked] = []
-        """What asking for the candidate about to run took (its run's record keeps it)."""
-
-        async def ask(messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
-            reading = model.prompt_tokens(messages)
-            progress.report(f"{what}: the model is reading the prompt (~{reading:,} tokens)")
-            last.clear()
-            reply = await model.complete(
-                messages,
-                on_text=streamed(progress, what),
-                cancel=cancel,
-                max_tokens=bound,
-                temperature=retry_temperature(model.config.temperature) if asked else None,
-                seed=(model.config.seed or 0) + asked if asked else None,
-            )
-            last[:] = [model.last_asked] if model.last_asked is not None else []
-            return reply
-
-        async def confirm(code: str, findings: list[Finding]) -> bool:
-            reason = f"The model's fix {describe(findings)}."
-            return await self.flow.gate.confirm_run(code, reason, settings, place)
-
-        async def in_kernel(
-            work: Callable[[Kernel, Where], Awaitable[RunOutcome]],
-        ) -> RunOutcome:
-            """In the folder's kernel, behind the folder's other runs."""
-            try:
-                admitted = await self.flow.gate.admit(where, first)
-            except ExecutorUnavailable as exc:
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=str(exc))
-            if admitted is None:
-                note = "the folder is not trusted"
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)
-            lock = await runner.locked(admitted.where, cancel)
-            if lock is None:
-                note = "cancelled before it ran"
-                return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=note)
-            try:
-                return await work(admitted.kernel, admitted.where)
-            finally:
-                lock.release()
-
-        async def run(code: str, at: int) -> RunOutcome:
-            """A candidate runs where it would stand (line `at`); it is recorded as the
-            model's run there, and its results are not kept (an attempt shows in the
-            document only once applied)."""
-            rows = code.splitlines(keepends=True)
-            attempt = where.now(Snapshot(where.text.version, ("",) * at + tuple(rows)))
-            piece = Piece(at, at + len(rows) - 1)
-
-            async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
-                ran = await runner.run(
-                    replace(attempt, settings=admitted.settings), piece, kernel, cancel,
-                    origin="model", keep=False, fix_of=fix_of, model=last.pop() if last else None,
-                )  # fmt: skip
-                return ran.outcome
-
-            return await in_kernel(attempted)
-
-        def report(message: str) -> None:
-            progress.report(message)
-            self.editor.remark(place, f"fixing, {message}")
-
-        async def redefine(target: Target, candidate: str) -> RunOutcome:
-            """A module file's candidate, put into that module in the kernel (and the names
-            the user's namespace took from it rebound): what the file will say once fixed."""
-            assert target.path is not None
-            code = redefinition(str(target.path), target.first, candidate)
-            request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
-            return await in_kernel(lambda kernel, _: runner.quietly(kernel, request, cancel))
-
-        async def verify(candidate: str, target: Target) -> Check | None:
-            if not settings.fix_check_dependents or target.path is not None:
-                return None
-            if not is_python(where.language):
-                return None  # which cells depend on one is known for Python only
-            progress.report("checking the cells that depend on it, in a throwaway kernel")
-            checked = await self.check_fix(where, target.first, target.last, candidate, cancel)
-            if checked.status == "checked" and not checked.verdicts:
-                return None  # no cell depends on it: nothing to say
-            self.editor.remark(place, f"fix candidate: {checked.label}")
-            return checked
-
+        ports = FixPorts(
+            where, first, progress, cancel, self.session, self.editor, self.flow.gate,
+            self.flow.runner, model, self.flow.variables, self.flow.evidence, fix_of,
+        )  # fmt: skip
         return Fixer(
-            ask=ask,
-            run=run,
-            variables=lambda: self.flow.variables(where),
-            evidence=functools.partial(self.flow.evidence, where),
+            ask=ports.ask,
+            run=ports.run,
+            variables=ports.variables,
+            evidence=ports.evidence,
             retarget=functools.partial(
                 target_for,
                 where.text.lines,
@@ -379,13 +287,13 @@ class FixFlow:
                 python=is_python(where.language),
             ),
             path=where.path,
-            confirm=confirm,
-            report=report,
+            confirm=ports.confirm,
+            report=ports.report,
             max_attempts=settings.fix_max_attempts,
             budget=settings.context_budget,
-            verify=verify,
+            verify=ports.verify,
             max_tokens=model.config.max_tokens,
-            redefine=redefine,
+            redefine=ports.redefine,
             language=where.language or PYTHON,
         )
 
@@ -439,32 +347,6 @@ class FixFlow:
             fixer.modules = await asyncio.to_thread(module_names, where.folder)
             result = await fixer.fix(lines, first, last, code, error, target, raised_at)
         return await self._settle(where, first, last, result, apply)
-
-    async def check_fix(
-        self, where: Where, first: int, last: int, candidate: str, cancel: asyncio.Event
-    ) -> Check:
-        """Run `candidate` in place of lines first..last, after the cells above, then the cells
-        that depend on its cell, in a throwaway kernel; compare them with their last runs."""
-        folder, path, settings = where.folder, where.path, where.settings
-        record = self.session.existing_record(folder, settings)
-        recorded = worth_comparing(record.recent(path, CHECK_HISTORY) if record else [])
-        planned = plan(where.text.lines, first, last, candidate, recorded)
-        if planned is None:
-            return Check("checked")
-        budget = budget_for(planned.seconds, settings.fix_check_budget)
-        config = kernel_config(folder, settings)
-
-        def make() -> Kernel:
-            return create_kernel(
-                folder, config, grace=settings.interrupt_grace,
-                startup_timeout=settings.kernel_start_timeout,
-            )  # fmt: skip
-
-        def request(code: str, where: str, line: int) -> RunRequest:
-            return run_request(settings, where, code, line)
-
-        above, fixed, dependents = planned.above, planned.fixed, planned.dependents
-        return await check_against(make, path, above, fixed, dependents, budget, request, cancel)
 
     async def _settle(
         self, where: Where, first: int, last: int, result: FixResult, apply: bool

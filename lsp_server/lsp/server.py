@@ -247,4 +247,4 @@ class RunfixServer(LanguageServer):
         await self.agents.close()
         if self.page is not None:
             await asyncio.to_thread(self.page.close)
-        await self.session.close()
+        await self.flow.close()

@@ -224,8 +224,15 @@ def test_only_the_context_maker_looks_a_document_folder_up_in_the_core() -> None
     document's folder or settings up again. The doors (the LSP front end, the CLI, agents'
     calls, which come with their folder) may."""
     doors = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents")
+    doors += ("lsp_server.session",)  # (the state, where the settings are kept)
     looked: dict[str, list[str]] = {}
-    for attribute in ("folder_for", "settings", "cached_settings", "display_settings"):
+    for attribute in (
+        "folder_for",
+        "settings",
+        "decided_settings",
+        "cached_settings",
+        "display_settings",
+    ):
         for name, found in _calls(attribute).items():
             if not name.startswith(doors):
                 looked[name] = sorted({*looked.get(name, []), *found})

@@ -1,0 +1,184 @@
+"""What one fix's loop (`fixing.Fixer`) asks of the world, declared in one place: the model
+(`ask`), the user (`confirm`, `report`), the folder's kernel (`run`, `redefine`), the
+kernel's state (`variables`, `evidence`) and the check against the cells that depend on
+the fixed one (`verify`). The loop calls down into these; none of them calls back into the
+fix flow that made them, so the loop's calls are declared ports, not re-entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from executor.base import ExecutorUnavailable
+from executor.events import RunOutcome, RunRequest, RunStatus, Variable
+from executor.jupyter import Kernel
+from executor.pool import create as create_kernel
+from executor.safety import Finding, describe
+from lsp_server.editor import Editor, Place, Progress, Snapshot, streamed
+from lsp_server.executors import kernel_config
+from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
+from lsp_server.fix.fixcheck import check as check_against
+from lsp_server.fix.fixing import RETRY_TEMPERATURE, Target, redefinition
+from lsp_server.gate import Gate
+from lsp_server.model.client import ModelClient
+from lsp_server.record.store import Asked
+from lsp_server.runner import Runner, run_request
+from lsp_server.runs import Piece, Where
+from lsp_server.session import Session
+from lsp_server.text.languages import is_python
+
+CHECK_HISTORY = 500
+"""Recorded runs of a file read for its cells' last outcomes (the fix check)."""
+
+
+def retry_temperature(setting: float | None) -> float:
+    """The temperature of a request asked again (a retry must not give the same answer)."""
+    return max(setting or 0.0, RETRY_TEMPERATURE)
+
+
+@dataclass
+class FixPorts:
+    """The services one fix of lines of `where.text` from `first` uses, as its loop's ports."""
+
+    where: Where
+    first: int
+    progress: Progress
+    cancel: asyncio.Event
+    session: Session
+    editor: Editor
+    gate: Gate
+    runner: Runner
+    model: ModelClient
+    read_variables: Callable[[Where], Awaitable[list[Variable]]]
+    read_evidence: Callable[[Where, str, int], Awaitable[Mapping[str, Any] | None]]
+    fix_of: int | None = None
+    asked: list[Asked] = field(default_factory=list)
+    """What asking for the candidate about to run took (its run's record keeps it)."""
+
+    @property
+    def place(self) -> Place:
+        return Place(self.where.uri, self.first)
+
+    async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
+        model = self.model
+        reading = model.prompt_tokens(messages)
+        self.progress.report(f"{what}: the model is reading the prompt (~{reading:,} tokens)")
+        self.asked.clear()
+        reply = await model.complete(
+            messages,
+            on_text=streamed(self.progress, what),
+            cancel=self.cancel,
+            max_tokens=bound,
+            temperature=retry_temperature(model.config.temperature) if asked else None,
+            seed=(model.config.seed or 0) + asked if asked else None,
+        )
+        self.asked[:] = [model.last_asked] if model.last_asked is not None else []
+        return reply
+
+    async def confirm(self, code: str, findings: list[Finding]) -> bool:
+        reason = f"The model's fix {describe(findings)}."
+        return await self.gate.confirm_run(code, reason, self.where.settings, self.place)
+
+    def report(self, message: str) -> None:
+        self.progress.report(message)
+        self.editor.remark(self.place, f"fixing, {message}")
+
+    async def variables(self) -> list[Variable]:
+        return await self.read_variables(self.where)
+
+    async def evidence(self, ename: str, line: int) -> Mapping[str, Any] | None:
+        return await self.read_evidence(self.where, ename, line)
+
+    async def _in_kernel(
+        self, work: Callable[[Kernel, Where], Awaitable[RunOutcome]]
+    ) -> RunOutcome:
+        """In the folder's kernel (where the request was admitted), behind its other runs."""
+        try:
+            admitted = await self.gate.admit(self.where, self.first)
+        except ExecutorUnavailable as exc:
+            return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=str(exc))
+        if admitted is None:
+            return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
+        lock = await self.runner.locked(admitted.where, self.cancel)
+        if lock is None:
+            return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
+        try:
+            return await work(admitted.kernel, admitted.where)
+        finally:
+            lock.release()
+
+    async def run(self, code: str, at: int) -> RunOutcome:
+        """A candidate runs where it would stand (line `at`); it is recorded as the model's
+        run there, and its results are not kept (an attempt shows in the document only once
+        applied)."""
+        rows = code.splitlines(keepends=True)
+        attempt = self.where.now(Snapshot(self.where.text.version, ("",) * at + tuple(rows)))
+        piece = Piece(at, at + len(rows) - 1)
+
+        async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
+            ran = await self.runner.run(
+                replace(attempt, settings=admitted.settings), piece, kernel, self.cancel,
+                origin="model", keep=False, fix_of=self.fix_of,
+                model=self.asked.pop() if self.asked else None,
+            )  # fmt: skip
+            return ran.outcome
+
+        return await self._in_kernel(attempted)
+
+    async def redefine(self, target: Target, candidate: str) -> RunOutcome:
+        """A module file's candidate, put into that module in the kernel (and the names the
+        user's namespace took from it rebound): what the file will say once fixed."""
+        assert target.path is not None
+        settings = self.where.settings
+        code = redefinition(str(target.path), target.first, candidate)
+        request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
+        return await self._in_kernel(
+            lambda kernel, _: self.runner.quietly(kernel, request, self.cancel)
+        )
+
+    async def verify(self, candidate: str, target: Target) -> Check | None:
+        settings = self.where.settings
+        if not settings.fix_check_dependents or target.path is not None:
+            return None
+        if not is_python(self.where.language):
+            return None  # which cells depend on one is known for Python only
+        self.progress.report("checking the cells that depend on it, in a throwaway kernel")
+        checked = await check_fix(
+            self.session, self.where, target.first, target.last, candidate, self.cancel
+        )
+        if checked.status == "checked" and not checked.verdicts:
+            return None  # no cell depends on it: nothing to say
+        self.editor.remark(self.place, f"fix candidate: {checked.label}")
+        return checked
+
+
+async def check_fix(
+    session: Session, where: Where, first: int, last: int, candidate: str, cancel: asyncio.Event
+) -> Check:
+    """Run `candidate` in place of lines first..last, after the cells above, then the cells
+    that depend on its cell, in a throwaway kernel; compare them with their last runs."""
+    folder, path, settings = where.folder, where.path, where.settings
+    record = session.existing_record(folder, settings)
+    recorded = worth_comparing(record.recent(path, CHECK_HISTORY) if record else [])
+    planned = plan(where.text.lines, first, last, candidate, recorded)
+    if planned is None:
+        return Check("checked")
+    budget = budget_for(planned.seconds, settings.fix_check_budget)
+    admitted = where.admission.kernel
+    # The request's kernel's config where it was admitted (not derived again).
+    config = admitted.config if admitted is not None else kernel_config(folder, settings)
+
+    def make() -> Kernel:
+        return create_kernel(
+            folder, config, grace=settings.interrupt_grace,
+            startup_timeout=settings.kernel_start_timeout,
+        )  # fmt: skip
+
+    def request(code: str, where: str, line: int) -> RunRequest:
+        return run_request(settings, where, code, line)
+
+    above, fixed, dependents = planned.above, planned.fixed, planned.dependents
+    return await check_against(make, path, above, fixed, dependents, budget, request, cancel)

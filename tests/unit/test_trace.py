@@ -1,0 +1,217 @@
+"""Issue 48: what the core's shape costs one request, traced in process (`tests/support/
+trace.py`): R re-entries (a call back up into a room already on the stack) and K facts
+derived again after the context was made. Fakes stand in for the editor, the kernel and
+the model only; the core (flow, gate, runner, session, fix loop, results) is the real one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import executor.pool
+from executor.base import ExecutorState
+from executor.events import Error, Frame, RunOutcome, RunRequest, RunStatus, Value
+from executor.trust import Choice, TrustStore
+from lsp_server.capabilities import ClientFeatures
+from lsp_server.editor import (
+    Level,
+    LineEdit,
+    Place,
+    Snapshot,
+    TrustAnswer,
+    TrustQuestion,
+    apply_to_lines,
+)
+from lsp_server.flow import Flow
+from lsp_server.outputs.results import DocumentResults
+from lsp_server.session import Session
+from lsp_server.settings import Settings
+from lsp_server.text.languages import PYTHON, Language
+from tests.support.trace import Trace, traced
+
+
+class FakeKernel:
+    """Answers each run at once: a value, or NameError for a name `broken` holds."""
+
+    def __init__(self, folder: Path, config: Any, **_: Any) -> None:
+        self.folder, self.config = folder, config
+        self.grace, self.startup_timeout = 3.0, 60.0
+        self.on_state: Any = None
+        self.state = ExecutorState.IDLE
+        self.launched = True
+        self.retired = None
+
+    async def execute(self, request: RunRequest, **_: Any) -> RunOutcome:
+        if "undefined_name" in request.code:
+            line = request.first_line + next(
+                i for i, row in enumerate(request.code.splitlines()) if "undefined_name" in row
+            )
+            frame = Frame(request.filename, line, "<module>", "")
+            error = Error("NameError", "name 'undefined_name' is not defined", (frame,), "")
+            return RunOutcome(RunStatus.ERROR, (error,), 0.001)
+        return RunOutcome(RunStatus.OK, (Value({"text/plain": "3"}, None),), 0.001)
+
+    async def variables(self) -> list[Any]:
+        return []
+
+    async def evidence(self, ename: str, line: int) -> None:
+        return None
+
+    async def shutdown(self) -> None:
+        pass
+
+    async def retire(self, why: str) -> None:
+        pass
+
+
+class _Quiet:
+    def report(self, message: str, percentage: int | None = None) -> None:
+        pass
+
+
+class FakeEditor:
+    """One document held in memory; every question answered yes, every edit applied."""
+
+    def __init__(self, folder: Path, uri: str, lines: list[str]) -> None:
+        self.features = ClientFeatures()
+        self.folder, self.uri, self.lines, self.version = folder, uri, lines, 1
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def text(self, uri: str) -> Snapshot | None:
+        return Snapshot(self.version, tuple(self.lines)) if uri == self.uri else None
+
+    def open_documents(self) -> list[str]:
+        return [self.uri]
+
+    def path_of(self, uri: str) -> str:
+        return str(self.folder / "job.py")
+
+    def folder_for(self, uri: str) -> Path:
+        return self.folder
+
+    def language_of(self, uri: str) -> Language | None:
+        return PYTHON
+
+    def published(self, uri: str, added: DocumentResults) -> None:
+        pass
+
+    def live(self, uri: str) -> None:
+        return None
+
+    def runs_done(self) -> None:
+        pass
+
+    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
+        pass
+
+    def tell_once(self, message: str, level: Level) -> None:
+        pass
+
+    def remark(self, place: Place, message: str) -> None:
+        pass
+
+    async def confirm(self, reason: str, place: Place) -> bool:
+        return True
+
+    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
+        return choices[0]
+
+    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
+        return TrustAnswer(Choice.TRUST)
+
+    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
+        self.lines = apply_to_lines(self.lines, edit.first, edit.last, edit.code)
+        self.version += 1
+        return True
+
+    async def apply_file(self, *args: Any) -> bool:
+        return False
+
+    @contextlib.asynccontextmanager
+    async def _progress(self) -> AsyncIterator[_Quiet]:
+        yield _Quiet()
+
+    def progress(self, cancel: asyncio.Event) -> Any:
+        return self._progress()
+
+    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
+        return None
+
+    def kernel_state(self, folder: Path, kernel: Any) -> None:
+        pass
+
+    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+class FakeModel:
+    """Answers every request with the fixed cell."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.config = type("Config", (), {"temperature": None, "seed": None, "max_tokens": 256})()
+        self.last_usage = None
+        self.last_asked = None
+
+    def prompt_tokens(self, messages: Any) -> int:
+        return 100
+
+    async def complete(self, messages: Any, **_: Any) -> str:
+        return self.reply
+
+
+def _request(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch, ask: str) -> Trace:
+    """Run `ask` ("run", "fix") on a document holding `source`, traced; its Trace."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "job.py").write_text(source)
+    uri = (folder / "job.py").as_uri()
+    monkeypatch.setattr(executor.pool, "create", FakeKernel)
+
+    async def read(_: Path) -> Settings:
+        return Settings(python="python3", fix_check_dependents=False)
+
+    async def request() -> Any:
+        editor = FakeEditor(folder, uri, source.splitlines(keepends=True))
+        session = Session(read, editor.kernel_state, trust=TrustStore(tmp_path / "trust.json"))
+        session.decide(folder, Choice.TRUST)
+        session.model_for = lambda settings: FakeModel(  # type: ignore[method-assign]
+            "```python\nundefined_name = 2\nprint(undefined_name + 1)\n```"
+        )
+        flow = Flow(session, editor)
+        where = await flow.where(uri)
+        if ask == "run":
+            return await flow.run(where, None, asyncio.Event())
+        return await flow.fixes.run_and_fix(where, None, asyncio.Event())
+
+    answer, trace = traced(request)
+    assert answer is not None
+    return trace
+
+
+def test_a_run_derives_each_fact_once_and_never_calls_back_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: K = 2 (the trust decision read again by the gate and by the session)."""
+    trace = _request(tmp_path, "x = 1\nx + 2\n", monkeypatch, "run")
+    print(f"run: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
+    assert trace.k == 0, dict(trace.facts)
+    assert trace.r == 0, trace.reentries
+
+
+def test_a_run_and_fix_derives_each_fact_once_and_its_loop_calls_only_its_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: R = 8 (the fix loop called back into seven closures of the fix flow), K = 6
+    (the trust decision read 4 more times, admission and the kernel's config twice)."""
+    trace = _request(tmp_path, "print(undefined_name + 1)\n", monkeypatch, "fix")
+    print(f"fix: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
+    assert trace.k == 0, dict(trace.facts)
+    assert trace.r == 0, trace.reentries
