@@ -20,54 +20,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any, TypeVar
 
-from executor.base import ExecutorState, ExecutorUnavailable
-from executor.events import RunRequest, RunStatus, Variable
-from executor.jupyter import Kernel
+from executor.base import ExecutorUnavailable
+from executor.events import RunRequest, Variable
 from executor.safety import Finding
 from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
-from lsp_server.editor import SHOWN_TEXT, Editor, Level, Place, Snapshot, lines_match
+from lsp_server.editor import Editor, Level, Place, Snapshot
 from lsp_server.fix import fixcheck
 from lsp_server.fix.flow import FixFlow
 from lsp_server.gate import Gate
 from lsp_server.generate import Generator
-from lsp_server.outputs.results import DocumentResults, Problem
-from lsp_server.record.store import RESTORE_RUNS, restored
-from lsp_server.runner import SAFETY, PieceRun, Runner
+from lsp_server.runner import PieceRun, Runner
 from lsp_server.runs import EVERY_PIECE, RunMode, Where
-from lsp_server.session import Session, may_start
+from lsp_server.services.desk import Desk
+from lsp_server.services.installs import Installer
+from lsp_server.services.reads import KernelReads
+from lsp_server.session import Session
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.languages import is_python
-from lsp_server.text.positions import strip_eol
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
-
-EDIT_ARRIVAL = 5.0  # seconds to wait for the editor's didChange after an applied edit
 INVALIDATE_CACHES = "import importlib\nimportlib.invalidate_caches()\n"
-INSTALL_ANYWAY = "Install"
-NO_INSTALL = "Don't install"
-
-
-def _run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
-    if isinstance(status, RunStatus):
-        status = Status.ERROR if status == RunStatus.DIED else Status(status.value)
-    return RunAnswer(status, round((time.perf_counter() - began) * 1000, 3), message)
-
-
-def _safety_problems(findings: Sequence[Finding], lines: Sequence[str]) -> list[Problem]:
-    out = []
-    for f in findings:
-        first, last = f.line - 1, f.end_line - 1
-        message = f"{SAFETY}{f.message}"
-        source = tuple(strip_eol(line) for line in lines[first : last + 1])
-        out.append(Problem(first, last, message, "warning", message, kind="safety", source=source))
-    return out
 
 
 class Flow:
@@ -80,9 +55,17 @@ class Flow:
         """Trust before a kernel, confirmation before flagged code (`gate`)."""
         self.runner = Runner(session, editor, self.gate)
         """Where every piece runs, its results kept and recorded (`runner`)."""
-        self.generator = Generator(self)
+        self.desk = Desk(session, editor, self.runner)
+        """A document's text, and the results said about it (`desk`)."""
+        self.reads = KernelReads(session)
+        """What the kernel holds, for the model (`reads`)."""
+        self.installer = Installer(editor, self.gate, self.runner)
+        """Installing into the folder's kernel (`installs`)."""
+        self.generator = Generator(session, editor, self.runner, self.desk, self.reads)
         """Writing a prompt's body (`generate`)."""
-        self.fixes = FixFlow(self)
+        self.fixes = FixFlow(
+            session, editor, self.gate, self.runner, self.desk, self.reads, self.installer
+        )
         """Run and fix, fixing a piece (`fix.flow`)."""
 
     # -- reading ------------------------------------------------------------------------
@@ -101,104 +84,27 @@ class Flow:
 
     def text(self, uri: str) -> Snapshot:
         """The document now; a closed one reads as empty."""
-        return self.editor.text(uri) or Snapshot(0, ())
+        return self.desk.text(uri)
 
     def now(self, where: Where) -> Where:
         """The same context over the document's text as it is now (after an edit)."""
-        return where.now(self.text(where.uri))
+        return self.desk.now(where)
 
     async def variables(self, where: Where) -> list[Variable]:
-        """The kernel's variables if it is up (`_read`): R's too (listed by R)."""
-        return await self._read(where, "the kernel's variables", _variables, True) or []
-
-    async def evidence(self, where: Where, ename: str, line: int) -> Mapping[str, Any] | None:
-        """What the frames of the kernel's last error held, if it is `ename` raised on `line`
-        (`Kernel.evidence`), if the kernel is up (`_read`)."""
-        return await self._read(
-            where, "what the kernel held", lambda kernel: kernel.evidence(ename, line)
-        )
-
-    async def _read(
-        self,
-        where: Where,
-        what: str,
-        read: Callable[[Kernel], Awaitable[_T]],
-        any_language: bool = False,
-    ) -> _T | None:
-        """A read of the document's kernel: None rather than waiting on a start (nor from
-        another language's kernel, unless `any_language`: runfix's helper is Python)."""
-        language = where.language
-        if language is None or not (any_language or is_python(language)):
-            return None
-        kernel = self.session.kernels.find(where.folder, language.id)
-        if kernel is None or kernel.state not in (ExecutorState.IDLE, ExecutorState.BUSY):
-            return None
-        try:
-            return await asyncio.wait_for(read(kernel), 10)
-        except Exception as exc:
-            log.warning("could not read %s: %s", what, exc)
-            return None
+        """The kernel's variables if it is up (`reads`)."""
+        return await self.reads.variables(where)
 
     # -- results ------------------------------------------------------------------------
 
-    def record_id(self, where: Where, ticket: int | None) -> int | None:
-        """The run record's id of a run recorded with `ticket` (None: not recorded)."""
-        record = self.session.existing_record(where.folder, where.settings)
-        return record.id_for(ticket) if record is not None else None
-
-    def say_if_stale_above(self, uri: str, line: int) -> None:
-        """A fix is made against the kernel's state: say so when code above the error at
-        `line` changed (edited, or run again) after the error was made."""
-        results = self.session.store.get(uri)
-        problem = results.problem_at(line)
-        front = results.stale(problem) if problem is not None and results.fronts else None
-        if front is not None:
-            self.editor.tell(
-                f"runfix: the code above line {line + 1} changed after this error "
-                f"({front.reason}): the kernel's state is not what the file says. "
-                "Run the cells above again (runfix: Run Cells Above) before trusting a fix.",
-                Level.WARNING,
-                Place(uri, line),
-            )
-
     async def restore(self, where: Where) -> None:
-        """A document opened: the results its unchanged code had (`record.restored`).
-
-        Not in a folder whose code may not run yet: its record came with the repository
-        as far as anyone knows, and a repository's record can say anything."""
-        uri, folder = where.uri, where.folder
-        if self.editor.text(uri) is None or self.session.store.get(uri).statements:
-            return
-        if not may_start(where.settings, where.choice):
-            return
-        record = self.session.existing_record(folder, where.settings)
-        if record is None:
-            return  # nothing ran here yet: opening a file creates nothing in the folder
-        runs = record.recent(where.path, RESTORE_RUNS)
-        now = self.editor.text(uri)
-        if not runs or now is None or self.session.store.get(uri).statements:
-            return
-        results = restored(runs, now.lines, folder)
-        if results.statements:
-            self.runner.keep(uri, now.version, results)
-            self.editor.runs_done()
+        """A document opened: the results its unchanged code had (`Desk.restore`)."""
+        await self.desk.restore(where)
 
     def mark_findings(self, uri: str, version: int, findings: list[Finding]) -> None:
-        now = self.editor.text(uri)
-        if now is None or not findings:
-            return
-        problems = _safety_problems(findings, now.lines)
-        self.runner.keep(uri, version, DocumentResults(problems=problems))
+        self.desk.mark_findings(uri, version, findings)
 
     def explain_unavailable(self, uri: str, message: str) -> None:
-        """A message, and an Error diagnostic on the document's first line, saying what to fix."""
-        self.editor.tell_once(message, Level.ERROR)
-        now = self.editor.text(uri)
-        if now is None:
-            return
-        first = strip_eol(now.lines[0]) if now.lines else ""
-        problem = Problem(0, 0, message, "error", message, source=(first,))
-        self.runner.keep(uri, now.version, DocumentResults(problems=[problem]))
+        self.runner.explain_unavailable(uri, message)
 
     # -- running --------------------------------------------------------------------------
 
@@ -210,36 +116,8 @@ class Flow:
         mode: RunMode = EVERY_PIECE,
         runs: list[PieceRun] | None = None,
     ) -> RunAnswer:
-        """Run the range's lines, or every cell `mode` takes (below a line, above one,
-        starting within line spans), stopping at the first that fails.
-
-        What runs is `where.text` (the text as it stood when the run was asked for), each
-        piece whole, however the document changes meanwhile; results land through the
-        edits made since (or are dropped where their lines changed). Each piece that ran
-        is appended to `runs` when given (the fix loop reads them)."""
-        began = time.perf_counter()
-        asked_at = asyncio.get_running_loop().time()
-        pieces = mode.pieces(where, line_range)
-        if not pieces:
-            return _run_answer(Status.OK, began)
-        try:
-            admitted = await self.gate.admit(where, pieces[0].first)
-            if admitted is None:
-                return _run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
-            ran = await self.runner.run_pieces(
-                admitted.where, pieces, admitted.kernel, cancel, mode, asked_at
-            )
-        except ExecutorUnavailable as exc:
-            self.explain_unavailable(where.uri, str(exc))
-            return _run_answer(Status.ERROR, began, str(exc))
-        if runs is not None:
-            runs.extend(ran.pieces)
-        if ran.stopped is not None:
-            return _run_answer(Status.CANCELLED, began, ran.stopped or None)
-        self.editor.runs_done()
-        outcome = ran.pieces[-1].outcome
-        why = outcome.note if outcome.status == RunStatus.CANCELLED else ""
-        return _run_answer(outcome.status, began, why or None)
+        """Run the range's lines, or every cell `mode` takes (`Runner.run_range`)."""
+        return await self.runner.run_range(where, line_range, cancel, mode, runs)
 
     async def run_cells(
         self, where: Where, line: int, which: str, cancel: asyncio.Event
@@ -289,20 +167,6 @@ class Flow:
             cells = [flow.bounds(i) for i in range(index + 1)] + cells
         return await self.run(where, None, cancel, RunMode(within=tuple(cells)))
 
-    async def shown(self, where: Where, first: int, code: str) -> Where | None:
-        """Wait until the document holds `code` at line `first`: the context over its text
-        then, else None."""
-        want = code.rstrip("\n").split("\n")
-        deadline = time.monotonic() + EDIT_ARRIVAL
-        while time.monotonic() < deadline:
-            now = self.editor.text(where.uri)
-            if now is None:
-                return None
-            if lines_match(now.lines[first : first + len(want)], want):
-                return where.now(now)
-            await asyncio.sleep(0.01)
-        return None
-
     # -- install --------------------------------------------------------------------------
 
     async def install(
@@ -313,56 +177,12 @@ class Flow:
         cancel: asyncio.Event,
         ask: str | None = None,
     ) -> InstallAnswer:
-        """Install distributions into the folder's kernel; then re-run what failed. With
-        `ask` (why no data vouches for the name), only once the user says so."""
-        if ask is not None:
-            shown = ", ".join(packages)
-            message = (
-                f"runfix: install {shown}? {ask[:1].upper()}{ask[1:]}; a package of that name "
-                "may be someone else's. Check its page on PyPI first."
-            )
-            if await self.editor.choose(message, (INSTALL_ANYWAY, NO_INSTALL)) != INSTALL_ANYWAY:
-                return InstallAnswer(Status.CANCELLED, f"not installed: {shown} was not confirmed")
-        shown = " ".join(packages)
-        try:
-            admitted = await self.gate.admit(where, rerun.start.line if rerun else None)
-        except ExecutorUnavailable as exc:
-            self.explain_unavailable(where.uri, str(exc))
-            return InstallAnswer(Status.ERROR, str(exc))
-        if admitted is None:
-            return InstallAnswer(Status.CANCELLED, "not installed: the folder is not trusted")
-        kernel = admitted.kernel
-
-        def failed(message: str, output: str | None = None) -> InstallAnswer:
-            self.editor.tell(message, Level.ERROR)
-            return InstallAnswer(Status.ERROR, message, output)
-
-        if (why := kernel.install_blocked()) is not None:
-            return failed(f"runfix: cannot install {shown}. {why}")
-        try:
-            async with self.editor.progress(cancel) as progress:
-                progress.report(f"Installing {shown}")
-                result = await kernel.install(
-                    packages,
-                    on_line=lambda line: progress.report(
-                        f"Installing {shown}: {line[-SHOWN_TEXT:]}"
-                    ),
-                    cancel=cancel,
-                )
-        except ExecutorUnavailable as exc:
-            return failed(f"runfix: cannot install {shown}: {exc}")
-        if result.cancelled:
-            return InstallAnswer(Status.CANCELLED)
-        if not result.ok:
-            tail = "\n".join(result.output.strip().splitlines()[-5:])
-            return failed(f"runfix: installing {shown} failed:\n{tail}", result.output)
-        self.editor.tell(f"runfix: installed {shown}.", Level.INFO)
-        if rerun is None:
-            return InstallAnswer(Status.OK)
+        """Install distributions into the folder's kernel (`Installer`); then re-run what
+        failed. With `ask` (why no data vouches for the name), only once the user says so."""
+        line = rerun.start.line if rerun else None
+        answer, kernel = await self.installer.install(where, packages, line, cancel, ask)
+        if answer.status != Status.OK or rerun is None or kernel is None:
+            return answer
         with suppress(Exception):
             await self.runner.quietly(kernel, RunRequest(INVALIDATE_CACHES, "<runfix>", 1, 30))
         return InstallAnswer(Status.OK, run=await self.run(self.now(where), rerun, cancel))
-
-
-async def _variables(kernel: Kernel) -> list[Variable]:
-    return await kernel.variables()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from executor.safety import scan
 from executor.vouched import document_names
@@ -18,6 +17,7 @@ from lsp_server.contract import (
     Status,
 )
 from lsp_server.editor import (
+    Editor,
     Level,
     LineEdit,
     streamed,
@@ -30,12 +30,13 @@ from lsp_server.model.context import (
     extract_code,
     generate_messages,
 )
+from lsp_server.runner import Runner
 from lsp_server.runs import RunMode, Where
+from lsp_server.services.desk import Desk
+from lsp_server.services.reads import KernelReads
+from lsp_server.session import Session
 from lsp_server.text.positions import strip_eol
 from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
-
-if TYPE_CHECKING:
-    from lsp_server.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,11 @@ def _find_again(
 class Generator:
     """Writing a prompt's body (`Flow.generator`)."""
 
-    def __init__(self, flow: Flow) -> None:
-        self.flow = flow
-        self.session, self.editor = flow.session, flow.editor
+    def __init__(
+        self, session: Session, editor: Editor, runner: Runner, desk: Desk, reads: KernelReads
+    ) -> None:
+        self.session, self.editor, self.runner = session, editor, runner
+        self.desk, self.reads = desk, reads
 
     # -- generate -------------------------------------------------------------------------
 
@@ -73,7 +76,7 @@ class Generator:
             said = f"`{language.comment} ai: …`"
             return self._failed(f"runfix: line {line + 1} is not a prompt ({said}).")
         prompt_line = strip_eol(text.lines[prompt.line])
-        variables = await self.flow.variables(where)
+        variables = await self.reads.variables(where)
         messages = generate_messages(
             prompt.text,
             text.lines,
@@ -108,7 +111,7 @@ class Generator:
             code = extract_code(reply, prompt_line=prompt_line, context=context, language=language)
         except ReplyError as exc:
             return self._failed(f"runfix: nothing was inserted: {exc}.")
-        text = self.flow.text(where.uri)
+        text = self.desk.text(where.uri)
         now = _find_again(text.lines, prompt, prompt_line, settings.prompt_markers)
         if now is None:
             return self._failed(
@@ -120,7 +123,7 @@ class Generator:
             return self._failed("runfix: the editor did not apply the generated code.")
         first, last = now.body_first, now.body_first + code.rstrip("\n").count("\n")
         answer = GenerateAnswer(Status.OK, Range.lines(first, last))
-        shown = await self.flow.shown(where, first, code)
+        shown = await self.desk.shown(where, first, code)
         if shown is None:
             log.warning("the generated code did not show up in %s; it will not be run", where.uri)
             return answer
@@ -131,9 +134,9 @@ class Generator:
             context=document_names("".join(shown.text.lines)),
             modules=await asyncio.to_thread(module_names, where.folder),
         )
-        self.flow.mark_findings(where.uri, shown.text.version, findings)
+        self.desk.mark_findings(where.uri, shown.text.version, findings)
         if run or settings.auto_run:
-            ran = await self.flow.run(
+            ran = await self.runner.run_range(
                 shown, Range.lines(first, last), cancel, RunMode(origin="model", asked=asked)
             )
             answer = GenerateAnswer(Status.OK, answer.range, ran)

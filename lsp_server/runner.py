@@ -12,26 +12,37 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from executor.base import ExecutorUnavailable
 from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value
 from executor.jupyter import Kernel
+from lsp_server.contract import Range, RunAnswer, Status
 from lsp_server.editor import Editor, Level, Place
 from lsp_server.gate import Gate
 from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.outputs.results import DocumentResults, Problem, build
 from lsp_server.record.store import Asked, RecordedRun, entry, ran_text
-from lsp_server.runs import Piece, RunMode, Where
+from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
+from lsp_server.text.positions import strip_eol
 
 SAFETY = "runfix safety: model-written code "
 """How a safety finding's diagnostic begins (the question about running it says the rest)."""
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
 NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
+
+
+def run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
+    """A run's answer to the editor: its status, its time since `began`, what to say."""
+    if isinstance(status, RunStatus):
+        status = Status.ERROR if status == RunStatus.DIED else Status(status.value)
+    return RunAnswer(status, round((time.perf_counter() - began) * 1000, 3), message)
 
 
 def _rich(outcome: RunOutcome) -> bool:
@@ -160,6 +171,55 @@ class Runner:
         finally:
             lock.release()
         return Ran(tuple(ran))
+
+    async def run_range(
+        self,
+        where: Where,
+        line_range: Range | None,
+        cancel: asyncio.Event,
+        mode: RunMode = EVERY_PIECE,
+        runs: list[PieceRun] | None = None,
+    ) -> RunAnswer:
+        """Run the range's lines, or every cell `mode` takes (below a line, above one,
+        starting within line spans), stopping at the first that fails.
+
+        What runs is `where.text` (the text as it stood when the run was asked for), each
+        piece whole, however the document changes meanwhile; results land through the
+        edits made since (or are dropped where their lines changed). Each piece that ran
+        is appended to `runs` when given (the fix loop reads them)."""
+        began = time.perf_counter()
+        asked_at = asyncio.get_running_loop().time()
+        pieces = mode.pieces(where, line_range)
+        if not pieces:
+            return run_answer(Status.OK, began)
+        try:
+            admitted = await self.gate.admit(where, pieces[0].first)
+            if admitted is None:
+                return run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
+            ran = await self.run_pieces(
+                admitted.where, pieces, admitted.kernel, cancel, mode, asked_at
+            )
+        except ExecutorUnavailable as exc:
+            self.explain_unavailable(where.uri, str(exc))
+            return run_answer(Status.ERROR, began, str(exc))
+        if runs is not None:
+            runs.extend(ran.pieces)
+        if ran.stopped is not None:
+            return run_answer(Status.CANCELLED, began, ran.stopped or None)
+        self.editor.runs_done()
+        outcome = ran.pieces[-1].outcome
+        why = outcome.note if outcome.status == RunStatus.CANCELLED else ""
+        return run_answer(outcome.status, began, why or None)
+
+    def explain_unavailable(self, uri: str, message: str) -> None:
+        """A message, and an Error diagnostic on the document's first line, saying what to fix."""
+        self.editor.tell_once(message, Level.ERROR)
+        now = self.editor.text(uri)
+        if now is None:
+            return
+        first = strip_eol(now.lines[0]) if now.lines else ""
+        problem = Problem(0, 0, message, "error", message, source=(first,))
+        self.keep(uri, now.version, DocumentResults(problems=[problem]))
 
     async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
         code = code_of(where.text.lines, piece.first, piece.last)

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from executor.distributions import provider_for
 from executor.events import RunOutcome, RunStatus
@@ -20,7 +19,7 @@ from executor.safety import scan
 from executor.text import split_lines
 from executor.vouched import document_names
 from lsp_server.contract import FixAnswer, Range, Status
-from lsp_server.editor import Level, LineEdit, Place, Progress, Snapshot, lines_match
+from lsp_server.editor import Editor, Level, LineEdit, Place, Progress, Snapshot, lines_match
 from lsp_server.fix.fixing import (
     MODULE_LIMIT,
     Fixer,
@@ -39,15 +38,17 @@ from lsp_server.fix.fixing import (
 )
 from lsp_server.fix.ports import FixPorts
 from lsp_server.folder_files import module_names, read_regular_file
+from lsp_server.gate import Gate
 from lsp_server.model.context import error_text
-from lsp_server.runner import PieceRun
+from lsp_server.runner import PieceRun, Runner
 from lsp_server.runs import Piece, RunMode, Where
+from lsp_server.services.desk import Desk
+from lsp_server.services.installs import Installer
+from lsp_server.services.reads import KernelReads
+from lsp_server.session import Session
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.languages import PYTHON, is_python
-
-if TYPE_CHECKING:
-    from lsp_server.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +109,20 @@ def _head(code: str) -> str:
 
 
 class FixFlow:
-    """Run and fix, and fixing a piece (`Flow.fixes`)."""
+    """Run and fix, and fixing a piece (`Flow.fixes`), over the services."""
 
-    def __init__(self, flow: Flow) -> None:
-        self.flow = flow
-        self.session, self.editor = flow.session, flow.editor
+    def __init__(
+        self,
+        session: Session,
+        editor: Editor,
+        gate: Gate,
+        runner: Runner,
+        desk: Desk,
+        reads: KernelReads,
+        installer: Installer,
+    ) -> None:
+        self.session, self.editor, self.gate, self.runner = session, editor, gate, runner
+        self.desk, self.reads, self.installer = desk, reads, installer
 
     # -- run and fix ----------------------------------------------------------------------
 
@@ -128,8 +138,8 @@ class FixFlow:
         while True:
             runs: list[PieceRun] = []
             mode = RunMode(after=after, say_stop=False)
-            where = self.flow.now(where)  # each round runs the text as the last fix left it
-            ran = await self.flow.run(where, line_range, cancel, mode, runs)
+            where = self.desk.now(where)  # each round runs the text as the last fix left it
+            ran = await self.runner.run_range(where, line_range, cancel, mode, runs)
             if ran.status in (Status.OK, Status.CANCELLED):
                 status = Status.FIXED if fixed and ran.status == Status.OK else ran.status
                 return FixAnswer(status, attempts)
@@ -169,7 +179,7 @@ class FixFlow:
                 _outcome_error(failed.outcome),
                 cancel,
                 apply=True,
-                fix_of=self.flow.record_id(where, failed.record_id),
+                fix_of=self.desk.record_id(where, failed.record_id),
                 raised=raised_line(failed.outcome.error, where.path),
                 module=module_frame(failed.outcome.error, where.path, where.folder),
             )
@@ -198,15 +208,17 @@ class FixFlow:
         if name is None or statement is None or name in imported:
             return None
         imported.add(name)
-        text = self.flow.text(where.uri)
+        text = self.desk.text(where.uri)
         at = import_line(text.lines)
         if not await self.editor.apply(
             where.uri, text.version, LineEdit(at, at - 1, statement), f"runfix: {statement}"
         ):
             return None
         self.editor.remark(Place(where.uri, at), f"added `{statement}` (no model needed)")
-        where = await self.flow.shown(where, at, statement + "\n") or self.flow.now(where)
-        ran = await self.flow.run(where, Range.lines(at, at), cancel, RunMode(say_stop=False))
+        where = await self.desk.shown(where, at, statement + "\n") or self.desk.now(where)
+        ran = await self.runner.run_range(
+            where, Range.lines(at, at), cancel, RunMode(say_stop=False)
+        )
         return at if ran.status == Status.OK else None
 
     async def define_first(
@@ -231,7 +243,7 @@ class FixFlow:
             "the cells above first (no model needed)",
         )
         mode = RunMode(before=first, say_stop=False)
-        ran = await self.flow.run(self.flow.now(where), None, cancel, mode)
+        ran = await self.runner.run_range(self.desk.now(where), None, cancel, mode)
         return ran.status == Status.OK
 
     async def install_first(
@@ -255,7 +267,7 @@ class FixFlow:
         if module is None or not any(imports_by_name(c, module) for c in code):
             return False
         tried.add(found.distribution)
-        answer = await self.flow.install(where, [found.distribution], None, cancel)
+        answer, _ = await self.installer.install(where, [found.distribution], None, cancel)
         return answer.status == Status.OK
 
     def _fixer(
@@ -270,8 +282,8 @@ class FixFlow:
         settings = where.settings
         model = self.session.model_for(settings)
         ports = FixPorts(
-            where, first, progress, cancel, self.session, self.editor, self.flow.gate,
-            self.flow.runner, model, self.flow.variables, self.flow.evidence, fix_of,
+            where, first, progress, cancel, self.session, self.editor, self.gate,
+            self.runner, model, self.reads.variables, self.reads.evidence, fix_of,
         )  # fmt: skip
         return Fixer(
             ask=ports.ask,
@@ -340,7 +352,7 @@ class FixFlow:
         target = (module_target(*module) if module is not None else None) or target_for(
             lines, first, last, raised, where.settings.prompt_markers, where.language.python
         )
-        self.flow.say_if_stale_above(where.uri, first)
+        self.desk.say_if_stale_above(where.uri, first)
         raised_at = module[1] + 1 if module is not None else (raised or -1) + 1
         async with self.editor.progress(cancel) as progress:
             fixer = self._fixer(where, first, progress, cancel, fix_of)
@@ -359,7 +371,7 @@ class FixFlow:
         if result.status != "fixed" or result.code is None or result.outcome is None:
             self.editor.tell(f"runfix: not fixed: {result.message}", Level.WARNING, place)
             return FixReport(FixAnswer(Status.FAILED, result.attempts, result.message))
-        now = self.flow.text(uri)
+        now = self.desk.text(uri)
         target = result.target or Target(first, last, code_of(lines, first, last))
         spans = {(first, last)}
         if target.path is None:
@@ -442,14 +454,14 @@ class FixFlow:
         for a fix in another cell, what the piece printed when it ran again after it)."""
         first, code = edit.first, edit.code
         target = result.target
-        runner = self.flow.runner
+        runner = self.runner
         if target is not None and target.path is not None:  # the document did not change
             now = self.editor.text(where.uri)
             if now is not None and result.outcome is not None:
                 runner.shown(where.now(now), result.outcome, Piece(*piece))
                 self.editor.runs_done()
             return
-        shown = await self.flow.shown(where, first, code)
+        shown = await self.desk.shown(where, first, code)
         if shown is None or result.outcome is None:
             return
         last = first + code.rstrip("\n").count("\n")
@@ -466,5 +478,5 @@ class FixFlow:
             context=document_names("".join(shown.text.lines)),
             modules=await asyncio.to_thread(module_names, where.folder),
         )
-        self.flow.mark_findings(where.uri, shown.text.version, findings)
+        self.desk.mark_findings(where.uri, shown.text.version, findings)
         self.editor.runs_done()

@@ -36,16 +36,16 @@ def _under_type_checking(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool
     return False
 
 
-def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+def _imports(name: str, path: Path, known: set[str], typing: bool = False) -> set[str]:
     """The project modules `name` imports when it runs: every import, also inside functions
     (an import moved into a function to break a cycle is still a cycle), but not those only
-    a type checker sees."""
+    a type checker sees (unless `typing`)."""
     tree = ast.parse(path.read_text())
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
-        if _under_type_checking(node, parents):
+        if not typing and _under_type_checking(node, parents):
             continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
@@ -61,10 +61,11 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
 
 
 @functools.cache
-def _graph() -> dict[str, set[str]]:
-    """Each project module → the project modules it imports when it runs."""
+def _graph(typing: bool = False) -> dict[str, set[str]]:
+    """Each project module → the project modules it imports when it runs (`typing`: and
+    those only a type checker sees)."""
     modules = _modules()
-    return {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+    return {name: _imports(name, path, set(modules), typing) for name, path in modules.items()}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -223,8 +224,8 @@ def test_only_the_context_maker_looks_a_document_folder_up_in_the_core() -> None
     once, at the front end's door, by `Flow.where`; the core takes it and never looks a
     document's folder or settings up again. The doors (the LSP front end, the CLI, agents'
     calls, which come with their folder) may."""
-    doors = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents")
-    doors += ("lsp_server.session",)  # (the state, where the settings are kept)
+    # (and the session: the state, where the settings are kept)
+    doors = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents", "lsp_server.session")
     looked: dict[str, list[str]] = {}
     for attribute in (
         "folder_for",
@@ -295,3 +296,57 @@ def test_a_command_of_another_shape_is_refused_when_it_is_registered() -> None:
 
     server.command("runfix.example")(fits)
     assert "runfix.example" in server.protocol.fm.commands
+
+
+DOORS = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents")
+"""What calls the core: the LSP front end, the command line, agents' calls."""
+VERBS = ("lsp_server.generate", "lsp_server.fix")
+"""What the core does over its services (running is the runner's, a service)."""
+
+
+def test_no_import_circle_even_for_the_type_checker_and_none_back_up_to_a_door() -> None:
+    """Issue 48: `lsp_server/` has no import circle, TYPE_CHECKING imports included (the
+    core's one circle was `flow` ↔ `fix.flow` ↔ `generate`), and nothing below the doors
+    imports a door."""
+    graph = {
+        k: {m for m in v if m.startswith("lsp_server")}
+        for k, v in _graph(typing=True).items()
+        if k.startswith("lsp_server")
+    }
+    assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
+    up = {
+        name: sorted(m for m in imported if m.startswith(DOORS))
+        for name, imported in graph.items()
+        if not name.startswith(DOORS) and name not in ("lsp_server.__main__",)
+    }
+    assert {k: v for k, v in up.items() if v} == {}
+
+
+def test_a_verb_imports_no_verb_nor_the_face_and_the_state_imports_no_service() -> None:
+    """Issue 48: generating and fixing each depend on the services (gate, runner, desk,
+    reads, installs) and the editor port, never on `Flow` (the face) or on each other; the
+    state (`session`) imports none of the services."""
+    graph = _graph(typing=True)
+
+    def verb(name: str) -> str | None:
+        return next((v for v in VERBS if name == v or name.startswith(v + ".")), None)
+
+    crossing = {
+        name: sorted(
+            m for m in imported if m == "lsp_server.flow" or verb(m) not in (None, verb(name))
+        )
+        for name, imported in graph.items()
+        if verb(name) is not None
+    }
+    assert {k: v for k, v in crossing.items() if v} == {}
+    services = ("lsp_server.gate", "lsp_server.runner", "lsp_server.services", "lsp_server.flow")
+    state = sorted(m for m in graph["lsp_server.session"] if m.startswith((*services, *VERBS)))
+    assert state == []
+
+
+def test_only_the_runner_takes_a_folders_run_lock() -> None:
+    """Issue 48: runs of a folder go one at a time; the lock is the runner's to take (a
+    fix's candidate and an agent's run ask the runner for it)."""
+    assert {name: found for name, found in _calls("run_lock").items()} == {
+        "lsp_server.runner": ["Runner.locked: self.session"]
+    }

@@ -51,7 +51,7 @@ class FakeKernel:
             line = request.first_line + next(
                 i for i, row in enumerate(request.code.splitlines()) if "undefined_name" in row
             )
-            frame = Frame(request.filename, line, "<module>", "")
+            frame = Frame(request.filename, line, "<module>")
             error = Error("NameError", "name 'undefined_name' is not defined", (frame,), "")
             return RunOutcome(RunStatus.ERROR, (error,), 0.001)
         return RunOutcome(RunStatus.OK, (Value({"text/plain": "3"}, None),), 0.001)
@@ -182,9 +182,8 @@ def _request(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch, ask: 
         editor = FakeEditor(folder, uri, source.splitlines(keepends=True))
         session = Session(read, editor.kernel_state, trust=TrustStore(tmp_path / "trust.json"))
         session.decide(folder, Choice.TRUST)
-        session.model_for = lambda settings: FakeModel(  # type: ignore[method-assign]
-            "```python\nundefined_name = 2\nprint(undefined_name + 1)\n```"
-        )
+        model: Any = FakeModel("```python\nundefined_name = 2\nprint(undefined_name + 1)\n```")
+        session.model_for = lambda settings: model  # type: ignore[method-assign]
         flow = Flow(session, editor)
         where = await flow.where(uri)
         if ask == "run":
