@@ -38,7 +38,6 @@ from lsp_server.flow import Flow
 from lsp_server.folder_files import read_regular
 from lsp_server.record.store import one_based
 from lsp_server.runs import Piece, RunMode, Where
-from lsp_server.session import Session
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.languages import PYTHON, Language, language_of
 
@@ -193,8 +192,8 @@ def text_of(outcome: RunOutcome, limit: int = 20_000) -> str:
 class AgentDoor:
     """The sockets agents reach `runfix serve` through, and what their calls do."""
 
-    def __init__(self, session: Session, editor: Editor, flow: Flow) -> None:
-        self.session, self.editor, self.flow = session, editor, flow
+    def __init__(self, editor: Editor, flow: Flow) -> None:
+        self.editor, self.flow = editor, flow
         self._servers: dict[Path, asyncio.AbstractServer] = {}
         self._made: dict[Path, tuple[int, int]] = {}
         self._identity: dict[Path, tuple[int, int] | None] = {}
@@ -362,7 +361,8 @@ class AgentDoor:
         return next((f for f, i in self._identity.items() if i == now and f != folder), None)
 
     async def _may_run(self, folder: Path, agent: str) -> None:
-        why = await self.flow.gate.agent_may_run(folder, await self.session.settings(folder), agent)
+        settings, _ = await self.flow.folder_settings(folder)
+        why = await self.flow.gate.agent_may_run(folder, settings, agent)
         if why is not None:
             raise AgentError(why)
 
@@ -421,7 +421,7 @@ class AgentDoor:
         uri, path = self._uri(folder, args)
         numbers = self._numbers(args)  # (bad line numbers are said before anything is asked)
         await self._may_run(folder, agent)
-        markers = (await self.session.settings(folder)).prompt_markers
+        markers = (await self.flow.folder_settings(folder))[0].prompt_markers
         if (open_text := self.editor.text(uri)) is None:  # not open: the file on disk
             try:  # off the loop, a regular file only, bounded: a FIFO must not hold the editor
                 raw = await asyncio.to_thread(_read_file, path)
@@ -463,7 +463,7 @@ class AgentDoor:
     ) -> Where:
         """The context of code in no open document (a file on disk, in the language its
         extension says; an agent's snippet, Python)."""
-        settings, choice = await self.session.decided_settings(folder)
+        settings, choice = await self.flow.folder_settings(folder)
         return Where(uri, name, folder, settings, Snapshot(0, rows), language, choice)
 
     async def _execute(self, where: Where, piece: Piece, agent: str) -> Any:
@@ -471,7 +471,13 @@ class AgentDoor:
         its runs."""
         if where.language is None:
             raise AgentError(f"{where.path}: runfix does not know this file's language")
-        kernel = await self.session.kernel_for(where.folder, where.settings, where.language)
+        try:
+            admitted = await self.flow.gate.admit(where)  # (trust was checked: nothing asked)
+        except ExecutorUnavailable as exc:
+            raise AgentError(str(exc)) from None
+        if admitted is None:
+            raise AgentError(f"{where.folder} is not trusted: nothing runs there")
+        kernel, where = admitted.kernel, admitted.where
         with self._cancellable() as cancel:
             lock = await self.flow.runner.locked(where, cancel)
             if lock is None:
@@ -493,7 +499,7 @@ class AgentDoor:
 
     async def _results(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, _ = self._uri(folder, args)
-        results = self.session.store.get(uri)
+        results = self.flow.results(uri)
         lines = self._lines(self._numbers(args), (), ())  # (first..last: no cell to find)
         first, last = lines if lines is not None else (0, 1 << 30)
         said: list[dict[str, Any]] = []
@@ -528,7 +534,7 @@ class AgentDoor:
 
     async def _variables(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         self._not_denied(folder)
-        kernel = self.session.kernels.find(folder)
+        kernel = self.flow.kernel_of(folder)
         if kernel is None or not kernel.launched:
             return {"variables": []}
         return {"variables": [dataclasses.asdict(v) for v in await kernel.variables()]}
@@ -538,7 +544,7 @@ class AgentDoor:
         if not isinstance(expression, str) or not expression:
             raise AgentError("expression: a name, attribute or literal subscript is needed")
         self._not_denied(folder)
-        kernel = self.session.kernels.find(folder)
+        kernel = self.flow.kernel_of(folder)
         if kernel is None or not kernel.launched:
             return {"value": None}
         answer = await kernel.ask_live("describe", {"expression": expression}, 2.0)
@@ -552,15 +558,12 @@ class AgentDoor:
         if args.get("path"):
             _, where = self._uri(folder, args)
             path = None if where.is_dir() else str(where)
-        settings = await self.session.settings(folder)
-        if not self.session.may_start(folder, settings):  # a record that came with the folder
-            return {"runs": []}
-        record = self.session.existing_record(folder, settings)
+        record = self.flow.record_of(folder)  # (not one that came with an undecided folder)
         runs = record.recent(path, limit) if record is not None else []
         return {"runs": [one_based(run) for run in runs]}
 
     async def _interrupt(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
-        kernel = self.session.kernels.find(folder)
+        kernel = self.flow.kernel_of(folder)
         if kernel is not None and kernel.launched:
             await self._may_run(folder, agent)  # it stops the user's run: asked as a run is
             await kernel.interrupt()

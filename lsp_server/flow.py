@@ -20,26 +20,34 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from contextlib import suppress
+from pathlib import Path
 
 from executor.base import ExecutorUnavailable
 from executor.events import RunRequest, Variable
+from executor.jupyter import Kernel
 from executor.safety import Finding
+from executor.trust import Choice, resolved
 from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
 from lsp_server.editor import Editor, Level, Place, Snapshot
 from lsp_server.fix import fixcheck
 from lsp_server.fix.flow import FixFlow
 from lsp_server.gate import Gate
 from lsp_server.generate import Generator
+from lsp_server.outputs.results import DocumentResults
+from lsp_server.outputs.store import LineChange
+from lsp_server.record.store import RunRecord
 from lsp_server.runner import PieceRun, Runner
 from lsp_server.runs import EVERY_PIECE, RunMode, Where
 from lsp_server.services.desk import Desk
 from lsp_server.services.installs import Installer
 from lsp_server.services.reads import KernelReads
 from lsp_server.session import Session
+from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
-from lsp_server.text.languages import is_python
+from lsp_server.text.languages import PYTHON, is_python
 
 log = logging.getLogger(__name__)
 INVALIDATE_CACHES = "import importlib\nimportlib.invalidate_caches()\n"
@@ -186,3 +194,101 @@ class Flow:
         with suppress(Exception):
             await self.runner.quietly(kernel, RunRequest(INVALIDATE_CACHES, "<runfix>", 1, 30))
         return InstallAnswer(Status.OK, run=await self.run(self.now(where), rerun, cancel))
+
+    # -- what the doors ask of the state (they never touch it themselves) ---------------------
+
+    def results(self, uri: str) -> DocumentResults:
+        """What the document shows now (the store's, read only)."""
+        return self.session.store.get(uri)
+
+    def shows(self, uri: str) -> bool:
+        """Whether the document shows anything of runfix's."""
+        return self.session.store.has(uri)
+
+    def edited_above(self, uri: str, line: int) -> str | None:
+        """Why what `line` made when it last ran may be stale (code above it edited since)."""
+        return self.session.store.edited_above(uri, line)
+
+    def dataflow(self, uri: str) -> DocumentMap | None:
+        """Which of the document's cells read what another defines, where known."""
+        return self.session.store.map(uri)
+
+    def edited(
+        self, uri: str, version: int, changes: Sequence[LineChange], lines: Sequence[str]
+    ) -> bool:
+        """The document was edited: its results move with the lines (whether any changed)."""
+        return self.session.store.edit(uri, version, changes, lines)
+
+    def replaced(self, uri: str, version: int) -> None:
+        """The document's whole text was replaced: nothing it showed stays."""
+        self.session.store.reset(uri, version)
+
+    def closed(self, uri: str) -> None:
+        self.session.store.close(uri)
+
+    def not_python(self, uri: str) -> None:
+        """The document is not Python: nothing of Python's reading of it is shown."""
+        self.session.store.not_python(uri)
+
+    def clear(self, uri: str) -> None:
+        """Drop what the document shows."""
+        self.session.store.clear(uri)
+
+    async def folder_settings(self, folder: Path) -> tuple[Settings, Choice | None]:
+        """A folder's settings as its trust decision makes them, and that decision (for a
+        door whose request names a folder, not a document: an agent's)."""
+        return await self.session.decided_settings(folder)
+
+    def display_settings(self, folder: Path) -> Settings:
+        """The folder's settings as far as they say how results show (no trust read)."""
+        return self.session.display_settings(folder)
+
+    def cached_settings(self, folder: Path) -> Settings:
+        """The folder's settings if known, without asking anyone (for fast handlers)."""
+        return self.session.cached_settings(folder)
+
+    def kernels(self) -> list[Kernel]:
+        """Every folder's kernels."""
+        return self.session.kernels.all()
+
+    def kernel_of(self, folder: Path, language: str = PYTHON.id) -> Kernel | None:
+        """The folder's kernel of a language, if it has one (none is made)."""
+        return self.session.kernels.find(folder, language)
+
+    def record_of(self, folder: Path) -> RunRecord | None:
+        """The folder's run record, if it has one and its code may run (an undecided
+        folder's record may have come with the repository: it is not read)."""
+        settings = self.session.cached_settings(folder)
+        if not self.session.may_start(folder, settings):
+            return None
+        return self.session.existing_record(folder, settings)
+
+    async def record_for(self, folder: Path) -> RunRecord:
+        """The folder's run record, made if it has none."""
+        return self.session.record(folder, await self.session.settings(folder))
+
+    async def open_kernel(self, where: Where) -> Kernel | None:
+        """The document's kernel as it opens, where its folder's code may already run (no
+        question is asked: the first run asks). `ExecutorUnavailable` when none can run it."""
+        admitted = await self.gate.admitted_quietly(where)
+        return admitted.kernel if admitted is not None else None
+
+    def trust_workspace(self, folders: Sequence[Path]) -> None:
+        """The client decided these folders are trusted (VS Code's Workspace Trust)."""
+        self.session.decided = Choice.TRUST
+        self.session.decided_for = tuple(resolved(f) for f in folders)
+
+    async def settings_changed(self, uris: Sequence[str]) -> None:
+        """The client's settings changed: read again; a folder's kernel whose settings now
+        say another interpreter is replaced."""
+        self.session.forget_settings()
+        for uri in uris:
+            folder = self.editor.folder_for(uri)
+            if self.session.kernels.find(folder) is not None:
+                settings = await self.session.settings(folder)  # as the client says them now
+                await self.session.kernel_for(folder, settings)  # replaced if they changed
+
+    async def revoke(self, folder: Path) -> Choice | None:
+        """Forget the folder's trust decision (its kernel stops); the decision left."""
+        await self.session.revoke(folder)
+        return self.session.choice(folder)

@@ -84,6 +84,13 @@ class Gate:
             kept.choice = admitted.where.choice
         return admitted
 
+    async def admitted_quietly(self, where: Where) -> Admitted | None:
+        """`admit`, where the folder's code may already run; None (nothing asked, nothing
+        said) where it may not yet."""
+        if where.language is None or not may_start(where.settings, where.choice):
+            return None
+        return await self.admit(where)
+
     async def admission(self, where: Where, line: int | None) -> Admitted | None:
         """`admit`, made: the trust decision the request carries (asked for if there is
         none), then the kernel."""

@@ -9,12 +9,11 @@ a cell (`JupyterKernel.ask_live`). Every answer comes within `BUDGET`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from executor.live import LiveAnswer
-from lsp_server.outputs.store import ResultStore
 
 BUDGET = 0.08
 """Seconds the kernel has to answer (the editor's whole answer stays under 100 ms)."""
@@ -150,7 +149,9 @@ def hover_text(about: Any, origin: str) -> str | None:
     return "\n\n".join(parts)
 
 
-def origin(store: ResultStore, uri: str, lines: Sequence[str], line: int, name: str) -> str:
+def origin(
+    edited_above: Callable[[int], str | None], lines: Sequence[str], line: int, name: str
+) -> str:
     """ " · from line N" for the nearest line at or above `line` that binds `name` (the run it
     comes from), and " (stale)" when code above that line was edited since it ran."""
     head = re.escape(re.split(r"[.\[]", name, maxsplit=1)[0])
@@ -160,6 +161,6 @@ def origin(store: ResultStore, uri: str, lines: Sequence[str], line: int, name: 
     )
     for number in range(min(line, len(lines) - 1), -1, -1):
         if binds.match(lines[number]):
-            stale = " (stale)" if store.edited_above(uri, number) else ""
+            stale = " (stale)" if edited_above(number) else ""
             return f" · from line {number + 1}{stale}"
     return ""

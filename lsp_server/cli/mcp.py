@@ -89,7 +89,7 @@ class _Alone:
         self.session = Session(read_settings, editor.kernel_state)
         flow = Flow(self.session, editor)
         flow.gate.allow_agents(folder)
-        self.door = AgentDoor(self.session, editor, flow)
+        self.door = AgentDoor(editor, flow)
 
     async def close(self) -> None:
         self.door.cancel_all()

@@ -564,8 +564,9 @@ async def _run(
         try:
             if where.language is None:
                 raise ExecutorUnavailable(f"runfix does not know the language of {editor.shown}")
-            kernel = await session.kernel_for(where.folder, where.settings, where.language)
-            await kernel.start()
+            kernel = await flow.open_kernel(where)  # (the session trusts the folder)
+            if kernel is not None:
+                await kernel.start()
         except ExecutorUnavailable as exc:
             editor.note(f"{editor.shown}:1:1: error: {exc}")
             return 2
@@ -585,6 +586,6 @@ async def _run(
         return INTERRUPTED if pressed() else 0 if ok else 1
     finally:
         if editor.report != "text":
-            found = session.store.get(editor.uri)
+            found = flow.results(editor.uri)
             editor._say(render(editor.report, editor.shown, editor.lines, found, editor.folder))
         await flow.close()

@@ -191,7 +191,7 @@ class RunfixServer(LanguageServer):
         )
         self.editor = LspEditor(self, self.session)
         self.flow = Flow(self.session, self.editor)
-        self.agents = AgentDoor(self.session, self.editor, self.flow)
+        self.agents = AgentDoor(self.editor, self.flow)
 
     def command(self, command_name: str) -> Callable[[F], F]:
         """pygls's `command`, for the shape `RunfixProtocol` calls commands with: a function

@@ -237,7 +237,16 @@ def test_only_the_context_maker_looks_a_document_folder_up_in_the_core() -> None
         for name, found in _calls(attribute).items():
             if not name.startswith(doors):
                 looked[name] = sorted({*looked.get(name, []), *found})
-    assert looked == {"lsp_server.flow": ["Flow.where: self.editor", "Flow.where: self.session"]}
+    # The face's own: the context it makes (`where`), and what it answers the doors that
+    # name a folder rather than a document (issue 48: the doors never touch the session).
+    face = {"where", "folder_settings", "display_settings", "cached_settings", "record_of"}
+    face |= {"record_for", "settings_changed"}
+    core = {
+        name: [f for f in found if f.split(":")[0].removeprefix("Flow.") not in face]
+        for name, found in looked.items()
+    }
+    assert {name: found for name, found in core.items() if found} == {}
+    assert "Flow.where: self.session" in looked["lsp_server.flow"]
 
 
 def test_what_reads_the_text_runs_nothing() -> None:
@@ -350,3 +359,19 @@ def test_only_the_runner_takes_a_folders_run_lock() -> None:
     assert {name: found for name, found in _calls("run_lock").items()} == {
         "lsp_server.runner": ["Runner.locked: self.session"]
     }
+
+
+def test_no_door_touches_the_session() -> None:
+    """Issue 48: the doors (the LSP handlers, the command line, agents' calls) ask the face
+    (`Flow`) and never reach past it into the state (35 lines of `lsp/` used `ls.session`)."""
+    doors = [*(ROOT / "lsp_server/lsp/features").glob("*.py"), ROOT / "lsp_server/agents.py"]
+    doors += [*(ROOT / "lsp_server/cli").glob("*.py")]
+    touched = {
+        str(path.relative_to(ROOT)): [
+            n
+            for n, line in enumerate(path.read_text().splitlines(), 1)
+            if re.search(r"\b(ls|self|session)\.session\.|\bsession\.(store|kernels)\b", line)
+        ]
+        for path in doors
+    }
+    assert {path: lines for path, lines in touched.items() if lines} == {}

@@ -246,7 +246,7 @@ def _map(ls: RunfixServer, uri: str) -> DocumentMap:
     """The document's dataflow map as its text is now: the store's, else one kept here (its
     cells' analyses remembered by their text: an edit re-reads only the cells it touched)."""
     lines = ls.workspace.get_text_document(uri).lines
-    flow = ls.session.store.map(uri)
+    flow = ls.flow.dataflow(uri)
     if flow is None or len(flow.lines) != len(lines) or list(flow.lines) != lines:
         flow = _MAPS.get(uri)
         if flow is None:
@@ -269,7 +269,7 @@ def register(server: RunfixServer) -> None:
         uri = params.text_document.uri
         only = params.context.only
         doc = ls.workspace.get_text_document(uri)
-        settings = ls.session.cached_settings(ls.editor.folder_for(uri))
+        settings = ls.flow.cached_settings(ls.editor.folder_for(uri))
         markers = settings.prompt_markers
         out: list[lsp.CodeAction] = []
         if _wanted(only, QUICKFIX):

@@ -50,5 +50,5 @@ def register(server: RunfixServer) -> None:
         if uri not in ls.workspace.text_documents:
             return Prepared.of([])  # never opened: nothing to run from here
         lines = ls.workspace.get_text_document(uri).lines
-        markers = ls.session.display_settings(ls.editor.folder_for(uri)).prompt_markers
+        markers = ls.flow.display_settings(ls.editor.folder_for(uri)).prompt_markers
         return made.get(uri, (lines, markers), lambda: Prepared.of(lenses(uri, lines, markers)))

@@ -114,7 +114,7 @@ async def _cancellable(ls: RunfixServer, work: Callable[[asyncio.Event], Awaitab
 def _cell_range(ls: RunfixServer, uri: str, line: int) -> Range:
     """The code lines of the cell holding `line` (a marker line belongs to its cell)."""
     lines = ls.workspace.get_text_document(uri).lines
-    markers = ls.session.display_settings(ls.editor.folder_for(uri)).prompt_markers
+    markers = ls.flow.display_settings(ls.editor.folder_for(uri)).prompt_markers
     cell = cell_at(split_cells(lines, markers), min(line, max(len(lines) - 1, 0)))
     if cell is None or cell.code_first > cell.last:
         return Range.lines(line, line - 1)
@@ -135,9 +135,9 @@ def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[Kernel]:
     """The kernel of the argument's folder, or every kernel when there is no argument."""
     arg = _document(name, args)
     if arg is None:
-        return ls.session.kernels.all()
+        return ls.flow.kernels()
     language = ls.editor.language_of(arg.uri)
-    kernel = ls.session.kernels.find(ls.editor.folder_for(arg.uri), language.id if language else "")
+    kernel = ls.flow.kernel_of(ls.editor.folder_for(arg.uri), language.id if language else "")
     return [kernel] if kernel is not None else []
 
 
@@ -244,12 +244,12 @@ def register(server: RunfixServer) -> None:
     @server.command(STATUS)
     def status(ls: RunfixServer, *args: Any) -> Any:
         """Each folder's kernel state and executor (also sent as `runfix/status`)."""
-        return [to_json(kernel_status(k.folder, k)) for k in ls.session.kernels.all()]
+        return [to_json(kernel_status(k.folder, k)) for k in ls.flow.kernels()]
 
     @server.command(CLEAR)
     def clear(ls: RunfixServer, *args: Any) -> None:
         arg = _document(CLEAR, args)
         for target in [arg.uri] if arg else list(ls.workspace.text_documents):
-            ls.session.store.clear(target)
+            ls.flow.clear(target)
             ls.editor.publish(target)
         ls.editor.runs_done()

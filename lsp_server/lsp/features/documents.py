@@ -22,15 +22,15 @@ async def _start_kernel(ls: RunfixServer, uri: str) -> None:
     know starts none, nor one of an untrusted folder). Python's that cannot start says why
     on the first line at once; another language's says so when the user runs it (a folder
     of Python with a few scripts in another language is not told about them on every open)."""
-    folder, language = ls.editor.folder_for(uri), ls.editor.language_of(uri)
-    settings = await ls.session.settings(folder)
+    where = await ls.flow.where(uri)
+    language = where.language
     if language is None:
         return
-    if not ls.session.may_start(folder, settings):
-        log.info("%s is not trusted: no kernel starts until a run asks", folder)
-        return
     try:
-        kernel = await ls.session.kernel_for(folder, settings, language)
+        kernel = await ls.flow.open_kernel(where)
+        if kernel is None:
+            log.info("%s is not trusted: no kernel starts until a run asks", where.folder)
+            return
         await kernel.start()
     except ExecutorUnavailable as exc:
         if not language.python:
@@ -48,7 +48,7 @@ def register(server: RunfixServer) -> None:
     def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
         language = ls.editor.language_of(params.text_document.uri)
         if not is_python(language):
-            ls.session.store.not_python(params.text_document.uri)
+            ls.flow.not_python(params.text_document.uri)
         ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
         ls.editor.spawn(_restore(ls, params.text_document.uri), "restoring results")
 
@@ -56,22 +56,21 @@ def register(server: RunfixServer) -> None:
     def did_change(ls: RunfixServer, params: lsp.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         doc = ls.workspace.get_text_document(uri)
-        store = ls.session.store
         changes = []
         for change in params.content_changes:
             if not isinstance(change, lsp.TextDocumentContentChangePartial):
-                store.reset(uri, doc.version or 0)  # a whole new text: nothing can stay
+                ls.flow.replaced(uri, doc.version or 0)  # a whole new text: nothing can stay
                 ls.editor.publish(uri)
                 return
             start, end = change.range.start, change.range.end
             deleted = (start.line, start.character) != (end.line, end.character)
             column = start.character if start.line == end.line else -1
             changes.append(line_change(start.line, end.line, change.text, deleted, column))
-        if store.edit(uri, doc.version or 0, changes, doc.lines):
+        if ls.flow.edited(uri, doc.version or 0, changes, doc.lines):
             ls.editor.publish(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RunfixServer, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        ls.session.store.close(uri)
+        ls.flow.closed(uri)
         ls.editor.closed(uri)

@@ -26,10 +26,7 @@ from lsp_server.text.languages import PYTHON
 def _record(ls: RunfixServer, folder: Path) -> RunRecord | None:
     """The folder's record, if it has one and its code may run (an undecided folder's
     record may have come with the repository: it is not read, nor moved aside)."""
-    settings = ls.session.cached_settings(folder)
-    if not ls.session.may_start(folder, settings):
-        return None
-    return ls.session.existing_record(folder, settings)
+    return ls.flow.record_of(folder)
 
 
 def _history(ls: RunfixServer, arg: HistoryArgs) -> list[RecordedRun]:
@@ -37,7 +34,7 @@ def _history(ls: RunfixServer, arg: HistoryArgs) -> list[RecordedRun]:
         folder = ls.editor.folder_for(arg.uri)
         record = _record(ls, folder)
         return record.recent(ls.editor.path_of(arg.uri), arg.limit) if record else []
-    folders = {k.folder for k in ls.session.kernels.all()}
+    folders = {k.folder for k in ls.flow.kernels()}
     folders |= {ls.editor.folder_for(f.uri) for f in ls.workspace.folders.values()}
     runs: list[RecordedRun] = []
     for folder in folders:
@@ -55,7 +52,7 @@ async def _export(ls: RunfixServer, uri: str) -> ExportAnswer:
     path = Path(ls.editor.path_of(uri))
     if not uri.startswith("file:"):
         raise JsonRpcInvalidParams(f"{EXPORT}: save the document to a file first")
-    record = ls.session.record(folder, await ls.session.settings(folder))
+    record = await ls.flow.record_for(folder)
     runs = record.recent(str(path), RESTORE_RUNS)
     text = "".join(ls.workspace.get_text_document(uri).lines)
     out = path.with_suffix(".ipynb")

@@ -4,6 +4,8 @@ the running kernel holds: its type, shape, columns, a preview, the run it comes 
 
 from __future__ import annotations
 
+import functools
+
 from lsprotocol import types as lsp
 
 from lsp_server.live import BUDGET, expression_at, hover_text, origin
@@ -16,12 +18,11 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: RunfixServer, params: lsp.HoverParams) -> lsp.Hover | None:
         uri = params.text_document.uri
-        store = ls.session.store
         doc = ls.workspace.get_text_document(uri)
         line = params.position.line
         ran = (
-            hover(doc.lines, store.get(uri), line, ls.editor.features.width)
-            if store.has(uri)
+            hover(doc.lines, ls.flow.results(uri), line, ls.editor.features.width)
+            if ls.flow.shows(uri)
             else None
         )
         kernel = running_kernel(ls, uri)
@@ -33,7 +34,10 @@ def register(server: RunfixServer) -> None:
             return ran
         answer = await kernel.ask_live("describe", {"expression": expression}, BUDGET)
         text = (
-            hover_text(answer.answer, origin(store, uri, doc.lines, line, expression))
+            hover_text(
+                answer.answer,
+                origin(functools.partial(ls.flow.edited_above, uri), doc.lines, line, expression),
+            )
             if answer is not None
             else None
         )

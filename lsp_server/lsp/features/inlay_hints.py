@@ -21,12 +21,12 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=True))
     def inlay_hint(ls: RunfixServer, params: lsp.InlayHintParams) -> list[Any] | Prepared:
         uri = params.text_document.uri
-        store, features = ls.session.store, ls.editor.features
-        setting = ls.session.display_settings(ls.editor.folder_for(uri)).results
-        if features.results_mode(setting) == "diagnostics" or not store.has(uri):
+        features = ls.editor.features
+        setting = ls.flow.display_settings(ls.editor.folder_for(uri)).results
+        if features.results_mode(setting) == "diagnostics" or not ls.flow.shows(uri):
             return []
         lines = ls.workspace.get_text_document(uri).lines
-        results = store.get(uri)
+        results = ls.flow.results(uri)
         lazy = uri if features.inlay_resolve_tooltip else None
         hints = made.get(
             uri,
@@ -40,7 +40,7 @@ def register(server: RunfixServer) -> None:
         data = hint.data if isinstance(hint.data, dict) else {}
         uri, line = data.get("uri"), data.get("line")
         if hint.tooltip is None and isinstance(uri, str) and isinstance(line, int):
-            tooltip = tooltip_at(ls.session.store.get(uri), line)
+            tooltip = tooltip_at(ls.flow.results(uri), line)
             if tooltip is not None:
                 hint.tooltip = lsp.MarkupContent(lsp.MarkupKind.Markdown, tooltip["value"])
         return hint

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from executor.trust import Choice, resolved
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.lsp.text import DocumentWorkspace
@@ -29,8 +28,7 @@ def register(server: RunfixServer) -> None:
         # The client's own trust decision (VS Code's Workspace Trust), never a setting.
         said = ls.init_options.get(CLIENT_TRUST) if isinstance(ls.init_options, dict) else None
         if said == "trusted":  # for the folders it was said of, not for all to come
-            ls.session.decided = Choice.TRUST
-            ls.session.decided_for = tuple(resolved(f) for f in ls.editor.workspace_folders())
+            ls.flow.trust_workspace(ls.editor.workspace_folders())
         elif said == "restricted":
             ls.editor.restricted = RESTRICTED
         # pygls made its workspace just before this handler; ours splits lines as LSP does.
@@ -63,10 +61,7 @@ def register(server: RunfixServer) -> None:
     async def did_change_configuration(
         ls: RunfixServer, params: lsp.DidChangeConfigurationParams
     ) -> None:
-        ls.session.forget_settings()
-        for uri in list(ls.workspace.text_documents):
-            folder = ls.editor.folder_for(uri)
-            if ls.session.kernels.find(folder) is not None:
-                settings = await ls.session.settings(folder)  # as the client says them now
-                await ls.session.kernel_for(folder, settings)  # replaced if the Python changed
+        uris = list(ls.workspace.text_documents)
+        await ls.flow.settings_changed(uris)
+        for uri in uris:
             ls.editor.publish(uri)

@@ -41,9 +41,9 @@ def running_kernel(ls: RunfixServer, uri: str) -> Kernel | None:
     language = ls.editor.language_of(uri)
     if not is_python(language):
         return None
-    if not ls.session.display_settings(folder).completion:
+    if not ls.flow.display_settings(folder).completion:
         return None
-    kernel = ls.session.kernels.find(folder)
+    kernel = ls.flow.kernel_of(folder)
     return kernel if kernel is not None and kernel.launched else None
 
 

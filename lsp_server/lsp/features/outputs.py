@@ -34,7 +34,7 @@ SHOW_TIMEOUT = 10.0
 def _found(ls: RunfixServer, uri: str, line: int) -> tuple[int, int, list[StatementResult]] | None:
     doc = ls.workspace.text_documents.get(uri)
     lines = doc.lines if doc is not None else []
-    return statements_at(ls.session.store.get(uri), lines, line)
+    return statements_at(ls.flow.results(uri), lines, line)
 
 
 def _outputs_at(ls: RunfixServer, uri: str, line: int) -> tuple[Path, list[Output]] | None:
@@ -45,7 +45,7 @@ def _outputs_at(ls: RunfixServer, uri: str, line: int) -> tuple[Path, list[Outpu
 
 
 def _folders(ls: RunfixServer) -> list[Path]:
-    known = {k.folder for k in ls.session.kernels.all()}
+    known = {k.folder for k in ls.flow.kernels()}
     known |= {ls.editor.folder_for(f.uri) for f in ls.workspace.folders.values()}
     return sorted(known)
 

@@ -89,7 +89,6 @@ def register(server: RunfixServer) -> None:
         arg = optional(UNTRUST, args, TrustArgs) or TrustArgs()
         answers = []
         for folder in folders_of(ls, arg.uri):
-            await ls.session.revoke(folder)
-            choice = ls.session.choice(folder)
+            choice = await ls.flow.revoke(folder)
             answers.append(to_json(TrustState(folder.as_uri(), choice.value if choice else None)))
         return answers
