@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from executor.text import split_lines
-from executor.vouched import Names, unvouched
+from executor.vouched import Names, dotted_parts, unvouched
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,8 @@ _MAGIC = re.compile(r"^(\s*)(!|%%?(?:system|sx|bash|sh|script)\b)")
 
 
 def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+    parts = dotted_parts(node)
+    return ".".join(parts) if parts is not None else None
 
 
 def _literal(node: ast.expr | None) -> str | None:

@@ -180,7 +180,8 @@ _PARTLY: Mapping[str, frozenset[str]] = {
 """Modules runfix vouches for in part: these of their names (and what leads to them)."""
 
 
-def _dotted(node: ast.expr) -> list[str] | None:
+def dotted_parts(node: ast.expr) -> list[str] | None:
+    """`a.b.c` as [a, b, c]; None for anything but a dotted name."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -320,7 +321,7 @@ class _Vouch:
 
     def _is_path(self, node: ast.expr | None) -> bool:
         if isinstance(node, ast.Call):
-            parts = _dotted(node.func)
+            parts = dotted_parts(node.func)
             dotted = self.module_of(parts) if parts else None
             return dotted is not None and dotted[-1] in _PATHLIB
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -397,7 +398,7 @@ class _Vouch:
         if attr.startswith("__") and attr.endswith("__") and attr not in _SAFE_DUNDERS:
             yield node, f"reaches into {attr}"
             return
-        parts = _dotted(node)
+        parts = dotted_parts(node)
         dotted = self.module_of(parts) if parts else None
         if dotted is not None:
             if not self.module_ok(dotted):
@@ -414,7 +415,7 @@ class _Vouch:
 
     def _call(self, node: ast.Call) -> Iterator[tuple[ast.AST, str]]:
         func = node.func
-        parts = _dotted(func)
+        parts = dotted_parts(func)
         name = parts[-1] if parts else None
         if isinstance(func, ast.Name) and func.id not in self.own:
             if func.id in ("getattr", "setattr", "hasattr") and len(node.args) >= 2:

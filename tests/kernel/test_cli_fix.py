@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -329,27 +330,13 @@ def test_a_csv_column_named_like_code_is_never_run_by_the_offline_fix(tmp_path: 
 def test_a_save_made_while_the_model_answered_is_never_written_over(tmp_path: Path) -> None:
     """Issue 47, S1 4: `runfix run --fix` writes the fix only when the file still says what
     it read; a save made meanwhile is kept, and it says so."""
-    import threading
-    import time
-
     path = tmp_path / "job.py"
     path.write_text("items = [1, 2]\n# %%\nprint(sum(items) + '1')\n")
     saved = "items = [1, 2]\n# %%\nprint('the user saved this')\n"
     with ModelServer() as model:
-        slow = code("print(sum(items) + 1)")
-        slow.hang = 3.0
-        model.script(slow)
-
-        def save_meanwhile() -> None:
-            deadline = time.monotonic() + 60
-            while not model.requests and time.monotonic() < deadline:
-                time.sleep(0.05)
-            path.write_text(saved)
-
-        saver = threading.Thread(target=save_meanwhile)
-        saver.start()
-        done = run_fix(path, model)
-        saver.join()
+        done = fix_while_the_model_answers(
+            path, model, "print(sum(items) + 1)", lambda: path.write_text(saved)
+        )
     assert path.read_text() == saved
     assert done.returncode == 1
     assert (
@@ -415,16 +402,13 @@ def runfix_cli(*args: str, cwd: Path) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("swap", ["the file", "its folder"])
+@pytest.mark.parametrize("swapped", ["the file", "its folder"])
 def test_a_module_swapped_for_a_link_during_the_fix_is_never_written_through_it(
-    tmp_path: Path, swap: str
+    tmp_path: Path, swapped: str
 ) -> None:
     """Issue 47, S3 7: while the model answers, the module the fix goes into (or the folder
     holding it) is replaced by a link to a file outside the folder with the same text: the
     fix is not written through the link (only into the file that was read)."""
-    import threading
-    import time
-
     folder = tmp_path / "project"
     (folder / "pkg").mkdir(parents=True)
     broken = "def mean(values):\n    return sum(values) / len(entries)\n"
@@ -436,26 +420,44 @@ def test_a_module_swapped_for_a_link_during_the_fix_is_never_written_through_it(
     victim.write_text(broken)
     path = folder / "job.py"
     path.write_text("from pkg.stats_util import mean\n# %%\nprint(mean([1, 2, 3]))\n")
+
+    def swap() -> None:
+        if swapped == "the file":
+            module.unlink()
+            module.symlink_to(victim)
+        else:
+            (folder / "pkg").rename(folder / "was-pkg")
+            (folder / "pkg").symlink_to(outside)
+
+    fixed = "def mean(values):\n    return sum(values) / len(values)"
     with ModelServer() as model:
-        slow = code("def mean(values):\n    return sum(values) / len(values)")
-        slow.hang = 3.0
-        model.script(slow)
-
-        def swap_meanwhile() -> None:
-            deadline = time.monotonic() + 60
-            while not model.requests and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if swap == "the file":
-                module.unlink()
-                module.symlink_to(victim)
-            else:
-                (folder / "pkg").rename(folder / "was-pkg")
-                (folder / "pkg").symlink_to(outside)
-
-        swapper = threading.Thread(target=swap_meanwhile)
-        swapper.start()
-        done = run_fix(path, model)
-        swapper.join()
+        done = fix_while_the_model_answers(path, model, fixed, swap)
     assert victim.read_text() == broken, done.stdout
     assert "wrote the fixes" not in done.stdout
     assert "changed while it was being fixed" in done.stdout
+
+
+def fix_while_the_model_answers(
+    path: Path, model: ModelServer, reply: str, meanwhile: Callable[[], object]
+) -> subprocess.CompletedProcess[str]:
+    """`runfix run --fix` on `path`, the model taking 3 s to answer `reply`; `meanwhile` is
+    done while it answers (once the request came)."""
+    import threading
+    import time
+
+    slow = code(reply)
+    slow.hang = 3.0
+    model.script(slow)
+
+    def when_asked() -> None:
+        deadline = time.monotonic() + 60
+        while not model.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        meanwhile()
+
+    doer = threading.Thread(target=when_asked)
+    doer.start()
+    try:
+        return run_fix(path, model)
+    finally:
+        doer.join()
