@@ -52,7 +52,8 @@ def test_fd_level_output_never_reaches_the_channel(wire: Wire, folder: Path) -> 
         shown += hover["contents"]["value"] if hover else ""
     for text in ("from a child", "written to fd 1", "from os.system"):
         assert text in shown
-    assert labels.get(4) == "→ printed"
+    # (and late: os.system's output may come after the print's, on the print's line)
+    assert labels.get(4, "").startswith("→ printed")
     assert wire.run(uri)["result"]["status"] == "ok"  # and the session goes on
     # ipykernel's echo of fd output lands in the kernel log runfix keeps.
     log = Path(STATE, "runfix", "logs", kernel_log(folder).name).read_text()
