@@ -158,18 +158,24 @@ async def _answers(where: Path) -> bool:
     return True
 
 
+def identity(folder: Path) -> tuple[int, int] | None:
+    """A folder's identity (device, inode; links followed), None where it is not there."""
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def socket_path(folder: Path, root: Path | None = None) -> Path:
     """Where the `runfix serve` holding `folder` listens for agents: named by the folder's
     identity (device and inode, links followed), so that every spelling of it — `//path`, a
     link to it, its real path when the editor opened it through a link — finds the editor's
     socket, and an agent never gets a folder an editor holds served alone, unasked. `root`:
     the runtime folder, already checked."""
-    try:
-        found = os.stat(folder)
-        identity = f"{found.st_dev}:{found.st_ino}"
-    except OSError:
-        identity = os.path.realpath(folder)
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:24]
+    found = identity(folder)
+    named = f"{found[0]}:{found[1]}" if found is not None else os.path.realpath(folder)
+    digest = hashlib.sha256(named.encode()).hexdigest()[:24]
     return (root or runtime_dir()) / f"{digest}.sock"
 
 
@@ -196,9 +202,9 @@ class AgentDoor:
         self.editor, self.flow = editor, flow
         self._servers: dict[Path, asyncio.AbstractServer] = {}
         self._made: dict[Path, tuple[int, int]] = {}
-        self._identity: dict[Path, tuple[int, int] | None] = {}
-        """Each folder as it was when its first call came (device, inode)."""
         """The socket file each served folder's server made (device, inode)."""
+        self._identity: dict[Path, tuple[int, int]] = {}
+        """Each folder as it was when its first call came (device, inode)."""
         self._waiting: set[Path] = set()
         """Folders another editor's server serves agents for, this one standing by."""
         self._cancels: set[asyncio.Event] = set()
@@ -339,11 +345,7 @@ class AgentDoor:
         """AgentError when `folder` is not the folder it was at its first call: renamed or
         moved (a call by its new path reaches this server too, by the folder's identity),
         or deleted. Nothing is run in a folder whose paths no longer say where it is."""
-        try:
-            found = os.stat(folder)
-            now: tuple[int, int] | None = (found.st_dev, found.st_ino)
-        except OSError:
-            now = None
+        now = identity(folder)
         if now is None or self._identity.setdefault(folder, now) != now:
             raise AgentError(
                 f"{folder} is not where it was: it was moved, renamed or deleted while runfix "
@@ -353,11 +355,9 @@ class AgentDoor:
 
     def was(self, folder: Path) -> Path | None:
         """The folder this door served that `folder` is, moved or renamed since."""
-        try:
-            found = os.stat(folder)
-        except OSError:
+        now = identity(folder)
+        if now is None:
             return None
-        now = (found.st_dev, found.st_ino)
         return next((f for f, i in self._identity.items() if i == now and f != folder), None)
 
     async def _may_run(self, folder: Path, agent: str) -> None:
@@ -558,7 +558,8 @@ class AgentDoor:
         if args.get("path"):
             _, where = self._uri(folder, args)
             path = None if where.is_dir() else str(where)
-        record = self.flow.record_of(folder)  # (not one that came with an undecided folder)
+        settings, _ = await self.flow.folder_settings(folder)
+        record = self.flow.record_of(folder, settings)  # (none that came with the folder)
         runs = record.recent(path, limit) if record is not None else []
         return {"runs": [one_based(run) for run in runs]}
 

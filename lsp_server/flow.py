@@ -25,12 +25,11 @@ from contextlib import suppress
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.events import RunRequest, Variable
+from executor.events import RunRequest
 from executor.jupyter import Kernel
-from executor.safety import Finding
 from executor.trust import Choice, resolved
 from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
-from lsp_server.editor import Editor, Level, Place, Snapshot
+from lsp_server.editor import Editor, Level, Place
 from lsp_server.fix import fixcheck
 from lsp_server.fix.flow import FixFlow
 from lsp_server.gate import Gate
@@ -88,28 +87,17 @@ class Flow:
         folder = self.editor.folder_for(uri)
         settings, choice = await self.session.decided_settings(folder)
         path, language = self.editor.path_of(uri), self.editor.language_of(uri)
-        return Where(uri, path, folder, settings, self.text(uri), language, choice)
-
-    def text(self, uri: str) -> Snapshot:
-        """The document now; a closed one reads as empty."""
-        return self.desk.text(uri)
+        return Where(uri, path, folder, settings, self.desk.text(uri), language, choice)
 
     def now(self, where: Where) -> Where:
         """The same context over the document's text as it is now (after an edit)."""
         return self.desk.now(where)
-
-    async def variables(self, where: Where) -> list[Variable]:
-        """The kernel's variables if it is up (`reads`)."""
-        return await self.reads.variables(where)
 
     # -- results ------------------------------------------------------------------------
 
     async def restore(self, where: Where) -> None:
         """A document opened: the results its unchanged code had (`Desk.restore`)."""
         await self.desk.restore(where)
-
-    def mark_findings(self, uri: str, version: int, findings: list[Finding]) -> None:
-        self.desk.mark_findings(uri, version, findings)
 
     def explain_unavailable(self, uri: str, message: str) -> None:
         self.runner.explain_unavailable(uri, message)
@@ -255,10 +243,11 @@ class Flow:
         """The folder's kernel of a language, if it has one (none is made)."""
         return self.session.kernels.find(folder, language)
 
-    def record_of(self, folder: Path) -> RunRecord | None:
+    def record_of(self, folder: Path, settings: Settings | None = None) -> RunRecord | None:
         """The folder's run record, if it has one and its code may run (an undecided
-        folder's record may have come with the repository: it is not read)."""
-        settings = self.session.cached_settings(folder)
+        folder's record may have come with the repository: it is not read); by `settings`,
+        or the folder's as far as they are known."""
+        settings = settings or self.session.cached_settings(folder)
         if not self.session.may_start(folder, settings):
             return None
         return self.session.existing_record(folder, settings)

@@ -319,10 +319,11 @@ def _depth(value: Any) -> int:
     deepest, todo = 0, [(value, 1)]
     while todo:
         item, depth = todo.pop()
-        children = item.values() if isinstance(item, dict) else item
-        if isinstance(item, (dict, list)):
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
             deepest = max(deepest, depth)
-            todo.extend((child, depth + 1) for child in children)
+            todo.extend((child, depth + 1) for child in item)
     return deepest
 
 

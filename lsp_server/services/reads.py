@@ -27,7 +27,8 @@ class KernelReads:
 
     async def variables(self, where: Where) -> list[Variable]:
         """The kernel's variables if it is up (`_read`): R's too (listed by R)."""
-        return await self._read(where, "the kernel's variables", _variables, True) or []
+        read = self._read(where, "the kernel's variables", lambda k: k.variables(), True)
+        return await read or []
 
     async def evidence(self, where: Where, ename: str, line: int) -> Mapping[str, Any] | None:
         """What the frames of the kernel's last error held, if it is `ename` raised on `line`
@@ -56,7 +57,3 @@ class KernelReads:
         except Exception as exc:
             log.warning("could not read %s: %s", what, exc)
             return None
-
-
-async def _variables(kernel: Kernel) -> list[Variable]:
-    return await kernel.variables()
