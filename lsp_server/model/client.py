@@ -217,8 +217,9 @@ class ModelClient:
             temperature if temperature is not None else self.config.temperature,
             seed if seed is not None else self.config.seed,
         )
+        refused: list[str] = []  # what a retried answer said, should the clock run out
         work = asyncio.wait_for(
-            self._with_retries(messages, seen, bound, sampling), self.config.timeout
+            self._with_retries(messages, seen, bound, sampling, refused), self.config.timeout
         )
         began = time.monotonic()
         try:
@@ -229,6 +230,12 @@ class ModelClient:
                     f"The model's answer was stopped after {self.config.timeout:g}s (setting "
                     f"model.timeout) with {len(received[0]):,} characters written and no end "
                     "in sight."
+                ) from None
+            if refused:  # the retry after a 500 or 429 was still under way
+                raise ModelError(
+                    f"The model at {self.config.base_url} kept answering {refused[-1]}; gave "
+                    f"up after {len(refused)} tries within {self.config.timeout:g}s (setting "
+                    "model.timeout)."
                 ) from None
             raise ModelError(
                 f"The model at {self.config.base_url} did not answer within "
@@ -263,6 +270,7 @@ class ModelClient:
         on_text: Callable[[str], None] | None,
         max_tokens: int,
         sampling: tuple[float | None, int | None],
+        refused: list[str],
     ) -> str:
         import openai
 
@@ -288,10 +296,11 @@ class ModelClient:
                 self._token_field, switched = other, True
             except (openai.RateLimitError, openai.InternalServerError) as exc:
                 delay = _retry_after(exc.response) or min(0.5 * 2**attempt, MAX_BACKOFF)
+                refused.append(f"{exc.status_code} ({_short(exc)})")
                 if time.monotonic() + delay >= deadline:
                     raise ModelError(
-                        f"The model at {self.config.base_url} kept answering "
-                        f"{exc.status_code} ({_short(exc)}); gave up after {attempt + 1} tries."
+                        f"The model at {self.config.base_url} kept answering {refused[-1]}; "
+                        f"gave up after {attempt + 1} tries."
                     ) from None
                 log.info("model answered %s; retrying in %.1fs", exc.status_code, delay)
                 attempt += 1
