@@ -17,10 +17,10 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
@@ -587,10 +587,55 @@ class FixResult:
         return "; ".join(parts)
 
 
-Ask = Callable[[list[dict[str, str]], str, int, int], Awaitable[str]]
-Run = Callable[[str, int], Awaitable[RunOutcome]]
-Confirm = Callable[[str, list[Finding]], Awaitable[bool]]
-Verify = Callable[[str, Target], Awaitable[Check | None]]
+class Ports(Protocol):
+    """What one fix's loop asks of the world, declared in one object (`fix.ports.FixPorts`
+    is runfix's): the loop calls these and nothing else, and none of them calls back into
+    the loop."""
+
+    fixes_modules: bool
+    """Whether a candidate for a module file's code can be put into that module in the
+    kernel (`redefine`); False: a fix stays in the document."""
+
+    async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
+        """The model's reply to `messages` (`what`: the attempt, for progress; `bound`: the
+        answer's cap; `asked`: the requests this fix made before); ModelError or
+        ModelCancelled otherwise. A retry follows a failed candidate: sampled warmer
+        (`RETRY_TEMPERATURE`), with another seed."""
+        ...
+
+    async def run(self, code: str, at: int) -> RunOutcome:
+        """Run code at a document line (0-based); never raises for what the code did."""
+        ...
+
+    async def variables(self) -> list[Variable]:
+        """What the kernel's namespace holds (for the request)."""
+        ...
+
+    async def confirm(self, code: str, findings: list[Finding]) -> bool:
+        """Asked before a flagged candidate runs; False: it does not run."""
+        ...
+
+    def report(self, message: str) -> None:
+        """Progress, as the loop goes."""
+        ...
+
+    async def evidence(self, ename: str, line: int) -> Mapping[str, Any] | None:
+        """What the kernel's frames held when an error was raised (the kernel helper's
+        answer); None: the kernel cannot say."""
+        ...
+
+    async def redefine(self, target: Target, candidate: str) -> RunOutcome:
+        """A module file's candidate put into that module in the kernel (what the file will
+        say once the edit is applied); called only where `fixes_modules`."""
+        ...
+
+    async def verify(self, candidate: str, target: Target) -> Check | None:
+        """A candidate that ran clean, checked against the cells that depend on it
+        (`fixcheck`); None: not checked. One that breaks a passing cell goes back to the
+        model with what it broke."""
+        ...
+
+
 RETRY_TEMPERATURE = 0.7
 """A retry samples at least this warm: at temperature 0 a model answers the same request,
 told its answer failed, with the same answer (seen with Qwen2.5-Coder-0.5B)."""
@@ -617,27 +662,13 @@ def _same_code(a: str, b: str) -> bool:
 class Fixer:
     """One failing piece of code at lines first..last of a document, and how to fix it."""
 
-    ask: Ask
-    """(messages, what-for, max tokens, how many requests this fix made before) → the
-    reply's text; raises ModelError or ModelCancelled. A retry follows a failed candidate:
-    sampled warmer (`RETRY_TEMPERATURE`), with another seed."""
-    run: Run
-    """Runs code at a document line (0-based); never raises for what the code did."""
-    variables: Callable[[], Awaitable[list[Variable]]]
-    confirm: Confirm
-    """Asked before a flagged candidate runs; False: it does not run."""
-    report: Callable[[str], None]
+    ports: Ports
+    """The model, the user, the kernel and the check, as the loop asks them."""
     max_attempts: int
     budget: int
-    verify: Verify | None = None
-    """Checks a candidate that ran clean against the cells that depend on it (`fixcheck`);
-    one that breaks a passing cell goes back to the model with what it broke."""
     max_tokens: int = 1024
     """The cap on an answer (model.maxTokens); a request asks for what its code needs."""
     layout: str = "first"
-    redefine: Callable[[Target, str], Awaitable[RunOutcome]] | None = None
-    """Puts a candidate for a module file's code into that module in the kernel (what the
-    file will say once the edit is applied); None: module files are not fixed."""
     language: Language = PYTHON
     modules: Collection[str] = ()
     """The folder's own modules (what a candidate may import unasked)."""
@@ -645,9 +676,6 @@ class Fixer:
     candidate keeps the failing statement and the safety scan read Python only: in another
     language the model is asked in it, and every candidate is one to look at before it
     runs (`safety.scan`)."""
-    evidence: Callable[[str, int], Awaitable[Mapping[str, Any] | None]] | None = None
-    """What the kernel's frames held when an error was raised ((exception name, line) →
-    the kernel helper's answer); None: not asked."""
     path: str = ""
     """The document's path, as the kernel's frames name it."""
     evidence_style: str = "facts"
@@ -678,7 +706,7 @@ class Fixer:
         cell's function); the piece then runs again after it, unchanged, as its test.
         `raised_at`: the line (1-based, in its file) the innermost frame of the user's code
         raised on, which the kernel's evidence must be of (0: the kernel's last error)."""
-        variables = await self.variables()
+        variables = await self.ports.variables()
         python = self.language.python
         loop = await self._begin(lines, first, last, code, error, target, raised_at)
         names = [v.name for v in variables] + loop.in_code
@@ -688,7 +716,7 @@ class Fixer:
         fresh: list[Variable] | None = variables
         """The kernel's variables, until a run may have changed them."""
         if typo is not None:  # Python's own suggestion, tried before any model is asked
-            self.report(f"trying {typo[1]}")
+            self.ports.report(f"trying {typo[1]}")
             done = await self._attempt(loop, typo[0], 0, lines)
             if done is not None:
                 if done.status == "fixed":
@@ -702,8 +730,8 @@ class Fixer:
             number += 1
             current = loop.current
             headline = current.strip().splitlines()[-1] if current.strip() else "error"
-            self.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
-            variables = fresh = fresh if fresh is not None else await self.variables()
+            self.ports.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
+            variables = fresh = fresh if fresh is not None else await self.ports.variables()
             focus = loop.focus if note and self.narrow else None
             try:
                 reply = await self._ask(loop, number, focus, note, variables)
@@ -742,7 +770,7 @@ class Fixer:
                 ),
                 modules=self.modules,
             )
-            if findings and not await self.confirm(candidate, findings):
+            if findings and not await self.ports.confirm(candidate, findings):
                 return loop.ended(
                     "failed",
                     number,
@@ -765,7 +793,7 @@ class Fixer:
         target: Target | None,
     ) -> _Loop:
         """One fix's state, with what stays the same across its attempts."""
-        if target is not None and target.path is not None and self.redefine is None:
+        if target is not None and target.path is not None and not self.ports.fixes_modules:
             target = None
         loop = _Loop(target or Target(first, last, code), first, last, code, error, error)
         in_module = loop.target.path is not None
@@ -784,7 +812,7 @@ class Fixer:
         """One request to the model; ModelError or ModelCancelled otherwise."""
         messages, bound = self._messages(loop, focus, note, variables)
         what = f"attempt {number}/{self.max_attempts}"
-        return await self.ask(messages, what, bound, len(loop.answers))
+        return await self.ports.ask(messages, what, bound, len(loop.answers))
 
     def _messages(
         self, loop: _Loop, focus: int | None, note: str, variables: Sequence[Variable]
@@ -903,13 +931,13 @@ class Fixer:
     ) -> str:
         """What the kernel held when `error` was raised, for the next request ("" where
         the kernel cannot say: another language, a kernel without runfix's helper)."""
-        if self.evidence is None or not self.language.python:
+        if not self.language.python:
             return ""
         ename = error_name(error)
         if ename is None:
             return ""
         try:
-            found = loop.found = await self.evidence(ename, line)
+            found = loop.found = await self.ports.evidence(ename, line)
         except Exception as exc:  # the evidence helps; a fix never fails for it
             log.info("the kernel's evidence could not be read: %s", exc)
             return ""
@@ -935,18 +963,18 @@ class Fixer:
         """Run one candidate and judge it: the result to answer with, or None to go on."""
         target = loop.target
         defined: RunOutcome | None = None
-        if target.path is not None and self.redefine is not None:
-            defined = outcome = await self.redefine(target, candidate)
+        if target.path is not None and self.ports.fixes_modules:
+            defined = outcome = await self.ports.redefine(target, candidate)
             if defined.status == RunStatus.OK:
-                outcome = await self.run(loop.code, loop.first)  # the test: the caller again
+                outcome = await self.ports.run(loop.code, loop.first)  # the test: the caller again
         elif loop.elsewhere:
-            defined = outcome = await self.run(candidate, target.first)
+            defined = outcome = await self.ports.run(candidate, target.first)
             if defined.status == RunStatus.OK:
                 grown = candidate.rstrip("\n").count("\n") - (target.last - target.first)
                 moved = grown if target.last < loop.first else 0
-                outcome = await self.run(loop.code, loop.first + moved)  # the test: the caller
+                outcome = await self.ports.run(loop.code, loop.first + moved)  # the caller again
         else:
-            outcome = await self.run(candidate, loop.first)
+            outcome = await self.ports.run(candidate, loop.first)
         if outcome.status == RunStatus.CANCELLED:
             return loop.ended("cancelled", number, "cancelled")
         if outcome.status != RunStatus.OK:
@@ -964,7 +992,7 @@ class Fixer:
         flag = (kept or deletion_style(target.code, candidate)) if self.language.python else None
         result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
         result.target, result.defined = target, defined
-        checked = await self.verify(candidate, target) if self.verify is not None else None
+        checked = await self.ports.verify(candidate, target)
         if checked is not None and checked.status == "cancelled":
             return loop.ended("cancelled", number, "cancelled")
         result.check = checked

@@ -286,10 +286,7 @@ class FixFlow:
             self.runner, model, self.reads.variables, self.reads.evidence, fix_of,
         )  # fmt: skip
         return Fixer(
-            ask=ports.ask,
-            run=ports.run,
-            variables=ports.variables,
-            evidence=ports.evidence,
+            ports,
             retarget=functools.partial(
                 target_for,
                 where.text.lines,
@@ -299,13 +296,9 @@ class FixFlow:
                 python=is_python(where.language),
             ),
             path=where.path,
-            confirm=ports.confirm,
-            report=ports.report,
             max_attempts=settings.fix_max_attempts,
             budget=settings.context_budget,
-            verify=ports.verify,
             max_tokens=model.config.max_tokens,
-            redefine=ports.redefine,
             language=where.language or PYTHON,
         )
 

@@ -57,6 +57,8 @@ class FixPorts:
     fix_of: int | None = None
     asked: list[Asked] = field(default_factory=list)
     """What asking for the candidate about to run took (its run's record keeps it)."""
+    fixes_modules: bool = True
+    """A module file's candidate is put into its module in the kernel (`redefine`)."""
 
     @property
     def place(self) -> Place:

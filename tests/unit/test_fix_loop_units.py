@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,6 +27,7 @@ from lsp_server.fix.fixing import (
 from lsp_server.model.client import ModelConfig
 from lsp_server.model.context import ReplyError, answer_bound, extract_code, fix_messages
 from lsp_server.settings import Settings
+from tests.support.fix_ports import CalledPorts
 
 DOC = (
     "sales = [12.5, 8.0, 19.25]\n"  # 0
@@ -216,15 +216,7 @@ def _scripted(
         ran.append(code)
         return RunOutcome(RunStatus.OK, (Stream("stdout", "[1]\n", Span(1, 1)),), 0.01)
 
-    async def variables() -> list[Any]:
-        return []
-
-    async def confirm(code: str, findings: Any) -> bool:
-        return True
-
-    return Fixer(
-        ask, run, variables, confirm, lambda m: None, max_attempts=max_attempts, budget=4000
-    )
+    return Fixer(CalledPorts(ask, run), max_attempts=max_attempts, budget=4000)
 
 
 async def test_an_unchanged_answer_is_not_run_and_the_next_request_asks_for_the_line() -> None:

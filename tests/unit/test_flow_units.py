@@ -56,6 +56,7 @@ from lsp_server.settings import PROJECT, Settings, resolve
 from lsp_server.text.languages import PYTHON, Language
 from lsp_server.text.positions import utf16_len
 from tests.conftest import CLIENTS
+from tests.support.fix_ports import CalledPorts
 
 URI = "file:///ws/doc.py"
 
@@ -288,13 +289,10 @@ def _fixer(
         ran.append(code)
         return outcomes.pop(0)
 
-    async def variables() -> list[Any]:
-        return []
-
     async def confirmed(code: str, findings: Any) -> bool:
         return confirm
 
-    fixer = Fixer(ask, run, variables, confirmed, lambda m: None, max_attempts=3, budget=4000)
+    fixer = Fixer(CalledPorts(ask, run, confirmed), max_attempts=3, budget=4000)
     return fixer, asked, ran
 
 
