@@ -1,8 +1,8 @@
 """The editor as the services see it: a narrow interface with two implementations.
 
 `lsp.editor.LspEditor` speaks LSP to a client; `cli.run.HeadlessEditor` is
-`runfix run` in a terminal. The run-and-fix flow (`flow.Flow`) calls only
-what is here: read a document, publish results, tell the user, ask to
+`runfix run` in a terminal. The core calls only what is here: read a document, show
+results (handed over whole: the editor never reads the core back), tell the user, ask to
 confirm, apply an edit, report progress, ask for a line of input.
 """
 
@@ -79,6 +79,20 @@ class TrustAnswer:
     """Why nothing runs (said on the line): `Don't run`, no answer, the editor cannot ask."""
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What a document shows now, handed to the editor by the results desk (the editor never
+    reads the core back for it)."""
+
+    uri: str
+    results: DocumentResults
+    """All of the document's results now (an editor that draws the document's state)."""
+    added: DocumentResults
+    """What this change brought (a terminal that prints results as they come)."""
+    setting: str | None
+    """The folder's `results` setting (where results go: diagnostics, inlay hints, both)."""
+
+
 class Progress(Protocol):
     def report(self, message: str, percentage: int | None = None) -> None: ...
 
@@ -109,8 +123,9 @@ class Editor(Protocol):
         does not know)."""
         ...
 
-    def published(self, uri: str, added: DocumentResults) -> None:
-        """The document's stored results changed (`added` are the new ones)."""
+    def show(self, change: Shown) -> None:
+        """The document's results changed: show them (an editor draws `results`, a terminal
+        prints `added`)."""
         ...
 
     def live(self, uri: str) -> Callable[[Stream], None] | None:

@@ -3,7 +3,7 @@ installing, and the trust gate in front of a kernel.
 
 Running: the pieces (cells, or the lines of a range) of the text as it stood
 when the run was asked for, one folder's runs at a time, stopping at the first
-that fails; results are stored and published after each piece.
+that fails; results are kept and shown after each piece.
 
 Fixing lives in `fix.flow.FixFlow` (`Flow.fixes`): the model writes a candidate, it
 runs where the failing piece stands, and only a candidate that ran clean is applied.
@@ -58,15 +58,15 @@ class Flow:
     def __init__(self, session: Session, editor: Editor) -> None:
         self.session = session
         self.editor = editor
-        self.gate = Gate(session, editor)
+        self.desk = Desk(session, editor)
+        """What documents show, its one writer; a document's text (`services.desk`)."""
+        self.gate = Gate(session, editor, self.desk)
         """Trust before a kernel, confirmation before flagged code (`gate`)."""
-        self.runner = Runner(session, editor, self.gate)
+        self.runner = Runner(session, editor, self.gate, self.desk)
         """Where every piece runs, its results kept and recorded (`runner`)."""
-        self.desk = Desk(session, editor, self.runner)
-        """A document's text, and the results said about it (`desk`)."""
         self.reads = KernelReads(session)
         """What the kernel holds, for the model (`reads`)."""
-        self.installer = Installer(editor, self.gate, self.runner)
+        self.installer = Installer(editor, self.gate, self.desk)
         """Installing into the folder's kernel (`installs`)."""
         self.generator = Generator(session, editor, self.runner, self.desk, self.reads)
         """Writing a prompt's body (`generate`)."""
@@ -87,7 +87,9 @@ class Flow:
         folder = self.editor.folder_for(uri)
         settings, choice = await self.session.decided_settings(folder)
         path, language = self.editor.path_of(uri), self.editor.language_of(uri)
-        return Where(uri, path, folder, settings, self.desk.text(uri), language, choice)
+        where = Where(uri, path, folder, settings, self.desk.text(uri), language, choice)
+        self.desk.seen(where)
+        return where
 
     def now(self, where: Where) -> Where:
         """The same context over the document's text as it is now (after an edit)."""
@@ -100,7 +102,8 @@ class Flow:
         await self.desk.restore(where)
 
     def explain_unavailable(self, uri: str, message: str) -> None:
-        self.runner.explain_unavailable(uri, message)
+        """No kernel runs the document here: said, and on its first line."""
+        self.desk.explain_unavailable(uri, message)
 
     # -- running --------------------------------------------------------------------------
 
@@ -186,41 +189,46 @@ class Flow:
     # -- what the doors ask of the state (they never touch it themselves) ---------------------
 
     def results(self, uri: str) -> DocumentResults:
-        """What the document shows now (the store's, read only)."""
-        return self.session.store.get(uri)
+        """What the document shows now (read only)."""
+        return self.desk.results(uri)
 
     def shows(self, uri: str) -> bool:
         """Whether the document shows anything of runfix's."""
-        return self.session.store.has(uri)
+        return self.desk.shows(uri)
 
     def edited_above(self, uri: str, line: int) -> str | None:
         """Why what `line` made when it last ran may be stale (code above it edited since)."""
-        return self.session.store.edited_above(uri, line)
+        return self.desk.edited_above(uri, line)
 
     def dataflow(self, uri: str) -> DocumentMap | None:
         """Which of the document's cells read what another defines, where known."""
-        return self.session.store.map(uri)
+        return self.desk.dataflow(uri)
 
     def edited(
         self, uri: str, version: int, changes: Sequence[LineChange], lines: Sequence[str]
-    ) -> bool:
-        """The document was edited: its results move with the lines (whether any changed)."""
-        return self.session.store.edit(uri, version, changes, lines)
+    ) -> None:
+        """The document was edited: its results move with the lines (and show where they
+        moved)."""
+        self.desk.edited(uri, version, changes, lines)
 
     def replaced(self, uri: str, version: int) -> None:
         """The document's whole text was replaced: nothing it showed stays."""
-        self.session.store.reset(uri, version)
+        self.desk.replaced(uri, version)
 
     def closed(self, uri: str) -> None:
-        self.session.store.close(uri)
+        self.desk.closed(uri)
 
     def not_python(self, uri: str) -> None:
         """The document is not Python: nothing of Python's reading of it is shown."""
-        self.session.store.not_python(uri)
+        self.desk.not_python(uri)
 
     def clear(self, uri: str) -> None:
         """Drop what the document shows."""
-        self.session.store.clear(uri)
+        self.desk.clear(uri)
+
+    def done(self) -> None:
+        """Work ended: an editor that draws results lazily redraws them."""
+        self.desk.done()
 
     async def folder_settings(self, folder: Path) -> tuple[Settings, Choice | None]:
         """A folder's settings as its trust decision makes them, and that decision (for a
@@ -269,13 +277,16 @@ class Flow:
 
     async def settings_changed(self, uris: Sequence[str]) -> None:
         """The client's settings changed: read again; a folder's kernel whose settings now
-        say another interpreter is replaced."""
+        say another interpreter is replaced; the documents show their results as the
+        settings now say."""
         self.session.forget_settings()
         for uri in uris:
             folder = self.editor.folder_for(uri)
             if self.session.kernels.find(folder) is not None:
                 settings = await self.session.settings(folder)  # as the client says them now
                 await self.session.kernel_for(folder, settings)  # replaced if they changed
+        for uri in uris:
+            self.desk.show((await self.where(uri)).uri)  # (its results as they now say)
 
     async def revoke(self, folder: Path) -> Choice | None:
         """Forget the folder's trust decision (its kernel stops); the decision left."""

@@ -20,12 +20,11 @@ from executor.jupyter import Kernel
 from executor.trust import Choice, TrustFileError
 from lsp_server.editor import Editor, Level, Place, TrustAnswer, TrustQuestion
 from lsp_server.executors import kernel_config, sandboxed
-from lsp_server.outputs.results import DocumentResults, Problem
 from lsp_server.runs import Where
+from lsp_server.services.desk import Desk
 from lsp_server.session import Session, may_start, with_choice
 from lsp_server.settings import Settings
 from lsp_server.text.languages import LANGUAGES, Language
-from lsp_server.text.positions import strip_eol
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +51,10 @@ class Admitted:
 class Gate:
     """Trust before a kernel, confirmation before flagged code (`Flow.gate`)."""
 
-    def __init__(self, session: Session, editor: Editor) -> None:
-        self.session, self.editor = session, editor
+    def __init__(self, session: Session, editor: Editor, desk: Desk) -> None:
+        self.session, self.editor, self.desk = session, editor, desk
         self._questions: dict[Path, asyncio.Future[TrustAnswer]] = {}
         """The trust question being asked, per folder (runs meanwhile wait for its answer)."""
-        self._noted: dict[str, Path] = {}
-        """The documents that say nothing ran, and the folder each waits on."""
         self._agents_allowed: set[Path] = set()
         """Folders whose user allowed agents for this session."""
         self._agents_denied: set[Path] = set()
@@ -157,29 +154,17 @@ class Gate:
             self.editor.tell(
                 f"runfix: {exc}; your choice holds until the editor closes", Level.WARNING
             )
-        for uri in [uri for uri, noted in self._noted.items() if noted == folder]:
-            del self._noted[uri]
-            if self.session.store.drop_kind(uri, "trust"):
-                self.editor.published(uri, DocumentResults())
+        self.desk.decided(folder)
 
     def not_trusted(self, uri: str, line: int | None, folder: Path, why: str) -> None:
-        """Say on the line that nothing ran, and why; its quick fixes decide."""
-        now = self.editor.text(uri)
+        """Say that nothing ran, and why: on the line (the desk keeps the note), whose quick
+        fixes decide."""
         message = (
             f"runfix: nothing ran: {folder} is not trusted ({why}). Trust it (quick fix "
             f"'Trust this folder', or `runfix trust {folder}`) to run its code."
         )
         self.editor.remark(Place(uri, line), message)
-        if now is None or not now.lines:
-            return
-        at = min(line or 0, len(now.lines) - 1)
-        problem = Problem(
-            at, at, message, "warning", message, kind="trust", source=(strip_eol(now.lines[at]),)
-        )
-        self.session.store.drop_kind(uri, "trust")
-        self._noted[uri] = folder
-        self.session.store.add(uri, now.version, DocumentResults(problems=[problem]), now.lines)
-        self.editor.published(uri, DocumentResults(problems=[problem]))
+        self.desk.not_run(uri, line, folder, message)
 
     # -- confirming -----------------------------------------------------------------------
 

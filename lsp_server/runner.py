@@ -1,10 +1,11 @@
 """The runner: the one place a piece of code runs for the user.
 
 A piece runs behind the folder's other runs (`Runner.locked`), in its kernel, and what it
-did is made into results on the lines it ran on, kept (stored, moved through the edits made
-meanwhile) and published, and recorded in the folder's run record. Plain runs, a fix's
-attempts, a candidate's results once applied, agents' runs and `runfix run` all come here;
-runfix's own code (a module's redefinition, an import cache reset) runs through `quietly`.
+did is made into results on the lines it ran on, handed to the results desk
+(`services.desk`: kept through the edits made meanwhile, and shown), and recorded in the
+folder's run record. Plain runs, a fix's attempts, a candidate's results once applied,
+agents' runs and `runfix run` all come here; runfix's own code (a module's redefinition,
+an import cache reset) runs through `quietly`.
 The fix check's throwaway kernels are the only other caller of a kernel's `execute`.
 """
 
@@ -27,13 +28,11 @@ from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.outputs.results import DocumentResults, Problem, build
 from lsp_server.record.store import Asked, RecordedRun, entry, ran_text
 from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
+from lsp_server.services.desk import SAFETY, Desk
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
-from lsp_server.text.positions import strip_eol
 
-SAFETY = "runfix safety: model-written code "
-"""How a safety finding's diagnostic begins (the question about running it says the rest)."""
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
 NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
 
@@ -100,8 +99,8 @@ def output_files(folder: Path, settings: Settings) -> OutputFiles:
 class Runner:
     """Runs pieces of code for the user, one folder's runs at a time (`Flow.runner`)."""
 
-    def __init__(self, session: Session, editor: Editor, gate: Gate) -> None:
-        self.session, self.editor, self.gate = session, editor, gate
+    def __init__(self, session: Session, editor: Editor, gate: Gate, desk: Desk) -> None:
+        self.session, self.editor, self.gate, self.desk = session, editor, gate, desk
         self._doing: dict[Path, str] = {}
         """What a folder's run in progress waits for, for the runs queued behind it."""
 
@@ -154,7 +153,7 @@ class Runner:
                     if len(pieces) > 1:
                         share = (number - 1) * 100 // len(pieces)
                         progress.report(f"Running cell {number}/{len(pieces)}", share)
-                    flagged = self.session.store.get(where.uri).safety_in(piece.first, piece.last)
+                    flagged = self.desk.results(where.uri).safety_in(piece.first, piece.last)
                     if flagged and not await self._confirmed(where, piece, flagged):
                         return Ran(tuple(ran), NOT_CONFIRMED)
                     one = await self.run(
@@ -200,26 +199,16 @@ class Runner:
                 admitted.where, pieces, admitted.kernel, cancel, mode, asked_at
             )
         except ExecutorUnavailable as exc:
-            self.explain_unavailable(where.uri, str(exc))
+            self.desk.explain_unavailable(where.uri, str(exc))
             return run_answer(Status.ERROR, began, str(exc))
         if runs is not None:
             runs.extend(ran.pieces)
         if ran.stopped is not None:
             return run_answer(Status.CANCELLED, began, ran.stopped or None)
-        self.editor.runs_done()
+        self.desk.done()
         outcome = ran.pieces[-1].outcome
         why = outcome.note if outcome.status == RunStatus.CANCELLED else ""
         return run_answer(outcome.status, began, why or None)
-
-    def explain_unavailable(self, uri: str, message: str) -> None:
-        """A message, and an Error diagnostic on the document's first line, saying what to fix."""
-        self.editor.tell_once(message, Level.ERROR)
-        now = self.editor.text(uri)
-        if now is None:
-            return
-        first = strip_eol(now.lines[0]) if now.lines else ""
-        problem = Problem(0, 0, message, "error", message, source=(first,))
-        self.keep(uri, now.version, DocumentResults(problems=[problem]))
 
     async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
         code = code_of(where.text.lines, piece.first, piece.last)
@@ -262,7 +251,7 @@ class Runner:
             else None  # (an agent's run: nobody at the editor waits to answer it)
         )
         if keep:
-            self.session.store.clear_made_at(where.uri, text.version, piece.first, piece.last)
+            self.desk.ran_again(where.uri, text.version, piece.first, piece.last)
         outcome = await kernel.execute(
             request,
             cancel=cancel,
@@ -285,7 +274,7 @@ class Runner:
         # (a cell that shows 4,000 images); plain text is made at once.
         results = await asyncio.to_thread(making) if _rich(outcome) and not attempt else making()
         if keep:
-            self.keep(where.uri, text.version, results)
+            self.desk.keep(where.uri, text.version, results)
         span = (piece.first, piece.last)
         recorded = entry(where.path, span, code, origin, outcome, results, fix_of, model)
         run_id = self.record(where, recorded)
@@ -303,8 +292,7 @@ class Runner:
             piece=(piece.first, piece.last),
             files=output_files(where.folder, where.settings),
         )
-        self.session.store.clear(where.uri, piece.first, piece.last)
-        self.keep(where.uri, where.text.version, results)
+        self.desk.replace(where.uri, where.text.version, piece.first, piece.last, results)
 
     async def quietly(
         self, kernel: Kernel, request: RunRequest, cancel: asyncio.Event | None = None
@@ -312,14 +300,6 @@ class Runner:
         """runfix's own code in the kernel (the caller holds the folder's lock): nothing is
         shown or recorded."""
         return await kernel.execute(request, cancel=cancel)
-
-    def keep(self, uri: str, version: int, results: DocumentResults) -> None:
-        """Store results made from `version` (moved through later edits), and publish."""
-        now = self.editor.text(uri)
-        if now is None:
-            return  # closed while it ran: its results went with it
-        self.session.store.add(uri, version, results, now.lines)
-        self.editor.published(uri, results)
 
     def record(self, where: Where, run: RecordedRun) -> int | None:
         """Add a run to the folder's record; its ticket (None: not recorded)."""

@@ -33,6 +33,7 @@ from lsp_server.editor import (
     LineEdit,
     Place,
     Progress,
+    Shown,
     Snapshot,
     TrustAnswer,
     TrustQuestion,
@@ -241,16 +242,18 @@ class HeadlessEditor:
             self._say(f"{self.shown}:{line}:{_column(text)}: note: {done}")
             self._streamed[line] = self._streamed.get(line, "") + done + "\n"
 
-    def published(self, uri: str, added: DocumentResults) -> None:
+    def show(self, change: Shown) -> None:
+        """What the run added is printed (what the document showed before was printed)."""
+        added = change.added
         if not self.features.input and any(
             p.message.startswith("StdinNotImplementedError") for p in added.problems
         ):
             self.note(f"{self.shown}: note: input() asks at a terminal; stdin is not one here")
         if self.report != "text":
             return  # said once, in that format, when the run ends
-        shown = {s.last + 1: self._streamed.pop(s.last + 1, "") for s in added.statements}
+        streamed = {s.last + 1: self._streamed.pop(s.last + 1, "") for s in added.statements}
         self._partial.clear()
-        for line in format_results(self.shown, self.lines, added, shown):
+        for line in format_results(self.shown, self.lines, added, streamed):
             self._say(line)
 
     def runs_done(self) -> None:

@@ -309,7 +309,7 @@ class FixFlow:
         """Fix the piece whose run raised the error the document shows as `message` (a quick
         fix, "Fix with model"): its traceback, the line and the module file it was raised in
         come from the stored results."""
-        problems = self.session.store.get(where.uri).problems
+        problems = self.desk.results(where.uri).problems
         said = reported(problems, piece, message, where.folder)
         first, last = piece
         return await self.fix_piece(
@@ -452,7 +452,7 @@ class FixFlow:
             now = self.editor.text(where.uri)
             if now is not None and result.outcome is not None:
                 runner.shown(where.now(now), result.outcome, Piece(*piece))
-                self.editor.runs_done()
+                self.desk.done()
             return
         shown = await self.desk.shown(where, first, code)
         if shown is None or result.outcome is None:
@@ -472,4 +472,4 @@ class FixFlow:
             modules=await asyncio.to_thread(module_names, where.folder),
         )
         self.desk.mark_findings(where.uri, shown.text.version, findings)
-        self.editor.runs_done()
+        self.desk.done()

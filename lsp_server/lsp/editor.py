@@ -36,6 +36,7 @@ from lsp_server.editor import (
     Level,
     LineEdit,
     Place,
+    Shown,
     Snapshot,
     TrustAnswer,
     TrustQuestion,
@@ -45,8 +46,7 @@ from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.transport import send_prepared_notification
 from lsp_server.lsp.uris import ClientUris
-from lsp_server.outputs.results import DocumentResults, Front, StatementResult
-from lsp_server.session import Session
+from lsp_server.outputs.results import Front, StatementResult
 from lsp_server.text.languages import Language, language_of
 
 log = logging.getLogger(__name__)
@@ -135,9 +135,8 @@ class LspProgress:
 class LspEditor:
     """The `Editor` interface over LSP: requests and notifications to the connected client."""
 
-    def __init__(self, server: LanguageServer, session: Session) -> None:
+    def __init__(self, server: LanguageServer) -> None:
         self.server = server
-        self.session = session
         self.features = ClientFeatures()
         self._told: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -148,8 +147,10 @@ class LspEditor:
         self._pending: set[str] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._sent: dict[str, tuple[int | None, list[Any]]] = {}
-        """What each document's last publication said (JSON), and at which version."""
-        """What each document's last publication said (the same is not said twice)."""
+        """What each document's last publication said (JSON), and at which version (the
+        same is not said twice)."""
+        self._shown: dict[str, Shown] = {}
+        """What each document shows, as the core last handed it (`show`)."""
         self._folders: dict[str, tuple[list[str], Path]] = {}
         self._kernels: dict[Path, Kernel] = {}
         self._touched: set[str] = set()
@@ -219,15 +220,16 @@ class LspEditor:
 
     # -- results ------------------------------------------------------------------------
 
-    def publish(self, uri: str) -> None:
+    def _publish(self, uri: str) -> None:
+        """Send the document's diagnostics as the core last handed them."""
         self._pending.discard(uri)
         self._touched.add(uri)
         doc = self.server.workspace.text_documents.get(uri)
-        if doc is None:
+        shown = self._shown.get(uri)
+        if doc is None or shown is None:
             return
-        setting = self.session.display_settings(self.folder_for(uri)).results
-        with_results = self.features.results_mode(setting) in ("diagnostics", "both")
-        results, width = self.session.store.get(uri), self.features.width
+        with_results = self.features.results_mode(shown.setting) in ("diagnostics", "both")
+        results, width = shown.results, self.features.width
         protocol = self.server.protocol
         # The problems (a few, with URIs: in the client's own form) through lsprotocol; the
         # statements' results (thousands, no URI) made as JSON and written as JSON text.
@@ -249,6 +251,7 @@ class LspEditor:
     def closed(self, uri: str) -> None:
         """The document closed: its diagnostics go, and what was known of it."""
         self._sent.pop(uri, None)
+        self._shown.pop(uri, None)
         self._folders.pop(uri, None)
         self._hinted.pop(uri, None)
         self._pending.discard(uri)
@@ -256,13 +259,15 @@ class LspEditor:
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[])
         )
 
-    def published(self, uri: str, added: DocumentResults) -> None:
-        """Publish now, unless this document's were published a moment ago while work is
-        under way: then once the moment is over (a whole-file run of a thousand cells
-        sends tens of publications, not a thousand)."""
+    def show(self, change: Shown) -> None:
+        """Publish the document's results now, unless they were published a moment ago
+        while work is under way: then once the moment is over (a whole-file run of a
+        thousand cells sends tens of publications, not a thousand)."""
+        uri = change.uri
+        self._shown[uri] = change
         since = time.monotonic() - self._published_at.get(uri, 0.0)
         if not self.working or since >= PUBLISH_EVERY:
-            self.publish(uri)
+            self._publish(uri)
             return
         self._pending.add(uri)
         if self._timer is None:
@@ -275,14 +280,17 @@ class LspEditor:
             self._timer.cancel()
             self._timer = None
         for uri in list(self._pending):
-            self.publish(uri)
+            self._publish(uri)
 
     def runs_done(self) -> None:
         """Ask the client to redraw its inlay hints, if a document's hints changed."""
         touched, self._touched = self._touched, set()
         changed = False
         for uri in touched:
-            results = self.session.store.get(uri)
+            shown = self._shown.get(uri)
+            if shown is None:
+                continue
+            results = shown.results
             now = tuple(results.statements)
             before, fronts = self._hinted.get(uri, ((), ()))
             if before != now or fronts != results.fronts:

@@ -186,10 +186,8 @@ class RunfixServer(LanguageServer):
         self.shutting_down = False
         """`shutdown` came: a run cancelled now says so."""
         """The local output page (`outputs/page.py`), once asked for."""
-        self.session = Session(
-            self._read_settings, lambda f, k: self.editor.kernel_state(f, k), kernels
-        )
-        self.editor = LspEditor(self, self.session)
+        self.editor = LspEditor(self)
+        self.session = Session(self._read_settings, self.editor.kernel_state, kernels)
         self.flow = Flow(self.session, self.editor)
         self.agents = AgentDoor(self.editor, self.flow)
 

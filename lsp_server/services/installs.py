@@ -10,8 +10,8 @@ from executor.jupyter import Kernel
 from lsp_server.contract import InstallAnswer, Status
 from lsp_server.editor import SHOWN_TEXT, Editor, Level
 from lsp_server.gate import Gate
-from lsp_server.runner import Runner
 from lsp_server.runs import Where
+from lsp_server.services.desk import Desk
 
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"
@@ -20,8 +20,8 @@ NO_INSTALL = "Don't install"
 class Installer:
     """Installs into the folder's kernel (the install verb, and the fix's offline one)."""
 
-    def __init__(self, editor: Editor, gate: Gate, runner: Runner) -> None:
-        self.editor, self.gate, self.runner = editor, gate, runner
+    def __init__(self, editor: Editor, gate: Gate, desk: Desk) -> None:
+        self.editor, self.gate, self.desk = editor, gate, desk
 
     async def install(
         self,
@@ -47,7 +47,7 @@ class Installer:
         try:
             admitted = await self.gate.admit(where, line)
         except ExecutorUnavailable as exc:
-            self.runner.explain_unavailable(where.uri, str(exc))
+            self.desk.explain_unavailable(where.uri, str(exc))
             return InstallAnswer(Status.ERROR, str(exc)), None
         if admitted is None:
             return InstallAnswer(Status.CANCELLED, "not installed: the folder is not trusted"), None

@@ -38,6 +38,7 @@ from lsp_server.editor import (
     Level,
     LineEdit,
     Place,
+    Shown,
     Snapshot,
     TrustAnswer,
     TrustQuestion,
@@ -94,8 +95,8 @@ class FakeEditor:
     def folder_for(self, uri: str) -> Path:
         return Path("/ws")
 
-    def published(self, uri: str, added: DocumentResults) -> None:
-        self.published_results.append(added)
+    def show(self, change: Shown) -> None:
+        self.published_results.append(change.added)
 
     def runs_done(self) -> None:
         pass

@@ -375,3 +375,24 @@ def test_no_door_touches_the_session() -> None:
         for path in doors
     }
     assert {path: lines for path, lines in touched.items() if lines} == {}
+
+
+def test_one_desk_writes_what_documents_show_and_the_editor_never_reads_it_back() -> None:
+    """Issue 48, 4: the results desk (`services.desk`) is the one module that touches the
+    result store and the one caller of the editor port's `show`; the gate, the runner and
+    the face hand it what to keep. The LSP editor holds no session: it draws what it is
+    handed (before, `published(uri, added)` ignored `added` and read the store back)."""
+    touching = {
+        name: sorted(set(re.findall(r"\bsession\.store\b[.\w]*", path.read_text())))
+        for name, path in _modules().items()
+        if name.startswith("lsp_server") and name != "lsp_server.services.desk"
+    }
+    assert {k: v for k, v in touching.items() if v} == {}
+    showing = {
+        name: on_editor
+        for name, found in _calls("show").items()
+        if (on_editor := [f for f in found if f.endswith("editor")])
+    }
+    assert showing == {"lsp_server.services.desk": ["Desk.show: self.editor"]}
+    editor = (ROOT / "lsp_server/lsp/editor.py").read_text()
+    assert "session" not in editor.lower()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
 
 import executor.pool
 from executor.base import ExecutorState
@@ -22,13 +23,13 @@ from lsp_server.editor import (
     Level,
     LineEdit,
     Place,
+    Shown,
     Snapshot,
     TrustAnswer,
     TrustQuestion,
     apply_to_lines,
 )
 from lsp_server.flow import Flow
-from lsp_server.outputs.results import DocumentResults
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.languages import PYTHON, Language
@@ -45,6 +46,7 @@ class FakeKernel:
         self.state = ExecutorState.IDLE
         self.launched = True
         self.retired = None
+        self.label = "fake"
 
     async def execute(self, request: RunRequest, **_: Any) -> RunOutcome:
         if "undefined_name" in request.code:
@@ -97,7 +99,7 @@ class FakeEditor:
     def language_of(self, uri: str) -> Language | None:
         return PYTHON
 
-    def published(self, uri: str, added: DocumentResults) -> None:
+    def show(self, change: Shown) -> None:
         pass
 
     def live(self, uri: str) -> None:
@@ -167,6 +169,46 @@ class FakeModel:
         return self.reply
 
 
+class _Sink:
+    """Where the LSP server writes to a client that is not there."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(data)
+
+
+def _lsp_run(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Trace, bytes]:
+    """One run through the real LSP server's core and its LSP editor (the handler's
+    context made as the door makes it), traced; the Trace and what the client was sent."""
+    from pygls.workspace import Workspace
+
+    from lsp_server.lsp.server import RunfixServer
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "job.py").write_text(source)
+    uri = (folder / "job.py").as_uri()
+    monkeypatch.setattr(executor.pool, "create", FakeKernel)
+    sink = _Sink()
+
+    async def request() -> Any:
+        server = RunfixServer()
+        server.protocol.set_writer(sink)
+        server.protocol._workspace = Workspace(folder.as_uri())  # as `initialize` makes it
+        item = lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=source)
+        server.workspace.put_text_document(item)
+        server.session.trust = TrustStore(tmp_path / "trust.json")
+        server.session.decide(folder, Choice.TRUST)
+        where = await server.flow.where(uri)
+        return await server.flow.run(where, None, asyncio.Event())
+
+    answer, trace = traced(request)
+    assert answer is not None
+    return trace, b"".join(sink.sent)
+
+
 def _request(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch, ask: str) -> Trace:
     """Run `ask` ("run", "fix") on a document holding `source`, traced; its Trace."""
     folder = tmp_path / "project"
@@ -212,5 +254,19 @@ def test_a_run_and_fix_derives_each_fact_once_and_its_loop_calls_only_its_ports(
     (the trust decision read 4 more times, admission and the kernel's config twice)."""
     trace = _request(tmp_path, "print(undefined_name + 1)\n", monkeypatch, "fix")
     print(f"fix: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
+    assert trace.k == 0, dict(trace.facts)
+    assert trace.r == 0, trace.reentries
+
+
+def test_a_run_through_the_lsp_editor_derives_each_fact_once_and_is_never_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same run with the real LSP server's editor, which shows what it is handed.
+    Before: R = 1 (the session told the editor of its kernel's state through a lambda of
+    the server's, so the server's frame stood below the editor sending). That the editor
+    never reads the results back is `test_shape`'s to hold."""
+    trace, sent = _lsp_run(tmp_path, "x = 1\nx + 2\n", monkeypatch)
+    print(f"lsp run: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
+    assert b"textDocument/publishDiagnostics" in sent  # the run's result reached the client
     assert trace.k == 0, dict(trace.facts)
     assert trace.r == 0, trace.reentries

@@ -251,5 +251,4 @@ def register(server: RunfixServer) -> None:
         arg = _document(CLEAR, args)
         for target in [arg.uri] if arg else list(ls.workspace.text_documents):
             ls.flow.clear(target)
-            ls.editor.publish(target)
-        ls.editor.runs_done()
+        ls.flow.done()

@@ -60,14 +60,12 @@ def register(server: RunfixServer) -> None:
         for change in params.content_changes:
             if not isinstance(change, lsp.TextDocumentContentChangePartial):
                 ls.flow.replaced(uri, doc.version or 0)  # a whole new text: nothing can stay
-                ls.editor.publish(uri)
                 return
             start, end = change.range.start, change.range.end
             deleted = (start.line, start.character) != (end.line, end.character)
             column = start.character if start.line == end.line else -1
             changes.append(line_change(start.line, end.line, change.text, deleted, column))
-        if ls.flow.edited(uri, doc.version or 0, changes, doc.lines):
-            ls.editor.publish(uri)
+        ls.flow.edited(uri, doc.version or 0, changes, doc.lines)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RunfixServer, params: lsp.DidCloseTextDocumentParams) -> None:

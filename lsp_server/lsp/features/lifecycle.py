@@ -61,7 +61,4 @@ def register(server: RunfixServer) -> None:
     async def did_change_configuration(
         ls: RunfixServer, params: lsp.DidChangeConfigurationParams
     ) -> None:
-        uris = list(ls.workspace.text_documents)
-        await ls.flow.settings_changed(uris)
-        for uri in uris:
-            ls.editor.publish(uri)
+        await ls.flow.settings_changed(list(ls.workspace.text_documents))
