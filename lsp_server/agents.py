@@ -361,13 +361,12 @@ class AgentDoor:
         return next((f for f, i in self._identity.items() if i == now and f != folder), None)
 
     async def _may_run(self, folder: Path, agent: str) -> None:
-        settings, _ = await self.flow.folder_settings(folder)
-        why = await self.flow.gate.agent_may_run(folder, settings, agent)
+        why = await self.flow.agent_may_run(folder, agent)
         if why is not None:
             raise AgentError(why)
 
     def _not_denied(self, folder: Path) -> None:
-        if (why := self.flow.gate.agent_may_read(folder)) is not None:
+        if (why := self.flow.agent_may_read(folder)) is not None:
             raise AgentError(why)
 
     # -- operations ------------------------------------------------------------------------
@@ -471,23 +470,13 @@ class AgentDoor:
         its runs."""
         if where.language is None:
             raise AgentError(f"{where.path}: runfix does not know this file's language")
-        try:
-            admitted = await self.flow.gate.admit(where)  # (trust was checked: nothing asked)
-        except ExecutorUnavailable as exc:
-            raise AgentError(str(exc)) from None
-        if admitted is None:
-            raise AgentError(f"{where.folder} is not trusted: nothing runs there")
-        kernel, where = admitted.kernel, admitted.where
         with self._cancellable() as cancel:
-            lock = await self.flow.runner.locked(where, cancel)
-            if lock is None:
-                return {"status": "cancelled", "output": "", "message": self._cancelled_note()}
             try:
-                ran = await self.flow.runner.run(
-                    where, piece, kernel, cancel, origin=f"agent: {agent}", keep=False
-                )
-            finally:
-                lock.release()
+                ran = await self.flow.run_code(where, piece, cancel, f"agent: {agent}")
+            except ExecutorUnavailable as exc:
+                raise AgentError(str(exc)) from None
+        if ran is None:
+            return {"status": "cancelled", "output": "", "message": self._cancelled_note()}
         outcome = ran.outcome
         log.info("%s ran %d line(s) in %s", agent, piece.last - piece.first + 1, where.folder)
         status = "error" if outcome.status.value == "died" else outcome.status.value

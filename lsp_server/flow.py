@@ -25,20 +25,28 @@ from contextlib import suppress
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.events import RunRequest
+from executor.events import RunRequest, Variable
 from executor.jupyter import Kernel
 from executor.trust import Choice, resolved
-from lsp_server.contract import InstallAnswer, Range, RunAnswer, Status
+from lsp_server import contract
+from lsp_server.contract import (
+    FixAnswer,
+    GenerateAnswer,
+    InstallAnswer,
+    Range,
+    RunAnswer,
+    Status,
+)
 from lsp_server.editor import Editor, Level, Place
 from lsp_server.fix import fixcheck
-from lsp_server.fix.flow import FixFlow
+from lsp_server.fix.flow import FixFlow, FixReport
 from lsp_server.gate import Gate
 from lsp_server.generate import Generator
 from lsp_server.outputs.results import DocumentResults
 from lsp_server.outputs.store import LineChange
 from lsp_server.record.store import RunRecord
 from lsp_server.runner import PieceRun, Runner
-from lsp_server.runs import EVERY_PIECE, RunMode, Where
+from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
 from lsp_server.services.desk import Desk
 from lsp_server.services.installs import Installer
 from lsp_server.services.reads import KernelReads
@@ -166,6 +174,84 @@ class Flow:
             cells = [flow.bounds(i) for i in range(index + 1)] + cells
         return await self.run(where, None, cancel, RunMode(within=tuple(cells)))
 
+    # -- fixing and generating -----------------------------------------------------------
+
+    async def run_and_fix(
+        self, where: Where, line_range: Range | None, cancel: asyncio.Event
+    ) -> FixAnswer:
+        """Run; fix the piece that fails and apply the fix (`FixFlow.run_and_fix`)."""
+        return await self.fixes.run_and_fix(where, line_range, cancel)
+
+    async def fix_reported(
+        self, where: Where, piece: tuple[int, int], message: str, cancel: asyncio.Event, *,
+        apply: bool,
+    ) -> FixReport:  # fmt: skip
+        """Fix the piece whose run raised the error the document shows as `message`."""
+        return await self.fixes.fix_reported(where, piece, message, cancel, apply=apply)
+
+    async def generate(
+        self, where: Where, line: int, run: bool, cancel: asyncio.Event
+    ) -> GenerateAnswer:
+        """Write the body of the prompt at `line` (and run it: `run`) (`Generator`)."""
+        return await self.generator.generate(where, line, run, cancel)
+
+    # -- the kernel -----------------------------------------------------------------------
+
+    async def variables(self, where: Where) -> list[Variable]:
+        """What the document's kernel holds, where its folder's code may run (none is
+        started where it may not: nothing is asked)."""
+        try:
+            admitted = await self.gate.admit(where)
+        except ExecutorUnavailable:
+            return []  # (said when the document runs)
+        return await admitted.kernel.variables() if admitted is not None else []
+
+    def _kernels(self, folder: Path | None, language: str) -> list[Kernel]:
+        if folder is None:
+            return self.session.kernels.all()
+        kernel = self.session.kernels.find(folder, language)
+        return [kernel] if kernel is not None else []
+
+    async def interrupt(self, folder: Path | None = None, language: str = PYTHON.id) -> int:
+        """Interrupt the folder's kernel of `language` (no folder: every kernel); how many."""
+        kernels = self._kernels(folder, language)
+        await asyncio.gather(*(k.interrupt() for k in kernels))
+        return len(kernels)
+
+    async def restart(self, folder: Path | None = None, language: str = PYTHON.id) -> int:
+        """Restart the folder's kernel of `language` (no folder: every kernel); how many."""
+        kernels = self._kernels(folder, language)
+        await asyncio.gather(*(k.restart() for k in kernels))
+        self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
+        return len(kernels)
+
+    async def run_code(
+        self, where: Where, piece: Piece, cancel: asyncio.Event, origin: str
+    ) -> PieceRun | None:
+        """Code in no open document (an agent's), in the folder's kernel behind its runs:
+        nothing is kept or shown (`Runner.run_code`)."""
+        return await self.runner.run_code(where, piece, cancel, origin)
+
+    # -- trust and agents -----------------------------------------------------------------
+
+    def decide(self, folder: Path, choice: Choice, keep: bool = True) -> None:
+        """The user decided how the folder's code runs (`keep`: beyond this session)."""
+        self.gate.decided(folder, choice, keep=keep)
+
+    def allow_agents(self, folder: Path) -> None:
+        """Agents may run in `folder` without asking (trust still applies)."""
+        self.gate.allow_agents(folder)
+
+    async def agent_may_run(self, folder: Path, agent: str) -> str | None:
+        """Whether `agent` may run code in the folder's kernel (asked at the editor); None:
+        it may, else why not."""
+        settings, _ = await self.folder_settings(folder)
+        return await self.gate.agent_may_run(folder, settings, agent)
+
+    def agent_may_read(self, folder: Path) -> str | None:
+        """Whether an agent may read the folder's kernel (None: it may, else why not)."""
+        return self.gate.agent_may_read(folder)
+
     # -- install --------------------------------------------------------------------------
 
     async def install(
@@ -292,3 +378,28 @@ class Flow:
         """Forget the folder's trust decision (its kernel stops); the decision left."""
         await self.session.revoke(folder)
         return self.session.choice(folder)
+
+
+COMMANDS: dict[str, str] = {
+    contract.RUN: Flow.run.__name__,
+    contract.RUN_AND_FIX: Flow.run_and_fix.__name__,
+    contract.GENERATE: Flow.generate.__name__,
+    contract.FIX_WITH_MODEL: Flow.fix_reported.__name__,
+    contract.INSTALL: Flow.install.__name__,
+    contract.INTERRUPT: Flow.interrupt.__name__,
+    contract.RESTART: Flow.restart.__name__,
+    contract.VARIABLES: Flow.variables.__name__,
+    contract.CLEAR: Flow.clear.__name__,
+    contract.STATUS: Flow.kernels.__name__,
+    contract.HISTORY: Flow.record_of.__name__,
+    contract.RUN_ABOVE: Flow.run_cells.__name__,
+    contract.RUN_BELOW: Flow.run_cells.__name__,
+    contract.RUN_DEPENDENTS: Flow.run_cells.__name__,
+    contract.RESTART_AND_RUN_TO: Flow.run_cells.__name__,
+    contract.TRUST: Flow.decide.__name__,
+    contract.UNTRUST: Flow.revoke.__name__,
+}
+"""Each contract command that asks the core for something, and the one face method that
+does it (the doors, LSP and command line and agents, call only those). `runfix.export`,
+`runfix.outputs` and `runfix.showOutput` are the doors' own (a notebook's conversion, the
+output page)."""

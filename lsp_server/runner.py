@@ -280,6 +280,25 @@ class Runner:
         run_id = self.record(where, recorded)
         return PieceRun(piece, outcome, text.lines, text.version, run_id, results)
 
+    async def run_code(
+        self, where: Where, piece: Piece, cancel: asyncio.Event, origin: str
+    ) -> PieceRun | None:
+        """Lines `piece` of code in no open document (an agent's), admitted (its folder's
+        trust was checked: nothing is asked), in the folder's kernel behind its runs,
+        recorded and not kept. None: cancelled while queued. `ExecutorUnavailable`: nothing
+        runs it here (not trusted, no kernel of its language)."""
+        admitted = await self.gate.admit(where)
+        if admitted is None:
+            raise ExecutorUnavailable(f"{where.folder} is not trusted: nothing runs there")
+        kernel, where = admitted.kernel, admitted.where
+        lock = await self.locked(where, cancel)
+        if lock is None:
+            return None
+        try:
+            return await self.run(where, piece, kernel, cancel, origin=origin, keep=False)
+        finally:
+            lock.release()
+
     def shown(self, where: Where, outcome: RunOutcome, piece: Piece) -> None:
         """Keep the results of a run that ran elsewhere (a fix's attempt, now applied) on
         lines `piece` of `where.text`, in place of what those lines showed."""

@@ -88,7 +88,7 @@ class _Alone:
         editor.report = "json"  # nothing printed as it runs
         self.session = Session(read_settings, editor.kernel_state)
         flow = Flow(self.session, editor)
-        flow.gate.allow_agents(folder)
+        flow.allow_agents(folder)
         self.door = AgentDoor(editor, flow)
 
     async def close(self) -> None:

@@ -503,7 +503,7 @@ def _prompts(lines: Sequence[str], settings: Settings, line: int | None) -> list
 
 
 async def _generate(
-    flow: Flow, where: Where, prompts: Sequence[str], cancel: asyncio.Event
+    flow: Flow, editor: HeadlessEditor, where: Where, prompts: Sequence[str], cancel: asyncio.Event
 ) -> bool:
     """Each prompt in turn: the cells above it that have not run, then its body written by
     the model and run. Whether every one was written and ran clean."""
@@ -519,7 +519,7 @@ async def _generate(
         mode = RunMode(after=ran_to, before=at, say_stop=False)
         if (await flow.run(where, None, cancel, mode)).status == Status.CANCELLED:
             return False
-        answer = await flow.generator.generate(flow.now(where), at, True, cancel)
+        answer = await flow.generate(flow.now(where), at, True, cancel)
         if answer.status == Status.CANCELLED:
             return False
         written = answer.range
@@ -527,7 +527,7 @@ async def _generate(
         if written is not None:
             count = written.end.line - written.start.line
             said = f"wrote {count} line{'s' if count != 1 else ''} under the prompt"
-            flow.editor.remark(Place(where.uri, at), said)
+            editor.remark(Place(where.uri, at), said)
         found = prompt_at(flow.now(where).text.lines, at, markers)
         ran_to = found.body_last if found is not None and found.has_body else at
     return ok
@@ -576,12 +576,12 @@ async def _run(
         cancel = asyncio.Event()
         with _ctrl_c(cancel) as pressed:
             if prompts is not None:
-                ok = await _generate(flow, where, prompts, cancel)
+                ok = await _generate(flow, editor, where, prompts, cancel)
             elif dependents_of is not None:
                 ran = await flow.run_dependents(where, dependents_of, cancel, with_above=True)
                 ok = ran.status == Status.OK
             elif fix:
-                fixed = await flow.fixes.run_and_fix(where, line_range, cancel)
+                fixed = await flow.run_and_fix(where, line_range, cancel)
                 ok = fixed.status in (Status.OK, Status.FIXED)
             else:
                 mode = RunMode(within=cells)

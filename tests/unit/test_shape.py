@@ -396,3 +396,26 @@ def test_one_desk_writes_what_documents_show_and_the_editor_never_reads_it_back(
     assert showing == {"lsp_server.services.desk": ["Desk.show: self.editor"]}
     editor = (ROOT / "lsp_server/lsp/editor.py").read_text()
     assert "session" not in editor.lower()
+
+
+def test_every_contract_command_has_one_face_method_and_no_door_reaches_past_the_face() -> None:
+    """Issue 48, 1: the face's table (`flow.COMMANDS`) names, for each command of the
+    contract that asks the core, the one `Flow` method that does it; the doors call the
+    face's methods, never a service behind it (`flow.gate.…`, `flow.fixes.…`)."""
+    from lsp_server.flow import COMMANDS, Flow
+
+    commands = {
+        v for k, v in vars(contract).items() if k.isupper() and str(v).startswith("runfix.")
+    }
+    doors_own = {contract.EXPORT, contract.OUTPUTS, contract.SHOW_OUTPUT}
+    assert set(COMMANDS) == commands - doors_own
+    assert all(callable(getattr(Flow, method, None)) for method in COMMANDS.values())
+    services = r"\bflow\.(gate|runner|fixes|generator|desk|reads|installer|session|editor)\."
+    doors = [*(ROOT / "lsp_server/lsp").rglob("*.py"), ROOT / "lsp_server/agents.py"]
+    doors += [*(ROOT / "lsp_server/cli").glob("*.py")]
+    reaching = {
+        str(path.relative_to(ROOT)): found
+        for path in doors
+        if (found := re.findall(services, path.read_text()))
+    }
+    assert reaching == {}

@@ -208,9 +208,7 @@ async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeActio
         return action
     where = await ls.flow.where(fix.uri)
     report = await graceful(
-        lambda cancel: ls.flow.fixes.fix_reported(
-            where, fix.piece, fix.message, cancel, apply=False
-        )
+        lambda cancel: ls.flow.fix_reported(where, fix.piece, fix.message, cancel, apply=False)
     )
     answer = report.answer
     edit = None

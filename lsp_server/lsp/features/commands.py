@@ -11,15 +11,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 from pygls.exceptions import JsonRpcInvalidParams
 
 from executor import install as installer
-from executor.base import ExecutorUnavailable
 from executor.cancel import graceful
-from executor.jupyter import Kernel
 from lsp_server.contract import (
     CLEAR,
     FIX_WITH_MODEL,
@@ -49,7 +48,6 @@ from lsp_server.contract import (
     optional_argument,
     to_json,
 )
-from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp.editor import kernel_status
 from lsp_server.lsp.server import RunfixServer
@@ -131,14 +129,13 @@ def _run_range(ls: RunfixServer, name: str, arg: RunArgs) -> Range | None:
     return line_range
 
 
-def _kernels(ls: RunfixServer, name: str, args: Sequence[Any]) -> list[Kernel]:
-    """The kernel of the argument's folder, or every kernel when there is no argument."""
+def _kernel_of(ls: RunfixServer, name: str, args: Sequence[Any]) -> tuple[Path | None, str]:
+    """The folder and language of the argument's document (no argument: every kernel)."""
     arg = _document(name, args)
     if arg is None:
-        return ls.flow.kernels()
+        return None, ""
     language = ls.editor.language_of(arg.uri)
-    kernel = ls.flow.kernel_of(ls.editor.folder_for(arg.uri), language.id if language else "")
-    return [kernel] if kernel is not None else []
+    return ls.editor.folder_for(arg.uri), language.id if language else ""
 
 
 RangeWork = Callable[[Flow, Where, Range | None, asyncio.Event], Awaitable[Any]]
@@ -173,7 +170,7 @@ def _cells_command(server: RunfixServer, name: str, which: str) -> None:
 
 def register(server: RunfixServer) -> None:
     _range_command(server, RUN, Flow.run)
-    _range_command(server, RUN_AND_FIX, lambda flow, at, r, c: flow.fixes.run_and_fix(at, r, c))
+    _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
     for name, which in (
         (RUN_ABOVE, "above"),
         (RUN_BELOW, "below"),
@@ -187,9 +184,7 @@ def register(server: RunfixServer) -> None:
         arg = argument(ls, GENERATE, args, GenerateArgs)
         line = arg.position.line
         where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(
-            ls, lambda c: ls.flow.generator.generate(where, line, arg.run, c)
-        )
+        answer = await _cancellable(ls, lambda c: ls.flow.generate(where, line, arg.run, c))
         return to_json(answer)
 
     @server.command(FIX_WITH_MODEL)
@@ -197,7 +192,7 @@ def register(server: RunfixServer) -> None:
         arg = argument(ls, FIX_WITH_MODEL, args, FixArgs)
         where = await ls.flow.where(arg.uri)
         report = await _cancellable(
-            ls, lambda c: ls.flow.fixes.fix_reported(where, arg.piece, arg.message, c, apply=True)
+            ls, lambda c: ls.flow.fix_reported(where, arg.piece, arg.message, c, apply=True)
         )
         return to_json(report.answer)
 
@@ -215,16 +210,11 @@ def register(server: RunfixServer) -> None:
 
     @server.command(INTERRUPT)
     async def interrupt(ls: RunfixServer, *args: Any) -> Any:
-        kernels = _kernels(ls, INTERRUPT, args)
-        await asyncio.gather(*(k.interrupt() for k in kernels))
-        return to_json(Interrupted(len(kernels)))
+        return to_json(Interrupted(await ls.flow.interrupt(*_kernel_of(ls, INTERRUPT, args))))
 
     @server.command(RESTART)
     async def restart(ls: RunfixServer, *args: Any) -> Any:
-        kernels = _kernels(ls, RESTART, args)
-        await asyncio.gather(*(k.restart() for k in kernels))
-        ls.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
-        return to_json(Restarted(len(kernels)))
+        return to_json(Restarted(await ls.flow.restart(*_kernel_of(ls, RESTART, args))))
 
     @server.command(VARIABLES)
     async def variables(ls: RunfixServer, *args: Any) -> list[dict[str, Any]]:
@@ -233,13 +223,8 @@ def register(server: RunfixServer) -> None:
             raise JsonRpcInvalidParams(
                 f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
             )
-        try:
-            admitted = await ls.flow.gate.admit(await ls.flow.where(arg.uri))
-        except ExecutorUnavailable:
-            return []  # (said when the document runs)
-        if admitted is None:
-            return []
-        return [dataclasses.asdict(v) for v in await admitted.kernel.variables()]
+        variables = await ls.flow.variables(await ls.flow.where(arg.uri))
+        return [dataclasses.asdict(v) for v in variables]
 
     @server.command(STATUS)
     def status(ls: RunfixServer, *args: Any) -> Any:

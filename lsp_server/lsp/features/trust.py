@@ -80,7 +80,7 @@ def register(server: RunfixServer) -> None:
         arg = optional(TRUST, args, TrustArgs) or TrustArgs()
         answers = []
         for folder in folders_of(ls, arg.uri):
-            ls.flow.gate.decided(folder, Choice(arg.choice), keep=not arg.session)
+            ls.flow.decide(folder, Choice(arg.choice), keep=not arg.session)
             answers.append(to_json(TrustState(folder.as_uri(), arg.choice)))
         return answers
 
