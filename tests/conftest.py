@@ -265,6 +265,7 @@ def editor_like(lsp_client: LanguageClient) -> Any:
     _read_code_actions_whole(lsp_client)
     c.inlay_refreshes = 0
     c.texts, c.versions, c.edits, c.questions = {}, {}, [], []
+    c.cell_of, c.notebook_versions = {}, {}  # a notebook's cells, and its versions
     c.refuse_edits, c.answer = False, None
     c.statuses, c.outputs_changed = [], []
 
@@ -395,7 +396,8 @@ def _offset(text: str, position: lsp.Position) -> int:
 
 
 def apply_edits(c: Any, uri: str, edits: Sequence[lsp.TextEdit]) -> None:
-    """Apply edits (ASCII positions) to the client's copy and tell the server, as editors do."""
+    """Apply edits (ASCII positions) to the client's copy and tell the server, as editors do
+    (a notebook's cell: through `notebookDocument/didChange`, as VS Code does)."""
     text = c.texts[uri]
     for edit in sorted(
         edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
@@ -404,15 +406,31 @@ def apply_edits(c: Any, uri: str, edits: Sequence[lsp.TextEdit]) -> None:
         text = text[:start] + edit.new_text + text[end:]
     c.texts[uri] = text
     c.versions[uri] += 1
+    changes: list[lsp.TextDocumentContentChangeEvent] = [
+        lsp.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
+        for e in sorted(
+            edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+        )
+    ]
+    identifier = lsp.VersionedTextDocumentIdentifier(uri=uri, version=c.versions[uri])
+    notebook = getattr(c, "cell_of", {}).get(uri)
+    if notebook is not None:
+        content = lsp.NotebookDocumentCellContentChanges(document=identifier, changes=changes)
+        notebook_change(c, notebook, lsp.NotebookDocumentCellChanges(text_content=[content]))
+        return
     c.text_document_did_change(
-        lsp.DidChangeTextDocumentParams(
-            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=c.versions[uri]),
-            content_changes=[
-                lsp.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
-                for e in sorted(
-                    edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
-                )
-            ],
+        lsp.DidChangeTextDocumentParams(text_document=identifier, content_changes=changes)
+    )
+
+
+def notebook_change(c: Any, notebook: str, cells: lsp.NotebookDocumentCellChanges) -> None:
+    """`notebookDocument/didChange` of the client's notebook, its version one more."""
+    c.notebook_versions[notebook] += 1
+    version = c.notebook_versions[notebook]
+    c.notebook_document_did_change(
+        lsp.DidChangeNotebookDocumentParams(
+            notebook_document=lsp.VersionedNotebookDocumentIdentifier(version, notebook),
+            change=lsp.NotebookDocumentChangeEvent(cells=cells),
         )
     )
 

@@ -44,6 +44,8 @@ from lsp_server.editor import (
 )
 from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
 from lsp_server.lsp.edits import replace_lines
+from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_text_edit
+from lsp_server.lsp.notebooks import Notebook, Notebooks
 from lsp_server.lsp.transport import send_prepared_notification
 from lsp_server.lsp.uris import ClientUris
 from lsp_server.outputs.results import Front, StatementResult
@@ -151,6 +153,8 @@ class LspEditor:
         same is not said twice)."""
         self._shown: dict[str, Shown] = {}
         """What each document shows, as the core last handed it (`show`)."""
+        self.notebooks = Notebooks()
+        """The open notebooks: each one document of its code cells (`notebooks`)."""
         self._folders: dict[str, tuple[list[str], Path]] = {}
         self._kernels: dict[Path, Kernel] = {}
         self._touched: set[str] = set()
@@ -174,7 +178,8 @@ class LspEditor:
         return None
 
     def open_documents(self) -> list[str]:
-        return list(self.server.workspace.text_documents)
+        """The open documents (a notebook's, not its cells')."""
+        return [u for u in self.server.workspace.text_documents if not self.notebooks.is_cell(u)]
 
     def path_of(self, uri: str) -> str:
         return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
@@ -235,29 +240,62 @@ class LspEditor:
         # statements' results (thousands, no URI) made as JSON and written as JSON text.
         problems = diagnostics(uri, doc.lines, results, width=width)
         uris = getattr(protocol, "uris", None) or ClientUris()
-        items: list[Any] = uris.outgoing([protocol._converter.unstructure(d) for d in problems])
+        items: list[Any] = [protocol._converter.unstructure(d) for d in problems]
         if with_results:
             items += result_diagnostics_json(doc.lines, results, width)
-        if self._sent.get(uri) == (doc.version, items):
+        self._published_at[uri] = time.monotonic()
+        notebook = self.notebooks.open.get(uri)
+        if notebook is None:
+            self._send_diagnostics(uri, doc.version, uris.outgoing(items))
+            return
+        for cell, on_cell in cell_diagnostics(notebook, items).items():
+            for item in on_cell:
+                self._related_on_cells(notebook, item)
+            cell_doc = self.server.workspace.text_documents.get(cell)
+            version = cell_doc.version if cell_doc is not None else None
+            self._send_diagnostics(cell, version, uris.outgoing(on_cell))
+
+    def _send_diagnostics(self, uri: str, version: int | None, items: list[Any]) -> None:
+        """`textDocument/publishDiagnostics` (JSON text), unless the client has these."""
+        if self._sent.get(uri) == (version, items):
             return  # the client has exactly these
-        self._sent[uri] = (doc.version, items)
+        self._sent[uri] = (version, items)
+        protocol = self.server.protocol
+        uris = getattr(protocol, "uris", None) or ClientUris()
         params: dict[str, Any] = {"uri": uris.outgoing(uri), "diagnostics": items}
-        if doc.version is not None:
-            params["version"] = doc.version
+        if version is not None:
+            params["version"] = version
         text = json.dumps(params, separators=(",", ":"), ensure_ascii=False)
         send_prepared_notification(protocol, lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, text)
-        self._published_at[uri] = time.monotonic()
+
+    def _related_on_cells(self, notebook: Notebook, item: dict[str, Any]) -> None:
+        """A diagnostic's related places in the notebook's document, on their cells."""
+        for related in item.get("relatedInformation") or ():
+            location = related.get("location") or {}
+            if location.get("uri") != notebook.uri:
+                continue
+            r = location["range"]
+            place = notebook.below(r["start"]["line"])
+            if place is None:
+                continue
+            location["uri"] = place.cell
+            line = {"line": place.line, "character": 0}
+            location["range"] = {"start": line, "end": {**line, "character": 1 << 16}}
 
     def closed(self, uri: str) -> None:
-        """The document closed: its diagnostics go, and what was known of it."""
+        """The document closed: its diagnostics go (a notebook's, from its cells), and what
+        was known of it."""
         self._sent.pop(uri, None)
         self._shown.pop(uri, None)
         self._folders.pop(uri, None)
         self._hinted.pop(uri, None)
         self._pending.discard(uri)
-        self.server.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-        )
+        notebook = self.notebooks.remove(uri)
+        for target in notebook.cells if notebook is not None else [uri]:
+            self._sent.pop(target, None)
+            self.server.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=target, diagnostics=[])
+            )
 
     def show(self, change: Shown) -> None:
         """Publish the document's results now, unless they were published a moment ago
@@ -426,17 +464,52 @@ class LspEditor:
 
     def workspace_edit(self, uri: str, version: int, edit: LineEdit) -> lsp.WorkspaceEdit | None:
         """The edit of the document as it is at `version`, versioned where the client can
-        check it; None if the document is no longer at that version."""
+        check it (a notebook's: of the cell it changes); None if the document is no longer
+        at that version (or the edit would reach across a notebook's cells)."""
         doc = self.server.workspace.text_documents.get(uri)
         if doc is None or (doc.version or 0) != version:
             return None
         change = replace_lines(doc.lines, edit.first, edit.last, edit.code, self.features.width)
+        if uri in self.notebooks.open:
+            return self.cell_edit(lsp.WorkspaceEdit(changes={uri: [change]}))
         if self.features.document_changes:
             identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version)
             return lsp.WorkspaceEdit(
                 document_changes=[lsp.TextDocumentEdit(text_document=identifier, edits=[change])]
             )
         return lsp.WorkspaceEdit(changes={uri: [change]})
+
+    def cell_edit(self, edit: lsp.WorkspaceEdit) -> lsp.WorkspaceEdit | None:
+        """A workspace edit with each edit of a notebook's document made an edit of the
+        cell it changes (versioned where the client can check it); None when one reaches
+        across cells (the notebook's file itself is never edited as text)."""
+        changes: dict[str, list[lsp.TextEdit]] = {}
+        for uri, edits in (edit.changes or {}).items():
+            notebook = self.notebooks.open.get(uri)
+            if notebook is None:
+                changes.setdefault(uri, []).extend(edits)
+                continue
+            for text_edit in edits:
+                on_cell = cell_text_edit(notebook, self._lines_of, text_edit, self.features.width)
+                if on_cell is None:
+                    log.warning("an edit of %s reaches across its cells: not applied", uri)
+                    return None
+                changes.setdefault(on_cell[0], []).append(on_cell[1])
+        if edit.document_changes or not any(u in self.notebooks.open for u in edit.changes or {}):
+            return edit
+        if self.features.document_changes:
+            documents: list[Any] = []
+            for uri, edits in changes.items():
+                cell_doc = self.server.workspace.text_documents.get(uri)
+                version = cell_doc.version if cell_doc is not None else None
+                identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, version)
+                documents.append(lsp.TextDocumentEdit(text_document=identifier, edits=edits))
+            return lsp.WorkspaceEdit(document_changes=documents)
+        return lsp.WorkspaceEdit(changes=changes)
+
+    def _lines_of(self, uri: str) -> Sequence[str]:
+        doc = self.server.workspace.text_documents.get(uri)
+        return doc.lines if doc is not None else ()
 
     def file_edit(
         self, path: Path, lines: Sequence[str], edit: LineEdit

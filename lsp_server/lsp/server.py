@@ -34,12 +34,14 @@ from lsp_server.editor import Level
 from lsp_server.flow import Flow
 from lsp_server.lsp.editor import LspEditor
 from lsp_server.lsp.first_answer import First, remember
+from lsp_server.lsp.notebook_wire import Asked, to_cell, to_notebook
 from lsp_server.lsp.prepared import Prepared
 from lsp_server.lsp.transport import send_error, send_prepared
 from lsp_server.lsp.uris import ClientUris
 from lsp_server.outputs.page import OutputPage
 from lsp_server.session import Session
 from lsp_server.settings import Settings, folder_settings
+from lsp_server.text.languages import LANGUAGES
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,8 @@ class RunfixProtocol(LanguageServerProtocol):
         self.uris = ClientUris()
         self.first: First | None = None
         """The client's `initialize`, answered at start-up or to be remembered (`first_answer`)."""
+        self.asked_of_cells: dict[Any, Asked] = {}
+        """Requests about a notebook's cell, asked of its document: how to answer on the cell."""
 
     def _send_data(self, data: Any) -> None:
         """As pygls sends it, each document URI in the form the client used (`uris`)."""
@@ -108,6 +112,11 @@ class RunfixProtocol(LanguageServerProtocol):
                 return
             if method == lsp.INITIALIZE:
                 self.initialize_seen = True
+            notebooks = getattr(getattr(self._server, "editor", None), "notebooks", None)
+            if notebooks is not None and notebooks.open and msg_id is not None:
+                asked = to_notebook(notebooks, method, getattr(message, "params", None))
+                if asked is not None:
+                    self.asked_of_cells[msg_id] = asked
         super().handle_message(message)
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
@@ -122,6 +131,10 @@ class RunfixProtocol(LanguageServerProtocol):
                 if error is not None:
                     log.error("initialize failed after it was answered: %s", error)
                 return
+        asked = self.asked_of_cells.pop(msg_id, None)
+        if asked is not None and error is None:
+            editor: LspEditor = getattr(self._server, "editor")  # noqa: B009  (ours)
+            result = to_cell(asked, result, editor.cell_edit)
         if error is None and isinstance(result, Prepared):
             self._result_types.pop(msg_id, None)
             send_prepared(self, msg_id, result.text)
@@ -168,6 +181,21 @@ class RunfixProtocol(LanguageServerProtocol):
             del self._request_futures[msg_id]
 
 
+NOTEBOOK_SYNC = lsp.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        lsp.NotebookDocumentFilterWithCells(
+            notebook=lsp.NotebookDocumentFilterNotebookType(notebook_type="jupyter-notebook"),
+            cells=[
+                lsp.NotebookCellLanguage(name)
+                for language in LANGUAGES
+                for name in (language.id, *language.aliases)
+            ],
+        )
+    ]
+)
+"""Jupyter notebooks whose code cells are in a language runfix runs: each is one document."""
+
+
 class RunfixServer(LanguageServer):
     """pygls's server holding runfix's `Session`, `Flow` and `LspEditor`, wired together."""
 
@@ -179,6 +207,7 @@ class RunfixServer(LanguageServer):
             "runfix",
             __version__,
             text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
             protocol_cls=RunfixProtocol,
         )
         self.init_options: Any = None

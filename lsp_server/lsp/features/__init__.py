@@ -12,6 +12,7 @@ from lsp_server.lsp.features import (
     inlay_hints,
     lifecycle,
     live,
+    notebooks,
     outputs,
     trust,
 )
@@ -29,6 +30,7 @@ _FEATURES = (
     live,
     outputs,
     trust,
+    notebooks,
 )
 
 

@@ -43,14 +43,18 @@ async def _restore(ls: RunfixServer, uri: str) -> None:
     await ls.flow.restore(await ls.flow.where(uri))
 
 
+def opened(ls: RunfixServer, uri: str) -> None:
+    """A document (or a notebook's) opened: its kernel starts, its results come back."""
+    if not is_python(ls.editor.language_of(uri)):
+        ls.flow.not_python(uri)
+    ls.editor.spawn(_start_kernel(ls, uri), "starting the kernel")
+    ls.editor.spawn(_restore(ls, uri), "restoring results")
+
+
 def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RunfixServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        language = ls.editor.language_of(params.text_document.uri)
-        if not is_python(language):
-            ls.flow.not_python(params.text_document.uri)
-        ls.editor.spawn(_start_kernel(ls, params.text_document.uri), "starting the kernel")
-        ls.editor.spawn(_restore(ls, params.text_document.uri), "restoring results")
+        opened(ls, params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RunfixServer, params: lsp.DidChangeTextDocumentParams) -> None:

@@ -1,0 +1,128 @@
+"""Notebooks open, change and close (`notebookDocument/*`): each is one runfix document of its
+code cells in order (`lsp.notebooks`), kept in step with the cells' edits and the
+notebook's structure (cells inserted, deleted, moved), so results stay on their cells."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from lsprotocol import types as lsp
+
+from lsp_server.lsp.features.documents import opened
+from lsp_server.lsp.notebooks import Notebook, cell_lines
+from lsp_server.lsp.server import RunfixServer
+from lsp_server.outputs.store import LineChange, line_change
+
+log = logging.getLogger(__name__)
+
+
+def _is_code(cell: lsp.NotebookCell) -> bool:
+    return cell.kind == lsp.NotebookCellKind.Code
+
+
+def _replace(
+    ls: RunfixServer, uri: str, version: int, begin: int, end: int, text: str
+) -> LineChange:
+    """Replace lines begin..end-1 of the notebook's document with `text` (whole lines)."""
+    edit = lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(begin, 0), lsp.Position(end, 0)), text=text
+    )
+    identifier = lsp.VersionedTextDocumentIdentifier(version=version, uri=uri)
+    ls.workspace.update_text_document(identifier, edit)
+    return line_change(begin, end, text, end > begin, 0)
+
+
+def _structure(
+    ls: RunfixServer, notebook: Notebook, version: int, change: lsp.NotebookCellArrayChange,
+    opened_now: Sequence[lsp.TextDocumentItem],
+) -> LineChange | None:  # fmt: skip
+    """Cells inserted, deleted or moved: the lines of the code cells that went are replaced by
+    those of the code cells that came (a moved cell's text is its document's)."""
+    texts = {item.uri: item.text for item in opened_now}
+    came = []
+    for cell in change.cells or ():
+        if cell.document not in texts:
+            doc = ls.workspace.text_documents.get(cell.document)
+            texts[cell.document] = doc.source if doc is not None else ""
+        came.append((cell.document, _is_code(cell), texts[cell.document]))
+    (begin, end), text = notebook.restructure(change.start, change.delete_count, came)
+    ls.editor.notebooks.reindex(notebook)
+    if begin == end and not text:
+        return None
+    return _replace(ls, notebook.uri, version, begin, end, text)
+
+
+def _text(
+    ls: RunfixServer, notebook: Notebook, version: int, cell: str,
+    change: lsp.TextDocumentContentChangeEvent,
+) -> LineChange | None:  # fmt: skip
+    """A cell's text changed: the same change of the notebook's document, at the cell's place."""
+    if cell not in notebook:
+        return None  # a markdown cell: not in the document
+    start, size = notebook.start(cell), notebook.size(cell)
+    doc_uri = notebook.uri
+    if isinstance(change, lsp.TextDocumentContentChangePartial):
+        r = change.range
+        moved = lsp.Range(
+            lsp.Position(r.start.line + start, r.start.character),
+            lsp.Position(r.end.line + start, r.end.character),
+        )
+        edit = lsp.TextDocumentContentChangePartial(range=moved, text=change.text)
+        identifier = lsp.VersionedTextDocumentIdentifier(version=version, uri=doc_uri)
+        ls.workspace.update_text_document(identifier, edit)
+        notebook.resized(cell, size + change.text.count("\n") - (r.end.line - r.start.line))
+        deleted = (r.start.line, r.start.character) != (r.end.line, r.end.character)
+        column = r.start.character if r.start.line == r.end.line else -1
+        return line_change(moved.start.line, moved.end.line, change.text, deleted, column)
+    notebook.resized(cell, cell_lines(change.text))
+    return _replace(ls, doc_uri, version, start, start + size, change.text + "\n")
+
+
+def register(server: RunfixServer) -> None:
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def did_open(ls: RunfixServer, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        notebook_doc = params.notebook_document
+        documents = {item.uri: item for item in params.cell_text_documents}
+        cells = [
+            (c.document, _is_code(c), documents[c.document].text if c.document in documents else "")
+            for c in notebook_doc.cells
+        ]
+        language = next(
+            (documents[c].language_id for c, code, _ in cells if code and c in documents),
+            "python",
+        )
+        notebook = Notebook(notebook_doc.uri, cells, language)
+        ls.editor.notebooks.add(notebook)
+        text = Notebook.text_of([text for _, code, text in cells if code])
+        item = lsp.TextDocumentItem(notebook.uri, language, notebook_doc.version, text)
+        ls.workspace.put_text_document(item)
+        opened(ls, notebook.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def did_change(ls: RunfixServer, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        uri, version = params.notebook_document.uri, params.notebook_document.version
+        notebook = ls.editor.notebooks.open.get(uri)
+        cells = params.change.cells
+        if notebook is None or cells is None:
+            return
+        changes: list[LineChange] = []
+        if cells.structure is not None:
+            opened_now = cells.structure.did_open or ()
+            moved = _structure(ls, notebook, version, cells.structure.array, opened_now)
+            changes += [moved] if moved is not None else []
+        for text in cells.text_content or ():
+            for change in text.changes:
+                made = _text(ls, notebook, version, text.document.uri, change)
+                changes += [made] if made is not None else []
+        doc = ls.workspace.text_documents.get(uri)
+        if changes and doc is not None:
+            doc.version = version
+            ls.flow.edited(uri, version, changes, doc.lines)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def did_close(ls: RunfixServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.flow.closed(uri)
+        ls.editor.closed(uri)
+        ls.workspace.remove_text_document(uri)

@@ -1,0 +1,286 @@
+"""What the client says of a notebook's cell, said of the notebook's document, and back.
+
+A request about a cell (a hint, a lens, a code action, a hover, a completion, a command
+on a cell's range) is asked of the notebook's document at the cell's place in it
+(`to_notebook`); its answer is said on the cell again, keeping only what is on that cell
+(`to_cell`). Edits of the notebook's document become edits of the cells they change
+(`cell_edit`); its diagnostics are published on the cells that hold them
+(`cell_diagnostics`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from lsp_server.lsp.notebooks import Notebook, Notebooks
+from lsp_server.lsp.prepared import Prepared
+from lsp_server.text.positions import strip_eol
+
+Width = Callable[[str], int]
+
+ASKED_OF_A_CELL = (
+    lsp.TEXT_DOCUMENT_INLAY_HINT,
+    lsp.TEXT_DOCUMENT_CODE_LENS,
+    lsp.TEXT_DOCUMENT_CODE_ACTION,
+    lsp.TEXT_DOCUMENT_HOVER,
+    lsp.TEXT_DOCUMENT_COMPLETION,
+    lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+)
+"""The requests about a document that a cell's URI may name."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A request about a cell, asked of its notebook's document: how to say its answer on
+    the cell."""
+
+    method: str
+    notebook: Notebook
+    cell: str
+    start: int
+    """The document's line of the cell's first line."""
+
+    @property
+    def size(self) -> int:
+        return self.notebook.size(self.cell) if self.cell in self.notebook else 0
+
+
+def _down(position: lsp.Position, start: int) -> lsp.Position:
+    return lsp.Position(position.line + start, position.character)
+
+
+def _range_down(r: lsp.Range, start: int) -> lsp.Range:
+    return lsp.Range(_down(r.start, start), _down(r.end, start))
+
+
+def to_notebook(notebooks: Notebooks, method: str, params: Any) -> Asked | None:
+    """Rewrite, in place, the params of a request that names a code cell so that they name
+    its notebook's document at the cell's lines; how to say the answer on the cell (None:
+    not about a cell)."""
+    if method == lsp.WORKSPACE_EXECUTE_COMMAND:
+        return _command_to_notebook(notebooks, params)
+    if method not in ASKED_OF_A_CELL:
+        return None
+    document = getattr(params, "text_document", None)
+    cell = getattr(document, "uri", None)
+    if document is None or not isinstance(cell, str):
+        return None
+    notebook = notebooks.of_cell(cell)
+    if notebook is None or cell not in notebook:
+        return None
+    start = notebook.start(cell)
+    document.uri = notebook.uri
+    if (position := getattr(params, "position", None)) is not None:
+        params.position = _down(position, start)
+    if (r := getattr(params, "range", None)) is not None:
+        params.range = _range_down(r, start)
+    context = getattr(params, "context", None)
+    for diagnostic in getattr(context, "diagnostics", None) or ():
+        diagnostic.range = _range_down(diagnostic.range, start)
+    return Asked(method, notebook, cell, start)
+
+
+def _command_to_notebook(notebooks: Notebooks, params: Any) -> Asked | None:
+    """A command's argument that names a cell (`{"uri", "range"|"position"}`): the
+    notebook's document and its lines."""
+    arguments = getattr(params, "arguments", None) or ()
+    arg = arguments[0] if arguments else None
+    if not isinstance(arg, dict) or not isinstance(arg.get("uri"), str):
+        return None
+    cell = arg["uri"]
+    notebook = notebooks.of_cell(cell)
+    if notebook is None or cell not in notebook:
+        return None
+    start = notebook.start(cell)
+    arg["uri"] = notebook.uri
+    for key in ("range",):
+        r = arg.get(key)
+        if isinstance(r, dict):
+            for end in ("start", "end"):
+                if isinstance(r.get(end), dict) and isinstance(r[end].get("line"), int):
+                    r[end]["line"] += start
+    position = arg.get("position")
+    if isinstance(position, dict) and isinstance(position.get("line"), int):
+        position["line"] += start
+    return Asked(lsp.WORKSPACE_EXECUTE_COMMAND, notebook, cell, start)
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+def _up(asked: Asked, position: lsp.Position) -> lsp.Position | None:
+    """The cell's position of a document's position on the cell (None: elsewhere)."""
+    line = position.line - asked.start
+    if line < 0 or line >= asked.size:
+        return None
+    return lsp.Position(line, position.character)
+
+
+def _range_up(asked: Asked, r: lsp.Range) -> lsp.Range | None:
+    """The cell's range of a document's range that starts on the cell (its marker line
+    counts as its first line), its end kept within the cell."""
+    start = _up(asked, r.start) or (lsp.Position(0, 0) if r.start.line == asked.start - 1 else None)
+    if start is None:
+        return None
+    end = _up(asked, r.end) or lsp.Position(max(asked.size - 1, start.line), 1 << 16)
+    return lsp.Range(start, end)
+
+
+def _hints(asked: Asked, result: Any) -> Any:
+    hints = []
+    for hint in result:
+        if (at := _up(asked, hint.position)) is not None:
+            hint.position = at
+            hints.append(hint)
+    return hints
+
+
+def _lenses(asked: Asked, result: Any) -> Any:
+    lenses = []
+    for lens in result:
+        if (r := _range_up(asked, lens.range)) is not None:
+            lens.range = r
+            lenses.append(lens)
+    return lenses
+
+
+def _hover(asked: Asked, result: Any) -> Any:
+    if result.range is not None:
+        result.range = _range_up(asked, result.range)
+    return result
+
+
+def _completion(asked: Asked, result: Any) -> Any:
+    items = result.items if isinstance(result, lsp.CompletionList) else result
+    for item in items:
+        if isinstance(item.text_edit, lsp.TextEdit):
+            item.text_edit.range = _range_up(asked, item.text_edit.range) or item.text_edit.range
+    return result
+
+
+_ANSWERS: dict[str, Callable[[Asked, Any], Any]] = {
+    lsp.TEXT_DOCUMENT_INLAY_HINT: _hints,
+    lsp.TEXT_DOCUMENT_CODE_LENS: _lenses,
+    lsp.TEXT_DOCUMENT_HOVER: _hover,
+    lsp.TEXT_DOCUMENT_COMPLETION: _completion,
+}
+
+
+def _json_on_cell(asked: Asked, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Hints or lenses as JSON (a `Prepared` answer): those on the cell, at its lines."""
+    out = []
+    for item in items:
+        if "position" in item:
+            line = item["position"]["line"] - asked.start
+            if 0 <= line < asked.size:
+                out.append({**item, "position": {**item["position"], "line": line}})
+            continue
+        r = lsp.Range(
+            lsp.Position(item["range"]["start"]["line"], item["range"]["start"]["character"]),
+            lsp.Position(item["range"]["end"]["line"], item["range"]["end"]["character"]),
+        )
+        if (up := _range_up(asked, r)) is not None:
+            start = {"line": up.start.line, "character": up.start.character}
+            end = {"line": up.end.line, "character": up.end.character}
+            out.append({**item, "range": {"start": start, "end": end}})
+    return out
+
+
+def to_cell(
+    asked: Asked, result: Any, edit: Callable[[lsp.WorkspaceEdit], lsp.WorkspaceEdit | None]
+) -> Any:
+    """The answer to a request asked of the notebook's document, said on the cell: what is
+    on other cells left out, positions the cell's, edits the cells'. A command's answer is
+    the contract's, about the notebook: as it is."""
+    if result is None or asked.method == lsp.WORKSPACE_EXECUTE_COMMAND:
+        return result
+    if isinstance(result, Prepared):  # hints and lenses, as JSON text
+        return Prepared.of(_json_on_cell(asked, json.loads(result.text)))
+    if asked.method == lsp.TEXT_DOCUMENT_CODE_ACTION:
+        for action in result:
+            if isinstance(action, lsp.CodeAction):
+                on_cell = [d for d in action.diagnostics or () if _on_cell(asked, d)]
+                action.diagnostics = on_cell or None
+                if action.edit is not None:
+                    action.edit = edit(action.edit)
+        return result
+    answer = _ANSWERS.get(asked.method)
+    return answer(asked, result) if answer is not None else result
+
+
+def _on_cell(asked: Asked, diagnostic: lsp.Diagnostic) -> bool:
+    r = _range_up(asked, diagnostic.range)
+    if r is None:
+        return False
+    diagnostic.range = r
+    return True
+
+
+# -- edits and diagnostics -----------------------------------------------------------------
+
+
+def cell_text_edit(
+    notebook: Notebook, cell_lines: Callable[[str], Sequence[str]], edit: lsp.TextEdit, width: Width
+) -> tuple[str, lsp.TextEdit] | None:
+    """An edit of the notebook's document as an edit of the cell it changes (None: it
+    reaches across cells, or onto a marker line)."""
+    start, end = edit.range.start, edit.range.end
+    place = notebook.at(start.line)
+    if place is None and start == end and start.character == 0:
+        below = notebook.below(start.line)  # an insertion at a marker: the top of its cell
+        if below is None:
+            return None
+        return below.cell, lsp.TextEdit(
+            lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), edit.new_text
+        )
+    if place is None:
+        return None
+    cell, first = place.cell, notebook.start(place.cell)
+    size = notebook.size(cell)
+    text = edit.new_text
+    if end.line == first + size and end.character == 0:
+        # to the end of the cell's last line (its newline is the document's, not the cell's)
+        lines = cell_lines(cell)
+        last = strip_eol(lines[-1]) if lines else ""
+        end_at = lsp.Position(size - 1, width(last))
+        if text.endswith("\n"):
+            text = text[:-1]
+        elif start.line - first < size - 1 or start.character < width(last):
+            return None  # it would join the cell with the next one
+    else:
+        if not first <= end.line < first + size:
+            return None
+        end_at = lsp.Position(end.line - first, end.character)
+    start_at = lsp.Position(start.line - first, start.character)
+    return cell, lsp.TextEdit(lsp.Range(start_at, end_at), text)
+
+
+def cell_diagnostics(
+    notebook: Notebook, items: Sequence[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Diagnostics of the notebook's document (JSON), by the cell that holds each, at the
+    cell's lines; every code cell has its list (empty ones clear what the cell showed)."""
+    out: dict[str, list[dict[str, Any]]] = {cell: [] for cell in notebook.cells}
+    for item in items:
+        r = item["range"]
+        place = notebook.below(r["start"]["line"])
+        if place is None:
+            continue
+        first = notebook.start(place.cell)
+        size = notebook.size(place.cell)
+        end_line = r["end"]["line"] - first
+        end = (
+            {"line": end_line, "character": r["end"]["character"]}
+            if place.line <= end_line < size
+            else {"line": max(size - 1, place.line), "character": 1 << 16}
+        )
+        start = {"line": place.line, "character": r["start"]["character"]}
+        if notebook.at(r["start"]["line"]) is None:
+            start = {"line": place.line, "character": 0}  # from the marker: the cell's first line
+        out[place.cell].append({**item, "range": {"start": start, "end": end}})
+    return out

@@ -1,0 +1,227 @@
+"""Notebooks as runfix documents (issue 49, 1): a client that syncs notebooks
+(`notebookDocument/*`, as VS Code does) gets each cell's results on that cell's URI at the
+cell's own lines; the dataflow, runs and fixes work across cells; a structural change
+keeps every result on its cell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from lsp_server.contract import RUN_AND_FIX, RUN_DEPENDENTS
+from tests.conftest import (
+    API_KEY_ENV,
+    command_at,
+    errors,
+    hints,
+    init_params,
+    notebook_change,
+    run,
+    run_args,
+)
+from tests.support.model_server import ModelServer, code
+
+CODE, MARKDOWN = lsp.NotebookCellKind.Code, lsp.NotebookCellKind.Markup
+
+
+def cell_uri(path: Path, index: int) -> str:
+    """A cell's URI as VS Code makes them."""
+    return f"vscode-notebook-cell:{path}#W{index}sZmlsZQ%3D%3D"
+
+
+def open_notebook(
+    client: LanguageClient, path: Path, cells: list[str | tuple[str, str]]
+) -> tuple[str, list[str]]:
+    """Open a notebook of `cells` (code, or ("markdown", text)); its URI and its cells'."""
+    notebook: dict[str, Any] = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(notebook))
+    uri = path.as_uri()
+    c: Any = client
+    items, documents = [], []
+    for index, cell in enumerate(cells):
+        kind, text = (CODE, cell) if isinstance(cell, str) else (MARKDOWN, cell[1])
+        document = cell_uri(path, index)
+        language = "python" if kind == CODE else "markdown"
+        items.append(lsp.NotebookCell(kind, document))
+        documents.append(lsp.TextDocumentItem(document, language, 1, text))
+        c.texts[document], c.versions[document], c.cell_of[document] = text, 1, uri
+    c.notebook_versions[uri] = 1
+    client.notebook_document_did_open(
+        lsp.DidOpenNotebookDocumentParams(
+            lsp.NotebookDocument(uri, "jupyter-notebook", 1, items), documents
+        )
+    )
+    return uri, [d.uri for d in documents]
+
+
+@pytest.fixture
+def model() -> Any:
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def notebook_client(client: LanguageClient, folder: Path, model: ModelServer) -> Any:
+    """`client` initialized as VS Code, saying it syncs notebooks; its model is `model`."""
+    settings = {"model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV}}
+    params = init_params(folder, "visual_studio_code", {"results": "both", **settings})
+    sync = lsp.NotebookDocumentSyncClientCapabilities(execution_summary_support=True)
+    params.capabilities.notebook_document = lsp.NotebookDocumentClientCapabilities(sync)
+    result = await client.initialize_session(params)
+    assert result.capabilities.notebook_document_sync is not None  # the server takes notebooks
+    return client
+
+
+def _on(client: LanguageClient, uri: str) -> list[tuple[int, str]]:
+    return sorted((d.range.start.line, d.message) for d in client.diagnostics.get(uri, []))
+
+
+async def test_a_notebook_runs_and_each_cell_shows_its_own_results(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    path = folder / "analysis.ipynb"
+    uri, cells = open_notebook(
+        notebook_client,
+        path,
+        [
+            "prices = [3, 4, 5]",
+            ("markdown", "# The total"),
+            "total = sum(prices)\ntotal",
+            "def mean(xs):\n    return sum(xs) / count\n",
+            "print('start')\nmean(prices)",
+        ],
+    )
+    answer = await run(notebook_client, uri)
+    assert answer["status"] == "error"
+
+    # each result on its own cell, at the cell's own line
+    assert [h.label for h in await hints(notebook_client, cells[2])] == ["→ 12"]
+    assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[4])] == [
+        (0, "→ start")
+    ]
+    # the error on the line that raised, in the cell whose function raised it; the call
+    # from the last cell as related information, on that cell
+    [error] = errors(notebook_client, cells[3])
+    assert error.range.start.line == 1 and "NameError" in error.message
+    related = [(r.location.uri, r.location.range.start.line) for r in error.related_information]
+    assert (cells[4], 1) in related
+    assert errors(notebook_client, cells[4]) == []
+    assert errors(notebook_client, cells[0]) == [] and cells[1] not in notebook_client.diagnostics
+
+    # a cell's command names the cell: run just that one
+    assert (await run(notebook_client, cells[2], 0, 1))["status"] == "ok"
+    assert [h.label for h in await hints(notebook_client, cells[2])] == ["→ 12"]
+
+
+async def test_a_structural_change_keeps_every_result_on_its_cell(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    path = folder / "moves.ipynb"
+    uri, cells = open_notebook(
+        notebook_client, path, ["a = 1\na", "b = a + 1\nb", "c = b * 10\nc\nundefined_name"]
+    )
+    await run(notebook_client, uri)
+    before = {cell: _on(notebook_client, cell) for cell in cells}
+    labels = {cell: [h.label for h in await hints(notebook_client, cell)] for cell in cells}
+    assert labels == {cells[0]: ["→ 1"], cells[1]: ["→ 2"], cells[2]: ["→ 20"]}
+
+    # a markdown cell between two code cells: not code, so nothing changes
+    c: Any = notebook_client
+    note = cell_uri(path, 10)
+    markdown = lsp.TextDocumentItem(note, "markdown", 1, "# Notes\nmore\n")
+    insert = lsp.NotebookCellArrayChange(1, 0, [lsp.NotebookCell(MARKDOWN, note)])
+    structure = lsp.NotebookDocumentCellChangeStructure(insert, did_open=[markdown])
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+    assert {cell: [h.label for h in await hints(notebook_client, cell)] for cell in cells} == labels
+    assert {cell: _on(notebook_client, cell) for cell in cells} == before
+
+    # a code cell inserted at the top, then deleted: every result stays on its cell (stale
+    # once the code above it is deleted, as in a file)
+    new = cell_uri(path, 9)
+    c.texts[new], c.versions[new], c.cell_of[new] = "x = 0\n\n", 1, uri
+    opened = lsp.TextDocumentItem(new, "python", 1, "x = 0\n\n")
+    insert = lsp.NotebookCellArrayChange(0, 0, [lsp.NotebookCell(CODE, new)])
+    structure = lsp.NotebookDocumentCellChangeStructure(insert, did_open=[opened])
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+    await notebook_client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    [hint] = await hints(notebook_client, cells[2])
+    assert hint.label.startswith("→ 20") and hint.position.line == 1
+    delete = lsp.NotebookCellArrayChange(0, 1, [])
+    structure = lsp.NotebookDocumentCellChangeStructure(
+        delete, did_close=[lsp.TextDocumentIdentifier(new)]
+    )
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+    now = {cell: [h.label for h in await hints(notebook_client, cell)] for cell in cells}
+    assert now == {cell: [f"{label} (stale)" for label in labels[cell]] for cell in cells}
+    lines = {cell: [line for line, _ in _on(notebook_client, cell)] for cell in cells}
+    assert lines == {cell: [line for line, _ in before[cell]] for cell in cells}
+
+    # Run the first cell (a = 1 again), then its dependents, asked on the cell: the
+    # cells that read `a` run again, fresh
+    assert (await run(notebook_client, cells[0], 0, 1))["status"] == "ok"
+    answer = await command_at(notebook_client, RUN_DEPENDENTS, cells[0], 0)
+    assert answer["status"] == "error"  # the last cell's undefined_name
+    now = {cell: [h.label for h in await hints(notebook_client, cell)] for cell in cells}
+    assert now == labels
+
+    # an edit in the first cell: the results below it are stale; Run dependents again
+    cell_version = c.versions[cells[0]] + 1
+    c.versions[cells[0]] = cell_version
+    edit = lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(0, 4), lsp.Position(0, 5)), text="5"
+    )
+    identifier = lsp.VersionedTextDocumentIdentifier(cell_version, cells[0])
+    content = lsp.NotebookDocumentCellContentChanges(identifier, [edit])
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(text_content=[content]))
+    await notebook_client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [h.label for h in await hints(notebook_client, cells[1])] == ["→ 2 (stale)"]
+    assert (await run(notebook_client, cells[0], 0, 1))["status"] == "ok"
+    await command_at(notebook_client, RUN_DEPENDENTS, cells[0], 0)
+    assert [h.label for h in await hints(notebook_client, cells[2])] == ["→ 60"]
+
+
+async def test_closing_a_notebook_clears_its_cells(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    uri, cells = open_notebook(notebook_client, folder / "gone.ipynb", ["undefined_name"])
+    await run(notebook_client, uri)
+    assert errors(notebook_client, cells[0])
+    notebook_client.notebook_document_did_close(
+        lsp.DidCloseNotebookDocumentParams(
+            lsp.NotebookDocumentIdentifier(uri), [lsp.TextDocumentIdentifier(cells[0])]
+        )
+    )
+    await notebook_client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(notebook_client.diagnostics.get(cells[0], [None])) == []
+
+
+async def test_run_and_fix_fixes_the_cell_whose_function_raised_and_runs_the_caller(
+    notebook_client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    _, cells = open_notebook(
+        notebook_client,
+        folder / "fix.ipynb",
+        ["def mean(xs):\n    return sum(xs) / count", "print(mean([2, 4]))"],
+    )
+    model.script(code("def mean(xs):\n    return sum(xs) / len(xs)"))
+    arg = run_args(cells[1], 0, 0)
+    answer = await notebook_client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(RUN_AND_FIX, arg)
+    )
+    assert answer["status"] == "fixed", answer
+    c: Any = notebook_client
+    assert c.texts[cells[0]] == "def mean(xs):\n    return sum(xs) / len(xs)"  # the cell edited
+    assert c.texts[cells[1]] == "print(mean([2, 4]))"  # the caller unchanged
+    [edit] = c.edits
+    assert [uri for uri in (edit.edit.changes or {})] + [
+        d.text_document.uri for d in edit.edit.document_changes or []
+    ] == [cells[0]]  # one edit, of the cell: never of the notebook's file
+    assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[1])] == [
+        (0, "→ 3.0")
+    ]
+    assert errors(notebook_client, cells[0]) == []

@@ -1,0 +1,78 @@
+"""A notebook as one document (`lsp.notebooks`): where each code cell stands in it, and its
+edits and diagnostics said on the cells (`lsp.notebook_wire`)."""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from executor.text import split_lines
+from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_text_edit
+from lsp_server.lsp.notebooks import Notebook, Place
+
+
+def _notebook() -> Notebook:
+    return Notebook(
+        "file:///nb.ipynb",
+        [("c0", True, "a = 1\na"), ("m", False, "# title"), ("c1", True, ""), ("c2", True, "b\n")],
+        "python",
+    )
+
+
+def test_the_document_is_the_code_cells_in_order_each_under_a_marker() -> None:
+    nb = _notebook()
+    text = Notebook.text_of(["a = 1\na", "", "b\n"])
+    assert text == "# %%\na = 1\na\n# %%\n\n# %%\nb\n\n"
+    assert [nb.start(c) for c in nb.cells] == [1, 4, 6]
+    assert nb.end() == len(split_lines(text))
+    assert nb.at(2) == Place("c0", 1) and nb.at(3) is None and nb.below(3) == Place("c1", 0)
+    assert nb.at(7) == Place("c2", 1)  # the empty line after the cell's newline
+
+
+def test_a_structural_change_says_which_lines_went_and_what_came() -> None:
+    nb = _notebook()
+    # the markdown cell and c1 replaced by a new code cell: c1's lines (its marker too) go
+    span, text = nb.restructure(1, 2, [("n", True, "x = 0")])
+    assert span == (3, 5) and text == "# %%\nx = 0\n"
+    assert nb.cells == ["c0", "n", "c2"] and nb.start("c2") == 6
+    # a markdown cell inserted: no code line moves
+    span, text = nb.restructure(0, 0, [("m2", False, "# top")])
+    assert span == (0, 0) and text == ""
+    assert nb.cells == ["c0", "n", "c2"] and nb.start("c0") == 1
+
+
+def test_an_edit_of_the_document_is_an_edit_of_the_cell_it_changes() -> None:
+    nb = _notebook()
+    lines = {"c0": split_lines("a = 1\na"), "c1": [], "c2": split_lines("b\n")}
+    width = len
+    whole = lsp.TextEdit(lsp.Range(lsp.Position(1, 0), lsp.Position(3, 0)), "a = 2\na\n")
+    cell, edit = cell_text_edit(nb, lines.__getitem__, whole, width) or ("", whole)
+    assert cell == "c0" and edit.new_text == "a = 2\na"  # the cell's last line keeps no newline
+    assert (edit.range.end.line, edit.range.end.character) == (1, 1)
+    across = lsp.TextEdit(lsp.Range(lsp.Position(2, 0), lsp.Position(5, 0)), "")
+    assert cell_text_edit(nb, lines.__getitem__, across, width) is None  # never across cells
+    at_marker = lsp.TextEdit(lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0)), "import os\n")
+    assert cell_text_edit(nb, lines.__getitem__, at_marker, width) == (
+        "c1",
+        lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), "import os\n"),
+    )
+
+
+def test_diagnostics_go_to_the_cells_that_hold_them_and_every_cell_gets_its_list() -> None:
+    nb = _notebook()
+
+    def item(line: int, end: int) -> dict[str, object]:
+        return {
+            "range": {
+                "start": {"line": line, "character": 2},
+                "end": {"line": end, "character": 3},
+            },
+            "message": str(line),
+        }
+
+    out = cell_diagnostics(nb, [item(2, 2), item(6, 7), item(0, 1)])
+    assert [d["message"] for d in out["c0"]] == ["2", "0"] and out["c1"] == []
+    assert out["c0"][1]["range"]["start"] == {"line": 0, "character": 0}  # from the marker
+    assert out["c2"][0]["range"] == {
+        "start": {"line": 0, "character": 2},
+        "end": {"line": 1, "character": 3},
+    }
