@@ -55,7 +55,13 @@ def _run(p: argparse.ArgumentParser) -> None:
         "file",
         type=Path,
         help="a Python file (or R, shell, TypeScript…: its language's kernel); "
-        "`# %%%%` lines split it into cells",
+        "`# %%%%` lines split it into cells; or a notebook (.ipynb): its code cells",
+    )
+    p.add_argument(
+        "--inplace",
+        action="store_true",
+        help="with a notebook: write each code cell's outputs into it (as `jupyter nbconvert "
+        "--execute --inplace`)",
     )
     p.add_argument("--cell", type=int, help="run only this cell (1-based), in a fresh kernel")
     p.add_argument(

@@ -27,6 +27,7 @@ from executor.jupyter import Kernel
 from executor.text import split_lines
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
+from lsp_server.cli.notebook_file import NotebookFile
 from lsp_server.contract import Range, Status
 from lsp_server.editor import (
     Level,
@@ -46,6 +47,7 @@ from lsp_server.folder_files import read_regular, rewrite_regular
 from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
+from lsp_server.runner import PieceRun
 from lsp_server.runs import RunMode, Where, pieces_for
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
@@ -90,13 +92,16 @@ def format_results(
     lines: Sequence[str],
     results: DocumentResults,
     printed: Mapping[int, str] | None = None,
+    place: Callable[[int], str] | None = None,
 ) -> list[str]:
-    """Compiler-style lines: `path:line:col: error|warning|note: message`; what `printed`
-    says was shown already (per statement's last line, 1-based) is not said again."""
+    """Compiler-style lines: `path:line:col: error|warning|note: message` (`place` names a
+    0-based line otherwise: a notebook's `path:cell N:line`); what `printed` says was shown
+    already (per statement's last line, 1-based) is not said again."""
 
     def at(line: int, col: int | None = None) -> str:
         text = lines[line] if 0 <= line < len(lines) else ""
-        return f"{shown}:{line + 1}:{col if col is not None else _column(text)}"
+        where = place(line) if place is not None else f"{shown}:{line + 1}"
+        return f"{where}:{col if col is not None else _column(text)}"
 
     items: list[tuple[int, int, list[str]]] = []
     for s in results.statements:
@@ -177,7 +182,13 @@ class HeadlessEditor:
     """One file, in a terminal."""
 
     def __init__(
-        self, shown: str, path: Path, folder: Path, lines: list[str], out: TextIO | None = None
+        self,
+        shown: str,
+        path: Path,
+        folder: Path,
+        lines: list[str],
+        out: TextIO | None = None,
+        notebook: NotebookFile | None = None,
     ) -> None:
         # At a terminal the code's input() and getpass() ask there; without one they raise
         # (and a note says why).
@@ -193,6 +204,17 @@ class HeadlessEditor:
         self.report = "text"
         """text: each result as it comes; github, sarif, json: all of them at the end."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.notebook = notebook
+        """The notebook the document is (its code cells), when it is one."""
+        self.ran: list[PieceRun] = []
+        """The pieces a plain run ran (what a notebook's cells get as outputs)."""
+
+    def place(self, line: int) -> str:
+        """How a 0-based line of the document is named: `path:line`, a notebook's
+        `path:cell N:line` (both from 1)."""
+        if self.notebook is not None:
+            return f"{self.shown}:{self.notebook.place(line)}"
+        return f"{self.shown}:{line + 1}"
 
     def _say(self, line: str) -> None:
         print(line, file=self.out or sys.stdout, flush=True)
@@ -206,7 +228,7 @@ class HeadlessEditor:
             print(line, file=sys.stderr, flush=True)
 
     def _where(self, place: Place) -> str:
-        return self.shown if place.line is None else f"{self.shown}:{place.line + 1}:1"
+        return self.shown if place.line is None else f"{self.place(place.line)}:1"
 
     def text(self, uri: str) -> Snapshot | None:
         return Snapshot(self.version, tuple(self.lines)) if uri == self.uri else None
@@ -218,6 +240,8 @@ class HeadlessEditor:
         return str(self.path)
 
     def language_of(self, uri: str) -> Language | None:
+        if self.notebook is not None:
+            return self.notebook.language
         return language_of(None, str(self.path))
 
     def folder_for(self, uri: str) -> Path:
@@ -239,7 +263,7 @@ class HeadlessEditor:
             self._partial[key] = rest
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         for done in complete:
-            self._say(f"{self.shown}:{line}:{_column(text)}: note: {done}")
+            self._say(f"{self.place(line - 1)}:{_column(text)}: note: {done}")
             self._streamed[line] = self._streamed.get(line, "") + done + "\n"
 
     def show(self, change: Shown) -> None:
@@ -253,7 +277,7 @@ class HeadlessEditor:
             return  # said once, in that format, when the run ends
         streamed = {s.last + 1: self._streamed.pop(s.last + 1, "") for s in added.statements}
         self._partial.clear()
-        for line in format_results(self.shown, self.lines, added, streamed):
+        for line in format_results(self.shown, self.lines, added, streamed, self.place):
             self._say(line)
 
     def runs_done(self) -> None:
@@ -359,6 +383,7 @@ def command(args: argparse.Namespace) -> int:
             args.above,
             args.generate,
             args.line,
+            args.inplace,
         )
     except KeyboardInterrupt:  # the kernel is stopped by then; one line, not a traceback
         code = INTERRUPTED
@@ -417,21 +442,20 @@ def run_file(
     above: bool = False,
     generate: bool = False,
     line: int | None = None,
+    inplace: bool = False,
 ) -> int:
     """Run the file's cells (or one, with the cells `above` it first; or, `dependents_of` a
     line from 1, the cells up to the one holding it and the cells below that depend on it;
     or, to `generate`, the cells above each empty prompt and then the body the model writes
     for it — only the prompt on `line` with one), printing results; 0 clean, 1 failed, 2
-    could not run."""
+    could not run. A notebook (`.ipynb`) runs as its code cells; `inplace` writes their
+    outputs into it."""
     shown = str(path)
     path = path.resolve()
-    try:
-        with tokenize.open(path) as f:  # the coding cookie (or BOM) decides, as for Python
-            source, encoding = f.read(), f.encoding
-    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
-        print(f"runfix: error: cannot read {shown}: {exc}", file=sys.stderr)
-        return 2
-    lines = split_lines(source)
+    read = _read(path, shown, inplace)
+    if isinstance(read, int):
+        return read
+    source, encoding, lines, notebook = read
     folder = project_folder(path)
     settings = project_settings(folder, command_line)
     if timeout is not None:
@@ -449,7 +473,7 @@ def run_file(
             cells = tuple((p.first, p.first) for p in pieces[:cell])
         else:
             line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
-    editor = HeadlessEditor(shown, path, folder, lines)
+    editor = HeadlessEditor(shown, path, folder, lines, notebook=notebook)
     editor.report = report
     if dependents_of is not None and cell is not None:
         print("runfix: error: --cell and --dependents-of do not go together", file=sys.stderr)
@@ -473,6 +497,8 @@ def run_file(
             f"{shown}:{first}:1: note: {above_it} did not run (a fresh kernel); "
             "--above runs them first"
         )
+    if notebook is not None:
+        return _write_notebook(editor, notebook, code, inplace, bool(prompts))
     if editor.changed:
         if not _still_reads(path, source, encoding):  # saved while the model answered
             editor.note(
@@ -482,6 +508,65 @@ def run_file(
             return 1
         path.write_text("".join(editor.lines), encoding=encoding)
         editor.note(f"{shown}: note: wrote the {'generated code' if prompts else 'fixes'}")
+    return code
+
+
+def _read(
+    path: Path, shown: str, inplace: bool
+) -> tuple[str, str, list[str], NotebookFile | None] | int:
+    """The file's text, its encoding and lines (a notebook's: its code cells as one
+    document, and the notebook), or the exit status saying it cannot be run (2)."""
+    if path.suffix == ".ipynb":
+        try:
+            notebook = NotebookFile.read(path)
+        except ValueError as exc:
+            print(f"runfix: error: cannot run {shown}: {exc}", file=sys.stderr)
+            return 2
+        return "", "utf-8", notebook.lines(), notebook
+    if inplace:
+        print("runfix: error: --inplace writes a notebook's outputs: name one", file=sys.stderr)
+        return 2
+    try:
+        with tokenize.open(path) as f:  # the coding cookie (or BOM) decides, as for Python
+            source, encoding = f.read(), f.encoding
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+        print(f"runfix: error: cannot read {shown}: {exc}", file=sys.stderr)
+        return 2
+    return source, encoding, split_lines(source), None
+
+
+def _write_notebook(
+    editor: HeadlessEditor, notebook: NotebookFile, code: int, inplace: bool, generated: bool
+) -> int:
+    """The notebook written back: its fixed (or generated) cells' code, and with `inplace`
+    each code cell's outputs from its latest run; `code` (the run's exit status) unless it
+    could not be written."""
+    if not editor.changed and not inplace:
+        return code
+    shown = editor.shown
+    sources = notebook.sources(editor.lines) if editor.changed else None
+    if editor.changed and sources is None:
+        editor.note(f"{shown}: warning: the cells no longer split as the notebook's; not written")
+        return 1
+    lines = editor.lines if editor.changed else notebook.lines()
+    outputs = notebook.outputs(editor.folder, lines, editor.ran) if inplace else None
+    try:
+        written = notebook.write(sources, outputs)
+    except Exception as exc:  # nbformat's ValidationError, an OSError: nothing was written
+        editor.note(f"{shown}: error: the notebook was not written: {exc}")
+        return 2
+    if not written:
+        editor.note(
+            f"{shown}: warning: the notebook changed while runfix ran (saved elsewhere?); "
+            "nothing was written over it: run again"
+        )
+        return 1
+    said = []
+    if sources is not None:
+        said.append("the generated code" if generated else "the fixes")
+    if outputs is not None:
+        said.append(f"the outputs of {len(outputs)} cell{'s' if len(outputs) != 1 else ''}")
+    editor.note(f"{shown}: note: wrote {' and '.join(said)}")
     return code
 
 
@@ -585,7 +670,8 @@ async def _run(
                 ok = fixed.status in (Status.OK, Status.FIXED)
             else:
                 mode = RunMode(within=cells)
-                ok = (await flow.run(where, line_range, cancel, mode)).status == Status.OK
+                ran = await flow.run(where, line_range, cancel, mode, editor.ran)
+                ok = ran.status == Status.OK
         return INTERRUPTED if pressed() else 0 if ok else 1
     finally:
         if editor.report != "text":

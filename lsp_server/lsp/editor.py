@@ -45,11 +45,12 @@ from lsp_server.editor import (
 from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_text_edit
-from lsp_server.lsp.notebooks import Notebook, Notebooks
+from lsp_server.lsp.notebooks import Notebooks
 from lsp_server.lsp.transport import send_prepared_notification
 from lsp_server.lsp.uris import ClientUris
 from lsp_server.outputs.results import Front, StatementResult
 from lsp_server.text.languages import Language, language_of
+from lsp_server.text.notebooks import Notebook
 
 log = logging.getLogger(__name__)
 SHOWN = {"shown": True}

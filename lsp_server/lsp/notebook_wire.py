@@ -17,8 +17,9 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from lsp_server.lsp.notebooks import Notebook, Notebooks
+from lsp_server.lsp.notebooks import Notebooks
 from lsp_server.lsp.prepared import Prepared
+from lsp_server.text.notebooks import Notebook
 from lsp_server.text.positions import strip_eol
 
 Width = Callable[[str], int]

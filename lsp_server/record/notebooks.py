@@ -29,7 +29,8 @@ from lsp_server.text.languages import PYTHON, Language, of_kernel
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
 
 
-def _outputs(run: RecordedRun, folder: Path | None) -> list[dict[str, Any]]:
+def outputs_of(run: RecordedRun, folder: Path | None) -> list[dict[str, Any]]:
+    """A recorded run's outputs as a notebook's code cell holds them (nbformat 4)."""
     from nbformat import v4
 
     outputs = []
@@ -115,7 +116,7 @@ def write_notebook(
             if cell.source.strip() == code_of(lines, mine.code_first, mine.last).strip():
                 at = i + 1
                 cell_runs = standing(runs, lines, mine.code_first, mine.last)
-                cell.outputs = [o for run in cell_runs for o in _outputs(run, folder)]
+                cell.outputs = [o for run in cell_runs for o in outputs_of(run, folder)]
                 with_outputs += bool(cell.outputs)
                 break
     notebook.metadata.pop("jupytext", None)

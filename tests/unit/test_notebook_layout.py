@@ -7,7 +7,7 @@ from lsprotocol import types as lsp
 
 from executor.text import split_lines
 from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_text_edit
-from lsp_server.lsp.notebooks import Notebook, Place
+from lsp_server.text.notebooks import Notebook, Place
 
 
 def _notebook() -> Notebook:

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from lsprotocol import types as lsp
 
 from lsp_server.lsp.features.documents import opened
-from lsp_server.lsp.notebooks import Notebook, cell_lines
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.outputs.store import LineChange, line_change
+from lsp_server.text.notebooks import Notebook, cell_lines
 
 log = logging.getLogger(__name__)
 

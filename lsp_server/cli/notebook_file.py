@@ -1,0 +1,201 @@
+"""`runfix run NB.ipynb`: a notebook on disk run as one runfix document (its code cells in
+order, each under a `# %%` line: `text.notebooks`), its results named by cell
+(`NB.ipynb:cell 3:2:1`), and the notebook written back with `--inplace` (each code cell
+that ran with its outputs, as `jupyter nbconvert --execute --inplace` writes them) or
+`--fix` (the fixed cells' code). Everything else of the notebook — markdown cells, cell
+ids, metadata, attachments, the outputs of cells that did not run — is kept; what is
+written is validated by nbformat first and renamed into place whole.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from executor.events import Display, Error, RunOutcome, Stream, Value
+from executor.files import replace_file
+from executor.text import split_lines
+from lsp_server.folder_files import read_regular
+from lsp_server.record.notebooks import notebook_language, outputs_of
+from lsp_server.record.store import RESTORE_RUNS, RunRecord, standing
+from lsp_server.runner import PieceRun
+from lsp_server.text.languages import LANGUAGES, Language
+from lsp_server.text.notebooks import MARKER, Notebook
+
+NOTEBOOK_LIMIT = 256 * 1024 * 1024
+"""Bytes of a notebook runfix reads (its outputs are most of it)."""
+
+
+@dataclass
+class NotebookFile:
+    """A notebook read from disk, and its code cells as one document."""
+
+    path: Path
+    notebook: Any
+    """As nbformat reads it (version 4)."""
+    layout: Notebook
+    language: Language
+    raw: bytes
+    """The file as it was read (written over only if it still says this)."""
+
+    @property
+    def code(self) -> list[Any]:
+        return [cell for cell in self.notebook.cells if cell.cell_type == "code"]
+
+    @classmethod
+    def read(cls, path: Path) -> NotebookFile:
+        """The notebook at `path`; ValueError saying why it is not one runfix can run."""
+        import nbformat
+
+        try:
+            raw = read_regular(path, NOTEBOOK_LIMIT)
+        except OSError as exc:
+            raise ValueError(str(exc)) from None
+        if not raw.strip():
+            raise ValueError("the file is empty")
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"not JSON ({exc})") from None
+        if not isinstance(data, dict) or "cells" not in data:
+            raise ValueError("JSON, but not a notebook (no cells)")
+        if not isinstance(data.get("nbformat"), int) or data["nbformat"] < 4:
+            raise ValueError(
+                f"nbformat {data.get('nbformat')}: open and save it in Jupyter first "
+                "(runfix reads nbformat 4)"
+            )
+        try:
+            with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): all the same
+                warnings.simplefilter("ignore")
+                notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)  # type: ignore[no-untyped-call]
+                nbformat.validate(notebook)
+        except Exception as exc:  # nbformat's own errors, whatever their class
+            said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(f"not a valid notebook: {said}") from None
+        metadata = notebook.metadata
+        said = metadata.get("kernelspec", {}).get("language") or metadata.get(
+            "language_info", {}
+        ).get("name")
+        if said and not any(str(said).lower() in lang.kernel_languages for lang in LANGUAGES):
+            known = ", ".join(lang.name for lang in LANGUAGES)
+            raise ValueError(f"its kernel runs {said}; runfix runs {known} notebooks")
+        cells = [
+            (str(i), cell.cell_type == "code", cell.source) for i, cell in enumerate(notebook.cells)
+        ]
+        layout = Notebook(path.as_uri(), cells, "")
+        return cls(path, notebook, layout, notebook_language(notebook), raw)
+
+    def lines(self) -> list[str]:
+        """The document: the code cells in order, each under a `# %%` line."""
+        return split_lines(Notebook.text_of([cell.source for cell in self.code]))
+
+    def place(self, line: int) -> str:
+        """`cell N:L` of the document's 0-based `line` (N counts every cell, as the notebook
+        shows them; L from 1); a marker line is its cell's first line."""
+        found = self.layout.below(line)
+        if found is None:
+            return f"cell ?:{line + 1}"
+        return f"cell {int(found.cell) + 1}:{found.line + 1}"
+
+    def sources(self, lines: Sequence[str]) -> list[str] | None:
+        """The code cells' sources in the document's `lines` (None: its cells no longer
+        split as the notebook's do)."""
+        parts: list[list[str]] = []
+        for line in lines:
+            if line == MARKER:
+                parts.append([])
+            elif parts:
+                parts[-1].append(line)
+            else:
+                return None
+        if len(parts) != len(self.code):
+            return None
+        out = []
+        for part in parts:
+            text = "".join(part)
+            out.append(text[:-1] if text.endswith("\n") else text)
+        return out
+
+    def outputs(
+        self, folder: Path, lines: Sequence[str], ran: Sequence[PieceRun] = ()
+    ) -> dict[int, list[Any]]:
+        """Each code cell's outputs (by its index among the code cells): what its run in
+        `ran` produced (streams, values, displays, errors: as Jupyter keeps them), else
+        the latest runs the folder's record has of its code as `lines` hold it; cells
+        without either are left out."""
+        record = RunRecord(folder)
+        try:
+            runs = record.recent(str(self.path), RESTORE_RUNS)
+        finally:
+            record.close()
+        out: dict[int, list[Any]] = {}
+        at = 0
+        for index, text in enumerate(self.sources(lines) or []):
+            first, last = at + 1, at + 1 + text.count("\n")  # under the cell's marker
+            at = last + 1
+            now = [r for r in ran if first <= r.piece.first <= last and r.lines == tuple(lines)]
+            if now:
+                out[index] = [o for r in now for o in cell_outputs(r.outcome)]
+            elif recorded := standing(runs, lines, first, last):
+                out[index] = [o for run in recorded for o in outputs_of(run, folder)]
+        return out
+
+    def write(self, sources: Sequence[str] | None, outputs: dict[int, list[Any]] | None) -> bool:
+        """Write the notebook with the code cells' `sources` and `outputs` (those given),
+        each cell with new outputs numbered in order; False if the file changed since it
+        was read (nothing is written then). nbformat's ValidationError if what would be
+        written is not a valid notebook."""
+        import nbformat
+
+        notebook = copy.deepcopy(self.notebook)
+        count = 0
+        for index, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+            if sources is not None:
+                cell.source = sources[index]
+            if outputs is not None and index in outputs:
+                count += 1
+                cell.outputs = outputs[index]
+                cell.execution_count = count
+                for output in cell.outputs:
+                    if output.get("output_type") == "execute_result":
+                        output["execution_count"] = count
+        nbformat.validate(notebook)
+        text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+        try:
+            if read_regular(self.path, NOTEBOOK_LIMIT) != self.raw:
+                return False
+        except OSError:
+            return False
+        replace_file(self.path, (text if text.endswith("\n") else text + "\n").encode())
+        return True
+
+
+def cell_outputs(outcome: RunOutcome) -> list[Any]:
+    """What a run produced, as a notebook's code cell keeps it (nbformat 4): what it
+    printed (one output per stream and run of it), its values (`execute_result`), what it
+    displayed (plots, tables), the error it raised with its traceback."""
+    from nbformat import v4
+
+    out: list[Any] = []
+    for event in outcome.events:
+        if isinstance(event, Stream):
+            last = out[-1] if out else None
+            if last is not None and last.output_type == "stream" and last.name == event.name:
+                last.text += event.text
+            else:
+                out.append(v4.new_output("stream", name=event.name, text=event.text))  # type: ignore[no-untyped-call]
+        elif isinstance(event, Value):
+            out.append(v4.new_output("execute_result", data=dict(event.data)))  # type: ignore[no-untyped-call]
+        elif isinstance(event, Display):
+            out.append(v4.new_output("display_data", data=dict(event.data)))  # type: ignore[no-untyped-call]
+        elif isinstance(event, Error):
+            traceback = event.text.splitlines() or [f"{event.ename}: {event.evalue}"]
+            out.append(
+                v4.new_output("error", ename=event.ename, evalue=event.evalue, traceback=traceback)  # type: ignore[no-untyped-call]
+            )
+    return out
