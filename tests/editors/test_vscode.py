@@ -7,6 +7,7 @@ script of the kernel's HTML runs. The screenshots land in the test's output fold
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -245,3 +246,73 @@ def test_with_no_runfix_anywhere_the_extension_installs_its_own(tmp_path: Path) 
     logs = [f.read_text() for f in (out / "user-data" / "logs").rglob("*runfix*.log")]
     assert sum(log.count("runfix: installed runfix_lsp") for log in logs) == 1, logs
     assert list(storage.glob("*/runfix-venv.installed"))
+
+
+@pytest.mark.timeout(400)
+def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_path: Path) -> None:
+    """Issue 49: a Jupyter notebook in VS Code with only runfix's extension: the runfix kernel
+    in the picker, Run All → text, a plot and an error land in their cells; Run and Fix on
+    the cell that calls another cell's broken function → that cell is edited (a scripted
+    model's answer, over HTTP), the caller unchanged."""
+    import nbformat
+    from nbformat import v4
+
+    from tests.conftest import API_KEY_ENV
+    from tests.support.model_server import ModelServer, code
+
+    def prepare(workspace: Path) -> None:
+        nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.metadata["language_info"] = {"name": "python"}
+        nb.cells = [
+            v4.new_markdown_cell("# Prices"),  # type: ignore[no-untyped-call]
+            v4.new_code_cell("prices = [3, 4, 5]\nprint('n =', len(prices))"),  # type: ignore[no-untyped-call]
+            v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot(prices)\nplt.show()"),  # type: ignore[no-untyped-call]
+            v4.new_code_cell("total = sum(prices)\ntotal"),  # type: ignore[no-untyped-call]
+            v4.new_code_cell("def mean(xs):\n    return sum(xs) / count"),  # type: ignore[no-untyped-call]
+            v4.new_code_cell("mean(prices)"),  # type: ignore[no-untyped-call]
+        ]
+        nbformat.write(nb, workspace / "analysis.ipynb")  # type: ignore[no-untyped-call]
+
+    with ModelServer() as model:
+        model.script(code("def mean(xs):\n    return sum(xs) / len(xs)"))
+        settings = {
+            "runfix.model.baseUrl": model.url,
+            "runfix.model.name": "test-model",
+            "runfix.model.apiKeyEnv": API_KEY_ENV,
+        }
+        report, out = _code_server(
+            tmp_path, "notebook", prepare, {"RUNFIX_E2E_MODEL": json.dumps(settings)}
+        )
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    for name in ("vscode-notebook.png", "vscode-notebook-fixed.png", "failure.png"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / name)
+    for name in ("report.json", "code-server.log"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / f"notebook-{name}")
+    assert "error" not in report, report["error"]
+    assert report["kernelPicked"], report["steps"]
+    # Run All, then saved by VS Code's own serializer: each cell's outputs in the file
+    ran = report["savedAfterRun"]
+    assert report["notebookOutputs"], ran
+    outputs = [c.get("outputs", []) for c in ran["cells"]]
+    text = [
+        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+        for o in itertools.chain(*outputs)
+    ]
+    assert any("n = 3" in t for t in text) and any("12" in t for t in text), outputs
+    assert any("image/png" in o.get("data", {}) for o in outputs[2]), outputs[2]  # the plot
+    assert [o["output_type"] for o in outputs[5]] == ["error"], outputs[5]
+    assert "NameError" in outputs[5][0]["ename"] + outputs[5][0]["evalue"]
+    assert report["notebookImages"] >= 1, "the plot was not shown in its cell"
+    # Run and Fix from the caller: the function's cell edited, the caller unchanged
+    assert report["notebookFixed"], report.get("savedAfterFix")
+    sources = ["".join(c["source"]) for c in report["savedAfterFix"]["cells"]]
+    assert sources[4] == "def mean(xs):\n    return sum(xs) / len(xs)", sources
+    assert sources[5] == "mean(prices)", sources

@@ -37,6 +37,7 @@ import {
   ownInstall,
   type Run,
 } from "./install";
+import { notebookController } from "./notebooks";
 import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
@@ -284,6 +285,8 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     documentSelector: languages.flatMap((language) => [
       { scheme: "file", language },
       { scheme: "untitled", language },
+      // a Jupyter notebook's cells: the server takes the notebook whole (notebook sync)
+      { notebook: "jupyter-notebook", language },
     ]),
     // VS Code's Workspace Trust is the decision: the server starts only in a trusted
     // workspace, and then asks no second question before running its code.
@@ -403,6 +406,21 @@ async function call(command: string, argument?: Record<string, unknown>): Promis
   }
 }
 
+/** A server command for the notebook kernel: its answer, or undefined (logged) when there
+ *  is no server or it failed; nothing is shown (the cell shows what happened). */
+async function serverCall(command: string, argument: Record<string, unknown>): Promise<unknown> {
+  if (!client || !vscode.workspace.isTrusted) {
+    output?.warn(`${command}: ${client ? UNTRUSTED : "the server is not running"}`);
+    return undefined;
+  }
+  try {
+    return await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [argument] });
+  } catch (err) {
+    output?.warn(`${command} failed: ${String(err)}`);
+    return undefined;
+  }
+}
+
 /** One run of `runfix.history`. */
 interface HistoryRun {
   uri: string;
@@ -483,6 +501,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   void vscode.commands.executeCommand("setContext", "runfix.languages", languages);
   views = new OutputViews(outputsAt, (document) => languages.includes(document.languageId));
   context.subscriptions.push(output, statusItem, views);
+  context.subscriptions.push(notebookController(serverCall, languages));
 
   const register = (id: string, run: () => unknown): void => {
     context.subscriptions.push(vscode.commands.registerCommand(id, run));

@@ -58,6 +58,76 @@ async function runFirstCell(page, file, shows) {
   await pick(page, "runfix: Run Cell");
 }
 
+/** How many loaded images the frames of the page hold (a notebook's plots). */
+async function framesImages(page) {
+  let count = 0;
+  for (const frame of page.frames()) {
+    count += await frame
+      .evaluate(() => [...document.querySelectorAll("img")].filter((i) => i.naturalWidth > 100).length)
+      .catch(() => 0);
+  }
+  return count;
+}
+
+/** "notebook": open a Jupyter notebook, pick runfix's kernel, Run All: text, a plot and an
+ *  error land in their cells; then Run and Fix on the cell that calls a broken function of
+ *  another cell: that cell is fixed (the scripted model's answer), and the caller runs. */
+async function notebookScenario(page) {
+  const command = async (name, label = name) => {
+    await page.keyboard.press("F1");
+    await page.keyboard.type(name);
+    await pick(page, label);
+  };
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("analysis.ipynb");
+  await pick(page, "analysis.ipynb");
+  await page.waitForSelector(".notebook-editor .cell-editor-container .monaco-editor", { timeout: 60000 });
+  step("notebookOpened");
+  await command("Notebook: Select Notebook Kernel", "Select Notebook Kernel");
+  await pick(page, "runfix — this folder's kernel");
+  step("kernelPicked");
+  await new Promise((r) => setTimeout(r, 1000));
+  await command("Notebook: Run All", "Run All");
+  const notebookFile = path.join(workspace, "analysis.ipynb");
+  /** Save the notebook (VS Code's own serializer writes the cells' outputs) and read it. */
+  const saved = async () => {
+    await page.keyboard.press("Control+S");
+    await new Promise((r) => setTimeout(r, 1000));
+    try {
+      return JSON.parse(fs.readFileSync(notebookFile, "utf8"));
+    } catch {
+      return null;
+    }
+  };
+  const ranAll = (nb) => nb && nb.cells.at(-1).outputs?.some((o) => o.output_type === "error");
+  let notebook = null;
+  for (const until = Date.now() + 120000; Date.now() < until && !ranAll(notebook); ) {
+    await new Promise((r) => setTimeout(r, 2000));
+    notebook = await saved();
+  }
+  report.savedAfterRun = notebook;
+  step("notebookOutputs", Boolean(ranAll(notebook)));
+  report.notebookImages = await framesImages(page);
+  await page.screenshot({ path: path.join(out, "vscode-notebook.png") });
+
+  // Run and Fix from the calling cell (the last): the function's cell is the one fixed.
+  await page.keyboard.press("Escape");
+  await command("Notebook: Focus Last Cell", "Focus Last Cell");
+  await page.keyboard.press("Enter"); // into its editor
+  await new Promise((r) => setTimeout(r, 500));
+  await command("runfix: Run and Fix");
+  const fixed = (nb) => nb && nb.cells.some((c) => [].concat(c.source).join("").includes("/ len(xs)"));
+  notebook = null;
+  for (const until = Date.now() + 120000; Date.now() < until && !fixed(notebook); ) {
+    await new Promise((r) => setTimeout(r, 2000));
+    notebook = await saved();
+  }
+  report.savedAfterFix = notebook;
+  step("notebookFixed", Boolean(fixed(notebook)));
+  await new Promise((r) => setTimeout(r, 1000));
+  await page.screenshot({ path: path.join(out, "vscode-notebook-fixed.png") });
+}
+
 /** Thrown to end a scenario early, without an error. */
 class Done extends Error {}
 
@@ -106,7 +176,7 @@ writeSettings(
     ? {}
     : {
         "runfix.path": env("RUNFIX_E2E_RUNFIX"),
-        ...(live ? JSON.parse(env("RUNFIX_E2E_MODEL")) : {}),
+        ...(process.env.RUNFIX_E2E_MODEL ? JSON.parse(env("RUNFIX_E2E_MODEL")) : {}),
       },
 );
 const common = ["--user-data-dir", user, "--extensions-dir", extensions];
@@ -329,6 +399,11 @@ try {
     null,
     { timeout: 60000 },
   ).then(() => step("idle"), () => step("idle", false));
+
+  if (scenario === "notebook") {
+    await notebookScenario(page);
+    throw new Done();
+  }
 
   if (live) {
     const command = async (name) => {

@@ -1,0 +1,138 @@
+// runfix as a kernel in VS Code's notebook picker ("runfix — this folder's kernel"): a
+// NotebookController for Jupyter notebooks whose cells run in the folder's runfix kernel.
+// The server has the notebook already (LSP notebook sync: one document of its code cells);
+// a cell runs with `runfix.run` on its URI, so a run from here and one from runfix's own
+// commands are the same run (one kernel, one record, one set of results, fixes and hints
+// on the cell). What the cell showed comes back with `runfix.outputs` and is written into
+// the cell: text, images, tables and markdown; an error with its message. Kernel HTML is
+// shown as its text summary (the output view shows it sandboxed): a notebook's renderer
+// would run the kernel's scripts.
+import * as fs from "fs";
+import * as path from "path";
+import * as vscode from "vscode";
+
+import { inside, type OutputItem, type OutputsAnswer } from "./outputView";
+
+/** The server's commands, as the extension calls them (undefined: no server, or it failed). */
+export type Call = (command: string, argument: Record<string, unknown>) => Promise<unknown>;
+
+const IMAGE_TYPES: Record<string, string> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".svg": "image/svg+xml",
+};
+
+/** A stored output file's bytes, only from the folder's outputs directory. */
+function stored(dir: string, file: string | undefined): Uint8Array | undefined {
+  const real = file && inside(dir, file);
+  if (!real) {
+    return undefined;
+  }
+  try {
+    return fs.readFileSync(real);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One statement's output as a notebook cell's output. */
+export function cellOutput(dir: string, item: OutputItem): vscode.NotebookCellOutput {
+  const items: vscode.NotebookCellOutputItem[] = [];
+  const image = item.image ? stored(dir, item.image) : undefined;
+  if (image && item.image) {
+    const mime = IMAGE_TYPES[path.extname(item.image).toLowerCase()];
+    if (mime) {
+      items.push(new vscode.NotebookCellOutputItem(image, mime));
+    }
+  }
+  if (item.table) {
+    items.push(vscode.NotebookCellOutputItem.text(item.table, "text/markdown"));
+  } else if (item.markdown) {
+    items.push(vscode.NotebookCellOutputItem.text(item.markdown, "text/markdown"));
+  }
+  items.push(vscode.NotebookCellOutputItem.text(item.text, "text/plain"));
+  return new vscode.NotebookCellOutput(items);
+}
+
+/** The errors a cell's run raised: on the cell, or on another cell (in a function it
+ *  defines) with this cell among the places that called it. */
+function errorsOf(cell: vscode.NotebookCell): vscode.Diagnostic[] {
+  const uri = cell.document.uri.toString();
+  const found: vscode.Diagnostic[] = [];
+  for (const other of cell.notebook.getCells()) {
+    for (const problem of vscode.languages.getDiagnostics(other.document.uri)) {
+      if (problem.severity !== vscode.DiagnosticSeverity.Error) {
+        continue;
+      }
+      const called = (problem.relatedInformation ?? []).some((r) => r.location.uri.toString() === uri);
+      if (other === cell || called) {
+        found.push(problem);
+      }
+    }
+  }
+  return found;
+}
+
+/** Registers the runfix notebook kernel; `call` reaches the server. */
+export function notebookController(call: Call, languages: string[]): vscode.NotebookController {
+  const controller = vscode.notebooks.createNotebookController(
+    "runfix",
+    "jupyter-notebook",
+    "runfix — this folder's kernel",
+  );
+  controller.description = "runs, fixes and checks cells in runfix's kernel";
+  controller.supportedLanguages = languages;
+  controller.supportsExecutionOrder = true;
+  let order = 0;
+
+  async function run(cell: vscode.NotebookCell): Promise<boolean> {
+    const execution = controller.createNotebookCellExecution(cell);
+    execution.executionOrder = ++order;
+    execution.start(Date.now());
+    const uri = cell.document.uri.toString();
+    const interrupt = execution.token.onCancellationRequested(() => {
+      void call("runfix.interrupt", { uri: cell.notebook.uri.toString() });
+    });
+    let ok = false;
+    try {
+      await execution.clearOutput();
+      const answer = (await call("runfix.run", { uri, position: { line: 0, character: 0 } })) as
+        | { status?: string; message?: string }
+        | undefined;
+      ok = answer?.status === "ok";
+      // Line -1 of the cell is its marker line in the server's document of the notebook:
+      // the outputs of every statement of the cell, not only of its first line's.
+      const shown = (await call("runfix.outputs", { uri, position: { line: -1, character: 0 } })) as
+        | OutputsAnswer
+        | undefined;
+      const outputs = (shown?.outputs ?? []).map((item) => cellOutput(shown?.outputsDir ?? "", item));
+      for (const problem of errorsOf(cell)) {
+        const error = new Error(problem.message);
+        error.name = problem.message.split(":")[0] || "Error";
+        error.stack = problem.message;
+        outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(error)]));
+      }
+      if (!ok && answer?.message && outputs.length === 0) {
+        outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(answer.message)]));
+      }
+      await execution.replaceOutput(outputs);
+    } finally {
+      interrupt.dispose();
+      execution.end(ok, Date.now());
+    }
+    return ok;
+  }
+
+  controller.executeHandler = async (cells) => {
+    for (const cell of cells) {
+      if (!(await run(cell))) {
+        break; // as Jupyter's Run All: the cells after a failing one do not run
+      }
+    }
+  };
+  controller.interruptHandler = async (notebook) => {
+    await call("runfix.interrupt", { uri: notebook.uri.toString() });
+  };
+  return controller;
+}
