@@ -140,6 +140,17 @@ def _import(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace the script if it exists")
 
 
+def _notebook(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "action",
+        choices=["read", "write"],
+        help="read: print the notebook as percent text (`# %%%%` cells); write: make the "
+        "notebook of the percent text on stdin, keeping what did not change and adding the "
+        "latest runs' outputs",
+    )
+    p.add_argument("notebook", type=Path)
+
+
 def _trust(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", type=Path, nargs="?", help="the folder (default: this one)")
     p.add_argument(
@@ -207,6 +218,11 @@ COMMANDS: dict[str, Command] = {
     ),
     "import": Command(
         "a notebook → a percent-format script", "lsp_server.cli.notebooks:import_command", _import
+    ),
+    "notebook": Command(
+        "a notebook as percent text for an editor's buffer, and back (Neovim's .ipynb)",
+        "lsp_server.cli.notebooks:notebook_command",
+        _notebook,
     ),
     "trust": Command(
         "let a folder run its code (its interpreter, its files), or revoke or list that",

@@ -31,6 +31,48 @@ NOTEBOOK_LIMIT = 256 * 1024 * 1024
 """Bytes of a notebook runfix reads (its outputs are most of it)."""
 
 
+def load(path: Path) -> tuple[Any, bytes]:
+    """The notebook at `path` as nbformat reads it (version 4), and its bytes; ValueError
+    saying why it is not one: unreadable, empty, not JSON, older than nbformat 4, invalid."""
+    import nbformat
+
+    try:
+        raw = read_regular(path, NOTEBOOK_LIMIT)
+    except OSError as exc:
+        raise ValueError(str(exc)) from None
+    if not raw.strip():
+        raise ValueError("the file is empty")
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(data, dict) or "cells" not in data:
+        raise ValueError("JSON, but not a notebook (no cells)")
+    if not isinstance(data.get("nbformat"), int) or data["nbformat"] < 4:
+        raise ValueError(
+            f"nbformat {data.get('nbformat')}: open and save it in Jupyter first "
+            "(runfix reads nbformat 4)"
+        )
+    try:
+        with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): all the same
+            warnings.simplefilter("ignore")
+            notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)  # type: ignore[no-untyped-call]
+            nbformat.validate(notebook)
+    except Exception as exc:  # nbformat's own errors, whatever their class
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"not a valid notebook: {said}") from None
+    return notebook, raw
+
+
+def written(notebook: Any) -> bytes:
+    """A notebook's file, as Jupyter writes it (validated first: nbformat's ValidationError)."""
+    import nbformat
+
+    nbformat.validate(notebook)
+    text: str = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    return (text if text.endswith("\n") else text + "\n").encode()
+
+
 @dataclass
 class NotebookFile:
     """A notebook read from disk, and its code cells as one document."""
@@ -50,33 +92,7 @@ class NotebookFile:
     @classmethod
     def read(cls, path: Path) -> NotebookFile:
         """The notebook at `path`; ValueError saying why it is not one runfix can run."""
-        import nbformat
-
-        try:
-            raw = read_regular(path, NOTEBOOK_LIMIT)
-        except OSError as exc:
-            raise ValueError(str(exc)) from None
-        if not raw.strip():
-            raise ValueError("the file is empty")
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(f"not JSON ({exc})") from None
-        if not isinstance(data, dict) or "cells" not in data:
-            raise ValueError("JSON, but not a notebook (no cells)")
-        if not isinstance(data.get("nbformat"), int) or data["nbformat"] < 4:
-            raise ValueError(
-                f"nbformat {data.get('nbformat')}: open and save it in Jupyter first "
-                "(runfix reads nbformat 4)"
-            )
-        try:
-            with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): all the same
-                warnings.simplefilter("ignore")
-                notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)  # type: ignore[no-untyped-call]
-                nbformat.validate(notebook)
-        except Exception as exc:  # nbformat's own errors, whatever their class
-            said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"not a valid notebook: {said}") from None
+        notebook, raw = load(path)
         metadata = notebook.metadata
         said = metadata.get("kernelspec", {}).get("language") or metadata.get(
             "language_info", {}
@@ -150,7 +166,6 @@ class NotebookFile:
         each cell with new outputs numbered in order; False if the file changed since it
         was read (nothing is written then). nbformat's ValidationError if what would be
         written is not a valid notebook."""
-        import nbformat
 
         notebook = copy.deepcopy(self.notebook)
         count = 0
@@ -164,14 +179,13 @@ class NotebookFile:
                 for output in cell.outputs:
                     if output.get("output_type") == "execute_result":
                         output["execution_count"] = count
-        nbformat.validate(notebook)
-        text = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+        data = written(notebook)
         try:
             if read_regular(self.path, NOTEBOOK_LIMIT) != self.raw:
                 return False
         except OSError:
             return False
-        replace_file(self.path, (text if text.endswith("\n") else text + "\n").encode())
+        replace_file(self.path, data)
         return True
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 from executor.files import replace_file
 from lsp_server.folder_files import safe_target
 from lsp_server.record.notebooks import (
+    buffer_text,
+    kernelspec,
+    merged,
     notebook_language,
     read_notebook,
     script_text,
@@ -96,4 +99,64 @@ def import_notebook(source: Path, target: Path | None, force: bool) -> int:
         print(f"runfix: error: cannot write {out}: {exc}", file=sys.stderr)
         return 2
     print(f"runfix: wrote {out} ({len(notebook.cells)} cells)")
+    return 0
+
+
+def notebook_command(args: argparse.Namespace) -> int:
+    if args.action == "read":
+        return read_buffer(args.notebook)
+    return write_buffer(args.notebook, sys.stdin.read())
+
+
+def read_buffer(path: Path) -> int:
+    """`runfix notebook read NB.ipynb`: the notebook as the percent text an editor edits
+    (`record.notebooks.buffer_text`), on stdout."""
+    from lsp_server.cli.notebook_file import load
+
+    try:
+        notebook, _ = load(path)
+    except ValueError as exc:
+        print(f"runfix: error: cannot open {path} as a notebook: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(buffer_text(notebook))
+    return 0
+
+
+def write_buffer(path: Path, text: str) -> int:
+    """`runfix notebook write NB.ipynb` (the buffer's text on stdin): the notebook the text
+    makes of the one on disk (`record.notebooks.merged`: what did not change kept, the
+    latest runs' outputs for the cells that ran), validated and renamed into place; a new
+    notebook if there is none; nothing written when nothing changed."""
+    from lsp_server.cli.notebook_file import load, written
+
+    if (why := safe_target(path)) is not None:
+        print(f"runfix: error: {why}", file=sys.stderr)
+        return 2
+    if path.exists():
+        try:
+            notebook, raw = load(path)
+        except ValueError as exc:
+            print(f"runfix: error: {path} was not written over: {exc}", file=sys.stderr)
+            return 2
+    else:
+        from nbformat import v4
+
+        notebook, raw = v4.new_notebook(), b""  # type: ignore[no-untyped-call]
+        notebook.metadata["kernelspec"] = kernelspec(PYTHON)
+    folder = record_folder(path.resolve())
+    runs: list[RecordedRun] = []
+    if folder is not None:
+        record = RunRecord(folder)
+        runs = record.recent(str(path.resolve()), RESTORE_RUNS)
+        record.close()
+    made = merged(notebook, text, runs, folder)
+    if raw and made == notebook:
+        print(f"runfix: {path} is unchanged", file=sys.stderr)
+        return 0
+    try:
+        replace_file(path, written(made))
+    except Exception as exc:  # nbformat's ValidationError, an OSError: nothing was written
+        print(f"runfix: error: {path} was not written: {exc}", file=sys.stderr)
+        return 2
+    print(f"runfix: wrote {path} ({len(made.cells)} cells)", file=sys.stderr)
     return 0

@@ -172,3 +172,97 @@ def read_notebook(source: Path) -> Any:
             return jupytext.read(source)
     except Exception as exc:  # jupytext's and nbformat's own errors, whatever their class
         raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+# -- a notebook edited as a percent buffer (Neovim) -----------------------------------------
+
+_KINDS = {"markdown": "markdown", "md": "markdown", "raw": "raw"}
+
+
+def buffer_text(notebook: Any) -> str:
+    """A notebook as the percent text an editor edits it as: each cell under its `# %%`
+    line (`# %% [markdown]`, `# %% [raw]`, its text commented), a code cell's code as it
+    is. `cells_of` reads it back to the same sources."""
+    out = []
+    for cell in notebook.cells:
+        source = cell.source
+        if cell.cell_type == "code":
+            out.append("# %%\n" + source + "\n")
+            continue
+        said = "".join(f"# {line}\n" if line else "#\n" for line in source.split("\n"))
+        out.append(f"# %% [{cell.cell_type}]\n" + said)
+    return "".join(out)
+
+
+def cells_of(text: str) -> list[tuple[str, str, int]]:
+    """The cells (type, source, the 0-based line its text starts on) of a buffer's percent
+    text (`buffer_text`); lines before the first `# %%` line are a code cell of their own."""
+    cells: list[tuple[str, list[str], int]] = []
+    for number, line in enumerate(text.splitlines(keepends=True)):
+        if line.startswith("# %%"):
+            said = line[4:].strip()
+            kind = "code"
+            if said.startswith("[") and said.endswith("]"):
+                kind = _KINDS.get(said[1:-1].strip().lower(), "code")
+            cells.append((kind, [], number + 1))
+            continue
+        if not cells:
+            cells.append(("code", [], number))
+        cells[-1][1].append(line)
+    out = []
+    for kind, lines, first in cells:
+        if kind != "code":
+            lines = [_uncommented(line) for line in lines]
+        body = "".join(lines)
+        out.append((kind, body[:-1] if body.endswith("\n") else body, first))
+    return out
+
+
+def _uncommented(line: str) -> str:
+    text = line.rstrip("\n")
+    if text == "#":
+        text = ""
+    elif text.startswith("# "):
+        text = text[2:]
+    return text + ("\n" if line.endswith("\n") else "")
+
+
+def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path | None) -> Any:
+    """The notebook the buffer's `text` makes of `notebook`: a cell whose type and source
+    are unchanged keeps its id, metadata, attachments, outputs and count; a code cell whose
+    code ran (the latest of `runs`, newest first, of exactly its code) gets what that run
+    showed; a new or edited cell is a new cell (its outputs: its run's, else none). The
+    notebook's own metadata is kept."""
+    import copy
+
+    from nbformat import v4
+
+    result = copy.deepcopy(notebook)
+    result.cells = []
+    at = 0
+    for kind, source, _ in cells_of(text):
+        match = next(
+            (
+                i
+                for i in range(at, len(notebook.cells))
+                if notebook.cells[i].cell_type == kind and notebook.cells[i].source == source
+            ),
+            None,
+        )
+        if match is not None:
+            cell, at = copy.deepcopy(notebook.cells[match]), match + 1
+        elif kind == "markdown":
+            cell = v4.new_markdown_cell(source)  # type: ignore[no-untyped-call]
+        elif kind == "raw":
+            cell = v4.new_raw_cell(source)  # type: ignore[no-untyped-call]
+        else:
+            cell = v4.new_code_cell(source)  # type: ignore[no-untyped-call]
+        if kind == "code":
+            # its latest run of this code, wherever the cell stood then (lines above it may
+            # have been added since)
+            ran = next((r for r in runs if r.code.rstrip("\n") == source.rstrip("\n")), None)
+            if ran is not None:
+                cell.outputs = outputs_of(ran, folder)
+                cell.execution_count = None
+        result.cells.append(cell)
+    return result

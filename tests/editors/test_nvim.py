@@ -697,3 +697,51 @@ def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
     assert waiting and re.search(r"\(\d+ s\)$", waiting[-1]), done["echoes"]
     assert "runfix: fixed on attempt 1" in done["notes"], done["notes"]
     assert "runfix: ok: it ran clean, nothing to fix" in done["notes"], done["notes"]
+
+
+@pytest.mark.parametrize("which", ["0.7", "current"])
+def test_a_notebook_opens_runs_and_writes_back_in_neovim(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """Issue 49, 4: `edit NB.ipynb` → percent text of its cells (markdown as comments), the
+    server runs it as a Python buffer, `:w` writes a valid notebook: the edited cell's new
+    code, the unchanged cells' ids and the outputs of the cells that ran; then it opens
+    again as the same text."""
+    import nbformat
+    from nbformat import v4
+
+    editor = nvim if which == "0.7" else str(CURRENT)
+    if which == "current" and not CURRENT.exists():
+        editor_missing("the current Neovim is not set up (scripts/editors)")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        v4.new_markdown_cell("# Prices\nA *note*."),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("prices = [3, 4, 5]\nsum(prices)"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("mean = total / len(prices)"),  # type: ignore[no-untyped-call]
+    ]
+    path = folder / "sales.ipynb"
+    nbformat.write(nb, path)  # type: ignore[no-untyped-call]
+    report = _headless(editor, tmp_path, path, Path(__file__).parent / "nvim" / "notebook.lua")
+    assert "error" not in report, report
+    assert report["filetype"] == "python"
+    assert report["lines"][:3] == ["# %% [markdown]", "# # Prices", "# A *note*."]
+    assert "sum(prices)" in report["lines"]
+    assert report["attached"] and report["ran"], report
+    [error] = [d for d in report["diagnostics"] if "NameError" in d["message"]]
+    assert report["lines"][error["line"]] == "mean = total / len(prices)"
+    assert report["modified"] is False, report["notes"]
+
+    after = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    nbformat.validate(after)
+    title, prices, failing = after.cells
+    assert title.id == nb.cells[0].id and title.source == nb.cells[0].source
+    assert prices.source == "prices = [3, 4, 5]\nextra = 1\nsum(prices)"  # the edit
+    assert failing.id == nb.cells[2].id  # unchanged: the same cell
+    assert [o.get("ename") for o in failing.outputs] == ["NameError"]  # its run's outputs

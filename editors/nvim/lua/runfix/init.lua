@@ -609,6 +609,71 @@ end
 
 --- The configuration for `vim.lsp.config` (Neovim 0.11+): what `lsp/runfix.lua` returns,
 --- and what setup() registers. The folder comes from `root_markers`.
+--- The runfix command line itself: the server's `cmd` up to its `serve` (`{ "runfix" }`).
+local function runfix_cli()
+  local cmd = {}
+  for _, arg in ipairs(M.config.cmd) do
+    if arg == "serve" then
+      break
+    end
+    cmd[#cmd + 1] = arg
+  end
+  return cmd
+end
+
+local function with_args(cmd, ...)
+  local out = vim.deepcopy(cmd)
+  for _, arg in ipairs({ ... }) do
+    out[#out + 1] = arg
+  end
+  return out
+end
+
+--- `*.ipynb` opens as percent text (`runfix notebook read`): its cells under `# %%` lines,
+--- markdown as `# %% [markdown]` comments, so every runfix feature works on it as on a `.py`.
+function M.read_notebook(bufnr, file)
+  local lines = vim.fn.systemlist(with_args(runfix_cli(), "notebook", "read", file))
+  if vim.v.shell_error ~= 0 then
+    notify(table.concat(lines, "\n"), vim.log.levels.ERROR)
+    return
+  end
+  vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
+  vim.bo[bufnr].swapfile = false
+  vim.bo[bufnr].modified = false
+  vim.bo[bufnr].filetype = "python"
+end
+
+--- `:w` of an `.ipynb` buffer: `runfix notebook write` makes the notebook of the text —
+--- what did not change kept (cell ids, metadata, attachments, outputs), the latest runs'
+--- outputs stored for the cells that ran — validated, and renamed into place whole.
+function M.write_notebook(bufnr, file)
+  local text = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n") .. "\n"
+  local said = vim.fn.system(with_args(runfix_cli(), "notebook", "write", file), text)
+  if vim.v.shell_error ~= 0 then
+    notify(vim.trim(said), vim.log.levels.ERROR)
+    return
+  end
+  vim.bo[bufnr].modified = false
+  notify((vim.trim(said):gsub("^runfix: ", "")))
+end
+
+local function notebooks(group)
+  vim.api.nvim_create_autocmd("BufReadCmd", {
+    group = group,
+    pattern = "*.ipynb",
+    callback = function(args)
+      M.read_notebook(args.buf, args.match)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWriteCmd", {
+    group = group,
+    pattern = "*.ipynb",
+    callback = function(args)
+      M.write_notebook(args.buf, args.match)
+    end,
+  })
+end
+
 function M.lsp_config()
   local config = client_config(nil)
   config.root_dir = nil
@@ -628,12 +693,13 @@ function M.setup(opts)
     end
   end
   user_commands()
+  local group = vim.api.nvim_create_augroup("runfix", { clear = true })
+  notebooks(group)
   if vim.lsp.config and vim.lsp.enable then
     vim.lsp.config(NAME, M.lsp_config())
     vim.lsp.enable(NAME)
     return
   end
-  local group = vim.api.nvim_create_augroup("runfix", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
     pattern = M.config.filetypes,
