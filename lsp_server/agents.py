@@ -32,14 +32,17 @@ from urllib.parse import unquote, urlparse
 
 from executor.base import ExecutorUnavailable
 from executor.events import Display, Error, RunOutcome, Stream, Value
+from executor.text import split_lines
 from lsp_server.contract import Range
 from lsp_server.editor import Editor, Snapshot
 from lsp_server.flow import Flow
 from lsp_server.folder_files import read_regular
+from lsp_server.record.notebooks import read_notebook
 from lsp_server.record.store import one_based
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.languages import PYTHON, Language, language_of
+from lsp_server.text.notebooks import MARKER, Notebook
 
 log = logging.getLogger(__name__)
 
@@ -418,6 +421,8 @@ class AgentDoor:
 
     async def _run(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, path = self._uri(folder, args)
+        if args.get("cell") is not None:
+            return await self._run_notebook_cell(folder, uri, path, args["cell"], agent)
         numbers = self._numbers(args)  # (bad line numbers are said before anything is asked)
         await self._may_run(folder, agent)
         markers = (await self.flow.folder_settings(folder))[0].prompt_markers
@@ -440,6 +445,50 @@ class AgentDoor:
         with self._cancellable() as cancel:
             mode = RunMode(origin=f"agent: {agent}", say_stop=False)
             answer = await self.flow.run(await self.flow.where(uri), span, cancel, mode, ran)
+        output = "".join(text_of(piece.outcome) for piece in ran)
+        return {"status": answer.status.value, "output": output, "message": answer.message}
+
+    async def _run_notebook_cell(
+        self, folder: Path, uri: str, path: Path, cell: Any, agent: str
+    ) -> Any:
+        """A notebook's cell `cell` (from 1, as the notebook numbers its cells, read from
+        the file): in the notebook's document where an editor has it open (its results show
+        on the cell), else the notebook on disk."""
+        if path.suffix != ".ipynb":
+            raise AgentError("cell: a notebook's (.ipynb) cell number; a file's cell is `line`")
+        if not isinstance(cell, int) or cell < 1:
+            raise AgentError("cell: a cell number from 1")
+        try:
+            notebook = await asyncio.to_thread(read_notebook, path)
+        except (OSError, ValueError) as exc:
+            raise AgentError(f"{path}: not a notebook runfix can read: {exc}") from None
+        cells = notebook.cells
+        if cell > len(cells):
+            raise AgentError(f"cell: the notebook has {len(cells)} cells")
+        if cells[cell - 1].cell_type != "code":
+            raise AgentError(f"cell {cell} is a {cells[cell - 1].cell_type} cell: nothing runs")
+        index = sum(1 for c in cells[: cell - 1] if c.cell_type == "code")
+        await self._may_run(folder, agent)
+        open_text = self.editor.text(uri)
+        code = [c.source for c in cells if c.cell_type == "code"]
+        rows = (
+            tuple(open_text.lines)
+            if open_text is not None
+            else tuple(split_lines(Notebook.text_of(code)))
+        )
+        markers = [i for i, row in enumerate(rows) if row == MARKER]
+        if index >= len(markers):
+            raise AgentError(f"cell {cell}: the notebook open in the editor has fewer cells")
+        first = markers[index] + 1
+        last = (markers[index + 1] if index + 1 < len(markers) else len(rows)) - 1
+        if open_text is None:
+            where = await self._where(folder, uri, str(path), rows)
+            return await self._execute(where, Piece(first, max(first, last)), agent)
+        ran: list[Any] = []
+        with self._cancellable() as cancel:
+            mode = RunMode(origin=f"agent: {agent}", say_stop=False)
+            where = await self.flow.where(uri)
+            answer = await self.flow.run(where, Range.lines(first, last), cancel, mode, ran)
         output = "".join(text_of(piece.outcome) for piece in ran)
         return {"status": answer.status.value, "output": output, "message": answer.message}
 

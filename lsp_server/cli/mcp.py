@@ -257,8 +257,16 @@ def server() -> MCPServer[Any]:
         return await call(path, "run", args, ctx)
 
     @mcp.tool(annotations=RUNS)
-    async def run_cell(path: str, line: int, ctx: Context | None = None) -> dict[str, Any]:
-        """Run the whole cell (`# %%`) holding `line` (from 1) of a file, as `run_lines`."""
+    async def run_cell(
+        path: str, line: int | None = None, cell: int | None = None, ctx: Context | None = None
+    ) -> dict[str, Any]:
+        """Run the whole cell (`# %%`) holding `line` (from 1) of a file, as `run_lines`; or,
+        in a notebook (.ipynb), its cell number `cell` (from 1, as the notebook numbers its
+        cells: `runfix run NB.ipynb` says `NB.ipynb:cell 3:…`)."""
+        if cell is not None:
+            return await call(path, "run", {"path": path, "cell": cell}, ctx)
+        if line is None:
+            return {"error": "run_cell: the line (from 1) of the cell, or a notebook's `cell`"}
         return await call(path, "run", {"path": path, "line": line}, ctx)
 
     @mcp.tool(annotations=RUNS)

@@ -486,3 +486,35 @@ async def test_a_folder_renamed_while_an_agent_works_in_it_is_said_to_have_moved
         assert "moved" in said["error"], said
         assert "is not in" not in said["error"] and "not trusted" not in said["error"]
     assert not sign.exists()
+
+
+async def test_run_cell_names_a_notebooks_cell_by_its_number(tmp_path: Path) -> None:
+    """Issue 49: an agent runs a notebook's cell by the number the notebook gives it (and
+    `runfix run NB.ipynb` prints), markdown cells counted; a markdown cell, a number past the
+    end and `cell` on a file that is no notebook each say so."""
+    import nbformat
+    from nbformat import v4
+
+    project = tmp_path / "book"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'book'\n")
+    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb.cells = [
+        v4.new_markdown_cell("# Areas"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("def area(r):\n    return 3 * r * r"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("print(area(2))"),  # type: ignore[no-untyped-call]
+    ]
+    path = project / "areas.ipynb"
+    nbformat.write(nb, path)  # type: ignore[no-untyped-call]
+    (project / "job.py").write_text("print(1)\n")
+    async with agent("notebook-agent") as session:
+        defined = await tool(session, "run_cell", path=str(path), cell=2)
+        called = await tool(session, "run_cell", path=str(path), cell=3)
+        markdown = await tool(session, "run_cell", path=str(path), cell=1)
+        beyond = await tool(session, "run_cell", path=str(path), cell=9)
+        script = await tool(session, "run_cell", path=str(project / "job.py"), cell=1)
+    assert defined["status"] == "ok", defined
+    assert called["status"] == "ok" and called["output"] == "12\n", called
+    assert "cell 1 is a markdown cell" in markdown["error"], markdown
+    assert "the notebook has 3 cells" in beyond["error"], beyond
+    assert "a notebook's (.ipynb) cell number" in script["error"], script

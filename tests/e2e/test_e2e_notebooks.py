@@ -225,3 +225,32 @@ async def test_run_and_fix_fixes_the_cell_whose_function_raised_and_runs_the_cal
         (0, "→ 3.0")
     ]
     assert errors(notebook_client, cells[0]) == []
+
+
+async def test_an_agents_run_of_a_cell_lands_on_that_cell(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    """An agent (`runfix mcp`'s `run_cell`, the cell by its number) runs a cell of the
+    notebook open in the editor: in its kernel, its result on the cell."""
+    import nbformat
+    from nbformat import v4
+
+    from tests.support.agent_client import agent, tool
+
+    path = folder / "shared.ipynb"
+    _, cells = open_notebook(notebook_client, path, [("markdown", "# Shared"), "x = 20", "x + 1"])
+    book = v4.new_notebook()  # type: ignore[no-untyped-call]
+    book.cells = [
+        v4.new_markdown_cell("# Shared"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("x = 20"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("x + 1"),  # type: ignore[no-untyped-call]
+    ]
+    nbformat.write(book, path)  # type: ignore[no-untyped-call]
+    c: Any = notebook_client
+    c.answer = "Allow for this session"
+    async with agent("nb-agent") as session:
+        first = await tool(session, "run_cell", path=str(path), cell=2)
+        second = await tool(session, "run_cell", path=str(path), cell=3)
+    assert first["status"] == "ok" and second["status"] == "ok", (first, second)
+    assert second["output"].strip() == "21"
+    assert [h.label for h in await hints(notebook_client, cells[2])] == ["→ 21"]
