@@ -5,6 +5,7 @@ keeps every result on its cell."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,48 @@ async def test_an_agents_run_of_a_cell_lands_on_that_cell(
     assert first["status"] == "ok" and second["status"] == "ok", (first, second)
     assert second["output"].strip() == "21"
     assert [h.label for h in await hints(notebook_client, cells[2])] == ["→ 21"]
+
+
+async def test_a_cell_inserted_above_while_a_run_is_in_flight_moves_its_result_with_it(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    path = folder / "slow.ipynb"
+    uri, cells = open_notebook(notebook_client, path, ["import time", "time.sleep(1.0)\n6 * 7"])
+    await run(notebook_client, cells[0], 0, 0)
+    running = asyncio.ensure_future(run(notebook_client, cells[1], 0, 1))
+    await asyncio.sleep(0.3)
+    c: Any = notebook_client
+    new = cell_uri(path, 7)
+    c.texts[new], c.versions[new], c.cell_of[new] = "a = 1\nb = 2", 1, uri
+    opened = lsp.TextDocumentItem(new, "python", 1, "a = 1\nb = 2")
+    insert = lsp.NotebookCellArrayChange(1, 0, [lsp.NotebookCell(CODE, new)])
+    structure = lsp.NotebookDocumentCellChangeStructure(insert, did_open=[opened])
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+    assert (await running)["status"] == "ok"
+    assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[1])] == [
+        (1, "→ 42")
+    ]
+    assert await hints(notebook_client, new) == []
+
+
+async def test_a_notebook_of_ten_thousand_cells_opens_and_edits(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    many = [f"x{i} = {i}" for i in range(10_000)]
+    uri, cells = open_notebook(notebook_client, folder / "big.ipynb", many)
+    c: Any = notebook_client
+    cell = cells[-1]
+    c.versions[cell] += 1
+    edit = lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), text="y = 1\n"
+    )
+    identifier = lsp.VersionedTextDocumentIdentifier(c.versions[cell], cell)
+    content = lsp.NotebookDocumentCellContentChanges(identifier, [edit])
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(text_content=[content]))
+    answer = await run(notebook_client, cell, 0, 1)
+    assert answer["status"] == "ok"
+    assert [h.label for h in await hints(notebook_client, cell)] == []  # assignments only
+    answer = await notebook_client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams("runfix.run", run_args(cell, 0, 0))
+    )
+    assert answer["status"] == "ok"

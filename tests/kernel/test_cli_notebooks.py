@@ -151,3 +151,23 @@ def test_fix_writes_the_fixed_cell_into_the_notebook(folder: Path) -> None:
     assert after.cells[2].source == "print(mean([2, 4]))"
     assert [o.text for o in after.cells[2].outputs] == ["3.0\n"]
     assert "wrote the fixes and the outputs of" in done.stdout
+
+
+def test_a_big_notebook_runs_and_is_written_whole(folder: Path) -> None:
+    """A 50 MB output kept through an --inplace run; one cell of 10,000 run by number."""
+    blob = {"output_type": "stream", "name": "stdout", "text": "x" * (50 * 1024 * 1024)}
+    big = notebook(
+        folder / "big.ipynb",
+        cell("print('kept')", outputs=[nbformat.from_dict(blob)], execution_count=1),
+        cell("1 + 1"),
+    )
+    done = runfix("run", big, "--cell", "2", "--inplace", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    after = nbformat.read(big, as_version=4)  # type: ignore[no-untyped-call]
+    assert len(after.cells[0].outputs[0].text) == 50 * 1024 * 1024  # not run: kept
+    assert after.cells[1].outputs[0].data["text/plain"] == "2"
+
+    many = notebook(folder / "many.ipynb", *(cell(f"x = {i}\nx") for i in range(10_000)))
+    done = runfix("run", many, "--cell", "10000", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert f"{many}:cell 10000:2:1: note: 9999" in done.stdout
