@@ -234,6 +234,6 @@ def register(server: RunfixServer) -> None:
     @server.command(CLEAR)
     def clear(ls: RunfixServer, *args: Any) -> None:
         arg = _document(CLEAR, args)
-        for target in [arg.uri] if arg else list(ls.workspace.text_documents):
+        for target in [arg.uri] if arg else ls.editor.open_documents():
             ls.flow.clear(target)
         ls.flow.done()

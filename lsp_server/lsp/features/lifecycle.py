@@ -61,4 +61,4 @@ def register(server: RunfixServer) -> None:
     async def did_change_configuration(
         ls: RunfixServer, params: lsp.DidChangeConfigurationParams
     ) -> None:
-        await ls.flow.settings_changed(list(ls.workspace.text_documents))
+        await ls.flow.settings_changed(ls.editor.open_documents())

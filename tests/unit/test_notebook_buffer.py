@@ -1,0 +1,55 @@
+"""A notebook as the percent text an editor edits, and back (`record.notebooks`): the text
+reads back to the same cells; what did not change keeps its id and outputs; a cell that ran
+gets its run's outputs, wherever its lines moved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nbformat import v4
+
+from lsp_server.record.notebooks import buffer_text, cells_of, merged
+from lsp_server.record.store import RecordedOutput, RecordedRun
+
+
+def _notebook() -> Any:
+    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Py"}
+    stream = v4.new_output("stream", name="stdout", text="old\n")  # type: ignore[no-untyped-call]
+    nb.cells = [
+        v4.new_markdown_cell("# Title\n\nSome *text*."),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("a = 1\n", outputs=[stream]),  # type: ignore[no-untyped-call]
+        v4.new_code_cell(""),  # type: ignore[no-untyped-call]
+        v4.new_raw_cell("raw text"),  # type: ignore[no-untyped-call]
+        v4.new_code_cell("print(a)"),  # type: ignore[no-untyped-call]
+    ]
+    return nb
+
+
+def test_the_text_reads_back_to_the_same_cells_and_an_untouched_notebook_is_the_same() -> None:
+    nb = _notebook()
+    text = buffer_text(nb)
+    assert text.startswith("# %% [markdown]\n# # Title\n#\n# Some *text*.\n# %%\na = 1\n\n")
+    assert [(kind, source) for kind, source, _ in cells_of(text)] == [
+        (c.cell_type, c.source) for c in nb.cells
+    ]
+    assert merged(nb, text, [], None) == nb
+
+
+def test_an_edit_makes_a_new_cell_and_a_run_gives_a_cell_its_outputs() -> None:
+    nb = _notebook()
+    text = buffer_text(nb).replace("print(a)", "print(a + 1)")
+    text = text.replace("# %%\na = 1", "# %%\nz = 0\n# %%\na = 1")  # a cell inserted above
+    run = RecordedRun(
+        path="nb.ipynb", first=99, last=99, code="print(a + 1)\n", origin="user",
+        status="ok", started=0.0, duration=0.1, outputs=(RecordedOutput(99, "2\n"),),
+    )  # fmt: skip
+    made = merged(nb, text, [run], None)
+    kinds = [c.cell_type for c in made.cells]
+    assert kinds == ["markdown", "code", "code", "code", "raw", "code"]
+    assert made.cells[0].id == nb.cells[0].id  # unchanged: the same cell
+    assert made.cells[2].id == nb.cells[1].id and made.cells[2].outputs == nb.cells[1].outputs
+    assert made.cells[1].source == "z = 0" and made.cells[1].outputs == []  # new
+    assert made.cells[5].id != nb.cells[4].id  # edited: a new cell, with its run's output
+    assert [o.text for o in made.cells[5].outputs] == ["2\n"]
+    assert made.metadata == nb.metadata
