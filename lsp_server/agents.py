@@ -198,6 +198,38 @@ def text_of(outcome: RunOutcome, limit: int = 20_000) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit:,} more)"
 
 
+def notebook_cell(
+    path: Path, cell: Any, open_lines: Sequence[str] | None
+) -> tuple[tuple[str, ...], int, int]:
+    """Where a notebook's cell number `cell` (from 1, markdown counted, as the file on disk
+    numbers them) is in its document: the document's lines (`open_lines`, the editor's,
+    else made from the file), and the cell's first and last line (0-based). AgentError
+    saying why there is none."""
+    if path.suffix != ".ipynb":
+        raise AgentError("cell: a notebook's (.ipynb) cell number; a file's cell is `line`")
+    if not isinstance(cell, int) or cell < 1:
+        raise AgentError("cell: a cell number from 1")
+    try:
+        cells = read_notebook(path).cells
+    except (OSError, ValueError) as exc:
+        raise AgentError(f"{path}: not a notebook runfix can read: {exc}") from None
+    if cell > len(cells):
+        raise AgentError(f"cell: the notebook has {len(cells)} cells")
+    if cells[cell - 1].cell_type != "code":
+        raise AgentError(f"cell {cell} is a {cells[cell - 1].cell_type} cell: nothing runs")
+    index = sum(1 for c in cells[: cell - 1] if c.cell_type == "code")
+    code = [c.source for c in cells if c.cell_type == "code"]
+    rows = (
+        tuple(open_lines) if open_lines is not None else tuple(split_lines(Notebook.text_of(code)))
+    )
+    markers = [i for i, row in enumerate(rows) if row == MARKER]
+    if index >= len(markers):
+        raise AgentError(f"cell {cell}: the notebook open in the editor has fewer cells")
+    first = markers[index] + 1
+    last = (markers[index + 1] if index + 1 < len(markers) else len(rows)) - 1
+    return rows, first, max(first, last)
+
+
 class AgentDoor:
     """The sockets agents reach `runfix serve` through, and what their calls do."""
 
@@ -454,36 +486,14 @@ class AgentDoor:
         """A notebook's cell `cell` (from 1, as the notebook numbers its cells, read from
         the file): in the notebook's document where an editor has it open (its results show
         on the cell), else the notebook on disk."""
-        if path.suffix != ".ipynb":
-            raise AgentError("cell: a notebook's (.ipynb) cell number; a file's cell is `line`")
-        if not isinstance(cell, int) or cell < 1:
-            raise AgentError("cell: a cell number from 1")
-        try:
-            notebook = await asyncio.to_thread(read_notebook, path)
-        except (OSError, ValueError) as exc:
-            raise AgentError(f"{path}: not a notebook runfix can read: {exc}") from None
-        cells = notebook.cells
-        if cell > len(cells):
-            raise AgentError(f"cell: the notebook has {len(cells)} cells")
-        if cells[cell - 1].cell_type != "code":
-            raise AgentError(f"cell {cell} is a {cells[cell - 1].cell_type} cell: nothing runs")
-        index = sum(1 for c in cells[: cell - 1] if c.cell_type == "code")
-        await self._may_run(folder, agent)
         open_text = self.editor.text(uri)
-        code = [c.source for c in cells if c.cell_type == "code"]
-        rows = (
-            tuple(open_text.lines)
-            if open_text is not None
-            else tuple(split_lines(Notebook.text_of(code)))
+        rows, first, last = await asyncio.to_thread(
+            notebook_cell, path, cell, open_text.lines if open_text is not None else None
         )
-        markers = [i for i, row in enumerate(rows) if row == MARKER]
-        if index >= len(markers):
-            raise AgentError(f"cell {cell}: the notebook open in the editor has fewer cells")
-        first = markers[index] + 1
-        last = (markers[index + 1] if index + 1 < len(markers) else len(rows)) - 1
+        await self._may_run(folder, agent)
         if open_text is None:
             where = await self._where(folder, uri, str(path), rows)
-            return await self._execute(where, Piece(first, max(first, last)), agent)
+            return await self._execute(where, Piece(first, last), agent)
         ran: list[Any] = []
         with self._cancellable() as cancel:
             mode = RunMode(origin=f"agent: {agent}", say_stop=False)

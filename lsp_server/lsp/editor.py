@@ -43,14 +43,13 @@ from lsp_server.editor import (
     lines_match,
 )
 from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
-from lsp_server.lsp.edits import replace_lines
-from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_text_edit
+from lsp_server.lsp.edits import one_edit, replace_lines
+from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_workspace_edit
 from lsp_server.lsp.notebooks import Notebooks
 from lsp_server.lsp.transport import send_prepared_notification
 from lsp_server.lsp.uris import ClientUris
 from lsp_server.outputs.results import Front, StatementResult
 from lsp_server.text.languages import Language, language_of
-from lsp_server.text.notebooks import Notebook
 
 log = logging.getLogger(__name__)
 SHOWN = {"shown": True}
@@ -135,6 +134,22 @@ class LspProgress:
             self.server.work_done_progress.tokens.pop(self.token, None)
 
 
+def folder_among(uri: str, roots: list[str]) -> Path:
+    """The innermost of the workspace folders `roots` holding the document, else its
+    directory (a document with no file: the first folder's, else the home folder)."""
+    if not uri.startswith("file:"):
+        first = next((to_fs_path(r) for r in roots if r.startswith("file:")), None)
+        return Path(first) if first else Path.home()
+    path = Path(to_fs_path(uri) or unquote(urlparse(uri).path))
+    best: Path | None = None
+    for root in roots:
+        folder = Path(to_fs_path(root) or "")
+        inside = folder != Path() and path.is_relative_to(folder)
+        if inside and (best is None or len(folder.parts) > len(best.parts)):
+            best = folder
+    return best or path.parent
+
+
 class LspEditor:
     """The `Editor` interface over LSP: requests and notifications to the connected client."""
 
@@ -157,6 +172,7 @@ class LspEditor:
         self.notebooks = Notebooks()
         """The open notebooks: each one document of its code cells (`notebooks`)."""
         self._folders: dict[str, tuple[list[str], Path]] = {}
+        """Each document's folder, and the workspace folders it was found among."""
         self._kernels: dict[Path, Kernel] = {}
         self._touched: set[str] = set()
         self._hinted: dict[str, tuple[tuple[StatementResult, ...], tuple[Front, ...]]] = {}
@@ -166,7 +182,6 @@ class LspEditor:
         the line instead of asking."""
         self._state_timers: dict[Path, asyncio.TimerHandle] = {}
         self._states_sent: dict[Path, KernelStatus] = {}
-        """Each document's folder, and the workspace folders it was found among."""
 
     # -- documents and folders ----------------------------------------------------------
 
@@ -207,22 +222,9 @@ class LspEditor:
         known = self._folders.get(uri)
         if known is not None and known[0] == roots:
             return known[1]
-        folder = self._folder_among(uri, roots)
+        folder = folder_among(uri, roots)
         self._folders[uri] = (roots, folder)
         return folder
-
-    def _folder_among(self, uri: str, roots: list[str]) -> Path:
-        if not uri.startswith("file:"):
-            first = next((to_fs_path(r) for r in roots if r.startswith("file:")), None)
-            return Path(first) if first else Path.home()
-        path = Path(to_fs_path(uri) or unquote(urlparse(uri).path))
-        best: Path | None = None
-        for root in roots:
-            folder = Path(to_fs_path(root) or "")
-            inside = folder != Path() and path.is_relative_to(folder)
-            if inside and (best is None or len(folder.parts) > len(best.parts)):
-                best = folder
-        return best or path.parent
 
     # -- results ------------------------------------------------------------------------
 
@@ -250,8 +252,6 @@ class LspEditor:
             self._send_diagnostics(uri, doc.version, uris.outgoing(items))
             return
         for cell, on_cell in cell_diagnostics(notebook, items).items():
-            for item in on_cell:
-                self._related_on_cells(notebook, item)
             cell_doc = self.server.workspace.text_documents.get(cell)
             version = cell_doc.version if cell_doc is not None else None
             self._send_diagnostics(cell, version, uris.outgoing(on_cell))
@@ -269,34 +269,17 @@ class LspEditor:
         text = json.dumps(params, separators=(",", ":"), ensure_ascii=False)
         send_prepared_notification(protocol, lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, text)
 
-    def _related_on_cells(self, notebook: Notebook, item: dict[str, Any]) -> None:
-        """A diagnostic's related places in the notebook's document, on their cells."""
-        for related in item.get("relatedInformation") or ():
-            location = related.get("location") or {}
-            if location.get("uri") != notebook.uri:
-                continue
-            r = location["range"]
-            place = notebook.below(r["start"]["line"])
-            if place is None:
-                continue
-            location["uri"] = place.cell
-            line = {"line": place.line, "character": 0}
-            location["range"] = {"start": line, "end": {**line, "character": 1 << 16}}
-
     def closed(self, uri: str) -> None:
         """The document closed: its diagnostics go (a notebook's, from its cells), and what
         was known of it."""
-        self._sent.pop(uri, None)
-        self._shown.pop(uri, None)
-        self._folders.pop(uri, None)
-        self._hinted.pop(uri, None)
+        for known in (self._sent, self._shown, self._folders, self._hinted):
+            known.pop(uri, None)
         self._pending.discard(uri)
         notebook = self.notebooks.remove(uri)
         for target in notebook.cells if notebook is not None else [uri]:
             self._sent.pop(target, None)
-            self.server.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(uri=target, diagnostics=[])
-            )
+            empty = lsp.PublishDiagnosticsParams(uri=target, diagnostics=[])
+            self.server.text_document_publish_diagnostics(empty)
 
     def show(self, change: Shown) -> None:
         """Publish the document's results now, unless they were published a moment ago
@@ -473,44 +456,17 @@ class LspEditor:
         change = replace_lines(doc.lines, edit.first, edit.last, edit.code, self.features.width)
         if uri in self.notebooks.open:
             return self.cell_edit(lsp.WorkspaceEdit(changes={uri: [change]}))
-        if self.features.document_changes:
-            identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version)
-            return lsp.WorkspaceEdit(
-                document_changes=[lsp.TextDocumentEdit(text_document=identifier, edits=[change])]
-            )
-        return lsp.WorkspaceEdit(changes={uri: [change]})
+        return one_edit(uri, doc.version, change, self.features.document_changes)
 
     def cell_edit(self, edit: lsp.WorkspaceEdit) -> lsp.WorkspaceEdit | None:
-        """A workspace edit with each edit of a notebook's document made an edit of the
-        cell it changes (versioned where the client can check it); None when one reaches
-        across cells (the notebook's file itself is never edited as text)."""
-        changes: dict[str, list[lsp.TextEdit]] = {}
-        for uri, edits in (edit.changes or {}).items():
-            notebook = self.notebooks.open.get(uri)
-            if notebook is None:
-                changes.setdefault(uri, []).extend(edits)
-                continue
-            for text_edit in edits:
-                on_cell = cell_text_edit(notebook, self._lines_of, text_edit, self.features.width)
-                if on_cell is None:
-                    log.warning("an edit of %s reaches across its cells: not applied", uri)
-                    return None
-                changes.setdefault(on_cell[0], []).append(on_cell[1])
-        if edit.document_changes or not any(u in self.notebooks.open for u in edit.changes or {}):
-            return edit
-        if self.features.document_changes:
-            documents: list[Any] = []
-            for uri, edits in changes.items():
-                cell_doc = self.server.workspace.text_documents.get(uri)
-                version = cell_doc.version if cell_doc is not None else None
-                identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, version)
-                documents.append(lsp.TextDocumentEdit(text_document=identifier, edits=edits))
-            return lsp.WorkspaceEdit(document_changes=documents)
-        return lsp.WorkspaceEdit(changes=changes)
-
-    def _lines_of(self, uri: str) -> Sequence[str]:
-        doc = self.server.workspace.text_documents.get(uri)
-        return doc.lines if doc is not None else ()
+        """The edit with each edit of a notebook's document made one of the cell it changes
+        (`notebook_wire.cell_workspace_edit`); None when one reaches across cells."""
+        versioned = self.features.document_changes
+        documents = self.server.workspace.text_documents
+        made = cell_workspace_edit(self.notebooks, documents, edit, self.features.width, versioned)
+        if made is None:
+            log.warning("an edit of a notebook reaches across its cells: not applied")
+        return made
 
     def file_edit(
         self, path: Path, lines: Sequence[str], edit: LineEdit
@@ -524,12 +480,7 @@ class LspEditor:
                 return None
             return self.workspace_edit(uri, doc.version or 0, edit)
         change = replace_lines(lines, edit.first, edit.last, edit.code, self.features.width)
-        if self.features.document_changes:
-            identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, None)
-            return lsp.WorkspaceEdit(
-                document_changes=[lsp.TextDocumentEdit(text_document=identifier, edits=[change])]
-            )
-        return lsp.WorkspaceEdit(changes={uri: [change]})
+        return one_edit(uri, None, change, self.features.document_changes)
 
     async def apply_file(
         self,

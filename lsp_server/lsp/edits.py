@@ -33,3 +33,16 @@ def replace_lines(
         return lsp.TextEdit(lsp.Range(at, at), "\n" + text[:-1])
     at = lsp.Position(len(lines), 0)
     return lsp.TextEdit(lsp.Range(at, at), text)
+
+
+def one_edit(
+    uri: str, version: int | None, change: lsp.TextEdit, versioned: bool
+) -> lsp.WorkspaceEdit:
+    """A workspace edit of one document: versioned (`version`, None: the file itself) where
+    the client checks versions, else by URI."""
+    if versioned:
+        identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, version)
+        return lsp.WorkspaceEdit(
+            document_changes=[lsp.TextDocumentEdit(text_document=identifier, edits=[change])]
+        )
+    return lsp.WorkspaceEdit(changes={uri: [change]})

@@ -11,7 +11,7 @@ on a cell's range) is asked of the notebook's document at the cell's place in it
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -283,5 +283,61 @@ def cell_diagnostics(
         start = {"line": place.line, "character": r["start"]["character"]}
         if notebook.at(r["start"]["line"]) is None:
             start = {"line": place.line, "character": 0}  # from the marker: the cell's first line
-        out[place.cell].append({**item, "range": {"start": start, "end": end}})
+        on_cell = {**item, "range": {"start": start, "end": end}}
+        if item.get("relatedInformation"):
+            on_cell["relatedInformation"] = [
+                _related(notebook, r) for r in item["relatedInformation"]
+            ]
+        out[place.cell].append(on_cell)
     return out
+
+
+def _related(notebook: Notebook, related: dict[str, Any]) -> dict[str, Any]:
+    """A diagnostic's related place: on its cell where it is in the notebook's document."""
+    location = related.get("location") or {}
+    if location.get("uri") != notebook.uri:
+        return related
+    place = notebook.below(location["range"]["start"]["line"])
+    if place is None:
+        return related
+    line = {"line": place.line, "character": 0}
+    moved = {"uri": place.cell, "range": {"start": line, "end": {**line, "character": 1 << 16}}}
+    return {**related, "location": moved}
+
+
+def cell_workspace_edit(
+    notebooks: Notebooks,
+    documents: Mapping[str, Any],
+    edit: lsp.WorkspaceEdit,
+    width: Width,
+    versioned: bool,
+) -> lsp.WorkspaceEdit | None:
+    """A workspace edit with each edit of a notebook's document made an edit of the cell it
+    changes (`versioned`: with the cell's version, where the client checks it); None when
+    one reaches across cells (the notebook's file itself is never edited as text)."""
+    if edit.document_changes or not any(u in notebooks.open for u in edit.changes or {}):
+        return edit
+
+    def lines_of(uri: str) -> Sequence[str]:
+        doc = documents.get(uri)
+        return doc.lines if doc is not None else ()
+
+    changes: dict[str, list[lsp.TextEdit]] = {}
+    for uri, edits in (edit.changes or {}).items():
+        notebook = notebooks.open.get(uri)
+        if notebook is None:
+            changes.setdefault(uri, []).extend(edits)
+            continue
+        for text_edit in edits:
+            on_cell = cell_text_edit(notebook, lines_of, text_edit, width)
+            if on_cell is None:
+                return None
+            changes.setdefault(on_cell[0], []).append(on_cell[1])
+    if not versioned:
+        return lsp.WorkspaceEdit(changes=changes)
+    made: list[Any] = []
+    for uri, edits in changes.items():
+        doc = documents.get(uri)
+        identifier = lsp.OptionalVersionedTextDocumentIdentifier(uri, doc.version if doc else None)
+        made.append(lsp.TextDocumentEdit(text_document=identifier, edits=edits))
+    return lsp.WorkspaceEdit(document_changes=made)

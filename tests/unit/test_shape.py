@@ -419,3 +419,15 @@ def test_every_contract_command_has_one_face_method_and_no_door_reaches_past_the
         if (found := re.findall(services, path.read_text()))
     }
     assert reaching == {}
+
+
+def test_no_class_of_the_server_is_over_400_lines() -> None:
+    """Issue 48: what grows past 400 lines is a room doing two jobs (the fix flow was 415)."""
+    long = {
+        f"{name}.{node.name}": (node.end_lineno or 0) - node.lineno + 1
+        for name, path in _modules().items()
+        if name.startswith("lsp_server")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and (node.end_lineno or 0) - node.lineno + 1 > 400
+    }
+    assert long == {}
