@@ -10,8 +10,6 @@ written is validated by nbformat first and renamed into place whole.
 from __future__ import annotations
 
 import copy
-import json
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,56 +19,11 @@ from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.files import replace_file
 from executor.text import split_lines
 from lsp_server.folder_files import read_regular
-from lsp_server.record.notebooks import notebook_language, outputs_of
+from lsp_server.record.notebooks import NOTEBOOK_LIMIT, load, notebook_language, outputs_of, written
 from lsp_server.record.store import RESTORE_RUNS, RunRecord, standing
 from lsp_server.runner import PieceRun
 from lsp_server.text.languages import LANGUAGES, Language
 from lsp_server.text.notebooks import MARKER, Notebook
-
-NOTEBOOK_LIMIT = 256 * 1024 * 1024
-"""Bytes of a notebook runfix reads (its outputs are most of it)."""
-
-
-def load(path: Path) -> tuple[Any, bytes]:
-    """The notebook at `path` as nbformat reads it (version 4), and its bytes; ValueError
-    saying why it is not one: unreadable, empty, not JSON, older than nbformat 4, invalid."""
-    import nbformat
-
-    try:
-        raw = read_regular(path, NOTEBOOK_LIMIT)
-    except OSError as exc:
-        raise ValueError(str(exc)) from None
-    if not raw.strip():
-        raise ValueError("the file is empty")
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ValueError(f"not JSON ({exc})") from None
-    if not isinstance(data, dict) or "cells" not in data:
-        raise ValueError("JSON, but not a notebook (no cells)")
-    if not isinstance(data.get("nbformat"), int) or data["nbformat"] < 4:
-        raise ValueError(
-            f"nbformat {data.get('nbformat')}: open and save it in Jupyter first "
-            "(runfix reads nbformat 4)"
-        )
-    try:
-        with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): all the same
-            warnings.simplefilter("ignore")
-            notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)  # type: ignore[no-untyped-call]
-            nbformat.validate(notebook)
-    except Exception as exc:  # nbformat's own errors, whatever their class
-        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"not a valid notebook: {said}") from None
-    return notebook, raw
-
-
-def written(notebook: Any) -> bytes:
-    """A notebook's file, as Jupyter writes it (validated first: nbformat's ValidationError)."""
-    import nbformat
-
-    nbformat.validate(notebook)
-    text: str = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
-    return (text if text.endswith("\n") else text + "\n").encode()
 
 
 @dataclass

@@ -12,11 +12,13 @@ from lsp_server.folder_files import safe_target
 from lsp_server.record.notebooks import (
     buffer_text,
     kernelspec,
+    load,
     merged,
     notebook_language,
     read_notebook,
     script_text,
     write_notebook,
+    written,
 )
 from lsp_server.record.store import RESTORE_RUNS, RecordedRun, RunRecord, record_folder
 from lsp_server.text.languages import PYTHON, language_of
@@ -111,8 +113,6 @@ def notebook_command(args: argparse.Namespace) -> int:
 def read_buffer(path: Path) -> int:
     """`runfix notebook read NB.ipynb`: the notebook as the percent text an editor edits
     (`record.notebooks.buffer_text`), on stdout."""
-    from lsp_server.cli.notebook_file import load
-
     try:
         notebook, _ = load(path)
     except ValueError as exc:
@@ -127,8 +127,6 @@ def write_buffer(path: Path, text: str) -> int:
     makes of the one on disk (`record.notebooks.merged`: what did not change kept, the
     latest runs' outputs for the cells that ran), validated and renamed into place; a new
     notebook if there is none; nothing written when nothing changed."""
-    from lsp_server.cli.notebook_file import load, written
-
     if (why := safe_target(path)) is not None:
         print(f"runfix: error: {why}", file=sys.stderr)
         return 2

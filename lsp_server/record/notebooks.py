@@ -15,6 +15,7 @@ files renamed into place, never through a link.
 from __future__ import annotations
 
 import base64
+import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,8 @@ from lsp_server.text.cells import code_of, split_cells
 from lsp_server.text.languages import PYTHON, Language, of_kernel
 
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
+NOTEBOOK_LIMIT = 256 * 1024 * 1024
+"""Bytes of a notebook runfix reads (its outputs are most of it)."""
 
 
 def outputs_of(run: RecordedRun, folder: Path | None) -> list[dict[str, Any]]:
@@ -146,32 +149,8 @@ def script_text(notebook: Any, language: Language) -> str:
 
 
 def read_notebook(source: Path) -> Any:
-    """The notebook at `source` (nbformat 4); ValueError saying why it is not one: empty, not
-    JSON, JSON that is not a notebook, an nbformat older than 4."""
-    import json
-
-    import jupytext
-
-    text = source.read_bytes()
-    if not text.strip():
-        raise ValueError("the file is empty")
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not JSON ({exc})") from None
-    if not isinstance(raw, dict) or ("cells" not in raw and "worksheets" not in raw):
-        raise ValueError("JSON, but not a notebook (no cells)")
-    version = raw.get("nbformat")
-    if not isinstance(version, int) or version < 4:
-        raise ValueError(
-            f"nbformat {version}: open and save it in Jupyter first (runfix reads nbformat 4)"
-        )
-    try:
-        with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): read all the same
-            warnings.filterwarnings("ignore", message="Cell is missing an id field")
-            return jupytext.read(source)
-    except Exception as exc:  # jupytext's and nbformat's own errors, whatever their class
-        raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    """The notebook at `source` (nbformat 4); ValueError saying why it is not one (`load`)."""
+    return load(source)[0]
 
 
 # -- a notebook edited as a percent buffer (Neovim) -----------------------------------------
@@ -266,3 +245,45 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
                 cell.execution_count = None
         result.cells.append(cell)
     return result
+
+
+def load(path: Path) -> tuple[Any, bytes]:
+    """The notebook at `path` as nbformat reads it (version 4), and its bytes; ValueError
+    saying why it is not one: unreadable, empty, not JSON, older than nbformat 4, invalid."""
+    import nbformat
+
+    try:
+        raw = read_regular(path, NOTEBOOK_LIMIT)
+    except OSError as exc:
+        raise ValueError(str(exc)) from None
+    if not raw.strip():
+        raise ValueError("the file is empty")
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    if not isinstance(data, dict) or ("cells" not in data and "worksheets" not in data):
+        raise ValueError("JSON, but not a notebook (no cells)")
+    if not isinstance(data.get("nbformat"), int) or data["nbformat"] < 4:
+        raise ValueError(
+            f"nbformat {data.get('nbformat')}: open and save it in Jupyter first "
+            "(runfix reads nbformat 4)"
+        )
+    try:
+        with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): all the same
+            warnings.simplefilter("ignore")
+            notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)  # type: ignore[no-untyped-call]
+            nbformat.validate(notebook)
+    except Exception as exc:  # nbformat's own errors, whatever their class
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"not a valid notebook: {said}") from None
+    return notebook, raw
+
+
+def written(notebook: Any) -> bytes:
+    """A notebook's file, as Jupyter writes it (validated first: nbformat's ValidationError)."""
+    import nbformat
+
+    nbformat.validate(notebook)
+    text: str = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    return (text if text.endswith("\n") else text + "\n").encode()
