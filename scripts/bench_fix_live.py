@@ -189,10 +189,57 @@ evidence in the request, the narrower request after an answer that changed nothi
 end after two answers alike, the fix moved to the function a None came from."""
 
 
+async def _no_evidence(ename: str, line: int) -> None:
+    return None
+
+
+def as_notebook(folder: Path) -> Path:
+    """job.py as job.ipynb: each `# %%` cell a code cell (what runs before the first marker
+    too); the notebook's path."""
+    import nbformat
+    from nbformat import v4
+
+    cells: list[list[str]] = [[]]
+    for line in (folder / "job.py").read_text().splitlines(keepends=True):
+        if line.startswith("# %%"):
+            cells.append([])
+        else:
+            cells[-1].append(line)
+    book = v4.new_notebook()  # type: ignore[no-untyped-call]
+    book.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    book.cells = [
+        v4.new_code_cell("".join(c).rstrip("\n"))  # type: ignore[no-untyped-call]
+        for c in cells
+        if "".join(c).strip()
+    ]
+    path = folder / "job.ipynb"
+    nbformat.write(book, path)  # type: ignore[no-untyped-call]
+    return path
+
+
+def from_notebook(folder: Path) -> None:
+    """job.py made again of job.ipynb's code cells (what `check` runs)."""
+    import nbformat
+
+    book = nbformat.read(folder / "job.ipynb", as_version=4)  # type: ignore[no-untyped-call]
+    code = [c.source for c in book.cells if c.cell_type == "code"]
+    (folder / "job.py").write_text("".join(f"# %%\n{source}\n" for source in code))
+
+
 def runfix_fix(
-    folder: Path, layout: str, without: Sequence[str] = (), style: str = "facts", after: int = 0
+    folder: Path,
+    layout: str,
+    without: Sequence[str] = (),
+    style: str = "facts",
+    after: int = 0,
+    notebook: bool = False,
 ) -> None:
-    """`runfix run job.py --fix`, in this process (its output is not shown)."""
+    """`runfix run job.py --fix` (`notebook`: job.py as job.ipynb, written back as job.py
+    after), in this process (its output is not shown)."""
     made = FixFlow._fixer
 
     def fixer(self: FixFlow, *args: Any, **kwargs: Any) -> Any:
@@ -200,7 +247,7 @@ def runfix_fix(
         built.layout = layout
         built.evidence_style, built.evidence_after = style, after
         if "evidence" in without:
-            built.evidence = None
+            built.ports.evidence = _no_evidence
         if "narrow" in without:
             built.narrow = False
         if "stop" in without:
@@ -212,7 +259,11 @@ def runfix_fix(
     FixFlow._fixer = fixer  # type: ignore[method-assign]
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            run_file(folder / "job.py", None, None, fix=True)
+            if notebook:
+                run_file(as_notebook(folder), None, None, fix=True)
+                from_notebook(folder)
+            else:
+                run_file(folder / "job.py", None, None, fix=True)
     finally:
         FixFlow._fixer = made  # type: ignore[method-assign]
 
@@ -329,6 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--evidence", default="facts", choices=STYLES, help="how it is said")
     parser.add_argument(
         "--evidence-after", type=int, default=0, help="answers before a request carries it"
+    )
+    parser.add_argument(
+        "--notebooks", action="store_true", help="run the fix tasks as notebooks (.ipynb) too"
     )
     parser.add_argument("--skip-generate", action="store_true")
     parser.add_argument("--skip-paste", action="store_true")
@@ -461,8 +515,10 @@ def _paste_fix(url: str, model: str, task: FixTask, most: int, folder: Path) -> 
     paste_fix(url, model, task, folder, most)
 
 
-def _runfix_fix(layout: str, without: Sequence[str], style: str, after: int, folder: Path) -> None:
-    runfix_fix(folder, layout, without, style, after)
+def _runfix_fix(
+    layout: str, without: Sequence[str], style: str, after: int, notebook: bool, folder: Path
+) -> None:
+    runfix_fix(folder, layout, without, style, after, notebook)
 
 
 def _paste_generate(url: str, model: str, task: GenerateTask, most: int, folder: Path) -> None:
@@ -489,12 +545,27 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
             t.files,
             t.expect,
             functools.partial(
-                _runfix_fix, args.layout, args.without, args.evidence, args.evidence_after
+                _runfix_fix, args.layout, args.without, args.evidence, args.evidence_after, False
             ),
             t.needs,
             t.fresh,
         )
         for t in fixes
+    ]
+    in_notebooks = [
+        bench.task(
+            "runfix-nb",
+            t.name,
+            t.where,
+            t.files,
+            t.expect,
+            functools.partial(
+                _runfix_fix, args.layout, args.without, args.evidence, args.evidence_after, True
+            ),
+            t.needs,
+            t.fresh,
+        )
+        for t in (fixes if args.notebooks else [])
     ]
     pasted = (
         []
@@ -547,6 +618,10 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
         f"\nfix tasks ({len(fixes)}; layout {args.layout}{left_out}; temperature 0, seed {SEED}):"
     )
     print("  " + summary("runfix run --fix", ours))
+    if in_notebooks:
+        print(
+            "  " + summary("runfix run NB.ipynb --fix (the same tasks as notebooks)", in_notebooks)
+        )
     if pasted:
         print("  " + summary("paste (whole file once)", pasted, echo=False))
     groups: list[tuple[str, Callable[[Row], bool]]] = [
