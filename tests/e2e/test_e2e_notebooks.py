@@ -300,3 +300,80 @@ async def test_a_notebook_of_ten_thousand_cells_opens_and_edits(
         lsp.ExecuteCommandParams("runfix.run", run_args(cell, 0, 0))
     )
     assert answer["status"] == "ok"
+
+
+async def test_twenty_structural_edits_keep_every_result_on_its_cell(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    """Cells inserted (code and markdown), deleted and moved (as VS Code sends a move: the
+    span between the two places, in its new order), twenty times: every result and error
+    stays on its cell at the cell's own line, the same as a fresh run of the notebook says."""
+    import random
+
+    path = folder / "edits.ipynb"
+    codes = [f"v{i} = {i} * 10\nv{i}" for i in range(6)] + ["print('last')\nundefined_name"]
+    uri, originals = open_notebook(notebook_client, path, codes)
+    await run(notebook_client, uri)
+    c: Any = notebook_client
+
+    async def seen() -> dict[str, tuple[list[str], list[tuple[int, str]]]]:
+        out = {}
+        for cell in originals:
+            labels = [h.label.removesuffix(" (stale)") for h in await hints(notebook_client, cell)]
+            out[cell] = (
+                labels,
+                [(ln, m) for ln, m in _on(notebook_client, cell) if not m.startswith("→")],
+            )
+        return out
+
+    expected = await seen()
+    assert expected[originals[3]][0] == ["→ 30"] and expected[originals[6]][1]
+    order: list[tuple[str, Any]] = [(cell, CODE) for cell in originals]
+    rng = random.Random(49)
+    made = 0
+
+    def send(structure: lsp.NotebookDocumentCellChangeStructure) -> None:
+        notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+
+    for step in range(20):
+        kind = ("insert-code", "insert-markdown", "delete", "move")[step % 4]
+        if kind.startswith("insert"):
+            made += 1
+            new = cell_uri(path, 100 + made)
+            code = kind == "insert-code"
+            text = f"unrun_{made} = {made}" if code else f"# note {made}"
+            c.texts[new], c.versions[new], c.cell_of[new] = text, 1, uri
+            item = lsp.TextDocumentItem(new, "python" if code else "markdown", 1, text)
+            at = rng.randrange(len(order) + 1)
+            cell_kind = CODE if code else MARKDOWN
+            change = lsp.NotebookCellArrayChange(at, 0, [lsp.NotebookCell(cell_kind, new)])
+            send(lsp.NotebookDocumentCellChangeStructure(change, did_open=[item]))
+            order.insert(at, (new, cell_kind))
+        elif kind == "delete":
+            added = [i for i, (cell, _) in enumerate(order) if cell not in originals]
+            at = rng.choice(added)
+            gone = order.pop(at)[0]
+            change = lsp.NotebookCellArrayChange(at, 1, [])
+            send(
+                lsp.NotebookDocumentCellChangeStructure(
+                    change, did_close=[lsp.TextDocumentIdentifier(gone)]
+                )
+            )
+        else:
+            src = rng.choice([i for i, (cell, _) in enumerate(order) if cell in originals])
+            dst = rng.randrange(len(order))
+            first, last = min(src, dst), max(src, dst)
+            span = order[first : last + 1]
+            moving = order[src]
+            span.remove(moving)
+            span.insert(dst - first, moving)
+            cells_now = [lsp.NotebookCell(k, cell) for cell, k in span]
+            change = lsp.NotebookCellArrayChange(first, last - first + 1, cells_now)
+            send(lsp.NotebookDocumentCellChangeStructure(change))
+            order[first : last + 1] = span
+    await asyncio.sleep(0.5)
+    assert await seen() == expected
+
+    # a fresh run of the notebook as it stands now says the same on every cell
+    await run(notebook_client, uri)
+    assert await seen() == expected

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from lsprotocol import types as lsp
 
 from lsp_server.lsp.features.documents import opened
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.outputs.results import DocumentResults
 from lsp_server.outputs.store import LineChange, line_change
 from lsp_server.text.notebooks import Notebook, cell_lines
 
@@ -33,18 +35,35 @@ def _replace(
     return line_change(begin, end, text, end > begin, 0)
 
 
+@dataclass
+class _Moved:
+    """A code cell the structure change kept (moved, or in the replaced span): what it
+    showed, read before the change, to show again where it stands after it."""
+
+    cell: str
+    first: int
+    last: int
+    shown: DocumentResults
+
+
 def _structure(
     ls: RunfixServer, notebook: Notebook, version: int, change: lsp.NotebookCellArrayChange,
-    opened_now: Sequence[lsp.TextDocumentItem],
+    opened_now: Sequence[lsp.TextDocumentItem], moved: list[_Moved],
 ) -> LineChange | None:  # fmt: skip
     """Cells inserted, deleted or moved: the lines of the code cells that went are replaced by
-    those of the code cells that came (a moved cell's text is its document's)."""
+    those of the code cells that came (a moved cell's text is its document's); what a cell
+    that is among both showed is kept in `moved`, to show again where it is now."""
     texts = {item.uri: item.text for item in opened_now}
     came = []
     for cell in change.cells or ():
         if cell.document not in texts:
             doc = ls.workspace.text_documents.get(cell.document)
             texts[cell.document] = doc.source if doc is not None else ""
+            if cell.document in notebook:  # a cell that was there: it moved
+                first = notebook.start(cell.document)
+                last = first + notebook.size(cell.document) - 1
+                shown = ls.flow.lines_shown(notebook.uri, first, last, first)
+                moved.append(_Moved(cell.document, first, last, shown))
         came.append((cell.document, _is_code(cell), texts[cell.document]))
     (begin, end), text = notebook.restructure(change.start, change.delete_count, came)
     ls.editor.notebooks.reindex(notebook)
@@ -107,10 +126,11 @@ def register(server: RunfixServer) -> None:
         if notebook is None or cells is None:
             return
         changes: list[LineChange] = []
+        moved: list[_Moved] = []
         if cells.structure is not None:
             opened_now = cells.structure.did_open or ()
-            moved = _structure(ls, notebook, version, cells.structure.array, opened_now)
-            changes += [moved] if moved is not None else []
+            made = _structure(ls, notebook, version, cells.structure.array, opened_now, moved)
+            changes += [made] if made is not None else []
         for text in cells.text_content or ():
             for change in text.changes:
                 made = _text(ls, notebook, version, text.document.uri, change)
@@ -119,6 +139,10 @@ def register(server: RunfixServer) -> None:
         if changes and doc is not None:
             doc.version = version
             ls.flow.edited(uri, version, changes, doc.lines)
+        if moved and doc is not None:
+            stay = [m for m in moved if m.cell in notebook]  # (a code cell still)
+            now = [m.shown.lines(m.first, m.last, notebook.start(m.cell)) for m in stay]
+            ls.flow.moved(uri, version, now)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def did_close(ls: RunfixServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
