@@ -211,11 +211,7 @@ def as_notebook(folder: Path) -> Path:
         "display_name": "Python 3",
         "language": "python",
     }
-    book.cells = [
-        v4.new_code_cell("".join(c).rstrip("\n"))  # type: ignore[no-untyped-call]
-        for c in cells
-        if "".join(c).strip()
-    ]
+    book.cells = [v4.new_code_cell("".join(c).rstrip("\n")) for c in cells if "".join(c).strip()]  # type: ignore[no-untyped-call]
     path = folder / "job.ipynb"
     nbformat.write(book, path)  # type: ignore[no-untyped-call]
     return path
@@ -247,7 +243,7 @@ def runfix_fix(
         built.layout = layout
         built.evidence_style, built.evidence_after = style, after
         if "evidence" in without:
-            built.ports.evidence = _no_evidence
+            built.ports.evidence = _no_evidence  # type: ignore[method-assign]
         if "narrow" in without:
             built.narrow = False
         if "stop" in without:

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat import v4
@@ -29,9 +30,12 @@ from nbformat import v4
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def small(cells: int) -> nbformat.NotebookNode:
+PYTHON3 = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+def small(cells: int) -> Any:
     nb = v4.new_notebook()  # type: ignore[no-untyped-call]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = PYTHON3
     nb.cells = [v4.new_markdown_cell("# A notebook of small cells")]  # type: ignore[no-untyped-call]
     nb.cells += [
         v4.new_code_cell(f"x{i} = {i} * 2\nprint('cell', {i}, x{i})\nx{i} + 1")  # type: ignore[no-untyped-call]
@@ -40,9 +44,9 @@ def small(cells: int) -> nbformat.NotebookNode:
     return nb
 
 
-def plots(cells: int) -> nbformat.NotebookNode:
+def plots(cells: int) -> Any:
     nb = v4.new_notebook()  # type: ignore[no-untyped-call]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = PYTHON3
     nb.cells = [v4.new_code_cell("import matplotlib.pyplot as plt")]  # type: ignore[no-untyped-call]
     nb.cells += [
         v4.new_code_cell(f"plt.plot([1, {i}, 2])\nplt.show()\nprint('plot', {i})")  # type: ignore[no-untyped-call]
@@ -80,13 +84,15 @@ def main() -> None:
     books = {f"{args.cells} small cells": small(args.cells), "10 plotting cells": plots(10)}
     try:
         for name, book in books.items():
-            ours, theirs = [], []
+            ours: list[float] = []
+            theirs: list[float] = []
             for n in range(args.rounds):
                 for who, times in (("runfix", ours), ("nbclient", theirs)):
                     path = work / f"{who}-{n}.ipynb"
                     nbformat.write(book, path)  # type: ignore[no-untyped-call]
                     if who == "runfix":
-                        command = [sys.executable, "-m", "lsp_server", "run", str(path), "--inplace"]
+                        command = [sys.executable, "-m", "lsp_server", "run", str(path)]
+                        command.append("--inplace")
                     else:
                         command = [
                             sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",

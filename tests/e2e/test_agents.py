@@ -498,14 +498,14 @@ async def test_run_cell_names_a_notebooks_cell_by_its_number(tmp_path: Path) -> 
     project = tmp_path / "book"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'book'\n")
-    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb = v4.new_notebook()
     nb.cells = [
-        v4.new_markdown_cell("# Areas"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("def area(r):\n    return 3 * r * r"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("print(area(2))"),  # type: ignore[no-untyped-call]
+        v4.new_markdown_cell("# Areas"),
+        v4.new_code_cell("def area(r):\n    return 3 * r * r"),
+        v4.new_code_cell("print(area(2))"),
     ]
     path = project / "areas.ipynb"
-    nbformat.write(nb, path)  # type: ignore[no-untyped-call]
+    nbformat.write(nb, path)
     (project / "job.py").write_text("print(1)\n")
     async with agent("notebook-agent") as session:
         defined = await tool(session, "run_cell", path=str(path), cell=2)

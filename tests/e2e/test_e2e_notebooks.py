@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def cell_uri(path: Path, index: int) -> str:
 
 
 def open_notebook(
-    client: LanguageClient, path: Path, cells: list[str | tuple[str, str]]
+    client: LanguageClient, path: Path, cells: Sequence[str | tuple[str, str]]
 ) -> tuple[str, list[str]]:
     """Open a notebook of `cells` (code, or ("markdown", text)); its URI and its cells'."""
     notebook: dict[str, Any] = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
@@ -240,13 +241,13 @@ async def test_an_agents_run_of_a_cell_lands_on_that_cell(
 
     path = folder / "shared.ipynb"
     _, cells = open_notebook(notebook_client, path, [("markdown", "# Shared"), "x = 20", "x + 1"])
-    book = v4.new_notebook()  # type: ignore[no-untyped-call]
+    book = v4.new_notebook()
     book.cells = [
-        v4.new_markdown_cell("# Shared"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("x = 20"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("x + 1"),  # type: ignore[no-untyped-call]
+        v4.new_markdown_cell("# Shared"),
+        v4.new_code_cell("x = 20"),
+        v4.new_code_cell("x + 1"),
     ]
-    nbformat.write(book, path)  # type: ignore[no-untyped-call]
+    nbformat.write(book, path)
     c: Any = notebook_client
     c.answer = "Allow for this session"
     async with agent("nb-agent") as session:

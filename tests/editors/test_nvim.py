@@ -715,19 +715,19 @@ def test_a_notebook_opens_runs_and_writes_back_in_neovim(
         editor_missing("the current Neovim is not set up (scripts/editors)")
     folder = tmp_path / "project"
     folder.mkdir()
-    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
         "language": "python",
     }
     nb.cells = [
-        v4.new_markdown_cell("# Prices\nA *note*."),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("prices = [3, 4, 5]\nsum(prices)"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("mean = total / len(prices)"),  # type: ignore[no-untyped-call]
+        v4.new_markdown_cell("# Prices\nA *note*."),
+        v4.new_code_cell("prices = [3, 4, 5]\nsum(prices)"),
+        v4.new_code_cell("mean = total / len(prices)"),
     ]
     path = folder / "sales.ipynb"
-    nbformat.write(nb, path)  # type: ignore[no-untyped-call]
+    nbformat.write(nb, path)
     report = _headless(editor, tmp_path, path, Path(__file__).parent / "nvim" / "notebook.lua")
     assert "error" not in report, report
     assert report["filetype"] == "python"
@@ -738,7 +738,7 @@ def test_a_notebook_opens_runs_and_writes_back_in_neovim(
     assert report["lines"][error["line"]] == "mean = total / len(prices)"
     assert report["modified"] is False, report["notes"]
 
-    after = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    after = nbformat.read(path, as_version=4)
     nbformat.validate(after)
     title, prices, failing = after.cells
     assert title.id == nb.cells[0].id and title.source == nb.cells[0].source

@@ -261,7 +261,7 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
     from tests.support.model_server import ModelServer, code
 
     def prepare(workspace: Path) -> None:
-        nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+        nb = v4.new_notebook()
         nb.metadata["kernelspec"] = {
             "name": "python3",
             "display_name": "Python 3",
@@ -269,14 +269,14 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
         }
         nb.metadata["language_info"] = {"name": "python"}
         nb.cells = [
-            v4.new_markdown_cell("# Prices"),  # type: ignore[no-untyped-call]
-            v4.new_code_cell("prices = [3, 4, 5]\nprint('n =', len(prices))"),  # type: ignore[no-untyped-call]
-            v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot(prices)\nplt.show()"),  # type: ignore[no-untyped-call]
-            v4.new_code_cell("total = sum(prices)\ntotal"),  # type: ignore[no-untyped-call]
-            v4.new_code_cell("def mean(xs):\n    return sum(xs) / count"),  # type: ignore[no-untyped-call]
-            v4.new_code_cell("mean(prices)"),  # type: ignore[no-untyped-call]
+            v4.new_markdown_cell("# Prices"),
+            v4.new_code_cell("prices = [3, 4, 5]\nprint('n =', len(prices))"),
+            v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot(prices)\nplt.show()"),
+            v4.new_code_cell("total = sum(prices)\ntotal"),
+            v4.new_code_cell("def mean(xs):\n    return sum(xs) / count"),
+            v4.new_code_cell("mean(prices)"),
         ]
-        nbformat.write(nb, workspace / "analysis.ipynb")  # type: ignore[no-untyped-call]
+        nbformat.write(nb, workspace / "analysis.ipynb")
 
     with ModelServer() as model:
         model.script(code("def mean(xs):\n    return sum(xs) / len(xs)"))

@@ -35,22 +35,22 @@ def runfix(*args: str | Path, cwd: Path, **env: str) -> subprocess.CompletedProc
 
 
 def notebook(path: Path, *cells: Any, **metadata: Any) -> Path:
-    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb = v4.new_notebook()
     nb.cells = list(cells)
     nb.metadata.update(
         metadata
         or {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
     )
-    nbformat.write(nb, path)  # type: ignore[no-untyped-call]
+    nbformat.write(nb, path)
     return path
 
 
 def md(text: str) -> Any:
-    return v4.new_markdown_cell(text)  # type: ignore[no-untyped-call]
+    return v4.new_markdown_cell(text)
 
 
 def cell(text: str, **more: Any) -> Any:
-    return v4.new_code_cell(text, **more)  # type: ignore[no-untyped-call]
+    return v4.new_code_cell(text, **more)
 
 
 def test_a_notebook_runs_its_cells_and_inplace_writes_their_outputs(folder: Path) -> None:
@@ -65,7 +65,7 @@ def test_a_notebook_runs_its_cells_and_inplace_writes_their_outputs(folder: Path
         cell("mean(prices)"),
         cell("print('never reached')", outputs=[nbformat.from_dict(kept)], execution_count=7),
     )
-    before = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    before = nbformat.read(path, as_version=4)
     done = runfix("run", path, "--inplace", cwd=folder)
     assert done.returncode == 1, done.stderr  # a cell raised
     out = done.stdout.splitlines()
@@ -75,7 +75,7 @@ def test_a_notebook_runs_its_cells_and_inplace_writes_their_outputs(folder: Path
     assert f"{path}:cell 6:1:1: note: called from here" in out
     assert f"{path}: note: wrote the outputs of 5 cells" in out
 
-    after = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    after = nbformat.read(path, as_version=4)
     nbformat.validate(after)
     title, printed, plot, value, defined, raised, later = after.cells
     assert title == before.cells[0]  # markdown as it was
@@ -145,7 +145,7 @@ def test_fix_writes_the_fixed_cell_into_the_notebook(folder: Path) -> None:
             OPENAI_API_KEY="test-key", OPENAI_BASE_URL=model.url,
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    after = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    after = nbformat.read(path, as_version=4)
     nbformat.validate(after)
     assert after.cells[1].source == "def mean(xs):\n    return sum(xs) / len(xs)"
     assert after.cells[2].source == "print(mean([2, 4]))"
@@ -163,7 +163,7 @@ def test_a_big_notebook_runs_and_is_written_whole(folder: Path) -> None:
     )
     done = runfix("run", big, "--cell", "2", "--inplace", cwd=folder)
     assert done.returncode == 0, done.stderr
-    after = nbformat.read(big, as_version=4)  # type: ignore[no-untyped-call]
+    after = nbformat.read(big, as_version=4)
     assert len(after.cells[0].outputs[0].text) == 50 * 1024 * 1024  # not run: kept
     assert after.cells[1].outputs[0].data["text/plain"] == "2"
 

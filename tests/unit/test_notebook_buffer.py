@@ -13,15 +13,15 @@ from lsp_server.record.store import RecordedOutput, RecordedRun
 
 
 def _notebook() -> Any:
-    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Py"}
-    stream = v4.new_output("stream", name="stdout", text="old\n")  # type: ignore[no-untyped-call]
+    stream = v4.new_output("stream", name="stdout", text="old\n")
     nb.cells = [
-        v4.new_markdown_cell("# Title\n\nSome *text*."),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("a = 1\n", outputs=[stream]),  # type: ignore[no-untyped-call]
-        v4.new_code_cell(""),  # type: ignore[no-untyped-call]
-        v4.new_raw_cell("raw text"),  # type: ignore[no-untyped-call]
-        v4.new_code_cell("print(a)"),  # type: ignore[no-untyped-call]
+        v4.new_markdown_cell("# Title\n\nSome *text*."),
+        v4.new_code_cell("a = 1\n", outputs=[stream]),
+        v4.new_code_cell(""),
+        v4.new_raw_cell("raw text"),
+        v4.new_code_cell("print(a)"),
     ]
     return nb
 

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from lsprotocol import types as lsp
@@ -195,7 +195,7 @@ def _lsp_run(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> tu
 
     async def request() -> Any:
         server = RunfixServer()
-        server.protocol.set_writer(sink)
+        server.protocol.set_writer(cast(Any, sink))
         server.protocol._workspace = Workspace(folder.as_uri())  # as `initialize` makes it
         item = lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=source)
         server.workspace.put_text_document(item)
