@@ -290,7 +290,8 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
         )
     saved = VSCODE / "test-output"
     saved.mkdir(exist_ok=True)
-    for name in ("vscode-notebook.png", "vscode-notebook-fixed.png", "failure.png"):
+    shots = ("vscode-notebook.png", "vscode-notebook-stale.png", "vscode-notebook-fixed.png")
+    for name in (*shots, "failure.png"):
         if (out / name).exists():
             shutil.copy(out / name, saved / name)
     for name in ("report.json", "code-server.log"):
@@ -311,6 +312,8 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
     assert [o["output_type"] for o in outputs[5]] == ["error"], outputs[5]
     assert "NameError" in outputs[5][0]["ename"] + outputs[5][0]["evalue"]
     assert report["notebookImages"] >= 1, "the plot was not shown in its cell"
+    # An edit in the first code cell marks the values below it stale, on their cells
+    assert report["notebookStale"], report.get("staleCells")
     # Run and Fix from the caller: the function's cell edited, the caller unchanged
     assert report["notebookFixed"], report.get("savedAfterFix")
     sources = ["".join(c["source"]) for c in report["savedAfterFix"]["cells"]]

@@ -110,6 +110,26 @@ async function notebookScenario(page) {
   report.notebookImages = await framesImages(page);
   await page.screenshot({ path: path.join(out, "vscode-notebook.png") });
 
+  // An edit in the first code cell: the values of the cells below it are marked stale.
+  await page.keyboard.press("Escape");
+  await page.locator(".notebook-editor .code-cell-row .monaco-editor").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("End");
+  await page.keyboard.press("ArrowLeft");
+  await page.keyboard.type(", 6");
+  await page
+    .waitForFunction(
+      () => [...document.querySelectorAll(".notebook-editor .cell-editor-container .view-lines")]
+        .some((v) => (v.textContent ?? "").replace(/[\s\u00a0]+/g, " ").includes("(stale)")),
+      null,
+      { timeout: 30000 },
+    )
+    .then(() => step("notebookStale"), () => step("notebookStale", false));
+  report.staleCells = await page
+    .locator(".notebook-editor .cell-editor-container .view-lines")
+    .allInnerTexts();
+  await page.screenshot({ path: path.join(out, "vscode-notebook-stale.png") });
+
   // Run and Fix from the calling cell (the last): the function's cell is the one fixed.
   await page.keyboard.press("Escape");
   await command("Notebook: Focus Last Cell", "Focus Last Cell");
