@@ -745,3 +745,33 @@ def test_a_notebook_opens_runs_and_writes_back_in_neovim(
     assert prices.source == "prices = [3, 4, 5]\nextra = 1\nsum(prices)"  # the edit
     assert failing.id == nb.cells[2].id  # unchanged: the same cell
     assert [o.get("ename") for o in failing.outputs] == ["NameError"]  # its run's outputs
+
+
+def test_screenshot_of_neovim_on_a_notebook(nvim: str, tmp_path: Path) -> None:
+    """Neovim in tmux on an `.ipynb` after :RunfixRun: its cells as percent text, a value
+    and an error on their lines; the screen becomes a PNG (docs/notebooks.md)."""
+    import nbformat
+    from nbformat import v4
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    nb = v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Py"}
+    nb.cells = [
+        v4.new_markdown_cell("# Sales\nThe week's prices."),
+        v4.new_code_cell('prices = {"tea": 3.5, "cake": 4.2}\nsum(prices.values())'),
+        v4.new_code_cell("round(mean(prices.values()), 2)"),
+    ]
+    nbformat.write(nb, project / "sales.ipynb")
+    screen = _screen_in_tmux(
+        nvim, tmp_path, project, "sales.ipynb", SHOT_INIT, tmp_path / "done",
+        rows=12, wait=30, why="no error diagnostic appeared in Neovim on the notebook",
+    )  # fmt: skip
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", screen)
+    assert "# %% [markdown]" in plain and "# # Sales" in plain
+    assert "NameError: name 'mean' is not defined" in plain
+    out = PLUGIN / "test-output"
+    out.mkdir(exist_ok=True)
+    screenshot(screen, out / "nvim-notebook.png", (880, 290))
+    assert (out / "nvim-notebook.png").stat().st_size > 5_000
