@@ -30,29 +30,30 @@ from nbformat import v4
 ROOT = Path(__file__).resolve().parent.parent
 
 
-PYTHON3 = {"name": "python3", "display_name": "Python 3", "language": "python"}
+def book(first: Any, code: list[str]) -> Any:
+    """A python3 notebook: the cell `first`, then a code cell of each of `code`."""
+    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [first, *(v4.new_code_cell(c) for c in code)]  # type: ignore[no-untyped-call]
+    return nb
 
 
 def small(cells: int) -> Any:
-    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
-    nb.metadata["kernelspec"] = PYTHON3
-    nb.cells = [v4.new_markdown_cell("# A notebook of small cells")]  # type: ignore[no-untyped-call]
-    nb.cells += [
-        v4.new_code_cell(f"x{i} = {i} * 2\nprint('cell', {i}, x{i})\nx{i} + 1")  # type: ignore[no-untyped-call]
-        for i in range(cells)
-    ]
-    return nb
+    title = v4.new_markdown_cell("# A notebook of small cells")  # type: ignore[no-untyped-call]
+    return book(
+        title, [f"x{i} = {i} * 2\nprint('cell', {i}, x{i})\nx{i} + 1" for i in range(cells)]
+    )
 
 
 def plots(cells: int) -> Any:
-    nb = v4.new_notebook()  # type: ignore[no-untyped-call]
-    nb.metadata["kernelspec"] = PYTHON3
-    nb.cells = [v4.new_code_cell("import matplotlib.pyplot as plt")]  # type: ignore[no-untyped-call]
-    nb.cells += [
-        v4.new_code_cell(f"plt.plot([1, {i}, 2])\nplt.show()\nprint('plot', {i})")  # type: ignore[no-untyped-call]
-        for i in range(cells)
-    ]
-    return nb
+    imports = v4.new_code_cell("import matplotlib.pyplot as plt")  # type: ignore[no-untyped-call]
+    return book(
+        imports, [f"plt.plot([1, {i}, 2])\nplt.show()\nprint('plot', {i})" for i in range(cells)]
+    )
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:

@@ -9,6 +9,7 @@ written is validated by nbformat first and renamed into place whole.
 
 from __future__ import annotations
 
+import bisect
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,14 @@ from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.files import replace_file
 from executor.text import split_lines
 from lsp_server.folder_files import read_regular
-from lsp_server.record.notebooks import NOTEBOOK_LIMIT, load, notebook_language, outputs_of, written
+from lsp_server.record.notebooks import (
+    NOTEBOOK_LIMIT,
+    kernel_language,
+    load,
+    notebook_language,
+    outputs_of,
+    written,
+)
 from lsp_server.record.store import RESTORE_RUNS, RunRecord, standing
 from lsp_server.runner import PieceRun
 from lsp_server.text.languages import LANGUAGES, Language
@@ -46,17 +54,14 @@ class NotebookFile:
     def read(cls, path: Path) -> NotebookFile:
         """The notebook at `path`; ValueError saying why it is not one runfix can run."""
         notebook, raw = load(path)
-        metadata = notebook.metadata
-        said = metadata.get("kernelspec", {}).get("language") or metadata.get(
-            "language_info", {}
-        ).get("name")
-        if said and not any(str(said).lower() in lang.kernel_languages for lang in LANGUAGES):
+        said = kernel_language(notebook)
+        if said and not any(said.lower() in lang.kernel_languages for lang in LANGUAGES):
             known = ", ".join(lang.name for lang in LANGUAGES)
             raise ValueError(f"its kernel runs {said}; runfix runs {known} notebooks")
         cells = [
             (str(i), cell.cell_type == "code", cell.source) for i, cell in enumerate(notebook.cells)
         ]
-        layout = Notebook(path.as_uri(), cells, "")
+        layout = Notebook(path.as_uri(), cells)
         return cls(path, notebook, layout, notebook_language(notebook), raw)
 
     def lines(self) -> list[str]:
@@ -102,12 +107,21 @@ class NotebookFile:
             runs = record.recent(str(self.path), RESTORE_RUNS)
         finally:
             record.close()
+        # The pieces that ran on these lines (the pieces of one run share their text: it is
+        # compared once per run), by their first line.
+        lines_now = tuple(lines)
+        same: dict[int, bool] = {}
+        for r in ran:
+            if id(r.lines) not in same:
+                same[id(r.lines)] = r.lines == lines_now
+        ran_here = sorted((r for r in ran if same[id(r.lines)]), key=lambda r: r.piece.first)
+        starts = [r.piece.first for r in ran_here]
         out: dict[int, list[Any]] = {}
         at = 0
         for index, text in enumerate(self.sources(lines) or []):
             first, last = at + 1, at + 1 + text.count("\n")  # under the cell's marker
             at = last + 1
-            now = [r for r in ran if first <= r.piece.first <= last and r.lines == tuple(lines)]
+            now = ran_here[bisect.bisect_left(starts, first) : bisect.bisect_right(starts, last)]
             if now:
                 out[index] = [o for r in now for o in cell_outputs(r.outcome)]
             elif recorded := standing(runs, lines, first, last):
@@ -119,7 +133,6 @@ class NotebookFile:
         each cell with new outputs numbered in order; False if the file changed since it
         was read (nothing is written then). nbformat's ValidationError if what would be
         written is not a valid notebook."""
-
         notebook = copy.deepcopy(self.notebook)
         count = 0
         for index, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):

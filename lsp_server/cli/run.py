@@ -548,8 +548,7 @@ def _write_notebook(
     if editor.changed and sources is None:
         editor.note(f"{shown}: warning: the cells no longer split as the notebook's; not written")
         return 1
-    lines = editor.lines if editor.changed else notebook.lines()
-    outputs = notebook.outputs(editor.folder, lines, editor.ran) if inplace else None
+    outputs = notebook.outputs(editor.folder, editor.lines, editor.ran) if inplace else None
     try:
         written = notebook.write(sources, outputs)
     except Exception as exc:  # nbformat's ValidationError, an OSError: nothing was written

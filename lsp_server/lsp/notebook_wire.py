@@ -132,24 +132,6 @@ def _range_up(asked: Asked, r: lsp.Range) -> lsp.Range | None:
     return lsp.Range(start, end)
 
 
-def _hints(asked: Asked, result: Any) -> Any:
-    hints = []
-    for hint in result:
-        if (at := _up(asked, hint.position)) is not None:
-            hint.position = at
-            hints.append(hint)
-    return hints
-
-
-def _lenses(asked: Asked, result: Any) -> Any:
-    lenses = []
-    for lens in result:
-        if (r := _range_up(asked, lens.range)) is not None:
-            lens.range = r
-            lenses.append(lens)
-    return lenses
-
-
 def _hover(asked: Asked, result: Any) -> Any:
     if result.range is not None:
         result.range = _range_up(asked, result.range)
@@ -165,15 +147,14 @@ def _completion(asked: Asked, result: Any) -> Any:
 
 
 _ANSWERS: dict[str, Callable[[Asked, Any], Any]] = {
-    lsp.TEXT_DOCUMENT_INLAY_HINT: _hints,
-    lsp.TEXT_DOCUMENT_CODE_LENS: _lenses,
     lsp.TEXT_DOCUMENT_HOVER: _hover,
     lsp.TEXT_DOCUMENT_COMPLETION: _completion,
 }
 
 
 def _json_on_cell(asked: Asked, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Hints or lenses as JSON (a `Prepared` answer): those on the cell, at its lines."""
+    """Hints or lenses as JSON (a `Prepared` answer: the only form runfix answers them in,
+    besides an empty list): those on the cell, at its lines."""
     out = []
     for item in items:
         if "position" in item:

@@ -131,13 +131,20 @@ def write_notebook(
     return len(notebook.cells), with_outputs
 
 
-def notebook_language(notebook: Any) -> Language:
-    """The language of a notebook's code: what its kernelspec (else language_info) says."""
+def kernel_language(notebook: Any) -> str | None:
+    """The language a notebook's kernelspec (else its language_info) says its code is in."""
     metadata = notebook.metadata
     said = metadata.get("kernelspec", {}).get("language") or metadata.get("language_info", {}).get(
         "name"
     )
-    return of_kernel(str(said)) if said else PYTHON
+    return str(said) if said else None
+
+
+def notebook_language(notebook: Any) -> Language:
+    """The language of a notebook's code (`kernel_language`; Python for none, or one runfix
+    does not run)."""
+    said = kernel_language(notebook)
+    return of_kernel(said) if said else PYTHON
 
 
 def script_text(notebook: Any, language: Language) -> str:
@@ -173,27 +180,27 @@ def buffer_text(notebook: Any) -> str:
     return "".join(out)
 
 
-def cells_of(text: str) -> list[tuple[str, str, int]]:
-    """The cells (type, source, the 0-based line its text starts on) of a buffer's percent
-    text (`buffer_text`); lines before the first `# %%` line are a code cell of their own."""
-    cells: list[tuple[str, list[str], int]] = []
-    for number, line in enumerate(text.splitlines(keepends=True)):
+def cells_of(text: str) -> list[tuple[str, str]]:
+    """The cells (type, source) of a buffer's percent text (`buffer_text`); lines before the
+    first `# %%` line are a code cell of their own."""
+    cells: list[tuple[str, list[str]]] = []
+    for line in text.splitlines(keepends=True):
         if line.startswith("# %%"):
             said = line[4:].strip()
             kind = "code"
             if said.startswith("[") and said.endswith("]"):
                 kind = _KINDS.get(said[1:-1].strip().lower(), "code")
-            cells.append((kind, [], number + 1))
+            cells.append((kind, []))
             continue
         if not cells:
-            cells.append(("code", [], number))
+            cells.append(("code", []))
         cells[-1][1].append(line)
     out = []
-    for kind, lines, first in cells:
+    for kind, lines in cells:
         if kind != "code":
             lines = [_uncommented(line) for line in lines]
         body = "".join(lines)
-        out.append((kind, body[:-1] if body.endswith("\n") else body, first))
+        out.append((kind, body[:-1] if body.endswith("\n") else body))
     return out
 
 
@@ -219,7 +226,7 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
     result = copy.deepcopy(notebook)
     result.cells = []
     at = 0
-    for kind, source, _ in cells_of(text):
+    for kind, source in cells_of(text):
         match = next(
             (
                 i

@@ -33,10 +33,8 @@ def cell_lines(text: str) -> int:
 class Notebook:
     """One open notebook: its code cells in order, and where each stands in its document."""
 
-    def __init__(self, uri: str, cells: Iterable[tuple[str, bool, str]], language: str) -> None:
+    def __init__(self, uri: str, cells: Iterable[tuple[str, bool, str]]) -> None:
         self.uri = uri
-        self.language = language
-        """The language id of its code cells (the first's)."""
         self.all: list[tuple[str, bool]] = []
         """Every cell in notebook order, and whether it is code (markdown is not)."""
         self.cells: list[str] = []

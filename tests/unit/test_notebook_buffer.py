@@ -30,9 +30,7 @@ def test_the_text_reads_back_to_the_same_cells_and_an_untouched_notebook_is_the_
     nb = _notebook()
     text = buffer_text(nb)
     assert text.startswith("# %% [markdown]\n# # Title\n#\n# Some *text*.\n# %%\na = 1\n\n")
-    assert [(kind, source) for kind, source, _ in cells_of(text)] == [
-        (c.cell_type, c.source) for c in nb.cells
-    ]
+    assert cells_of(text) == [(c.cell_type, c.source) for c in nb.cells]
     assert merged(nb, text, [], None) == nb
 
 

@@ -14,7 +14,6 @@ def _notebook() -> Notebook:
     return Notebook(
         "file:///nb.ipynb",
         [("c0", True, "a = 1\na"), ("m", False, "# title"), ("c1", True, ""), ("c2", True, "b\n")],
-        "python",
     )
 
 

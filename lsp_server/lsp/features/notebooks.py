@@ -111,7 +111,7 @@ def register(server: RunfixServer) -> None:
             (documents[c].language_id for c, code, _ in cells if code and c in documents),
             "python",
         )
-        notebook = Notebook(notebook_doc.uri, cells, language)
+        notebook = Notebook(notebook_doc.uri, cells)
         ls.editor.notebooks.add(notebook)
         text = Notebook.text_of([text for _, code, text in cells if code])
         item = lsp.TextDocumentItem(notebook.uri, language, notebook_doc.version, text)
