@@ -297,14 +297,6 @@ class Flow:
         moved)."""
         self.desk.edited(uri, version, changes, lines)
 
-    def lines_shown(self, uri: str, first: int, last: int, to: int) -> DocumentResults:
-        """What lines first..last show, as if they stood from line `to` (read only)."""
-        return self.desk.results(uri).lines(first, last, to)
-
-    def moved(self, uri: str, version: int, shown: Sequence[DocumentResults]) -> None:
-        """Lines moved (a notebook's cells): what they showed shows where they are now."""
-        self.desk.moved(uri, version, shown)
-
     def replaced(self, uri: str, version: int) -> None:
         """The document's whole text was replaced: nothing it showed stays."""
         self.desk.replaced(uri, version)

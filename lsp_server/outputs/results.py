@@ -156,27 +156,6 @@ class DocumentResults:
     def count(self) -> int:
         return len(self._items)
 
-    def lines(self, first: int, last: int, to: int) -> DocumentResults:
-        """The statements and problems on lines first..last, as if those lines stood from
-        line `to` (a notebook's cell moved there): the same results, made when they were."""
-        by = to - first
-
-        def moved(p: Problem) -> Problem:
-            related = tuple(
-                replace(r, line=r.line + by) if r.path is None else r for r in p.related
-            )
-            piece = (p.piece[0] + by, p.piece[1] + by) if p.piece is not None else None
-            return replace(p, first=p.first + by, last=p.last + by, related=related, piece=piece)
-
-        return DocumentResults(
-            [
-                replace(s, first=s.first + by, last=s.last + by)
-                for s in self.statements
-                if first <= s.first and s.last <= last
-            ],
-            [moved(p) for p in self.problems if first <= p.first and p.last <= last],
-        )
-
     def item(self, index: int) -> StatementResult:
         """The statement at `index`, where it is now (without settling the others)."""
         item = self._items[index]

@@ -35,6 +35,9 @@ class LineChange:
     """It replaced some text (its range was not empty)."""
     column: int = field(default=-1, compare=False)
     """Where on its line an edit of one line began (-1: not known, or several lines)."""
+    moves: tuple[tuple[int, int, int], ...] = field(default=(), compare=False)
+    """Blocks of lines the change carried elsewhere (a notebook's cells moved): each its
+    first and last line before the change and its first line after it."""
 
     @property
     def delta(self) -> int:
@@ -48,8 +51,9 @@ def _candidates(firsts: list[int], height: int, change: LineChange) -> list[int]
             options = [first]
         elif first > change.last:
             options = [first + change.delta]
-        else:  # touched: it stayed, or moved down/up; the text decides
+        else:  # touched: it stayed, moved down/up, or was carried; the text decides
             options = [first, first + change.delta]
+            options += [first + to - a for a, b, to in change.moves if a <= first <= b - height]
         out.extend(o for o in options if o not in out and o >= 0)
     return out
 
@@ -57,7 +61,10 @@ def _candidates(firsts: list[int], height: int, change: LineChange) -> list[int]
 def _shift_line(line: int, changes: Sequence[LineChange]) -> int:
     """Where a line went, without checking its text (for call sites in related info)."""
     for change in changes:
-        if line > change.last:
+        carried = next((to - a for a, b, to in change.moves if a <= line <= b), None)
+        if carried is not None:
+            line += carried
+        elif line > change.last:
             line += change.delta
     return line
 
@@ -159,6 +166,8 @@ def _edit_statements(
     lo, hi = results.reaching(change.first), results.after(change.last)
     touched = [results.item(i) for i in range(lo, hi)]
     kept = [m for m in (_move_statement(s, changes, lines) for s in touched) if m is not None]
+    if change.moves:  # cells carried past each other: their order changed
+        kept.sort(key=lambda s: s.first)
     if kept == touched and (change.delta == 0 or hi == results.count()):
         return False
     results.splice(lo, hi, kept, change.delta)
@@ -471,6 +480,11 @@ def _is_code(line: str) -> bool:
 
 
 def line_change(
-    start_line: int, end_line: int, text: str, deleted: bool = False, column: int = -1
+    start_line: int,
+    end_line: int,
+    text: str,
+    deleted: bool = False,
+    column: int = -1,
+    moves: tuple[tuple[int, int, int], ...] = (),
 ) -> LineChange:
-    return LineChange(start_line, end_line, text.count("\n"), text, deleted, column)
+    return LineChange(start_line, end_line, text.count("\n"), text, deleted, column, moves)

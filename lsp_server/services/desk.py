@@ -225,13 +225,6 @@ class Desk:
         """The document is not Python: nothing of Python's reading of it is shown."""
         self.session.store.not_python(uri)
 
-    def moved(self, uri: str, version: int, shown: Sequence[DocumentResults]) -> None:
-        """Lines of the document moved (a notebook's cells): what they showed, at the lines
-        of `version` they stand on now (`DocumentResults.lines`), shows there again."""
-        for results in shown:
-            if results.statements or results.problems:
-                self.keep(uri, version, results)
-
     def clear(self, uri: str) -> None:
         """Drop what the document shows."""
         self.session.store.clear(uri)

@@ -378,3 +378,31 @@ async def test_twenty_structural_edits_keep_every_result_on_its_cell(
     # a fresh run of the notebook as it stands now says the same on every cell
     await run(notebook_client, uri)
     assert await seen() == expected
+
+
+async def test_a_cell_moved_while_its_run_is_in_flight_keeps_its_result(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    """The running cell moved above another while the kernel works (as VS Code sends a move:
+    the span in its new order): its result lands on it, where it stands now; the cell it
+    passed shows nothing of it."""
+    path = folder / "moving.ipynb"
+    uri, cells = open_notebook(
+        notebook_client, path, ["import time", "other = 1\nother", "time.sleep(1.0)\n6 * 7"]
+    )
+    await run(notebook_client, cells[0], 0, 0)
+    await run(notebook_client, cells[1], 0, 1)
+    running = asyncio.ensure_future(run(notebook_client, cells[2], 0, 1))
+    await asyncio.sleep(0.3)
+    c: Any = notebook_client
+    moved = [lsp.NotebookCell(CODE, cells[2]), lsp.NotebookCell(CODE, cells[1])]
+    structure = lsp.NotebookDocumentCellChangeStructure(lsp.NotebookCellArrayChange(1, 2, moved))
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+    assert (await running)["status"] == "ok"
+    await asyncio.sleep(0.3)
+    assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[2])] == [
+        (1, "→ 42")
+    ]
+    assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[1])] == [
+        (1, "→ 1")
+    ]

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from lsprotocol import types as lsp
 
 from lsp_server.lsp.features.documents import opened
 from lsp_server.lsp.server import RunfixServer
-from lsp_server.outputs.results import DocumentResults
 from lsp_server.outputs.store import LineChange, line_change
 from lsp_server.text.notebooks import Notebook, cell_lines
 
@@ -24,52 +22,43 @@ def _is_code(cell: lsp.NotebookCell) -> bool:
 
 
 def _replace(
-    ls: RunfixServer, uri: str, version: int, begin: int, end: int, text: str
-) -> LineChange:
-    """Replace lines begin..end-1 of the notebook's document with `text` (whole lines)."""
+    ls: RunfixServer, uri: str, version: int, begin: int, end: int, text: str,
+    moves: tuple[tuple[int, int, int], ...] = (),
+) -> LineChange:  # fmt: skip
+    """Replace lines begin..end-1 of the notebook's document with `text` (whole lines);
+    `moves`: blocks of those lines that stand elsewhere in `text` (cells moved)."""
     edit = lsp.TextDocumentContentChangePartial(
         range=lsp.Range(lsp.Position(begin, 0), lsp.Position(end, 0)), text=text
     )
     identifier = lsp.VersionedTextDocumentIdentifier(version=version, uri=uri)
     ls.workspace.update_text_document(identifier, edit)
-    return line_change(begin, end, text, end > begin, 0)
-
-
-@dataclass
-class _Moved:
-    """A code cell the structure change kept (moved, or in the replaced span): what it
-    showed, read before the change, to show again where it stands after it."""
-
-    cell: str
-    first: int
-    last: int
-    shown: DocumentResults
+    return line_change(begin, end, text, end > begin, 0, moves)
 
 
 def _structure(
     ls: RunfixServer, notebook: Notebook, version: int, change: lsp.NotebookCellArrayChange,
-    opened_now: Sequence[lsp.TextDocumentItem], moved: list[_Moved],
+    opened_now: Sequence[lsp.TextDocumentItem],
 ) -> LineChange | None:  # fmt: skip
     """Cells inserted, deleted or moved: the lines of the code cells that went are replaced by
-    those of the code cells that came (a moved cell's text is its document's); what a cell
-    that is among both showed is kept in `moved`, to show again where it is now."""
+    those of the code cells that came (a moved cell's text is its document's). A cell among
+    both (moved, or in the span a move sends) is said to have moved, so what it shows
+    (and what a run still under way will show on it) follows it."""
     texts = {item.uri: item.text for item in opened_now}
-    came = []
+    came, was = [], {}
     for cell in change.cells or ():
         if cell.document not in texts:
             doc = ls.workspace.text_documents.get(cell.document)
             texts[cell.document] = doc.source if doc is not None else ""
             if cell.document in notebook:  # a cell that was there: it moved
                 first = notebook.start(cell.document)
-                last = first + notebook.size(cell.document) - 1
-                shown = ls.flow.lines_shown(notebook.uri, first, last, first)
-                moved.append(_Moved(cell.document, first, last, shown))
+                was[cell.document] = (first, first + notebook.size(cell.document) - 1)
         came.append((cell.document, _is_code(cell), texts[cell.document]))
     (begin, end), text = notebook.restructure(change.start, change.delete_count, came)
     ls.editor.notebooks.reindex(notebook)
     if begin == end and not text:
         return None
-    return _replace(ls, notebook.uri, version, begin, end, text)
+    moves = tuple((a, b, notebook.start(cell)) for cell, (a, b) in was.items() if cell in notebook)
+    return _replace(ls, notebook.uri, version, begin, end, text, moves)
 
 
 def _text(
@@ -126,10 +115,9 @@ def register(server: RunfixServer) -> None:
         if notebook is None or cells is None:
             return
         changes: list[LineChange] = []
-        moved: list[_Moved] = []
         if cells.structure is not None:
             opened_now = cells.structure.did_open or ()
-            made = _structure(ls, notebook, version, cells.structure.array, opened_now, moved)
+            made = _structure(ls, notebook, version, cells.structure.array, opened_now)
             changes += [made] if made is not None else []
         for text in cells.text_content or ():
             for change in text.changes:
@@ -139,10 +127,6 @@ def register(server: RunfixServer) -> None:
         if changes and doc is not None:
             doc.version = version
             ls.flow.edited(uri, version, changes, doc.lines)
-        if moved and doc is not None:
-            stay = [m for m in moved if m.cell in notebook]  # (a code cell still)
-            now = [m.shown.lines(m.first, m.last, notebook.start(m.cell)) for m in stay]
-            ls.flow.moved(uri, version, now)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def did_close(ls: RunfixServer, params: lsp.DidCloseNotebookDocumentParams) -> None:
