@@ -51,7 +51,7 @@ from lsp_server.model.context import (
     splice_line,
 )
 from lsp_server.outputs.results import Problem
-from lsp_server.text.cells import cell_at, code_of, is_marker, split_cells
+from lsp_server.text.cells import cell_at, code_of, is_marker, is_text_marker, split_cells
 from lsp_server.text.languages import PYTHON, Language
 
 log = logging.getLogger(__name__)
@@ -145,11 +145,16 @@ def import_line(lines: Sequence[str]) -> int:
     """Where a new import goes: after the leading imports, else after the file's header.
 
     The header is a shebang, encoding line, comments, a docstring, a first cell
-    marker and `from __future__` imports."""
-    header = 0
-    for i, line in enumerate(lines):
-        text = line.strip()
-        if (i == 0 and is_marker(line)) or (text.startswith("#") and not is_marker(line)):
+    marker and `from __future__` imports; markdown and raw cells above the first code
+    cell (a notebook's title) are passed, not written into."""
+    start = 0
+    while start < len(lines) and is_text_marker(lines[start]):
+        after = range(start + 1, len(lines))
+        start = next((i for i in after if is_marker(lines[i])), len(lines))
+    header = start
+    for i in range(start, len(lines)):
+        line, text = lines[i], lines[i].strip()
+        if (i == start and is_marker(line)) or (text.startswith("#") and not is_marker(line)):
             header = i + 1
         elif text:
             break

@@ -64,6 +64,8 @@ class Output:
     """Markdown the code displayed (a hover renders it)."""
     colored: str | None = None
     """Text that came with terminal colours, as HTML for a rich view (`colored_html`)."""
+    printed: bool = False
+    """Text the code printed (a stream), not a value it showed."""
 
 
 class OutputFiles:

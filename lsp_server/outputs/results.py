@@ -355,7 +355,7 @@ def build(
     error: Error | None = None
     for event in outcome.events:
         if isinstance(event, Stream):
-            text = Output(terminal_text(event.text), colored=colored_html(event.text))
+            text = Output(terminal_text(event.text), colored=colored_html(event.text), printed=True)
             by_span.setdefault(event.span, []).append(text)
         elif isinstance(event, (Value, Display)):
             about = event.about if isinstance(event, Value) else None

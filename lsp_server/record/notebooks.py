@@ -3,9 +3,9 @@
 
 Jupytext does the conversion between the two formats (markdown cells, cell
 metadata, the header); runfix adds each code cell's last outputs from the run
-record: text as a stream, a DataFrame or HTML as `text/html`, images as
-`image/png`/`image/jpeg`/`image/svg+xml`, an error as an `error` output. nbformat
-validates what is written.
+record: printed text as a stream, a value's text as an `execute_result`, a DataFrame
+or HTML as `text/html`, images as `image/png`/`image/jpeg`/`image/svg+xml`, an error
+as an `error` output. nbformat validates what is written.
 
 What a record names is read only if runfix stored it (`folder_files.stored_output`):
 a record can come with a repository. Notebooks and scripts are written as new
@@ -64,6 +64,9 @@ def _output(output: RecordedOutput, v4: Any, folder: Path | None) -> Any:
             data["text/markdown"] = body.decode(errors="replace")
     if len(data) == 1 and output.kind == "text":
         return v4.new_output("stream", name="stdout", text=output.text)
+    if len(data) == 1 and output.kind == "value":
+        data["text/plain"] = output.text.removesuffix("\n")
+        return v4.new_output("execute_result", data=data, execution_count=None)
     return v4.new_output("display_data", data=data)
 
 

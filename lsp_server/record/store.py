@@ -202,6 +202,7 @@ class RecordedOutput:
     text: str
     """What it showed as text (`DataFrame 1,000×12`, what it printed: `TEXT_KEPT` at most)."""
     kind: str = "text"
+    """text (what it printed), value (a value's text), or the rich output's kind."""
     file: str | None = None
     """The stored richest form (under `.runfix/outputs/`), if any."""
     last: int | None = None
@@ -528,11 +529,12 @@ def entry(
         rich = next((o for o in statement.outputs if o.kind != "text"), None)
         stored = rich.file if rich is not None else None
         shown = rich.text if rich is not None else statement.text
+        value = not any(o.printed for o in statement.outputs)  # (a notebook's execute_result)
         outputs.append(
             RecordedOutput(
                 statement.first,
                 shown[:TEXT_KEPT],
-                rich.kind if rich is not None else "text",
+                rich.kind if rich is not None else "value" if value else "text",
                 str(stored) if stored is not None else None,
                 statement.last if statement.last != statement.first else None,
             )
@@ -769,7 +771,7 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str], folder: Path) ->
                 output.text if output.text.endswith("\n") else output.text + "\n",
                 image=image,
                 file=stored,
-                kind=output.kind,
+                kind="text" if output.kind == "value" else output.kind,
             )
             source = tuple(strip_eol(line) for line in lines[output.line : last + 1])
             results.statements.append(

@@ -32,6 +32,11 @@ def is_marker(line: str) -> bool:
     return _MARKER.match(line) is not None
 
 
+def is_text_marker(line: str) -> bool:
+    """The marker of a markdown or raw cell (`# %% [markdown]`): its lines are not code."""
+    return is_marker(line) and line.rstrip().endswith(("[markdown]", "[md]", "[raw]"))
+
+
 def prompt_text(line: str, markers: Sequence[str]) -> str | None:
     """The instruction if the line is a prompt (a comment starting with a marker, on a line
     of its own or after a cell marker: `# %% ai: …`), else None."""

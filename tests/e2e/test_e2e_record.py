@@ -37,7 +37,7 @@ async def test_each_run_is_recorded_with_its_memory_and_shown_in_the_hover(
     assert allocated["status"] == "ok" and allocated["origin"] == "user"
     assert allocated["memoryGrowthBytes"] >= 190 * 2**20, allocated  # measured in the kernel
     assert allocated["memoryChangeBytes"] >= 190 * 2**20
-    assert allocated["outputs"] == [{"line": 1, "text": "209715200\n", "kind": "text"}]
+    assert allocated["outputs"] == [{"line": 1, "text": "209715200\n", "kind": "value"}]
     assert allocated["cpuMs"] > 0 and allocated["durationMs"] > 0
     assert failed["status"] == "error" and failed["error"].startswith("ZeroDivisionError")
     assert failed["memoryChangeBytes"] <= -190 * 2**20  # `del big` gave it back
@@ -163,5 +163,7 @@ async def test_the_export_command_writes_the_editors_text_and_its_outputs(
     notebook = nbformat.read(folder / "unsaved.ipynb", as_version=4)
     nbformat.validate(notebook)
     first, second = notebook.cells
-    assert [o.get("text") for o in first.outputs] == ["42\n"]
+    assert [(o.output_type, o.data["text/plain"]) for o in first.outputs] == [
+        ("execute_result", "42")  # a value, as Jupyter keeps it (not printed text)
+    ]
     assert second.source == "print(x + 2)" and second.outputs == []  # the editor's text

@@ -699,52 +699,68 @@ def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
     assert "runfix: ok: it ran clean, nothing to fix" in done["notes"], done["notes"]
 
 
-@pytest.mark.parametrize("which", ["0.7", "current"])
-def test_a_notebook_opens_runs_and_writes_back_in_neovim(
-    nvim: str, tmp_path: Path, which: str
-) -> None:
-    """Issue 49, 4: `edit NB.ipynb` → percent text of its cells (markdown as comments), the
-    server runs it as a Python buffer, `:w` writes a valid notebook: the edited cell's new
-    code, the unchanged cells' ids and the outputs of the cells that ran; then it opens
-    again as the same text."""
+NOTEBOOK_CELLS = (
+    ("markdown", "# Prices\nA *note*."),
+    ("code", "prices = [3, 4, 5]\nsum(prices)"),
+    ("code", "root = math.sqrt(sum(prices))\nround(root, 2)"),
+)
+
+
+def notebook_written_by_neovim(nvim: str, tmp_path: Path, path: Path) -> dict[str, Any]:
+    """`path` made of NOTEBOOK_CELLS, then opened, run, fixed (the quick fix's `import
+    math`), run clean, edited and written (`:w`) by headless Neovim; its report."""
     import nbformat
     from nbformat import v4
 
-    editor = nvim if which == "0.7" else str(CURRENT)
-    if which == "current" and not CURRENT.exists():
-        editor_missing("the current Neovim is not set up (scripts/editors)")
-    folder = tmp_path / "project"
-    folder.mkdir()
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
         "language": "python",
     }
-    nb.cells = [
-        v4.new_markdown_cell("# Prices\nA *note*."),
-        v4.new_code_cell("prices = [3, 4, 5]\nsum(prices)"),
-        v4.new_code_cell("mean = total / len(prices)"),
-    ]
-    path = folder / "sales.ipynb"
+    new = {"markdown": v4.new_markdown_cell, "code": v4.new_code_cell}
+    nb.cells = [new[kind](text) for kind, text in NOTEBOOK_CELLS]
     nbformat.write(nb, path)
-    report = _headless(editor, tmp_path, path, Path(__file__).parent / "nvim" / "notebook.lua")
+    return _headless(nvim, tmp_path, path, Path(__file__).parent / "nvim" / "notebook.lua")
+
+
+@pytest.mark.parametrize("which", ["0.7", "current"])
+def test_a_notebook_opens_runs_is_fixed_and_writes_back_in_neovim(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """Issue 49, 4: `edit NB.ipynb` → percent text of its cells (markdown as comments), the
+    server runs it as a Python buffer, the error's quick fix adds the import, it runs clean,
+    and `:w` writes a valid notebook: the edited cells' new code, the unchanged cell's id and
+    the outputs of its latest run; then it opens again as the same text."""
+    import nbformat
+
+    editor = nvim if which == "0.7" else str(CURRENT)
+    if which == "current" and not CURRENT.exists():
+        editor_missing("the current Neovim is not set up (scripts/editors)")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    path = folder / "sales.ipynb"
+    report = notebook_written_by_neovim(editor, tmp_path, path)
     assert "error" not in report, report
     assert report["filetype"] == "python"
     assert report["lines"][:3] == ["# %% [markdown]", "# # Prices", "# A *note*."]
     assert "sum(prices)" in report["lines"]
     assert report["attached"] and report["ran"], report
     [error] = [d for d in report["diagnostics"] if "NameError" in d["message"]]
-    assert report["lines"][error["line"]] == "mean = total / len(prices)"
+    assert report["lines"][error["line"]] == "root = math.sqrt(sum(prices))"
+    assert report["fixed"] and report["clean"], report
     assert report["modified"] is False, report["notes"]
 
     after = nbformat.read(path, as_version=4)
     nbformat.validate(after)
-    title, prices, failing = after.cells
-    assert title.id == nb.cells[0].id and title.source == nb.cells[0].source
-    assert prices.source == "prices = [3, 4, 5]\nextra = 1\nsum(prices)"  # the edit
-    assert failing.id == nb.cells[2].id  # unchanged: the same cell
-    assert [o.get("ename") for o in failing.outputs] == ["NameError"]  # its run's outputs
+    cells = [(c.cell_type, c.source) for c in after.cells]
+    assert cells[0] == NOTEBOOK_CELLS[0], cells
+    code = "\n".join(source for kind, source in cells if kind == "code")
+    assert "import math" in code and "extra = 1\nsum(prices)" in code, cells
+    [rooted] = [c for c in after.cells if c.source == NOTEBOOK_CELLS[2][1]]
+    [value] = [o for o in rooted.outputs if o.output_type == "execute_result"]
+    assert value.data["text/plain"] == "3.46"  # its latest run, after the fix
+    assert not any(o.output_type == "error" for c in after.cells for o in c.get("outputs", []))
 
 
 def test_screenshot_of_neovim_on_a_notebook(nvim: str, tmp_path: Path) -> None:

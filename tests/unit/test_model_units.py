@@ -141,6 +141,9 @@ def test_offline_fixes_read_the_error() -> None:
         ('"""Doc."""\nimport os\nfrom sys import argv\n\nprint(os)\n', 3),
         ("# %%\nimport os\n# %%\nprint(os)\n", 2),
         ("from __future__ import annotations\nx = 1\n", 1),
+        # a notebook's title (a markdown cell) above: into the first code cell, not the title
+        ("# %% [markdown]\n# # Title\n# %%\nx = math.pi\n", 3),
+        ("# %% [markdown]\n# A\n# %% [raw]\n# r\n# %%\nimport os\nx = 1\n", 6),
     ],
 )
 def test_imports_go_where_imports_belong(text: str, at: int) -> None:
