@@ -319,6 +319,8 @@ class OutputItem:
     markdown: str | None = None
     colored: str | None = None
     """Text with terminal colours, as HTML (escaped text in `<span class="ansi-…">`)."""
+    printed: bool = False
+    """Text the code printed (a stream), not a value it showed."""
 
 
 @attrs.frozen
@@ -340,8 +342,8 @@ class OutputsAnswer:
 
 @attrs.frozen
 class OutputsChanged:
-    """`runfix/outputs`: a document got new results; `rich`, the first lines of those
-    statements that showed more than text (a plot, a table…)."""
+    """`runfix/outputs`: a document (a notebook's cell) got new results; `rich`, the first
+    lines of those statements that showed more than text (a plot, a table…)."""
 
     uri: str
     rich: list[int]

@@ -297,6 +297,15 @@ class Flow:
         moved)."""
         self.desk.edited(uri, version, changes, lines)
 
+    def shown_on(self, uri: str, first: int, last: int) -> DocumentResults:
+        """What lines first..last show, as if they stood from line 0 (read only)."""
+        return self.desk.results(uri).lines(first, last, 0)
+
+    def carried(self, uri: str, version: int, shown: DocumentResults) -> None:
+        """Lines went elsewhere (a notebook's cell split or joined): what they showed, at the
+        lines of `version` they stand on now, shows there again."""
+        self.desk.keep(uri, version, shown)
+
     def replaced(self, uri: str, version: int) -> None:
         """The document's whole text was replaced: nothing it showed stays."""
         self.desk.replaced(uri, version)

@@ -44,7 +44,7 @@ from lsp_server.editor import (
 )
 from lsp_server.lsp.convert import diagnostics, result_diagnostics_json
 from lsp_server.lsp.edits import one_edit, replace_lines
-from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_workspace_edit
+from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_outputs, cell_workspace_edit
 from lsp_server.lsp.notebooks import Notebooks
 from lsp_server.lsp.transport import send_prepared_notification
 from lsp_server.lsp.uris import ClientUris
@@ -148,6 +148,24 @@ def folder_among(uri: str, roots: list[str]) -> Path:
         if inside and (best is None or len(folder.parts) > len(best.parts)):
             best = folder
     return best or path.parent
+
+
+def _outputs_changed(
+    notebooks: Notebooks,
+    uri: str,
+    before: tuple[StatementResult, ...],
+    now: tuple[StatementResult, ...],
+) -> list[OutputsChanged]:
+    """`runfix/outputs` for a document that has results it did not have (an output view
+    refreshes; a plot or table may open one): a notebook's, for each cell that got some."""
+    known = {id(s) for s in before}
+    new = [s for s in now if id(s) not in known]
+    rich = [s.first for s in new if any(o.kind != "text" for o in s.outputs)]
+    notebook = notebooks.open.get(uri)
+    if not new or notebook is None:
+        return [OutputsChanged(uri, rich)] if new else []
+    cells = cell_outputs(notebook, [s.first for s in new], rich)
+    return [OutputsChanged(cell, lines) for cell, lines in cells.items()]
 
 
 class LspEditor:
@@ -318,22 +336,11 @@ class LspEditor:
             if before != now or fronts != results.fronts:
                 self._hinted[uri] = (now, results.fronts)
                 changed = True
-                if self.features.outputs and before != now:
-                    self._tell_outputs(uri, before, now)
+                if self.features.outputs and self.server.protocol.writer is not None:
+                    for told in _outputs_changed(self.notebooks, uri, before, now):
+                        self.server.protocol.notify(OUTPUTS_NOTIFICATION, to_json(told))
         if changed and self.features.inlay_refresh:
             self.spawn(self._refresh_inlay_hints(), "inlay hint refresh")
-
-    def _tell_outputs(
-        self, uri: str, before: tuple[StatementResult, ...], now: tuple[StatementResult, ...]
-    ) -> None:
-        """`runfix/outputs`: the document has results it did not have (an output view
-        refreshes; a plot or table may open one)."""
-        known = {id(s) for s in before}
-        new = [s for s in now if id(s) not in known]
-        if not new or self.server.protocol.writer is None:
-            return
-        rich = [s.first for s in new if any(o.kind != "text" for o in s.outputs)]
-        self.server.protocol.notify(OUTPUTS_NOTIFICATION, to_json(OutputsChanged(uri, rich)))
 
     async def _refresh_inlay_hints(self) -> None:
         try:

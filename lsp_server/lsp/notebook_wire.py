@@ -273,6 +273,19 @@ def cell_diagnostics(
     return out
 
 
+def cell_outputs(
+    notebook: Notebook, firsts: Sequence[int], rich: Sequence[int]
+) -> dict[str, list[int]]:
+    """New results at the notebook document's lines `firsts` (`rich`: those that showed more
+    than text), by the cell that holds each: its rich ones at the cell's own lines."""
+    out: dict[str, list[int]] = {}
+    for line in firsts:
+        place = notebook.at(line)
+        if place is not None:
+            out.setdefault(place.cell, []).extend([place.line] if line in rich else [])
+    return out
+
+
 def _related(notebook: Notebook, related: dict[str, Any]) -> dict[str, Any]:
     """A diagnostic's related place: on its cell where it is in the notebook's document."""
     location = related.get("location") or {}

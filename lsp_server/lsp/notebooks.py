@@ -9,7 +9,23 @@ with their edits (`features.notebooks`); what goes to the client is said on the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from lsp_server.outputs.results import DocumentResults
 from lsp_server.text.notebooks import Notebook
+
+
+@dataclass
+class Carry:
+    """One change of a notebook, for the next to complete: VS Code sends a split as a cut of
+    a cell's lines, then a new cell of them; a join as the lines added to a cell, then the
+    cell they came from deleted. What the lines one took away showed is shown where the
+    other put the same text."""
+
+    taken: list[DocumentResults] = field(default_factory=list)
+    """What the lines it took away showed, as if they stood from line 0."""
+    put: list[tuple[int, int]] = field(default_factory=list)
+    """The lines it put text on (first, last), after it."""
 
 
 class Notebooks:
@@ -18,6 +34,8 @@ class Notebooks:
     def __init__(self) -> None:
         self.open: dict[str, Notebook] = {}
         self._of: dict[str, str] = {}
+        self.last: dict[str, Carry] = {}
+        """Each notebook's last change (`Carry`)."""
 
     def add(self, notebook: Notebook) -> None:
         self.open[notebook.uri] = notebook
@@ -32,6 +50,7 @@ class Notebooks:
 
     def remove(self, uri: str) -> Notebook | None:
         notebook = self.open.pop(uri, None)
+        self.last.pop(uri, None)
         if notebook is not None:
             for cell, _ in notebook.all:
                 self._of.pop(cell, None)

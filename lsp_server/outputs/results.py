@@ -156,6 +156,25 @@ class DocumentResults:
     def count(self) -> int:
         return len(self._items)
 
+    def lines(self, first: int, last: int, to: int) -> DocumentResults:
+        """The statements and problems wholly on lines first..last, as if those lines stood
+        from line `to`: the same results, made when they were (a notebook's lines a split
+        or a join took to another cell show there again)."""
+        by = to - first
+
+        def moved(p: Problem) -> Problem:
+            related = tuple(
+                replace(r, line=r.line + by) if r.path is None else r for r in p.related
+            )
+            piece = (p.piece[0] + by, p.piece[1] + by) if p.piece is not None else None
+            return replace(p, first=p.first + by, last=p.last + by, related=related, piece=piece)
+
+        on = (self.item(i) for i in range(self.reaching(first), self.after(last)))
+        return DocumentResults(
+            [shifted(s, by) for s in on if first <= s.first and s.last <= last],
+            [moved(p) for p in self.problems if first <= p.first and p.last <= last],
+        )
+
     def item(self, index: int) -> StatementResult:
         """The statement at `index`, where it is now (without settling the others)."""
         item = self._items[index]

@@ -58,7 +58,7 @@ def _candidates(firsts: list[int], height: int, change: LineChange) -> list[int]
     return out
 
 
-def _shift_line(line: int, changes: Sequence[LineChange]) -> int:
+def line_through(line: int, changes: Sequence[LineChange]) -> int:
     """Where a line went, without checking its text (for call sites in related info)."""
     for change in changes:
         carried = next((to - a for a, b, to in change.moves if a <= line <= b), None)
@@ -100,11 +100,11 @@ def _move_problem(
     if first is None:
         return None
     related = tuple(
-        r if r.path else replace(r, line=_shift_line(r.line, changes)) for r in item.related
+        r if r.path else replace(r, line=line_through(r.line, changes)) for r in item.related
     )
     piece = item.piece and (
-        _shift_line(item.piece[0], changes),
-        _shift_line(item.piece[1], changes),
+        line_through(item.piece[0], changes),
+        line_through(item.piece[1], changes),
     )
     return replace(
         item, first=first, last=first + item.last - item.first, related=related, piece=piece
@@ -279,7 +279,7 @@ class ResultStore:
         ran.append((made_at, first, last))
         del ran[: -self._RAN]
         changes = self._changes_since(uri, made_at)
-        first, last = _shift_line(first, changes), _shift_line(last, changes)
+        first, last = line_through(first, changes), line_through(last, changes)
         self.clear(uri, first, last)
         results = self._docs.get(uri)
         if results is not None and results.statements and results.statements[-1].first > last:

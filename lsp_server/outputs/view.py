@@ -57,6 +57,7 @@ def item(output: Output) -> OutputItem:
         table=output.table,
         markdown=output.markdown,
         colored=output.colored,
+        printed=output.printed,
     )
 
 

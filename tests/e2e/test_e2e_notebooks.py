@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_server.contract import RUN_AND_FIX, RUN_DEPENDENTS
+from lsp_server.contract import OUTPUTS, RUN_AND_FIX, RUN_DEPENDENTS
 from tests.conftest import (
     API_KEY_ENV,
     command_at,
@@ -406,3 +406,82 @@ async def test_a_cell_moved_while_its_run_is_in_flight_keeps_its_result(
     assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[1])] == [
         (1, "→ 1")
     ]
+
+
+async def test_new_outputs_are_told_of_each_cell_and_printed_text_is_told_from_values(
+    client: LanguageClient, folder: Path
+) -> None:
+    """`runfix/outputs` (what VS Code's notebook kernel hears to show a run it did not start:
+    an agent's, Run and Fix's) names each cell that got results, its rich lines at the
+    cell's own lines; the outputs of a cell say what was printed and what was a value."""
+    params = init_params(folder, "visual_studio_code")
+    sync = lsp.NotebookDocumentSyncClientCapabilities()
+    params.capabilities.notebook_document = lsp.NotebookDocumentClientCapabilities(sync)
+    params.capabilities.experimental = {"runfixOutputs": True}
+    await client.initialize_session(params)
+    plot = "import matplotlib.pyplot as plt\nx = 1\nplt.plot([1, 3, 2])"
+    uri, cells = open_notebook(client, folder / "told.ipynb", ["print('hi')\n6 * 7", "y = 2", plot])
+    assert (await run(client, uri))["status"] == "ok"
+    for _ in range(200):
+        if len(client.outputs_changed) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    told = sorted(client.outputs_changed, key=lambda t: cells.index(t["uri"]))
+    assert told == [{"uri": cells[0], "rich": []}, {"uri": cells[2], "rich": [2]}]
+    shown = await command_at(client, OUTPUTS, cells[0], -1)
+    assert [(o["text"], o.get("printed", False)) for o in shown["outputs"]] == [
+        ("hi\n", True),
+        ("42\n", False),
+    ]
+
+
+def _edit_cell(c: Any, notebook: str, cell: str, at: tuple[int, int, int, int], text: str) -> None:
+    """A cell's text edited (lines and columns: start, end), as VS Code sends it."""
+    c.versions[cell] += 1
+    start, end = lsp.Position(at[0], at[1]), lsp.Position(at[2], at[3])
+    edit = lsp.TextDocumentContentChangePartial(range=lsp.Range(start, end), text=text)
+    identifier = lsp.VersionedTextDocumentIdentifier(c.versions[cell], cell)
+    content = lsp.NotebookDocumentCellContentChanges(identifier, [edit])
+    notebook_change(c, notebook, lsp.NotebookDocumentCellChanges(text_content=[content]))
+
+
+async def test_a_split_and_a_join_keep_the_results_of_the_lines_they_take_along(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    """VS Code sends a split as the cut of a cell's lines, then a new cell of them; a join as
+    the lines added to a cell, then the cell they came from deleted: the results of those
+    lines go with them both ways (marked stale: code above them changed), and lines typed
+    again are not taken for them."""
+
+    async def shown(cell: str) -> list[tuple[int, str]]:
+        found = await hints(notebook_client, cell)
+        return [(h.position.line, h.label.removesuffix(" (stale)")) for h in found]
+
+    path = folder / "split.ipynb"
+    uri, cells = open_notebook(notebook_client, path, ["total = 6 * 7\ntotal", "other = 1\nother"])
+    await run(notebook_client, uri)
+    c: Any = notebook_client
+    # split at the second line
+    _edit_cell(c, uri, cells[0], (1, 0, 1, 5), "")
+    new = cell_uri(path, 9)
+    c.texts[new], c.versions[new], c.cell_of[new] = "total", 1, uri
+    opened = lsp.TextDocumentItem(new, "python", 1, "total")
+    insert = lsp.NotebookCellArrayChange(1, 0, [lsp.NotebookCell(CODE, new)])
+    structure = lsp.NotebookDocumentCellChangeStructure(insert, did_open=[opened])
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+    await asyncio.sleep(0.3)
+    assert await shown(new) == [(0, "→ 42")]
+    assert await shown(cells[1]) == [(1, "→ 1")]
+    # join them again
+    _edit_cell(c, uri, cells[0], (1, 0, 1, 0), "total")
+    delete = lsp.NotebookCellArrayChange(1, 1, [])
+    closed = [lsp.TextDocumentIdentifier(new)]
+    structure = lsp.NotebookDocumentCellChangeStructure(delete, did_close=closed)
+    notebook_change(c, uri, lsp.NotebookDocumentCellChanges(structure=structure))
+    await asyncio.sleep(0.3)
+    assert await shown(cells[0]) == [(1, "→ 42")]
+    # the line deleted by hand and typed again elsewhere: not the line that ran
+    _edit_cell(c, uri, cells[1], (1, 0, 1, 5), "")
+    _edit_cell(c, uri, cells[1], (1, 0, 1, 0), "oth")
+    await asyncio.sleep(0.3)
+    assert await hints(notebook_client, cells[1]) == []
