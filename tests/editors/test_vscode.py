@@ -21,7 +21,7 @@ import pytest
 
 from executor.kernelspecs import find_spec
 from tests.conftest import editor_missing, kernel_missing
-from tests.editors.test_nvim import LIVE_DOC
+from tests.editors.test_nvim import LIVE_DOC, notebook_written_by_neovim
 
 ROOT = Path(__file__).parents[2]
 VSCODE = ROOT / "editors" / "vscode"
@@ -81,7 +81,7 @@ def _code_server(
         **({"RUNFIX_E2E_R": "1"} if find_spec(("r",)) is not None else {}),
         **(more_env or {}),
     }
-    timeout = 900 if scenario in ("live-model", "install") else 300
+    timeout = {"live-model": 900, "install": 900, "notebook": 600}.get(scenario, 300)
     subprocess.run(
         ["node", str(VSCODE / "test" / "e2e.mjs")], env=env, timeout=timeout, check=False
     )
@@ -248,7 +248,7 @@ def test_with_no_runfix_anywhere_the_extension_installs_its_own(tmp_path: Path) 
     assert list(storage.glob("*/runfix-venv.installed"))
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(720)
 def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_path: Path) -> None:
     """Issue 49: a Jupyter notebook in VS Code with only runfix's extension: the runfix kernel
     in the picker, Run All → text, a plot and an error land in their cells; Run and Fix on
@@ -277,6 +277,15 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
             v4.new_code_cell("mean(prices)"),
         ]
         nbformat.write(nb, workspace / "analysis.ipynb")
+        # a notebook Neovim opened, ran, fixed and wrote (`:w`): VS Code opens it with its outputs
+        nvim = shutil.which("nvim")
+        if nvim is None:
+            editor_missing("nvim is not installed (scripts/editors): it writes the notebook")
+        elsewhere = tmp_path / "neovim"
+        elsewhere.mkdir()
+        written = notebook_written_by_neovim(nvim, elsewhere, elsewhere / "sales.ipynb")
+        assert written.get("clean"), written
+        shutil.copy(elsewhere / "sales.ipynb", workspace / "from-neovim.ipynb")
 
     with ModelServer() as model:
         model.script(code("def mean(xs):\n    return sum(xs) / len(xs)"))
@@ -290,7 +299,14 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
         )
     saved = VSCODE / "test-output"
     saved.mkdir(exist_ok=True)
-    shots = ("vscode-notebook.png", "vscode-notebook-stale.png", "vscode-notebook-fixed.png")
+    shots = (
+        "vscode-notebook.png",
+        "vscode-notebook-stale.png",
+        "vscode-notebook-fixed.png",
+        "vscode-notebook-agent.png",
+        "vscode-notebook-edited.png",
+        "vscode-notebook-from-neovim.png",
+    )
     for name in (*shots, "failure.png"):
         if (out / name).exists():
             shutil.copy(out / name, saved / name)
@@ -319,3 +335,31 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
     sources = ["".join(c["source"]) for c in report["savedAfterFix"]["cells"]]
     assert sources[4] == "def mean(xs):\n    return sum(xs) / len(xs)", sources
     assert sources[5] == "mean(prices)", sources
+    # … and the caller's cell shows what that run gave (a run the kernel did not start)
+    assert report["callerShown"], report["savedAfterFix"]["cells"][5]
+    # An agent's run of a cell (allowed in VS Code's notification) lands in that cell
+    assert report["agentAllowed"], report.get("agentAnswer")
+    assert json.loads(report["agentAnswer"])["status"] == "ok", report["agentAnswer"]
+    assert report["agentShown"], report["savedAfterAgent"]["cells"][1]
+    # Twenty structural edits from the palette: every cell shows what it showed, and what
+    # a fresh run of the notebook shows
+    assert report["structuralEdits"] == 20
+    firsts = [[kind, source.split("\n")[0]] for kind, source in report["orderAfterEdits"]]
+    assert firsts == [
+        ["markdown", "# Prices"],
+        ["code", "prices = [3, 4, 5, 6]"],
+        ["code", "import matplotlib.pyplot as plt"],
+        ["code", "def mean(xs):"],
+        ["code", "total = sum(prices)"],  # split, then joined again
+        ["code", "mean(prices)"],
+    ], report["editTrace"]
+    before, edited, fresh = (
+        report["cellsBefore"],
+        report["cellsAfterEdits"],
+        report["cellsAfterRun"],
+    )
+    assert any("→ 18" in text for text in before), before  # (what a cell's hint looks like)
+    assert sorted(edited) == sorted(before), (before, edited)
+    assert edited == fresh, (edited, fresh)
+    # The notebook Neovim wrote opens with its outputs
+    assert report["neovimOutputsShown"], report["steps"]

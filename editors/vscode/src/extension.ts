@@ -37,13 +37,14 @@ import {
   ownInstall,
   type Run,
 } from "./install";
-import { notebookController } from "./notebooks";
+import { notebookController, type RunfixKernel } from "./notebooks";
 import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
 let views: OutputViews | undefined;
+let notebookKernel: RunfixKernel | undefined;
 const states = new Map<string, { state: KernelState; executor: string }>();
 /** The language ids runfix runs here (runfix.languages, read at activation). */
 let languages: string[] = chosenLanguages(undefined);
@@ -315,7 +316,14 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   client.registerFeature(experimentalFeature);
   context.subscriptions.push(
     client.onRequest("runfix/input", askInput),
-    client.onNotification("runfix/outputs", (params: { uri: string; rich: number[] }) => views?.changed(params)),
+    client.onNotification("runfix/outputs", (params: { uri: string; rich: number[] }) => {
+      // A notebook's cell shows its plots itself: no output view opens for one.
+      if (params.uri.startsWith("vscode-notebook-cell:")) {
+        notebookKernel?.changed(params);
+      } else {
+        void views?.changed(params);
+      }
+    }),
     client.onNotification("runfix/status", (params: { folder: string; state: KernelState; executor: string }) => {
       states.set(params.folder, { state: params.state, executor: params.executor });
       updateStatus();
@@ -501,7 +509,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   void vscode.commands.executeCommand("setContext", "runfix.languages", languages);
   views = new OutputViews(outputsAt, (document) => languages.includes(document.languageId));
   context.subscriptions.push(output, statusItem, views);
-  context.subscriptions.push(notebookController(serverCall, languages));
+  notebookKernel = notebookController(serverCall, languages);
+  context.subscriptions.push(notebookKernel);
 
   const register = (id: string, run: () => unknown): void => {
     context.subscriptions.push(vscode.commands.registerCommand(id, run));

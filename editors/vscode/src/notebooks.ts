@@ -36,8 +36,12 @@ function stored(dir: string, file: string | undefined): Uint8Array | undefined {
   }
 }
 
-/** One statement's output as a notebook cell's output. */
+/** One statement's output as a notebook cell's output: what it printed as a stream, a
+ *  value or a display as its richest forms and its text. */
 export function cellOutput(dir: string, item: OutputItem): vscode.NotebookCellOutput {
+  if (item.printed) {
+    return new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stdout(item.text)]);
+  }
   const items: vscode.NotebookCellOutputItem[] = [];
   const image = item.image ? stored(dir, item.image) : undefined;
   if (image && item.image) {
@@ -74,8 +78,49 @@ function errorsOf(cell: vscode.NotebookCell): vscode.Diagnostic[] {
   return found;
 }
 
+/** What a cell shows of its latest run: the outputs of its statements (printed text
+ *  joined as Jupyter joins a stream), then its errors. */
+async function outputsOf(call: Call, cell: vscode.NotebookCell): Promise<vscode.NotebookCellOutput[]> {
+  // Line -1 of the cell is its marker line in the server's document of the notebook:
+  // the outputs of every statement of the cell, not only of its first line's.
+  const uri = cell.document.uri.toString();
+  const shown = (await call("runfix.outputs", { uri, position: { line: -1, character: 0 } })) as
+    | OutputsAnswer
+    | undefined;
+  const outputs: vscode.NotebookCellOutput[] = [];
+  let printed = "";
+  const flush = (): void => {
+    if (printed) {
+      outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stdout(printed)]));
+      printed = "";
+    }
+  };
+  for (const item of shown?.outputs ?? []) {
+    if (item.printed) {
+      printed += item.text;
+      continue;
+    }
+    flush();
+    outputs.push(cellOutput(shown?.outputsDir ?? "", item));
+  }
+  flush();
+  for (const problem of errorsOf(cell)) {
+    const error = new Error(problem.message);
+    error.name = problem.message.split(":")[0] || "Error";
+    error.stack = problem.message;
+    outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(error)]));
+  }
+  return outputs;
+}
+
+/** The runfix notebook kernel, and what it does when a run it did not start (an agent's,
+ *  Run and Fix's, runfix's own Run Cell) gave a cell new results. */
+export interface RunfixKernel extends vscode.Disposable {
+  changed(params: { uri: string }): void;
+}
+
 /** Registers the runfix notebook kernel; `call` reaches the server. */
-export function notebookController(call: Call, languages: string[]): vscode.NotebookController {
+export function notebookController(call: Call, languages: string[]): RunfixKernel {
   const controller = vscode.notebooks.createNotebookController(
     "runfix",
     "jupyter-notebook",
@@ -85,6 +130,16 @@ export function notebookController(call: Call, languages: string[]): vscode.Note
   controller.supportedLanguages = languages;
   controller.supportsExecutionOrder = true;
   let order = 0;
+  const running = new Set<string>(); // the cells this kernel is running (by URI)
+  const picked = new Set<string>(); // the notebooks that picked this kernel
+  const selection = controller.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
+    if (selected) {
+      picked.add(notebook.uri.toString());
+    } else {
+      picked.delete(notebook.uri.toString());
+    }
+  });
+  const waiting = new Map<string, ReturnType<typeof setTimeout>>();
 
   async function run(cell: vscode.NotebookCell): Promise<boolean> {
     const execution = controller.createNotebookCellExecution(cell);
@@ -95,33 +150,49 @@ export function notebookController(call: Call, languages: string[]): vscode.Note
       void call("runfix.interrupt", { uri: cell.notebook.uri.toString() });
     });
     let ok = false;
+    running.add(uri);
     try {
       await execution.clearOutput();
       const answer = (await call("runfix.run", { uri, position: { line: 0, character: 0 } })) as
         | { status?: string; message?: string }
         | undefined;
       ok = answer?.status === "ok";
-      // Line -1 of the cell is its marker line in the server's document of the notebook:
-      // the outputs of every statement of the cell, not only of its first line's.
-      const shown = (await call("runfix.outputs", { uri, position: { line: -1, character: 0 } })) as
-        | OutputsAnswer
-        | undefined;
-      const outputs = (shown?.outputs ?? []).map((item) => cellOutput(shown?.outputsDir ?? "", item));
-      for (const problem of errorsOf(cell)) {
-        const error = new Error(problem.message);
-        error.name = problem.message.split(":")[0] || "Error";
-        error.stack = problem.message;
-        outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(error)]));
-      }
+      const outputs = await outputsOf(call, cell);
       if (!ok && answer?.message && outputs.length === 0) {
         outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(answer.message)]));
       }
       await execution.replaceOutput(outputs);
     } finally {
+      running.delete(uri);
       interrupt.dispose();
       execution.end(ok, Date.now());
     }
     return ok;
+  }
+
+  /** A run this kernel did not start gave `cell` new results: they show in its outputs
+   *  (it ran, so it counts as an execution), on notebooks that picked this kernel. */
+  async function show(cell: vscode.NotebookCell): Promise<void> {
+    const uri = cell.document.uri.toString();
+    if (running.has(uri) || !picked.has(cell.notebook.uri.toString())) {
+      return; // its own run shows it; or another kernel's notebook
+    }
+    let execution: vscode.NotebookCellExecution;
+    try {
+      execution = controller.createNotebookCellExecution(cell);
+    } catch {
+      return; // it is running in this kernel already
+    }
+    execution.executionOrder = ++order;
+    execution.start(Date.now());
+    let ok = true;
+    try {
+      const outputs = await outputsOf(call, cell);
+      ok = !outputs.some((o) => o.items.some((i) => i.mime === "application/vnd.code.notebook.error"));
+      await execution.replaceOutput(outputs);
+    } finally {
+      execution.end(ok, Date.now());
+    }
   }
 
   controller.executeHandler = async (cells) => {
@@ -134,5 +205,28 @@ export function notebookController(call: Call, languages: string[]): vscode.Note
   controller.interruptHandler = async (notebook) => {
     await call("runfix.interrupt", { uri: notebook.uri.toString() });
   };
-  return controller;
+  return {
+    changed(params: { uri: string }): void {
+      const cell = vscode.workspace.notebookDocuments
+        .flatMap((notebook) => notebook.getCells())
+        .find((c) => c.document.uri.toString() === params.uri);
+      if (!cell || running.has(params.uri)) {
+        return; // (this kernel's own run shows what it gave)
+      }
+      // Once its diagnostics (the error it raised) have come too: a short wait, per cell.
+      clearTimeout(waiting.get(params.uri));
+      waiting.set(
+        params.uri,
+        setTimeout(() => {
+          waiting.delete(params.uri);
+          void show(cell);
+        }, 300),
+      );
+    },
+    dispose(): void {
+      waiting.forEach((timer) => clearTimeout(timer));
+      selection.dispose();
+      controller.dispose();
+    },
+  };
 }

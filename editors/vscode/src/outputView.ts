@@ -19,6 +19,7 @@ export interface OutputItem {
   table?: string;
   markdown?: string;
   colored?: string;
+  printed?: boolean;
 }
 
 export interface OutputsAnswer {

@@ -142,10 +142,169 @@ async function notebookScenario(page) {
     await new Promise((r) => setTimeout(r, 2000));
     notebook = await saved();
   }
-  report.savedAfterFix = notebook;
   step("notebookFixed", Boolean(fixed(notebook)));
+  // The caller's cell shows what Run and Fix's run of it gave (a run this kernel did not
+  // start): its value, no error.
+  const outputText = (cell) =>
+    (cell?.outputs ?? []).map((o) => [].concat(o.text ?? [], o.data?.["text/plain"] ?? []).join("")).join("|");
+  const callerRan = (nb) =>
+    nb && outputText(nb.cells.at(-1)).includes("4.0") && !nb.cells.at(-1).outputs.some((o) => o.output_type === "error");
+  for (const until = Date.now() + 30000; Date.now() < until && !callerRan(notebook); ) {
+    await new Promise((r) => setTimeout(r, 1000));
+    notebook = await saved();
+  }
+  report.savedAfterFix = notebook;
+  step("callerShown", Boolean(callerRan(notebook)));
   await new Promise((r) => setTimeout(r, 1000));
   await page.screenshot({ path: path.join(out, "vscode-notebook-fixed.png") });
+
+  // An agent (the MCP SDK's client over `runfix mcp`) runs the prices cell (cell 2, as the
+  // notebook numbers it): the user allows it in VS Code's notification, and what it printed
+  // lands in that cell — the edited list, so the kernel ran the cell as it stands now.
+  const repository = path.join(here, "..", "..", "..");
+  const agentRun = spawn(env("RUNFIX_E2E_PYTHON"), ["-m", "tests.editors.vscode_agent", notebookFile, "2"], {
+    cwd: repository,
+    env: process.env,
+  });
+  let agentSaid = "";
+  agentRun.stdout.on("data", (d) => (agentSaid += d));
+  agentRun.stderr.on("data", (d) => (agentSaid += d));
+  const agentEnded = new Promise((r) => agentRun.on("exit", r));
+  const allow = page.locator(".notifications-toasts .monaco-button", { hasText: "Allow once" }).first();
+  await allow
+    .waitFor({ timeout: 60000 })
+    .then(() => allow.click())
+    .then(() => step("agentAllowed"), () => step("agentAllowed", false));
+  await Promise.race([agentEnded, new Promise((r) => setTimeout(r, 60000))]);
+  report.agentAnswer = agentSaid;
+  const agentShown = (nb) => nb && outputText(nb.cells[1]).includes("n = 4");
+  notebook = null;
+  for (const until = Date.now() + 30000; Date.now() < until && !agentShown(notebook); ) {
+    await new Promise((r) => setTimeout(r, 1000));
+    notebook = await saved();
+  }
+  report.savedAfterAgent = notebook;
+  step("agentShown", Boolean(agentShown(notebook)));
+  await page.keyboard.press("Escape");
+  await command("Notebook: Focus First Cell", "Focus First Cell");
+  await page.screenshot({ path: path.join(out, "vscode-notebook-agent.png") });
+
+  await structuralEdits(page, command, saved);
+  await notebookFromNeovim(page);
+}
+
+/** What each code cell of the open notebook shows in its editor, in notebook order: its
+ *  code and the hints on it, whitespace made plain, "(stale)" and object addresses left out
+ *  (a fresh run's figures and lines are other objects). */
+async function cellTexts(page) {
+  const texts = await page.evaluate(() =>
+    [...document.querySelectorAll(".notebook-editor .monaco-list-row.code-cell-row")]
+      .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
+      .map((row) => row.querySelector(".view-lines")?.innerText ?? ""),
+  );
+  return texts.map((t) =>
+    t
+      .replace(/[\s\u00a0]+/g, " ")
+      .replace(/ ?\(stale\)/g, "")
+      .replace(/0x[0-9a-f]+/g, "0x…")
+      .trim(),
+  );
+}
+
+/** Twenty structural edits of the notebook, as a user makes them from the palette (cells
+ *  inserted, deleted, moved, one split and joined again); what every code cell shows (its
+ *  code and its hints) after them, and after a fresh Run All, for the test to compare. */
+async function structuralEdits(page, command, saved) {
+  await page.setViewportSize({ width: 1280, height: 2400 }); // every cell drawn at once
+  await page.keyboard.press("Escape");
+  await command("Notebook: Run All", "Run All");
+  await new Promise((r) => setTimeout(r, 8000));
+  const top = async () => {
+    await page.keyboard.press("Escape");
+    await command("Notebook: Focus First Cell", "Focus First Cell"); // (the list scrolls up)
+    await new Promise((r) => setTimeout(r, 300));
+  };
+  await top();
+  report.cellsBefore = await cellTexts(page);
+  const row = (index) => page.locator(`.notebook-editor .monaco-list-row[data-index="${index}"]`);
+  const focus = async (index) => {
+    await top();
+    for (let i = 0; i < index; i++) {
+      await page.keyboard.press("ArrowDown");
+    }
+    const focused = await row(index).evaluate((r) => r.classList.contains("focused")).catch(() => false);
+    if (!focused) {
+      await row(index).locator(".cell-focus-indicator-left").first().click({ force: true });
+      await page.keyboard.press("Escape");
+    }
+  };
+  const run = async (name) => {
+    await command(`Notebook: ${name}`, name);
+    await new Promise((r) => setTimeout(r, 400));
+    await page.keyboard.press("Escape");
+  };
+  const split = async (index, line) => {
+    await top();
+    await row(index).locator(".monaco-editor").first().click(); // into its editor
+    await page.keyboard.press("Control+Home");
+    for (let i = 0; i < line; i++) {
+      await page.keyboard.press("ArrowDown");
+    }
+    await run("Split Cell");
+  };
+  const steps = [
+    [0, "Insert Code Cell Below"], [1, "Insert Markdown Cell Below"],
+    [4, "Move Cell Down"], [5, "Move Cell Down"], [6, "Move Cell Up"],
+    [1, "Delete Cell"], [5, "Move Cell Up"], [4, "Move Cell Up"], [3, "Insert Code Cell Above"],
+    [5, "split"], [1, "Delete Cell"], [2, "Delete Cell"], [5, "Move Cell Up"], [4, "Move Cell Up"],
+    [6, "Insert Markdown Cell Above"], [4, "Join With Next Cell"], [5, "Delete Cell"],
+    [5, "Move Cell Up"], [4, "Move Cell Down"], [2, "Move Cell Down"],
+  ];
+  report.editTrace = [];
+  for (const [index, name] of steps) {
+    if (name === "split") {
+      await split(index, 1);
+    } else {
+      await focus(index);
+      await run(name);
+    }
+    const nb = await saved();
+    report.editTrace.push(nb?.cells.map((c) => [].concat(c.source).join("").split("\n")[0]));
+  }
+  report.structuralEdits = steps.length;
+  await new Promise((r) => setTimeout(r, 3000));
+  await top();
+  report.cellsAfterEdits = await cellTexts(page);
+  report.orderAfterEdits = (await saved())?.cells.map((c) => [c.cell_type, [].concat(c.source).join("")]);
+  await page.screenshot({ path: path.join(out, "vscode-notebook-edited.png") });
+  await command("Notebook: Run All", "Run All");
+  await new Promise((r) => setTimeout(r, 8000));
+  await top();
+  report.cellsAfterRun = await cellTexts(page);
+  await page.setViewportSize({ width: 1280, height: 720 });
+}
+
+/** The notebook Neovim wrote (the test had headless Neovim run, fix and `:w` it) opens with
+ *  its outputs: its value shows in its cell. */
+async function notebookFromNeovim(page) {
+  if (!fs.existsSync(path.join(workspace, "from-neovim.ipynb"))) {
+    return;
+  }
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("from-neovim.ipynb");
+  await pick(page, "from-neovim.ipynb");
+  await page.waitForSelector(".notebook-editor .cell-editor-container .monaco-editor", { timeout: 60000 });
+  let shown = false;
+  for (const until = Date.now() + 30000; Date.now() < until && !shown; ) {
+    await new Promise((r) => setTimeout(r, 1000));
+    for (const frame of page.frames()) {
+      const text = await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "");
+      shown = shown || text.includes("3.46");
+    }
+  }
+  step("neovimOutputsShown", shown);
+  await page.screenshot({ path: path.join(out, "vscode-notebook-from-neovim.png") });
 }
 
 /** Thrown to end a scenario early, without an error. */
