@@ -51,6 +51,7 @@ from executor.install import InstallResult, take_line, until_done
 from executor.interpreter import module_command
 from executor.jupyter import STATEMENT_FILE, JupyterKernel, Say
 from executor.owner import owner, owner_alive, pid_exists
+from executor.testing import TestResult, TestRun
 
 log = logging.getLogger(__name__)
 
@@ -662,6 +663,36 @@ class DockerKernel(JupyterKernel[DockerConfig]):
                 command.append("--no-index")
         command += distributions
         return await self._exec(command, on_line, cancel, timeout)
+
+    async def _command(
+        self, command: list[str], on_line: Say, cancel: asyncio.Event, timeout: float
+    ) -> InstallResult:
+        """A process in the container, in /workspace (the folder), as the kernel's user."""
+        await self.start()
+        return await self._exec(command, on_line, cancel, timeout)
+
+    async def run_tests(
+        self,
+        args: list[str],
+        *,
+        on_result: Callable[[TestResult], None] | None = None,
+        cancel: asyncio.Event | None = None,
+        timeout: float = 120.0,
+    ) -> TestRun:
+        """As any kernel's, with the paths in /workspace naming the folder's files."""
+        prefix = "/workspace/"
+
+        def host(path: str) -> str:
+            return str(self.folder / path[len(prefix) :]) if path.startswith(prefix) else path
+
+        def hosted(result: TestResult) -> TestResult:
+            frames = tuple(replace(f, path=host(f.path)) for f in result.frames)
+            return replace(result, path=host(result.path), frames=frames)
+
+        told = (lambda r: on_result(hosted(r))) if on_result is not None else None
+        run = await super().run_tests(args, on_result=told, cancel=cancel, timeout=timeout)
+        run.results = [hosted(r) for r in run.results]
+        return run
 
     async def _exec(
         self,

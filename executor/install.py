@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import re
 import shutil
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,10 +66,24 @@ async def install(
     if (refusal := refused(distributions)) is not None:
         return refusal
     command = install_command(python, distributions)
+    env = kernel_environment(python, hidden=hidden_env)
+    return await run_process(command, cwd, env, on_line, cancel, timeout)
+
+
+async def run_process(
+    command: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    on_line: Callable[[str], None] | None,
+    cancel: asyncio.Event | None,
+    timeout: float,
+) -> InstallResult:
+    """A command of the kernel's interpreter (pip, pytest) in `cwd`: its output line by line
+    (stdout and stderr as one), cancellable, killed after `timeout` seconds."""
     process = await asyncio.create_subprocess_exec(
         *command,
         cwd=str(cwd),
-        env=kernel_environment(python, hidden=hidden_env),
+        env=dict(env),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

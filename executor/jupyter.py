@@ -46,6 +46,7 @@ from executor.foreign import R_VARIABLES, placed, r_variables, sent
 from executor.install import InstallResult, refused
 from executor.live import LiveAnswer, LiveDoor, LiveUnavailable, from_picture
 from executor.messages import MessageCollector
+from executor.testing import TestResult, TestRun, run_pytest
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +315,39 @@ class JupyterKernel(ABC, Generic[C]):
         timeout: float,
     ) -> InstallResult:
         """Install valid distribution names where the kernel imports from."""
+
+    async def run_tests(
+        self,
+        args: list[str],
+        *,
+        on_result: Callable[[TestResult], None] | None = None,
+        cancel: asyncio.Event | None = None,
+        timeout: float = 120.0,
+    ) -> TestRun:
+        """The folder's tests (pytest with `args`) beside the kernel, in its interpreter:
+        each result as it comes; a test running over `timeout` seconds stops the run.
+        `ExecutorUnavailable` where tests cannot run (another language, a remote server)."""
+        if self.plain:
+            raise ExecutorUnavailable("runfix runs pytest; this is another language's kernel")
+        return await run_pytest(
+            self._command,
+            self._interpreter(),
+            args,
+            on_result=on_result,
+            cancel=cancel,
+            timeout=timeout,
+        )
+
+    def _interpreter(self) -> str:
+        """The interpreter a command beside the kernel runs (`run_tests`)."""
+        return "python3"
+
+    async def _command(
+        self, command: list[str], on_line: Say, cancel: asyncio.Event, timeout: float
+    ) -> InstallResult:
+        """Run `command` beside the kernel (a process of its interpreter, in its folder): its
+        lines as they come; cancelled by `cancel`, killed after `timeout` seconds."""
+        raise ExecutorUnavailable(f"runfix cannot run a command beside this {self.where}")
 
     @abstractmethod
     async def diagnose(self, say: Say) -> bool:

@@ -315,6 +315,16 @@ class LocalKernel(JupyterKernel[LocalConfig]):
             timeout=timeout,
         )
 
+    def _interpreter(self) -> str:
+        return self.python
+
+    async def _command(
+        self, command: list[str], on_line: Say, cancel: asyncio.Event, timeout: float
+    ) -> installer.InstallResult:
+        """A process of the kernel's interpreter in the folder, with the kernel's environment."""
+        env = kernel_environment(self.python, hidden=self.hidden_env)
+        return await installer.run_process(command, self.folder, env, on_line, cancel, timeout)
+
     async def diagnose(self, say: Say) -> bool:
         """ipykernel in the interpreter, where the kernel logs, and a start."""
         version = await ipykernel_version(self.python)

@@ -111,6 +111,24 @@ def _run(p: argparse.ArgumentParser) -> None:
     _remote(p)
 
 
+def _test(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "paths", type=Path, nargs="*", help="test files or folders (default: the project's tests)"
+    )
+    p.add_argument("-k", metavar="EXPR", help="only the tests pytest's -k EXPR selects")
+    p.add_argument(
+        "--timeout", type=_seconds, help="seconds one test may run (default: the setting, 120)"
+    )
+    p.add_argument(
+        "--format",
+        default="text",
+        choices=["text", "github", "sarif", "json"],
+        help="text: compiler-style lines as failures come; github: workflow annotations; "
+        "sarif: a SARIF 2.1.0 log; json: every test's outcome and each failure's places",
+    )
+    _remote(p)
+
+
 def _history(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, nargs="?", help="only this file's runs")
     p.add_argument(
@@ -207,6 +225,15 @@ COMMANDS: dict[str, Command] = {
         _run,
         "Run a file's cells headless. Typing this is your decision to run the file's folder: "
         "it is not asked whether the folder is trusted.",
+    ),
+    "test": Command(
+        "run the project's tests (pytest), failures on the lines that raised",
+        "lsp_server.cli.test:command",
+        _test,
+        "Run the project's tests with pytest in the folder's own interpreter (or its sandbox), "
+        "through runfix's plugin: each failure on the line of the test that failed, with the "
+        "values pytest compared and the line of the module that raised. Typing this is your "
+        "decision to run the folder's code.",
     ),
     "history": Command(
         "recent runs from the folder's run record", "lsp_server.cli.history:command", _history

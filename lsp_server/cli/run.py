@@ -393,7 +393,7 @@ def command(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _ctrl_c(cancel: asyncio.Event) -> Iterator[Callable[[], bool]]:
+def ctrl_c(cancel: asyncio.Event) -> Iterator[Callable[[], bool]]:
     """While a run goes: Ctrl-C cancels it as an editor's cancel does (the kernel is
     interrupted, what ran is shown and recorded, then runfix exits 130); a second Ctrl-C
     stops runfix at once. Yields whether it was pressed."""
@@ -658,7 +658,7 @@ async def _run(
             editor.note(f"{editor.shown}:1:1: error: {exc}")
             return 2
         cancel = asyncio.Event()
-        with _ctrl_c(cancel) as pressed:
+        with ctrl_c(cancel) as pressed:
             if prompts is not None:
                 ok = await _generate(flow, editor, where, prompts, cancel)
             elif dependents_of is not None:

@@ -1,0 +1,84 @@
+"""`runfix test [PATH…] [-k EXPR]`: the project's tests, run by pytest beside the folder's
+kernel (its interpreter; in the sandbox, its container), each failure printed on the line
+of the test that failed, with pytest's own detail of the values it compared and the line
+of the project's module that raised. Exit 0 when every test passed, 1 when one failed or
+hung, 2 when no test could run (no pytest, no tests, a broken conftest), 130 on Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from executor.base import ExecutorUnavailable
+from executor.testing import TestResult, TestRun
+from executor.trust import Choice
+from lsp_server.cli.run import INTERRUPTED, command_line, ctrl_c, project_folder, project_settings
+from lsp_server.session import Session
+from lsp_server.settings import Settings
+from lsp_server.testing import failures, render, summary, text_lines
+
+
+def command(args: argparse.Namespace) -> int:
+    paths = [p.resolve() for p in args.paths]
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        print(f"runfix: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    folder = project_folder(paths[0] if paths else Path.cwd())
+    outside = [str(p) for p in paths if not p.is_relative_to(folder)]
+    if outside:
+        print(f"runfix: error: not in the project {folder}: {', '.join(outside)}", file=sys.stderr)
+        return 2
+    settings = project_settings(folder, command_line(args))
+    timeout = args.timeout if args.timeout is not None else settings.timeout
+    pytest_args = [p.relative_to(folder).as_posix() or "." for p in paths]
+    if args.k:
+        pytest_args += ["-k", args.k]
+    try:
+        return asyncio.run(_test(folder, settings, pytest_args, timeout, args.format))
+    except KeyboardInterrupt:
+        print("runfix: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+async def _test(
+    folder: Path, settings: Settings, args: list[str], timeout: float, kind: str
+) -> int:
+    async def read_settings(_: Path) -> Settings:
+        return settings
+
+    # A person who typed `runfix test` has decided: this session trusts the folder.
+    session = Session(read_settings, lambda *_: None, decided=Choice.TRUST)
+    began = time.monotonic()
+
+    def said(result: TestResult) -> None:
+        if kind == "text" and result.failed:
+            for failure in failures(TestRun(results=[result])):
+                for line in text_lines(failure, folder):
+                    print(line, flush=True)
+
+    try:
+        kernel = await session.kernel_for(folder, settings)
+        cancel = asyncio.Event()
+        with ctrl_c(cancel) as pressed:
+            run = await kernel.run_tests(args, on_result=said, cancel=cancel, timeout=timeout)
+    except ExecutorUnavailable as exc:
+        print(f"runfix: error: cannot run the tests: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        await session.close()
+    seconds = time.monotonic() - began
+    if kind != "text":
+        print(render(kind, run, folder, seconds))
+    if pressed():
+        print(f"runfix: interrupted: {summary(run, seconds)}", file=sys.stderr)
+        return INTERRUPTED
+    if (problem := run.problem()) is not None:
+        print(f"runfix: error: {problem}", file=sys.stderr)
+        return 2
+    if kind == "text":
+        print(f"runfix: {summary(run, seconds)}")
+    return 1 if run.failed else 0

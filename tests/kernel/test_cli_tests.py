@@ -1,0 +1,153 @@
+"""`runfix test` (issue 50, 1 and 2): the project's tests run by pytest in the folder's own
+interpreter through runfix's plugin; each failure on the line of the test that failed, with
+pytest's detail of the compared values and the line of the module that raised; a hanging
+test stopped; a folder with no tests, no pytest or a broken conftest answered clearly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.kernel.test_cli import runfix
+
+STATS = """\
+def mean(xs):
+    total = sum(xs)
+    return total / (len(xs) + 1)
+
+
+def ratio(a, b):
+    return a / b
+"""
+
+TESTS = """\
+from pkg.stats import mean, ratio
+
+
+def test_mean():
+    values = [2, 4]
+    assert mean(values) == 3
+
+
+def test_empty_mean_is_zero():
+    assert mean([]) == 0
+
+
+def test_ratio_of_zero():
+    assert ratio(1, 0) == 0
+
+
+def test_ratio():
+    assert ratio(6, 3) == 2
+"""
+
+
+def project(tmp_path: Path, tests: str = TESTS) -> Path:
+    folder = tmp_path / "project"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "pkg" / "stats.py").write_text(STATS)
+    (folder / "tests" / "test_stats.py").write_text(tests)
+    return folder
+
+
+def test_failures_are_printed_on_the_lines_that_raised(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    done = runfix("test", cwd=folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    # the assert, with the values pytest compared
+    assert (
+        "tests/test_stats.py:6:5: error: test_mean failed: AssertionError: assert 2.0 == 3" in lines
+    )
+    assert "tests/test_stats.py:6:5: note:  +  where 2.0 = mean([2, 4])" in lines
+    # an error raised in the module: the test's line, and the module's line that raised
+    assert (
+        "tests/test_stats.py:14:5: error: test_ratio_of_zero failed: "
+        "ZeroDivisionError: division by zero"
+    ) in lines
+    assert "pkg/stats.py:7:5: note: raised here (in ratio), called by test_ratio_of_zero" in lines
+    assert lines[-1].startswith("runfix: 2 passed, 2 failed in ")
+
+
+def test_one_test_file_and_k_select_the_tests(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    done = runfix("test", "tests/test_stats.py", "-k", "ratio and not zero", cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("runfix: 1 passed in ")
+
+
+def test_json_github_and_sarif_say_each_failure_where_it_failed(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    done = runfix("test", "--format", "json", cwd=folder)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    by_id = {t["id"]: t for t in report["tests"]}
+    failed = by_id["tests/test_stats.py::test_ratio_of_zero"]
+    assert failed["outcome"] == "failed" and failed["at"] == {
+        "file": "tests/test_stats.py",
+        "line": 14,
+    }
+    assert failed["raised"] == {"file": "pkg/stats.py", "line": 7}
+    assert failed["values"] == {"a": "1", "b": "0"}  # the frame that raised, as pytest held it
+    assert by_id["tests/test_stats.py::test_ratio"]["outcome"] == "passed"
+    github = runfix("test", "--format", "github", cwd=folder).stdout.splitlines()
+    assert any(
+        line.startswith("::error file=tests/test_stats.py,line=6,title=runfix%3A test_mean")
+        for line in github
+    ), github
+    sarif = json.loads(runfix("test", "--format", "sarif", cwd=folder).stdout)
+    places = [
+        r["locations"][0]["physicalLocation"]["region"]["startLine"]
+        for r in sarif["runs"][0]["results"]
+    ]
+    assert sorted(places) == [6, 14] and sarif["version"] == "2.1.0"
+
+
+def test_a_hanging_test_is_stopped_at_the_timeout(tmp_path: Path) -> None:
+    slow = (
+        "import time\n\n\ndef test_quick():\n    pass\n\n\n"
+        "def test_hangs():\n    time.sleep(60)\n\n\ndef test_after():\n    pass\n"
+    )
+    folder = project(tmp_path, slow)
+    done = runfix("test", "--timeout", "1", cwd=folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        "tests/test_stats.py:8:1: error: test_hangs hung: the test ran over 1s: stopped (the "
+        "tests after it did not run)"
+    )
+    assert lines[-1].startswith("runfix: 1 passed, 1 hung in ")
+
+
+def test_no_tests_no_pytest_and_a_broken_conftest_are_said_clearly(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "pyproject.toml").write_text("[project]\nname = 'empty'\n")
+    done = runfix("test", cwd=empty)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == "runfix: error: pytest found no tests to run"
+
+    broken = project(tmp_path)
+    (broken / "tests" / "conftest.py").write_text("import no_such_module_here\n")
+    done = runfix("test", cwd=broken)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"runfix: error: pytest could not load {broken / 'tests' / 'conftest.py'}: "
+        "ModuleNotFoundError: No module named 'no_such_module_here'"
+    )
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "test_x.py").write_text("def test_x():\n    pass\n")
+    venv = bare / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    done = runfix("test", cwd=bare)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "runfix: error: pytest is not installed in the folder's interpreter (`pip install pytest`)"
+    )
