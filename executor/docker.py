@@ -32,7 +32,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -678,6 +678,7 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         on_result: Callable[[TestResult], None] | None = None,
         cancel: asyncio.Event | None = None,
         timeout: float = 120.0,
+        sources: Mapping[str, str] | None = None,
     ) -> TestRun:
         """As any kernel's, with the paths in /workspace naming the folder's files."""
         prefix = "/workspace/"
@@ -690,7 +691,14 @@ class DockerKernel(JupyterKernel[DockerConfig]):
             return replace(result, path=host(result.path), frames=frames)
 
         told = (lambda r: on_result(hosted(r))) if on_result is not None else None
-        run = await super().run_tests(args, on_result=told, cancel=cancel, timeout=timeout)
+        inside = {
+            "/workspace/" + Path(p).relative_to(self.folder).as_posix(): text
+            for p, text in (sources or {}).items()
+            if Path(p).is_relative_to(self.folder)
+        }
+        run = await super().run_tests(
+            args, on_result=told, cancel=cancel, timeout=timeout, sources=inside
+        )
         run.results = [hosted(r) for r in run.results]
         return run
 

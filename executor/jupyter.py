@@ -24,7 +24,7 @@ import queue
 import struct
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -323,20 +323,18 @@ class JupyterKernel(ABC, Generic[C]):
         on_result: Callable[[TestResult], None] | None = None,
         cancel: asyncio.Event | None = None,
         timeout: float = 120.0,
+        sources: Mapping[str, str] | None = None,
     ) -> TestRun:
         """The folder's tests (pytest with `args`) beside the kernel, in its interpreter:
-        each result as it comes; a test running over `timeout` seconds stops the run.
+        each result as it comes; a test running over `timeout` seconds stops the run;
+        `sources`: module files imported from the text given (`testing.run_pytest`).
         `ExecutorUnavailable` where tests cannot run (another language, a remote server)."""
         if self.plain:
             raise ExecutorUnavailable("runfix runs pytest; this is another language's kernel")
         return await run_pytest(
-            self._command,
-            self._interpreter(),
-            args,
-            on_result=on_result,
-            cancel=cancel,
-            timeout=timeout,
-        )
+            self._command, self._interpreter(), args, on_result=on_result, cancel=cancel,
+            timeout=timeout, sources=sources,
+        )  # fmt: skip
 
     def _interpreter(self) -> str:
         """The interpreter a command beside the kernel runs (`run_tests`)."""

@@ -8,6 +8,8 @@ what it says)."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import sys
@@ -16,6 +18,9 @@ from typing import Any
 import pytest
 
 MARKER = "\x1erunfix-test "
+SOURCES = "--runfix-sources="
+"""A first argument `--runfix-sources={"path": "source", …}`: those module files are imported
+from the sources given, not from the files (a fix's candidate, tried before it is written)."""
 LOCALS_KEPT = 20
 """Names of a frame's locals said (the innermost frames' only), each value's repr cut."""
 
@@ -114,5 +119,50 @@ class RunfixPlugin:
         _say({"event": "end", "exit": int(exitstatus)})
 
 
+class _Given(importlib.machinery.SourceFileLoader):
+    """A module file's loader that reads the source given for it, never a cached .pyc."""
+
+    def __init__(self, fullname: str, path: str, source: str) -> None:
+        super().__init__(fullname, path)
+        self.source = source
+
+    def get_source(self, fullname: str) -> str:
+        return self.source
+
+    def get_code(self, fullname: str) -> Any:
+        return compile(self.source, self.path, "exec", dont_inherit=True)
+
+
+class _Sources(importlib.abc.MetaPathFinder):
+    """Finds modules as the other finders do; those of the files given import the source
+    given for them."""
+
+    def __init__(self, sources: dict[str, str]) -> None:
+        self.sources = {os.path.realpath(path): text for path, text in sources.items()}
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is None:
+                continue
+            origin = os.path.realpath(spec.origin) if isinstance(spec.origin, str) else None
+            if origin not in self.sources:
+                return None  # the usual import
+            spec.loader = _Given(name, spec.origin, self.sources[origin])
+            return spec
+        return None
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0].startswith(SOURCES):
+        sources = json.loads(argv.pop(0)[len(SOURCES) :])
+        sys.meta_path.insert(0, _Sources(sources))
+        sys.dont_write_bytecode = True
+    return int(pytest.main(argv, plugins=[RunfixPlugin()]))
+
+
 if __name__ == "__main__":
-    sys.exit(pytest.main(sys.argv[1:], plugins=[RunfixPlugin()]))
+    sys.exit(main(sys.argv[1:]))

@@ -10,7 +10,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,6 +175,10 @@ class _Reader:
                 self.on_result(result)
 
 
+SOURCES = "--runfix-sources="
+"""The plugin's first argument giving module files' sources (`pytest_plugin.SOURCES`)."""
+
+
 async def run_pytest(
     command: Command,
     python: str,
@@ -183,10 +187,13 @@ async def run_pytest(
     on_result: Callable[[TestResult], None] | None = None,
     cancel: asyncio.Event | None = None,
     timeout: float = 120.0,
+    sources: Mapping[str, str] | None = None,
 ) -> TestRun:
     """pytest with `args` (paths, `-k EXPR`) through `command`, in the folder's interpreter
     `python`; each result as it comes (`on_result`). A test running longer than `timeout`
-    seconds stops the run: it is reported as hung, the tests after it do not run."""
+    seconds stops the run: it is reported as hung, the tests after it do not run. `sources`:
+    module files (by path, as the interpreter sees them) imported from the text given, not
+    from the file (a candidate fix, tried before it is written)."""
     run = TestRun()
     reader = _Reader(run, on_result)
     stop = asyncio.Event()
@@ -206,7 +213,8 @@ async def run_pytest(
     watcher = asyncio.ensure_future(watch())
     try:
         # the whole run bounded too: a long suite of quick tests is not one hung test
-        argv = [python, "-c", PLUGIN, *PYTEST_ARGS, *args]
+        given = [SOURCES + json.dumps(dict(sources))] if sources else []
+        argv = [python, "-c", PLUGIN, *given, *PYTEST_ARGS, *args]
         ended = await command(argv, reader.line, stop, max(timeout * 50, 3600.0))
     finally:
         stop.set()

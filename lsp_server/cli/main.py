@@ -117,6 +117,12 @@ def _test(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-k", metavar="EXPR", help="only the tests pytest's -k EXPR selects")
     p.add_argument(
+        "--fix",
+        action="store_true",
+        help="fix each failure's module function with the model: written only when the "
+        "failing tests pass and every passing test still passes (test files never changed)",
+    )
+    p.add_argument(
         "--timeout", type=_seconds, help="seconds one test may run (default: the setting, 120)"
     )
     p.add_argument(

@@ -160,7 +160,7 @@ class _Quiet:
         pass
 
 
-def _write_edit(
+def write_edit(
     path: Path, lines: Sequence[str], edit: LineEdit, file: tuple[int, int] | None
 ) -> bool:
     """The edit written into the module file read as `file`, if it still holds `lines`:
@@ -329,7 +329,7 @@ class HeadlessEditor:
         """A module file is written at once (as the fixed document is at the end), if it
         still holds what was read and is the file read."""
         try:
-            if not await asyncio.to_thread(_write_edit, path, lines, edit, file):
+            if not await asyncio.to_thread(write_edit, path, lines, edit, file):
                 return False
         except OSError as exc:
             self.note(f"{self.shown}: warning: could not write the fix into {path}: {exc}")

@@ -98,6 +98,8 @@ class Check:
     """Wall time of the check, its kernel's start included."""
     start: float = 0.0
     """Of which its kernel's start."""
+    unit: str = "dependent cell"
+    """What was run again to check it (the project's tests: "passing test")."""
 
     @property
     def regressions(self) -> list[Verdict]:
@@ -114,11 +116,11 @@ class Check:
             more = f" (and {len(broken) - 2} more)" if len(broken) > 2 else ""
             return f"breaks {named}{more}"
         if not self.verdicts:
-            return "verified: no cell depends on it"
+            return f"verified: no {self.unit.removeprefix('dependent ')} depends on it"
         count = {kind: sum(1 for v in self.verdicts if v.kind == kind) for kind in _KINDS}
         parts = []
         if kept := count["PASS_TO_PASS"]:
-            parts.append(f"{kept} dependent cell{' still passes' if kept == 1 else 's still pass'}")
+            parts.append(f"{kept} {self.unit}{' still passes' if kept == 1 else 's still pass'}")
         if fixed := count["FAIL_TO_PASS"]:
             parts.append(f"{fixed} now pass{'es' if fixed == 1 else ''}")
         if still := count["FAIL_TO_FAIL"]:
@@ -137,7 +139,8 @@ class Check:
     def for_model(self) -> str:
         """The regressions, as the next request tells the model."""
         said = [
-            f"It ran clean, but broke {v.dependent.name}, which passed before and reads what "
+            f"It ran clean, but broke {v.dependent.name}, which passed before and "
+            f"{'reads what' if self.unit == 'dependent cell' else 'calls what'} "
             f"this code defines:\n{textwrap.indent(v.dependent.code.rstrip(), '    ')}\n"
             f"{v.text.rstrip()}"
             for v in self.regressions

@@ -695,6 +695,10 @@ class Fixer:
     retarget: Callable[[int], Target] | None = None
     """Where a fix goes for a document line (0-based) that is the cause of the error (the
     `def` of a function that returned a None the failing line used); None: not moved."""
+    by_tests: bool = False
+    """The project's tests judge a candidate (`tests_fix`): a guard that returns early or
+    code that no longer runs the raising line is theirs to pass or fail; only a candidate
+    that silences the error (`try/except: pass`) is held."""
 
     async def fix(
         self,
@@ -995,6 +999,8 @@ class Fixer:
             else None
         )
         flag = (kept or deletion_style(target.code, candidate)) if self.language.python else None
+        if self.by_tests and flag is not None and not flag.startswith("silences"):
+            flag = None
         result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
         result.target, result.defined = target, defined
         checked = await self.ports.verify(candidate, target)

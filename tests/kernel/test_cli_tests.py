@@ -6,11 +6,15 @@ test stopped; a folder with no tests, no pytest or a broken conftest answered cl
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.kernel.test_cli import runfix
+from tests.support.model_server import ModelServer, code
 
 STATS = """\
 def mean(xs):
@@ -151,3 +155,122 @@ def test_no_tests_no_pytest_and_a_broken_conftest_are_said_clearly(tmp_path: Pat
     assert done.stderr.strip().splitlines()[-1] == (
         "runfix: error: pytest is not installed in the folder's interpreter (`pip install pytest`)"
     )
+
+
+def fix_tests(folder: Path, model: ModelServer, *more: str) -> subprocess.CompletedProcess[str]:
+    """`runfix test --fix` against the loopback model (the endpoint from the environment)."""
+    (folder / "pyproject.toml").write_text(
+        f'[project]\nname = "pkg"\n[tool.runfix]\npython = "{sys.executable}"\n'
+        'model = { name = "test-model" }\n'
+    )
+    environ = {**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url}
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server", "test", "--fix", *more],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=environ,
+        cwd=folder,
+    )
+
+
+FIXED_MEAN = "def mean(xs):\n    total = sum(xs)\n    return total / len(xs) if xs else 0\n"
+
+
+@pytest.mark.model
+def test_fix_writes_the_module_once_the_failing_tests_pass_and_the_passing_still_do(
+    tmp_path: Path,
+) -> None:
+    """The assert fails in the test; the function it called is fixed (the first candidate
+    breaks a test that passed: refused, and the model told what it broke); the test file is
+    never changed."""
+    folder = project(tmp_path, TESTS.replace("def test_ratio_of_zero", "def _not_a_test"))
+    tests_before = (folder / "tests" / "test_stats.py").read_text()
+    with ModelServer() as model:
+        model.script(
+            code("def mean(xs):\n    return 3\n"),  # passes test_mean, breaks the empty mean
+            code(FIXED_MEAN),
+        )
+        done = fix_tests(folder, model)
+        asked = model.requests
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = FIXED_MEAN + STATS[STATS.index("\n\n\n") + 1 :]
+    assert (folder / "pkg" / "stats.py").read_text() == after
+    assert (folder / "tests" / "test_stats.py").read_text() == tests_before
+    out = done.stdout.splitlines()
+    fixed = [line for line in out if ": note: fixed" in line]
+    assert fixed == [
+        "pkg/stats.py:1:1: note: fixed (attempt 2): test_mean now passes; verified: 2 passing "
+        "tests still pass"
+    ], out
+    # what the model was told: pytest's compared values, the test as the caller
+    first = json.dumps(asked[0]["messages"])
+    assert "assert 2.0 == 3" in first and "where 2.0 = mean([2, 4])" in first
+    assert "def test_mean" in first
+    second = json.dumps(asked[1]["messages"])
+    assert "test_empty_mean_is_zero" in second or "test_ratio" in second, second
+    assert out[-1].startswith("runfix: 3 passed in "), out
+
+
+@pytest.mark.model
+def test_a_fix_that_breaks_a_passing_test_is_never_written(tmp_path: Path) -> None:
+    folder = project(tmp_path, TESTS.replace("def test_ratio_of_zero", "def _not_a_test"))
+    before = (folder / "pkg" / "stats.py").read_text()
+    with ModelServer() as model:
+        model.script(*(code("def mean(xs):\n    return 3\n") for _ in range(4)))
+        done = fix_tests(folder, model)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (folder / "pkg" / "stats.py").read_text() == before
+    said = [line for line in done.stdout.splitlines() if "not fixed" in line]
+    assert said and said[0].startswith("pkg/stats.py:1:1: note: not fixed (test_mean"), said
+    assert "breaks" in said[0] or "no fix kept its dependents passing" in said[0], said
+
+
+@pytest.mark.model
+def test_an_error_raised_in_the_module_is_fixed_where_it_was_raised(tmp_path: Path) -> None:
+    tests = (
+        "from pkg.stats import ratio\n\n\ndef test_ratio_of_zero():\n    assert ratio(1, 0) == 0\n"
+        "\n\ndef test_ratio():\n    assert ratio(6, 3) == 2\n"
+    )
+    folder = project(tmp_path, tests)
+    fixed = "def ratio(a, b):\n    return a / b if b else 0\n"
+    with ModelServer() as model:
+        model.script(code(fixed))
+        done = fix_tests(folder, model)
+        asked = json.dumps(model.requests[0]["messages"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (folder / "pkg" / "stats.py").read_text().endswith(fixed)
+    assert "ZeroDivisionError" in asked and "b = 0" in asked  # the frame's values
+    assert any(
+        line.startswith("pkg/stats.py:6:1: note: fixed (attempt 1)")
+        for line in done.stdout.splitlines()
+    )
+
+
+@pytest.mark.model
+def test_a_guard_is_the_tests_to_judge_and_silencing_the_error_is_held(tmp_path: Path) -> None:
+    """A candidate that returns early is kept when the tests pass; one that silences the
+    error with `try/except: pass` is held (not written), whatever the tests say."""
+    tests = (
+        "from pkg.stats import ratio\n\n\ndef test_ratio_of_zero():\n"
+        "    assert ratio(1, 0) is None\n\n\ndef test_ratio():\n    assert ratio(6, 3) == 2\n"
+    )
+    folder = project(tmp_path, tests)
+    before = (folder / "pkg" / "stats.py").read_text()
+    silenced = (
+        "def ratio(a, b):\n    try:\n        return a / b\n    except Exception:\n        pass\n"
+    )
+    with ModelServer() as model:
+        model.script(*(code(silenced) for _ in range(4)))
+        done = fix_tests(folder, model)
+    assert (folder / "pkg" / "stats.py").read_text() == before, done.stdout
+    said = [line for line in done.stdout.splitlines() if "not fixed" in line]
+    assert said and "silences the error" in said[0], done.stdout
+
+    folder = project(tmp_path / "again", TESTS.replace("def test_mean", "def _mean"))
+    guarded = "def ratio(a, b):\n    if b == 0:\n        return 0\n    return a / b\n"
+    with ModelServer() as model:
+        model.script(code(guarded))
+        done = fix_tests(folder, model)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (folder / "pkg" / "stats.py").read_text().endswith(guarded)

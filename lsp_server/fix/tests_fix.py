@@ -1,0 +1,288 @@
+"""Fixing what a failing test of the project found: the fix loop (`fixing.Fixer`) with the
+project's tests as its check.
+
+The target is the function of the project's own module the failure came from — the
+innermost frame outside the tests, else the function the failing assert called — and never
+a test file. A candidate is tried without touching the file: pytest imports that module
+from the candidate's text (`testing.run_pytest`'s `sources`). The failing tests must pass
+(FAIL_TO_PASS), then every test that passed before must still pass (PASS_TO_PASS): one
+that breaks a passing test goes back to the model with what it broke, as a fix that breaks
+a dependent cell does. What the model is shown of the failure is pytest's own: the
+assertion with the values it compared, and the values the innermost frame held."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from executor.events import Error, Frame, RunOutcome, RunStatus, Variable
+from executor.jupyter import Kernel
+from executor.safety import Finding
+from executor.testing import TestResult
+from executor.text import split_lines
+from lsp_server.fix.fixcheck import Check, Dependent, Verdict
+from lsp_server.fix.fixing import Target, enclosing, module_target, user_module
+from lsp_server.fix.ports import retry_temperature
+from lsp_server.folder_files import read_regular_file
+from lsp_server.model.client import ModelClient
+from lsp_server.testing import Failure, is_test_file
+from lsp_server.text.cells import code_of
+
+SOURCE_LIMIT = 1_000_000
+
+
+def _read(path: Path) -> list[str] | None:
+    try:
+        data, _ = read_regular_file(path, SOURCE_LIMIT)
+        return split_lines(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _called(lines: Sequence[str], line: int, detail: Sequence[str]) -> list[str]:
+    """The names the failing line calls (`mean` in `assert mean(xs) == 3`, `stats.mean`),
+    and those pytest's detail says it called (`+  where 2.0 = mean([2, 4])`), in order."""
+    names: list[str] = []
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    for source in [text, *(d.split("=", 1)[-1] for d in detail if "where" in d)]:
+        try:
+            tree = ast.parse(source.strip())
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = ast.unparse(node.func)
+                if name not in names and name.replace(".", "").isidentifier():
+                    names.append(name)
+    return names
+
+
+def _module_file(folder: Path, module: str) -> Path | None:
+    """The folder's file of a module name (flat or `src/` layout; a package's `__init__`)."""
+    relative = Path(*module.split("."))
+    for base in (folder, folder / "src"):
+        for path in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
+            if path.is_file():
+                return path
+    return None
+
+
+def _imports(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
+    """What a test file's names are: `{name: (module, attribute or None)}`."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                found[alias.asname or alias.name] = (node.module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                found[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0],
+                    None,
+                )
+    return found
+
+
+def _definition(path: Path, name: str) -> Target | None:
+    """The top-level function or class `name` of a module file, as a fix's target."""
+    lines = _read(path)
+    if lines is None:
+        return None
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        if isinstance(node, defined) and node.name == name:
+            return module_target(path, node.lineno - 1)
+    return None
+
+
+def called_target(failure: Failure, folder: Path) -> Target | None:
+    """The function of the project's modules the failing line called (through the test
+    file's imports), the first one found."""
+    test_lines = _read(failure.at.path)
+    if test_lines is None:
+        return None
+    try:
+        names = _imports(ast.parse("".join(test_lines)))
+    except SyntaxError:
+        return None
+    for called in _called(test_lines, failure.at.line, failure.detail):
+        head, _, rest = called.partition(".")
+        if head not in names:
+            continue
+        module, attribute = names[head]
+        candidates = []
+        if attribute is None:  # import pkg.stats as s; s.mean(…)
+            parts = rest.split(".") if rest else []
+            candidates.append((".".join([module, *parts[:-1]]), parts[-1] if parts else ""))
+        else:  # from pkg.stats import mean; or from pkg import stats; stats.mean(…)
+            candidates.append((module, attribute) if not rest else (f"{module}.{attribute}", rest))
+        for module_name, name in candidates:
+            path = _module_file(folder, module_name)
+            if path is None or not name or is_test_file(path):
+                continue
+            if user_module(str(path.resolve()), folder) is None:
+                continue
+            target = _definition(path.resolve(), name.split(".")[0])
+            if target is not None:
+                return target
+    return None
+
+
+def test_target(failure: Failure, folder: Path) -> Target | None:
+    """Where the fix of a failing test goes: the frame outside the tests that raised, else
+    the function the failing line called; None when the failure is the test's own."""
+    raised = failure.raised
+    if raised is not None and not is_test_file(raised.path):
+        module = user_module(str(raised.path), folder)
+        if module is not None:
+            return module_target(module, raised.line - 1)
+    return called_target(failure, folder)
+
+
+def failure_text(failure: Failure) -> str:
+    """What the model is told of a failing test: pytest's text (the assertion and its
+    compared values) and the values the innermost frame held."""
+    test = failure.test
+    lines = [f"{test.id} {test.outcome}:", (test.error or test.outcome).rstrip()]
+    for frame in test.frames[-2:]:
+        if frame.locals:
+            held = ", ".join(f"{k} = {v}" for k, v in frame.locals.items())
+            lines.append(f"Values in {frame.name} (line {frame.line}): {held}")
+    return "\n".join(lines)
+
+
+def test_code(failure: Failure) -> tuple[list[str], int, int, str] | None:
+    """The failing test's file lines, its function's lines (0-based) and code."""
+    lines = _read(failure.at.path)
+    if lines is None:
+        return None
+    line = min(max(failure.test.line, 1), len(lines)) - 1
+    first, last = enclosing(lines, 0, len(lines) - 1, max(failure.at.line - 1, line))
+    return lines, first, last, code_of(lines, first, last)
+
+
+def _outcome(failed: Sequence[TestResult], path: str) -> RunOutcome:
+    """Tests that did not pass, as a run's error (the fix loop reads runs)."""
+    if not failed:
+        return RunOutcome(RunStatus.OK, (), 0.0)
+    said = "\n\n".join(f"{t.id} {t.outcome}:\n{(t.error or '').rstrip()}" for t in failed)
+    first = (failed[0].error or failed[0].outcome).strip().splitlines() or [failed[0].outcome]
+    name, _, value = first[0].partition(": ")
+    frames = tuple(Frame(f.path, f.line, f.name) for f in failed[0].frames)
+    return RunOutcome(RunStatus.ERROR, (Error(name, value, frames, said),), 0.0)
+
+
+def _dependent(test: TestResult) -> Dependent:
+    """A test that passed, as the check names it to the model: its code, where it is."""
+    lines = _read(Path(test.path)) or []
+    if not 0 < test.line <= len(lines):
+        return Dependent(test.line - 1, test.line - 1, test.id, "pass")
+    first, last = enclosing(lines, 0, len(lines) - 1, test.line - 1)
+    return Dependent(first, last, code_of(lines, first, last), "pass")
+
+
+@dataclass
+class TestFixPorts:
+    """The fix loop's ports (`fixing.Ports`) for a failing test: the model, the tests as the
+    run and the check, nothing of the kernel's namespace."""
+
+    kernel: Kernel
+    model: ModelClient
+    failing: list[str]
+    """The failing tests' ids (they must pass)."""
+    passing: list[TestResult]
+    """The tests that passed before (they must still pass)."""
+    say: Callable[[str], None]
+    cancel: asyncio.Event
+    timeout: float
+    sources: dict[str, str] = field(default_factory=dict)
+    """The candidate's module text, by path, while it is tried."""
+    fixes_modules: bool = True
+
+    async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
+        self.say(f"{what}: asking the model")
+        return await self.model.complete(
+            messages,
+            cancel=self.cancel,
+            max_tokens=bound,
+            temperature=retry_temperature(self.model.config.temperature) if asked else None,
+            seed=(self.model.config.seed or 0) + asked if asked else None,
+        )
+
+    async def variables(self) -> list[Variable]:
+        return []
+
+    async def confirm(self, code: str, findings: list[Finding]) -> bool:
+        return False  # a flagged candidate is not run by the tests unasked
+
+    def report(self, message: str) -> None:
+        self.say(message)
+
+    async def evidence(self, ename: str, line: int) -> Mapping[str, Any] | None:
+        return None  # the failure's values come with pytest's text (`failure_text`)
+
+    async def redefine(self, target: Target, candidate: str) -> RunOutcome:
+        """The module's text with the candidate in place, for the test runs that follow; a
+        candidate that does not compile is its run's error."""
+        assert target.path is not None
+        lines = list(target.lines)
+        rows = candidate.splitlines(keepends=True)
+        if rows and not rows[-1].endswith("\n"):
+            rows[-1] += "\n"
+        lines[target.first : target.last + 1] = rows
+        text = "".join(lines)
+        try:
+            compile(text, str(target.path), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            error = Error("SyntaxError", str(exc.msg), (), f"SyntaxError: {exc}")
+            return RunOutcome(RunStatus.ERROR, (error,), 0.0)
+        self.sources = {str(target.path): text}
+        return RunOutcome(RunStatus.OK, (), 0.0)
+
+    async def _tests(self, ids: Sequence[str]) -> list[TestResult]:
+        run = await self.kernel.run_tests(
+            list(ids), cancel=self.cancel, timeout=self.timeout, sources=self.sources
+        )
+        ran = {r.id for r in run.results}
+        missing = [
+            TestResult(i, "error", 0.0, "", 1, i, run.problem() or "it did not run")
+            for i in ids
+            if i not in ran
+        ]
+        return [*run.results, *missing]
+
+    async def run(self, code: str, at: int) -> RunOutcome:
+        """The failing tests, with the candidate in place."""
+        if self.cancel.is_set():
+            return RunOutcome(RunStatus.CANCELLED, (), 0.0)
+        self.say(f"running {len(self.failing)} failing test(s) with the candidate")
+        results = await self._tests(self.failing)
+        if self.cancel.is_set():
+            return RunOutcome(RunStatus.CANCELLED, (), 0.0)
+        return _outcome([r for r in results if r.failed], "")
+
+    async def verify(self, candidate: str, target: Target) -> Check | None:
+        """Every test that passed before, with the candidate in place."""
+        if not self.passing:
+            return None
+        self.say(f"checking the {len(self.passing)} test(s) that passed")
+        results = {r.id: r for r in await self._tests([t.id for t in self.passing])}
+        if self.cancel.is_set():
+            return Check("cancelled")
+        verdicts = []
+        for test in self.passing:
+            after = results.get(test.id)
+            ok = after is not None and not after.failed
+            dependent = _dependent(test)
+            error = "" if ok or after is None else (after.error or after.outcome)
+            head = error.strip().splitlines()[0] if error.strip() else ""
+            verdicts.append(Verdict(dependent, "pass" if ok else "fail", head, error))
+        return Check("checked", verdicts, unit="passing test")
