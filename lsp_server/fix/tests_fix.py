@@ -151,11 +151,13 @@ def failure_text(failure: Failure) -> str:
     """What the model is told of a failing test: pytest's text (the assertion and its
     compared values) and the values the innermost frame held."""
     test = failure.test
-    lines = [f"{test.id} {test.outcome}:", (test.error or test.outcome).rstrip()]
+    lines = []
     for frame in test.frames[-2:]:
         if frame.locals:
             held = ", ".join(f"{k} = {v}" for k, v in frame.locals.items())
             lines.append(f"Values in {frame.name} (line {frame.line}): {held}")
+    # pytest's explanation of the compared values, then the exception (last, as Python says it)
+    lines += [f"{test.id} {test.outcome}:", *failure.detail, failure.message]
     return "\n".join(lines)
 
 
