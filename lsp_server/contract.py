@@ -40,10 +40,12 @@ RESTART_AND_RUN_TO = "runfix.restartAndRunTo"
 EXPORT = "runfix.export"
 TRUST = "runfix.trust"
 UNTRUST = "runfix.untrust"
+RUN_TESTS = "runfix.runTests"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
 COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
 COMMANDS += (RUN_ABOVE, RUN_BELOW, RUN_DEPENDENTS, RESTART_AND_RUN_TO, EXPORT, TRUST, UNTRUST)
+COMMANDS += (RUN_TESTS,)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -182,6 +184,18 @@ class RunArgs:
 
     uri: str = attrs.field(validator=_document)
     range: Range | None = None
+    position: Position | None = None
+
+
+@attrs.frozen
+class TestsArgs:
+    """`runfix.runTests`: the project's tests (pytest) — in a test file, the test at
+    `position` (none: the file's tests); in another file, all of its folder's. Answers a
+    `RunAnswer` whose message is pytest's tally (`3 passed, 1 failed in 0.52 s`); each
+    failure shows on the line of the test that failed and on the module's line that
+    raised."""
+
+    uri: str = attrs.field(validator=_document)
     position: Position | None = None
 
 

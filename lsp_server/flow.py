@@ -50,8 +50,10 @@ from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
 from lsp_server.services.desk import Desk
 from lsp_server.services.installs import Installer
 from lsp_server.services.reads import KernelReads
+from lsp_server.services.tests import TestRuns
 from lsp_server.session import Session
 from lsp_server.settings import Settings
+from lsp_server.testing import is_test_file, test_at
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.languages import PYTHON, is_python
@@ -82,6 +84,8 @@ class Flow:
             session, editor, self.gate, self.runner, self.desk, self.reads, self.installer
         )
         """Run and fix, fixing a piece (`fix.flow`)."""
+        self.tests = TestRuns(editor, self.gate, self.desk)
+        """The project's tests, their failures on their lines (`services.tests`)."""
 
     # -- reading ------------------------------------------------------------------------
 
@@ -252,6 +256,19 @@ class Flow:
         """Whether an agent may read the folder's kernel (None: it may, else why not)."""
         return self.gate.agent_may_read(folder)
 
+    # -- the project's tests -------------------------------------------------------------
+
+    async def run_tests(self, where: Where, line: int | None, cancel: asyncio.Event) -> RunAnswer:
+        """The project's tests (pytest): the test function holding `line` of a test file,
+        else the test file's, else (another file) all of the folder's."""
+        select: list[str] = []
+        path = Path(where.path)
+        if is_test_file(path) and path.is_relative_to(where.folder):
+            relative = path.relative_to(where.folder).as_posix()
+            name = test_at(where.text.lines, line) if line is not None else None
+            select = [f"{relative}::{name}" if name else relative]
+        return await self.tests.run(where, select, cancel)
+
     # -- install --------------------------------------------------------------------------
 
     async def install(
@@ -407,6 +424,7 @@ COMMANDS: dict[str, str] = {
     contract.RESTART_AND_RUN_TO: Flow.run_cells.__name__,
     contract.TRUST: Flow.decide.__name__,
     contract.UNTRUST: Flow.revoke.__name__,
+    contract.RUN_TESTS: Flow.run_tests.__name__,
 }
 """Each contract command that asks the core for something, and the one face method that
 does it (the doors, LSP and command line and agents, call only those). `runfix.export`,

@@ -7,6 +7,7 @@ the CI formats write them (`github`, `sarif`, `json`)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,33 @@ def is_test_file(path: Path) -> bool:
         or (name.startswith("test_") and name.endswith(".py"))
         or name.endswith("_test.py")
     )
+
+
+_TEST_DEF = re.compile(r"^(?:async\s+)?def\s+(test\w*)\s*\(|^class\s+(Test\w*)\b")
+
+
+def tests_in(lines: Sequence[str]) -> list[tuple[int, str]]:
+    """The top-level tests of a test file: each `def test_…` and `class Test…`, with its line
+    (0-based)."""
+    found = []
+    for number, line in enumerate(lines):
+        match = _TEST_DEF.match(line)
+        if match:
+            found.append((number, match.group(1) or match.group(2)))
+    return found
+
+
+def test_at(lines: Sequence[str], line: int) -> str | None:
+    """The name of the top-level test holding `line` (the last one starting at or above it,
+    if no top-level code stands between)."""
+    name = None
+    for text in lines[: line + 1]:
+        match = _TEST_DEF.match(text)
+        if match:
+            name = match.group(1) or match.group(2)
+        elif text.strip() and not text[0].isspace() and not text.lstrip().startswith(("#", "@")):
+            name = None  # top-level code of its own
+    return name
 
 
 @dataclass(frozen=True)

@@ -272,6 +272,14 @@ class ResultStore:
         results.problems = [p for p in results.problems if p.kind != kind]
         return True
 
+    def drop_problems(self, uri: str, gone: Callable[[Problem], bool]) -> bool:
+        """Drop the document's problems `gone` says go (a test run's, of the tests it ran)."""
+        results = self._docs.get(uri)
+        if results is None or not any(gone(p) for p in results.problems):
+            return False
+        results.problems = [p for p in results.problems if not gone(p)]
+        return True
+
     def clear_made_at(self, uri: str, made_at: int, first: int, last: int) -> None:
         """Lines first..last of version `made_at` run again: drop their results, wherever
         edits moved them; results further down made before now become stale."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from executor.safety import Finding
@@ -195,6 +196,33 @@ class Desk:
         self.session.store.drop_kind(uri, "trust")
         self._noted[uri] = folder
         self.keep(uri, now.version, DocumentResults(problems=[problem]))
+
+    def tested(
+        self,
+        folder: Path,
+        found: Mapping[Path, Sequence[Problem]],
+        ran: Callable[[Problem], bool],
+    ) -> None:
+        """A run of the folder's tests: on each open document of the folder, what it found
+        replaces what the tests it ran showed before (`ran`), at the lines it names."""
+        wanted = {path.resolve(): problems for path, problems in found.items()}
+        for uri in self.editor.open_documents():
+            path = Path(self.editor.path_of(uri)).resolve()
+            if not path.is_relative_to(folder.resolve()):
+                continue
+            now = self.editor.text(uri)
+            dropped = self.session.store.drop_problems(uri, ran)
+            problems = wanted.get(path, ())
+            if now is None or not problems:
+                if dropped:
+                    self.show(uri)
+                continue
+            placed = [
+                replace(p, source=(strip_eol(now.lines[p.first]),))
+                for p in problems
+                if 0 <= p.first < len(now.lines)
+            ]
+            self.keep(uri, now.version, DocumentResults(problems=placed))
 
     def decided(self, folder: Path) -> None:
         """The folder's code may run, or may not, by the user's decision: the notes that

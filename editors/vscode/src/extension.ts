@@ -548,6 +548,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ["runfix.vscode.runBelow", "runfix.runBelow"],
     ["runfix.vscode.runDependents", "runfix.runDependents"],
     ["runfix.vscode.restartAndRunTo", "runfix.restartAndRunTo"],
+    ["runfix.vscode.runTests", "runfix.runTests"],
   ]) {
     register(id, () => {
       const target = editorArgument();

@@ -7,18 +7,46 @@ The lenses of a document are made once per text and prompt markers
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
 
-from lsp_server.contract import GENERATE, RUN, GenerateArgs, Position, Range, RunArgs, to_json
+from lsp_server.contract import (
+    GENERATE,
+    RUN,
+    RUN_TESTS,
+    GenerateArgs,
+    Position,
+    Range,
+    RunArgs,
+    TestsArgs,
+    to_json,
+)
 from lsp_server.lsp.prepared import Memo, Prepared
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.testing import is_test_file, tests_in
 from lsp_server.text.cells import split_cells
 from lsp_server.text.prompts import prompt_at, prompt_lines
 
 TITLE = "▶ Run cell"
+TESTS_TITLE, TEST_TITLE = "▶ Run tests", "▶ Run test"
 GENERATE_TITLE, REGENERATE_TITLE = "✨ Generate", "✨ Regenerate"
+
+
+def test_lenses(uri: str, lines: Sequence[str]) -> list[dict[str, Any]]:
+    """In a test file: "▶ Run tests" over its first line (the file's tests) and "▶ Run test"
+    over each test function or class."""
+    at = {"line": 0, "character": 0}
+    argument = to_json(TestsArgs(uri))
+    command = {"title": TESTS_TITLE, "command": RUN_TESTS, "arguments": [argument]}
+    out = [{"range": {"start": at, "end": at}, "command": command}]
+    for line, _ in tests_in(lines):
+        at = {"line": line, "character": 0}
+        argument = to_json(TestsArgs(uri, Position(line, 0)))
+        command = {"title": TEST_TITLE, "command": RUN_TESTS, "arguments": [argument]}
+        out.append({"range": {"start": at, "end": at}, "command": command})
+    return out
 
 
 def lenses(uri: str, lines: Sequence[str], markers: Sequence[str]) -> list[dict[str, Any]]:
@@ -50,5 +78,7 @@ def register(server: RunfixServer) -> None:
         if uri not in ls.workspace.text_documents:
             return Prepared.of([])  # never opened: nothing to run from here
         lines = ls.workspace.get_text_document(uri).lines
+        if is_test_file(Path(ls.editor.path_of(uri))):
+            return made.get(uri, (lines, ()), lambda: Prepared.of(test_lenses(uri, lines)))
         markers = ls.flow.display_settings(ls.editor.folder_for(uri)).prompt_markers
         return made.get(uri, (lines, markers), lambda: Prepared.of(lenses(uri, lines, markers)))

@@ -32,6 +32,7 @@ from lsp_server.contract import (
     RUN_AND_FIX,
     RUN_BELOW,
     RUN_DEPENDENTS,
+    RUN_TESTS,
     STATUS,
     VARIABLES,
     BadArguments,
@@ -44,6 +45,7 @@ from lsp_server.contract import (
     Restarted,
     RunArgs,
     Status,
+    TestsArgs,
     one_argument,
     optional_argument,
     to_json,
@@ -178,6 +180,15 @@ def register(server: RunfixServer) -> None:
         (RESTART_AND_RUN_TO, "to"),
     ):
         _cells_command(server, name, which)
+
+    @server.command(RUN_TESTS)
+    async def run_tests(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, RUN_TESTS, args, TestsArgs)
+        line = arg.position.line if arg.position is not None else None
+        where = await ls.flow.where(arg.uri)
+        answer = await _cancellable(ls, lambda c: ls.flow.run_tests(where, line, c))
+        ls.flow.done()
+        return to_json(answer)
 
     @server.command(GENERATE)
     async def generate(ls: RunfixServer, *args: Any) -> Any:

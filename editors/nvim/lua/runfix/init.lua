@@ -344,6 +344,12 @@ function M.run_dependents()
   request("runfix.runDependents", { uri = uri(), position = cursor_position() }, report)
 end
 
+--- `:RunfixTest`: the project's tests — in a test file the test under the cursor (else
+--- the file's), in another file all of them; failures land on their lines.
+function M.run_tests()
+  request("runfix.runTests", { uri = uri(), position = cursor_position() }, report)
+end
+
 function M.restart_run_to()
   request("runfix.restartAndRunTo", { uri = uri(), position = cursor_position() }, report)
 end
@@ -589,6 +595,7 @@ local function user_commands()
   add("RunfixRunBelow", M.run_below, { desc = "runfix: run this cell and those below" })
   add("RunfixRunDependents", M.run_dependents, { desc = "runfix: run the cells that read this one's names" })
   add("RunfixRestartRunTo", M.restart_run_to, { desc = "runfix: restart, run up to this cell" })
+  add("RunfixTest", M.run_tests, { desc = "runfix: run the test here (or the file's, or all)" })
   add("RunfixRunAndFix", M.run_and_fix, { range = true, desc = "runfix: run and fix the cell" })
   add("RunfixGenerate", M.generate, { bang = true, desc = "runfix: generate from the prompt (! runs it)" })
   add("RunfixInterrupt", M.interrupt, { desc = "runfix: interrupt the kernel" })

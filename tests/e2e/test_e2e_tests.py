@@ -1,0 +1,80 @@
+"""The project's tests from the editor (issue 50, 1 and 2): "▶ Run tests" lenses on a test
+file and its tests; `runfix.runTests` runs pytest beside the folder's kernel; each failure
+shows on the line of the test that failed (with pytest's compared values) and on the
+module's line that raised, each pointing at the other; a fixed failure is cleared, and a
+run of one test leaves the others' failures as they were."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from lsp_server.contract import RUN_TESTS
+from tests.conftest import change, command_at, errors, open_doc
+from tests.kernel.test_cli_tests import STATS, TESTS
+
+
+async def _errors_on(client: LanguageClient, uri: str, count: int) -> list[lsp.Diagnostic]:
+    for _ in range(100):
+        found = errors(client, uri)
+        if len(found) == count:
+            return found
+        await asyncio.sleep(0.05)
+    return errors(client, uri)
+
+
+async def test_failures_show_on_the_test_line_and_the_module_line_and_go_once_fixed(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    (folder / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    (folder / "pkg").mkdir()
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "tests").mkdir()
+    module = open_doc(initialized, folder / "pkg" / "stats.py", STATS)
+    tests = open_doc(initialized, folder / "tests" / "test_stats.py", TESTS)
+
+    lenses = await initialized.text_document_code_lens_async(
+        lsp.CodeLensParams(lsp.TextDocumentIdentifier(tests))
+    )
+    titles = [(lens.range.start.line, lens.command.title) for lens in lenses or [] if lens.command]
+    assert titles == [
+        (0, "▶ Run tests"),
+        (3, "▶ Run test"),
+        (8, "▶ Run test"),
+        (12, "▶ Run test"),
+        (16, "▶ Run test"),
+    ]
+
+    answer = await initialized.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(RUN_TESTS, [{"uri": tests}])
+    )
+    assert answer["status"] == "error" and answer["message"].startswith("2 passed, 2 failed")
+    on_tests = await _errors_on(initialized, tests, 2)
+    by_line = {d.range.start.line: d for d in on_tests}
+    assert by_line[5].message.splitlines() == [
+        "test_mean failed: AssertionError: assert 2.0 == 3",
+        "+  where 2.0 = mean([2, 4])",
+    ]
+    zero = by_line[13]
+    assert zero.message == "test_ratio_of_zero failed: ZeroDivisionError: division by zero"
+    [raised] = zero.related_information or []
+    assert raised.location.uri == module and raised.location.range.start.line == 6
+    [on_module] = await _errors_on(initialized, module, 1)
+    assert on_module.range.start.line == 6
+    assert on_module.message.startswith("ZeroDivisionError: division by zero (in ratio")
+    assert [r.location.uri for r in on_module.related_information or []] == [tests]
+
+    # ratio fixed in the editor (and saved), then that test alone run from its lens
+    c: Any = initialized
+    fixed = "    return a / b if b else 0\n"
+    change(initialized, module, 2, (6, 0), (7, 0), fixed)
+    (folder / "pkg" / "stats.py").write_text(c.texts[module])
+    answer = await command_at(initialized, RUN_TESTS, tests, 13)
+    assert answer["status"] == "ok" and answer["message"].startswith("1 passed in ")
+    assert await _errors_on(initialized, module, 0) == []
+    left = await _errors_on(initialized, tests, 1)
+    assert [d.range.start.line for d in left] == [5]  # test_mean's, which did not run
