@@ -791,3 +791,33 @@ def test_screenshot_of_neovim_on_a_notebook(nvim: str, tmp_path: Path) -> None:
     out.mkdir(exist_ok=True)
     screenshot(screen, out / "nvim-notebook.png", (880, 290))
     assert (out / "nvim-notebook.png").stat().st_size > 5_000
+
+
+@pytest.mark.parametrize("which", ["0.7", "current"])
+def test_test_failures_show_on_their_lines_in_neovim(nvim: str, tmp_path: Path, which: str) -> None:
+    """Issue 50: `:RunfixTest` in a test file: each failure an error on the line of the
+    test that failed (pytest's compared values in it), the one the module raised also on
+    the module's line."""
+    from tests.kernel.test_cli_tests import STATS, TESTS
+
+    editor = nvim if which == "0.7" else str(CURRENT)
+    if which == "current" and not CURRENT.exists():
+        editor_missing("the current Neovim is not set up (scripts/editors)")
+    folder = tmp_path / "project"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "pkg" / "stats.py").write_text(STATS)
+    (folder / "tests" / "test_stats.py").write_text(TESTS)
+    script = Path(__file__).parent / "nvim" / "tests.lua"
+    more = {"RUNFIX_NVIM_MODULE": str(folder / "pkg" / "stats.py")}
+    report = _headless(editor, tmp_path, folder / "tests" / "test_stats.py", script, more_env=more)
+    assert "error" not in report, report
+    assert report["attached"] and report["ran"], report
+    lines = {d["line"]: d["message"] for d in report["tests"]}
+    assert lines[5].startswith("test_mean failed: AssertionError: assert 2.0 == 3"), lines
+    assert "where 2.0 = mean([2, 4])" in lines[5]
+    assert lines[13] == "test_ratio_of_zero failed: ZeroDivisionError: division by zero"
+    [raised] = report["module"]
+    assert raised["line"] == 6 and raised["message"].startswith("ZeroDivisionError")

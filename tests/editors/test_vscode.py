@@ -363,3 +363,32 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
     assert edited == fresh, (edited, fresh)
     # The notebook Neovim wrote opens with its outputs
     assert report["neovimOutputsShown"], report["steps"]
+
+
+@pytest.mark.timeout(400)
+def test_test_failures_show_in_the_problems_panel_of_code_server(tmp_path: Path) -> None:
+    """Issue 50: a project's test file in VS Code: ▶ Run tests lenses, and "runfix: Run
+    Tests" puts each failure in the Problems panel on the test's line (pytest's compared
+    values) and on the module's line that raised. Screenshot `vscode-tests.png`."""
+    from tests.kernel.test_cli_tests import STATS, TESTS
+
+    def prepare(workspace: Path) -> None:
+        (workspace / "pkg").mkdir()
+        (workspace / "tests").mkdir()
+        (workspace / "pkg" / "__init__.py").write_text("")
+        (workspace / "pkg" / "stats.py").write_text(STATS)
+        (workspace / "tests" / "test_stats.py").write_text(TESTS)
+
+    report, out = _code_server(tmp_path, "tests", prepare)
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    for name in ("vscode-tests.png", "failure.png"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / name)
+    assert "error" not in report, report["error"]
+    assert report["lenses"] and report["lenses"][0] == "▶ Run tests", report["lenses"]
+    assert report["testProblems"], report.get("problems")
+    problems = report["problems"]
+    assert "test_mean failed: AssertionError: assert 2.0 == 3" in problems, problems
+    assert "where 2.0 = mean([2, 4])" in problems
+    assert "ZeroDivisionError: division by zero (in ratio, when test_ratio_of_zero ran)" in problems

@@ -307,6 +307,49 @@ async function notebookFromNeovim(page) {
   await page.screenshot({ path: path.join(out, "vscode-notebook-from-neovim.png") });
 }
 
+/** "tests": a project's module and its test file open; "runfix: Run Tests" from the
+ *  palette: the test file's lenses, and each failure in the Problems panel — on the test's
+ *  line with pytest's compared values, and on the module's line that raised. */
+async function testsScenario(page) {
+  const open = async (file, shows) => {
+    await page.keyboard.press("Control+P");
+    await page.keyboard.type(file);
+    await pick(page, file);
+    await page.waitForFunction(
+      (text) => document.querySelector(".editor-instance .view-lines")?.textContent?.includes(text),
+      shows,
+      { timeout: 30000 },
+    );
+  };
+  await open("stats.py", "def ratio");
+  await open("test_stats.py", "def test_mean");
+  await page
+    .waitForFunction(() => document.querySelector(".codelens-decoration")?.textContent?.includes("Run test"), null, {
+      timeout: 30000,
+    })
+    .then(() => step("lenses"), () => step("lenses", false));
+  report.lenses = await page.locator(".codelens-decoration").allInnerTexts();
+  await page.locator(".editor-instance .monaco-editor").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("F1");
+  await page.keyboard.type("runfix: Run Tests");
+  await pick(page, "runfix: Run Tests");
+  await page.keyboard.press("Control+Shift+M");
+  await page.locator(".markers-panel").waitFor({ timeout: 20000 });
+  await page
+    .waitForFunction(
+      () => {
+        const text = document.querySelector(".markers-panel")?.textContent ?? "";
+        return text.includes("test_mean failed") && text.includes("(in ratio");
+      },
+      null,
+      { timeout: 60000 },
+    )
+    .then(() => step("testProblems"), () => step("testProblems", false));
+  report.problems = await page.locator(".markers-panel").innerText();
+  await page.screenshot({ path: path.join(out, "vscode-tests.png") });
+}
+
 /** Thrown to end a scenario early, without an error. */
 class Done extends Error {}
 
@@ -581,6 +624,10 @@ try {
 
   if (scenario === "notebook") {
     await notebookScenario(page);
+    throw new Done();
+  }
+  if (scenario === "tests") {
+    await testsScenario(page);
     throw new Done();
   }
 
