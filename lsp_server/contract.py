@@ -41,11 +41,12 @@ EXPORT = "runfix.export"
 TRUST = "runfix.trust"
 UNTRUST = "runfix.untrust"
 RUN_TESTS = "runfix.runTests"
+FIX_TESTS = "runfix.fixTests"
 
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
 COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
 COMMANDS += (RUN_ABOVE, RUN_BELOW, RUN_DEPENDENTS, RESTART_AND_RUN_TO, EXPORT, TRUST, UNTRUST)
-COMMANDS += (RUN_TESTS,)
+COMMANDS += (RUN_TESTS, FIX_TESTS)
 
 STATUS_NOTIFICATION = "runfix/status"
 """Server → client: a folder's kernel state changed (`KernelStatus`)."""
@@ -193,7 +194,10 @@ class TestsArgs:
     `position` (none: the file's tests); in another file, all of its folder's. Answers a
     `RunAnswer` whose message is pytest's tally (`3 passed, 1 failed in 0.52 s`); each
     failure shows on the line of the test that failed and on the module's line that
-    raised."""
+    raised. `runfix.fixTests` takes the same: it runs those tests, then fixes each
+    failure's module function with the model (applied as an edit of the module, only once
+    the failing tests pass and every test that passed still does; a test file is never
+    edited) and answers a `FixAnswer`."""
 
     uri: str = attrs.field(validator=_document)
     position: Position | None = None

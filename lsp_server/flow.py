@@ -84,7 +84,7 @@ class Flow:
             session, editor, self.gate, self.runner, self.desk, self.reads, self.installer
         )
         """Run and fix, fixing a piece (`fix.flow`)."""
-        self.tests = TestRuns(editor, self.gate, self.desk)
+        self.tests = TestRuns(session, editor, self.gate, self.desk)
         """The project's tests, their failures on their lines (`services.tests`)."""
 
     # -- reading ------------------------------------------------------------------------
@@ -261,13 +261,22 @@ class Flow:
     async def run_tests(self, where: Where, line: int | None, cancel: asyncio.Event) -> RunAnswer:
         """The project's tests (pytest): the test function holding `line` of a test file,
         else the test file's, else (another file) all of the folder's."""
-        select: list[str] = []
+        return await self.tests.run(where, self._tests_at(where, line), cancel)
+
+    async def fix_tests(self, where: Where, line: int | None, cancel: asyncio.Event) -> FixAnswer:
+        """The tests `run_tests` would run, then each failure's module function fixed by the
+        model, the tests as the check; a fix is applied as an edit of its module."""
+        return await self.tests.fix(where, self._tests_at(where, line), cancel)
+
+    @staticmethod
+    def _tests_at(where: Where, line: int | None) -> list[str]:
+        """pytest's selection for a document's line (none: every test of the folder)."""
         path = Path(where.path)
-        if is_test_file(path) and path.is_relative_to(where.folder):
-            relative = path.relative_to(where.folder).as_posix()
-            name = test_at(where.text.lines, line) if line is not None else None
-            select = [f"{relative}::{name}" if name else relative]
-        return await self.tests.run(where, select, cancel)
+        if not (is_test_file(path) and path.is_relative_to(where.folder)):
+            return []
+        relative = path.relative_to(where.folder).as_posix()
+        name = test_at(where.text.lines, line) if line is not None else None
+        return [f"{relative}::{name}" if name else relative]
 
     # -- install --------------------------------------------------------------------------
 
@@ -425,6 +434,7 @@ COMMANDS: dict[str, str] = {
     contract.TRUST: Flow.decide.__name__,
     contract.UNTRUST: Flow.revoke.__name__,
     contract.RUN_TESTS: Flow.run_tests.__name__,
+    contract.FIX_TESTS: Flow.fix_tests.__name__,
 }
 """Each contract command that asks the core for something, and the one face method that
 does it (the doors, LSP and command line and agents, call only those). `runfix.export`,

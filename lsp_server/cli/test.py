@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.jupyter import Kernel
 from executor.testing import TestResult, TestRun
 from executor.trust import Choice
 from lsp_server.cli.run import (
@@ -28,12 +27,11 @@ from lsp_server.cli.run import (
     write_edit,
 )
 from lsp_server.editor import LineEdit
-from lsp_server.fix.fixing import Fixer, Target
-from lsp_server.fix.tests_fix import TestFixPorts, failure_text, test_code, test_target
-from lsp_server.model.client import ModelClient
+from lsp_server.fix.fixing import Target
+from lsp_server.fix.tests_fix import TestFixer
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from lsp_server.testing import Failure, failures, render, summary, text_lines
+from lsp_server.testing import failures, render, summary, text_lines
 
 
 def command(args: argparse.Namespace) -> int:
@@ -82,7 +80,8 @@ async def _test(
             run = await kernel.run_tests(args, on_result=said, cancel=cancel, timeout=timeout)
             if fix and run.failed and run.problem() is None and not pressed():
                 model = session.model_for(settings)
-                if await fix_failures(kernel, model, settings, folder, run, cancel, timeout):
+                fixer = TestFixer(kernel, model, settings, folder, cancel, timeout)
+                if await fixer.fix(run, _write, _print):
                     run = await kernel.run_tests(args, cancel=cancel, timeout=timeout)
                     for failure in failures(run) if kind == "text" else ():
                         for line in text_lines(failure, folder):
@@ -106,77 +105,12 @@ async def _test(
     return 1 if run.failed else 0
 
 
-def _shown(path: Path, folder: Path) -> str:
-    return path.relative_to(folder).as_posix() if path.is_relative_to(folder) else str(path)
+async def _write(target: Target, code: str, label: str) -> bool:
+    """A fix written into its module file (the file read, if it still holds what was read)."""
+    assert target.path is not None
+    edit = LineEdit(target.first, target.last, code)
+    return await asyncio.to_thread(write_edit, target.path, target.lines, edit, target.file)
 
 
-async def fix_failures(
-    kernel: Kernel,
-    model: ModelClient,
-    settings: Settings,
-    folder: Path,
-    run: TestRun,
-    cancel: asyncio.Event,
-    timeout: float,
-) -> int:
-    """Fix each failing test's module function with the model, the tests as the check;
-    write the fixes that pass them and keep every passing test passing. How many were
-    written."""
-    groups: dict[tuple[Path, int], tuple[Target, list[Failure]]] = {}
-    for failure in failures(run):
-        target = test_target(failure, folder)
-        name = failure.test.id.rsplit("::", 1)[-1]
-        if target is None or target.path is None:
-            at = f"{_shown(failure.at.path, folder)}:{failure.at.line}:1"
-            print(f"{at}: note: {name}: no function of the project's modules to fix (test "
-                  "files are not changed)", flush=True)  # fmt: skip
-            continue
-        groups.setdefault((target.path, target.first), (target, []))[1].append(failure)
-    written = 0
-    for target, group in groups.values():
-        assert target.path is not None
-        test = test_code(group[0])
-        if test is None:
-            continue
-        lines, first, last, code = test
-        where = f"{_shown(target.path, folder)}:{target.first + 1}:1"
-
-        def say(message: str, where: str = where) -> None:
-            print(f"{where}: note: fixing: {message}", file=sys.stderr, flush=True)
-
-        ports = TestFixPorts(
-            kernel, model, [f.test.id for f in group], run.passed, say, cancel, timeout
-        )
-        fixer = Fixer(
-            ports,
-            max_attempts=settings.fix_max_attempts,
-            budget=settings.context_budget,
-            max_tokens=model.config.max_tokens,
-            path=str(group[0].at.path),
-            by_tests=True,
-        )
-        text = "\n\n".join(failure_text(f) for f in group)
-        result = await fixer.fix(lines, first, last, code, text, target=target)
-        names = ", ".join(f.test.id.rsplit("::", 1)[-1] for f in group)
-        if result.status != "fixed" or result.code is None or result.held is not None:
-            why = result.held or result.message or result.status
-            print(f"{where}: note: not fixed ({names}): {why}", flush=True)
-            continue
-        edit = LineEdit(target.first, target.last, result.code)
-        try:
-            ok = await asyncio.to_thread(write_edit, target.path, target.lines, edit, target.file)
-        except OSError as exc:
-            ok, why = False, str(exc)
-        else:
-            why = "the file changed meanwhile"
-        if not ok:
-            print(f"{where}: warning: the fix was not written: {why}", flush=True)
-            continue
-        written += 1
-        kept = result.check.label if result.check is not None else "no other test passed before"
-        print(
-            f"{where}: note: fixed (attempt {result.attempts}): {names} now "
-            f"pass{'es' if len(group) == 1 else ''}; {kept}",
-            flush=True,
-        )
-    return written
+def _print(line: str, progress: bool) -> None:
+    print(line, file=sys.stderr if progress else sys.stdout, flush=True)

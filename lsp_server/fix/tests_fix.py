@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,14 +22,22 @@ from typing import Any
 from executor.events import Error, Frame, RunOutcome, RunStatus, Variable
 from executor.jupyter import Kernel
 from executor.safety import Finding
-from executor.testing import TestResult
+from executor.testing import TestResult, TestRun
 from executor.text import split_lines
 from lsp_server.fix.fixcheck import Check, Dependent, Verdict
-from lsp_server.fix.fixing import Target, enclosing, module_target, user_module
+from lsp_server.fix.fixing import (
+    Fixer,
+    FixResult,
+    Target,
+    enclosing,
+    module_target,
+    user_module,
+)
 from lsp_server.fix.ports import retry_temperature
 from lsp_server.folder_files import read_regular_file
 from lsp_server.model.client import ModelClient
-from lsp_server.testing import Failure, is_test_file
+from lsp_server.settings import Settings
+from lsp_server.testing import Failure, failures, is_test_file
 from lsp_server.text.cells import code_of
 
 SOURCE_LIMIT = 1_000_000
@@ -288,3 +296,99 @@ class TestFixPorts:
             head = error.strip().splitlines()[0] if error.strip() else ""
             verdicts.append(Verdict(dependent, "pass" if ok else "fail", head, error))
         return Check("checked", verdicts, unit="passing test")
+
+
+Apply = Callable[[Target, str, str], Awaitable[bool]]
+"""Puts a fix into its module file (`code` over the target's lines; `label` says what it
+is): the command line writes it, an editor applies it as an edit. False: not applied."""
+Say = Callable[[str, bool], None]
+"""A line for the user: `path:line:1: note: …`; True: progress (the terminal's stderr)."""
+
+
+def _shown(path: Path, folder: Path) -> str:
+    return path.relative_to(folder).as_posix() if path.is_relative_to(folder) else str(path)
+
+
+@dataclass
+class TestFixer:
+    """Fixes a test run's failures: each failing test's module function by the fix loop
+    with the tests as its check, applied only when the failing tests pass and every test
+    that passed still does (the command line and the editor alike)."""
+
+    kernel: Kernel
+    model: ModelClient
+    settings: Settings
+    folder: Path
+    cancel: asyncio.Event
+    timeout: float
+    results: list[FixResult] = field(default_factory=list)
+    """Each target's result, in order."""
+    ids: list[list[str]] = field(default_factory=list)
+    """The failing tests each target's fix was for, in the same order."""
+
+    async def fix(self, run: TestRun, apply: Apply, say: Say) -> int:
+        """How many fixes were applied."""
+        groups: dict[tuple[Path, int], tuple[Target, list[Failure]]] = {}
+        for failure in failures(run):
+            target = test_target(failure, self.folder)
+            if target is None or target.path is None:
+                name = failure.test.id.rsplit("::", 1)[-1]
+                at = f"{_shown(failure.at.path, self.folder)}:{failure.at.line}:1"
+                say(f"{at}: note: {name}: no function of the project's modules to fix (test "
+                    "files are not changed)", False)  # fmt: skip
+                continue
+            groups.setdefault((target.path, target.first), (target, []))[1].append(failure)
+        applied = 0
+        for target, group in groups.values():
+            if self.cancel.is_set():
+                break
+            applied += await self._one(run, target, group, apply, say)
+        return applied
+
+    async def _one(
+        self, run: TestRun, target: Target, group: list[Failure], apply: Apply, say: Say
+    ) -> int:
+        assert target.path is not None
+        test = test_code(group[0])
+        if test is None:
+            return 0
+        lines, first, last, code = test
+        where = f"{_shown(target.path, self.folder)}:{target.first + 1}:1"
+        ids = [f.test.id for f in group]
+        ports = TestFixPorts(
+            self.kernel, self.model, ids, run.passed,
+            lambda message: say(f"{where}: note: fixing: {message}", True),
+            self.cancel, self.timeout,
+        )  # fmt: skip
+        settings = self.settings
+        fixer = Fixer(
+            ports,
+            max_attempts=settings.fix_max_attempts,
+            budget=settings.context_budget,
+            max_tokens=self.model.config.max_tokens,
+            path=str(group[0].at.path),
+            by_tests=True,
+        )
+        text = "\n\n".join(failure_text(f) for f in group)
+        result = await fixer.fix(lines, first, last, code, text, target=target)
+        self.results.append(result)
+        self.ids.append(ids)
+        names = ", ".join(i.rsplit("::", 1)[-1] for i in ids)
+        if result.status != "fixed" or result.code is None or result.held is not None:
+            why = result.held or result.message or result.status
+            say(f"{where}: note: not fixed ({names}): {why}", False)
+            return 0
+        label = f"runfix: fix of {names}"
+        try:
+            ok, why = await apply(target, result.code, label), "the file changed meanwhile"
+        except OSError as exc:
+            ok, why = False, str(exc)
+        if not ok:
+            say(f"{where}: warning: the fix was not applied: {why}", False)
+            return 0
+        kept = result.check.label if result.check is not None else "no other test passed before"
+        passes = "passes" if len(group) == 1 else "pass"
+        say(
+            f"{where}: note: fixed (attempt {result.attempts}): {names} now {passes}; {kept}", False
+        )
+        return 1

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.testing import TestResult
-from lsp_server.contract import RunAnswer, Status
-from lsp_server.editor import Editor, Level
-from lsp_server.gate import Gate
+from executor.testing import TestResult, TestRun
+from lsp_server.contract import FixAnswer, RunAnswer, Status
+from lsp_server.editor import Editor, Level, LineEdit
+from lsp_server.fix.fixing import Target
+from lsp_server.fix.tests_fix import TestFixer
+from lsp_server.gate import Admitted, Gate
 from lsp_server.outputs.results import Problem, Related
 from lsp_server.runner import run_answer
 from lsp_server.runs import Where
 from lsp_server.services.desk import Desk
-from lsp_server.testing import Failure, failures, summary
+from lsp_server.session import Session
+from lsp_server.testing import Failure, failures, is_test_file, summary
 
 KIND = "test"
 """`Problem.kind` of what a test run shows (replaced by the next test run)."""
@@ -61,14 +64,41 @@ def of_tests(problem: Problem, tests: set[str]) -> bool:
     return problem.kind == KIND and problem.text.split("\n", 1)[0] in tests
 
 
+SOURCES_LIMIT = 100_000
+"""Characters of unsaved module text a test run is given (more: the files on disk)."""
+
+
 class TestRuns:
-    """Runs a folder's tests for the editor and shows what failed where."""
+    """Runs a folder's tests for the editor and shows what failed where; fixes what failed."""
 
-    def __init__(self, editor: Editor, gate: Gate, desk: Desk) -> None:
-        self.editor, self.gate, self.desk = editor, gate, desk
+    def __init__(self, session: Session, editor: Editor, gate: Gate, desk: Desk) -> None:
+        self.session, self.editor, self.gate, self.desk = session, editor, gate, desk
 
-    async def run(self, where: Where, select: list[str], cancel: asyncio.Event) -> RunAnswer:
-        """pytest with `select` (node ids, files; none: the project's tests)."""
+    def _unsaved(self, folder: Path) -> dict[str, str]:
+        """The folder's modules open in the editor whose text is not what their file says:
+        the tests run what the editor shows (test files are pytest's to read)."""
+        found: dict[str, str] = {}
+        for uri in self.editor.open_documents():
+            path = Path(self.editor.path_of(uri))
+            now = self.editor.text(uri)
+            if now is None or path.suffix != ".py" or is_test_file(path):
+                continue
+            if not path.resolve().is_relative_to(folder.resolve()):
+                continue
+            text = "".join(now.lines)
+            try:
+                same = path.read_text(encoding="utf-8") == text
+            except (OSError, UnicodeDecodeError):
+                continue
+            if not same and sum(map(len, found.values())) + len(text) <= SOURCES_LIMIT:
+                found[str(path)] = text
+        return found
+
+    async def _tests(
+        self, where: Where, select: list[str], cancel: asyncio.Event
+    ) -> tuple[Admitted, TestRun] | RunAnswer:
+        """The admitted kernel and the run, with its progress; else the answer saying why
+        none ran."""
         began = time.perf_counter()
         try:
             admitted = await self.gate.admit(where, None)
@@ -88,19 +118,82 @@ class TestRuns:
                     progress.report(f"{len(done)} ran, {failed} failed: {result.id}")
 
                 run = await admitted.kernel.run_tests(
-                    select, on_result=said, cancel=cancel, timeout=admitted.where.settings.timeout
-                )
+                    select, on_result=said, cancel=cancel,
+                    timeout=admitted.where.settings.timeout, sources=self._unsaved(where.folder),
+                )  # fmt: skip
         except ExecutorUnavailable as exc:
             self.editor.tell(f"runfix: cannot run the tests: {exc}", Level.ERROR)
             return run_answer(Status.ERROR, began, str(exc))
-        seconds = time.perf_counter() - began
         if run.stopped == "cancelled":
-            return run_answer(Status.CANCELLED, began, summary(run, seconds))
+            return run_answer(Status.CANCELLED, began, summary(run, time.perf_counter() - began))
         if (problem := run.problem()) is not None:
             self.editor.tell(f"runfix: {problem}", Level.ERROR)
             return run_answer(Status.ERROR, began, problem)
+        return admitted, run
+
+    def _show(self, where: Where, run: TestRun, fixed: Collection[str] = ()) -> None:
+        """What the run found replaces what the tests it ran showed (`fixed`: those a fix
+        applied since makes pass)."""
         ran = {r.id for r in run.results}
-        self.desk.tested(where.folder, problems(failures(run)), lambda p: of_tests(p, ran))
-        tally = summary(run, seconds)
+        left = [f for f in failures(run) if f.test.id not in fixed]
+        self.desk.tested(where.folder, problems(left), lambda p: of_tests(p, ran))
+
+    async def run(self, where: Where, select: list[str], cancel: asyncio.Event) -> RunAnswer:
+        """pytest with `select` (node ids, files; none: the project's tests)."""
+        began = time.perf_counter()
+        ran = await self._tests(where, select, cancel)
+        if isinstance(ran, RunAnswer):
+            return ran
+        _, run = ran
+        self._show(where, run)
+        tally = summary(run, time.perf_counter() - began)
         self.editor.tell(f"runfix: tests: {tally}", Level.ERROR if run.failed else Level.INFO)
         return run_answer(Status.ERROR if run.failed else Status.OK, began, tally)
+
+    async def fix(self, where: Where, select: list[str], cancel: asyncio.Event) -> FixAnswer:
+        """The tests, then each failure's module function fixed by the model with the tests
+        as the check (`tests_fix.TestFixer`), the fix applied as an edit of the module."""
+        ran = await self._tests(where, select, cancel)
+        if isinstance(ran, RunAnswer):
+            return FixAnswer(ran.status, message=ran.message)
+        admitted, run = ran
+        if not run.failed:
+            self._show(where, run)
+            return FixAnswer(Status.OK, message=f"nothing failed: {summary(run, 0.0)}")
+        settings = admitted.where.settings
+        model = self.session.model_for(settings)
+        fixer = TestFixer(admitted.kernel, model, settings, where.folder, cancel, settings.timeout)
+        notes: list[str] = []
+        async with self.editor.progress(cancel) as progress:
+
+            def say(line: str, progressing: bool) -> None:
+                if progressing:
+                    progress.report(line.split(": note: fixing: ", 1)[-1])
+                else:
+                    notes.append(line)
+
+            async def apply(target: Target, code: str, label: str) -> bool:
+                assert target.path is not None
+                edit = LineEdit(target.first, target.last, code)
+                return await self.editor.apply_file(
+                    target.path, target.lines, edit, label, target.file
+                )
+
+            applied = await fixer.fix(run, apply, say)
+        fixed = {
+            i
+            for r, ids in zip(fixer.results, fixer.ids, strict=True)
+            if r.status == "fixed"
+            for i in ids
+        }
+        self._show(where, run, fixed if applied else ())
+        last = fixer.results[-1] if fixer.results else None
+        message = "; ".join(n.split(": ", 1)[-1] for n in notes) or None
+        if cancel.is_set():
+            return FixAnswer(Status.CANCELLED, message=message)
+        return FixAnswer(
+            Status.FIXED if applied else Status.FAILED,
+            last.attempts if last is not None else 0,
+            message,
+            last.check.label if last is not None and last.check is not None else None,
+        )

@@ -78,3 +78,40 @@ async def test_failures_show_on_the_test_line_and_the_module_line_and_go_once_fi
     assert await _errors_on(initialized, module, 0) == []
     left = await _errors_on(initialized, tests, 1)
     assert [d.range.start.line for d in left] == [5]  # test_mean's, which did not run
+
+
+async def test_fix_tests_applies_the_module_fix_the_tests_pass_and_never_edits_a_test(
+    client: LanguageClient, folder: Path
+) -> None:
+    """`runfix.fixTests`: the failing test's module function fixed by the model (scripted:
+    a first answer that breaks a passing test, refused; then one that passes them all), the
+    fix applied as an edit of the module, the test file untouched, its failure cleared."""
+    from tests.conftest import API_KEY_ENV, init_params
+    from tests.support.model_server import ModelServer, code
+
+    (folder / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    (folder / "pkg").mkdir()
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "pkg" / "stats.py").write_text(STATS)
+    (folder / "tests").mkdir()
+    only_mean = TESTS.replace("def test_ratio_of_zero", "def _not_a_test")
+    (folder / "tests" / "test_stats.py").write_text(only_mean)
+    with ModelServer() as model:
+        settings = {"model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV}}
+        await client.initialize_session(init_params(folder, "visual_studio_code", settings))
+        module = open_doc(client, folder / "pkg" / "stats.py", STATS)
+        tests = open_doc(client, folder / "tests" / "test_stats.py", only_mean)
+        fixed = "def mean(xs):\n    total = sum(xs)\n    return total / len(xs) if xs else 0\n"
+        model.script(code("def mean(xs):\n    return 3\n"), code(fixed))
+        answer = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams("runfix.fixTests", [{"uri": tests}])
+        )
+    assert answer["status"] == "fixed", answer
+    assert answer["attempts"] == 2 and answer["checked"].startswith("verified: 2 passing tests")
+    c: Any = client
+    assert c.texts[module].startswith(fixed) and c.texts[tests] == only_mean
+    [edit] = c.edits
+    edited = [*(edit.edit.changes or {})]
+    edited += [getattr(d, "text_document", d).uri for d in edit.edit.document_changes or []]
+    assert edited == [module]  # the module, nothing else
+    assert await _errors_on(client, tests, 0) == []

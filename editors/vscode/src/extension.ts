@@ -549,6 +549,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ["runfix.vscode.runDependents", "runfix.runDependents"],
     ["runfix.vscode.restartAndRunTo", "runfix.restartAndRunTo"],
     ["runfix.vscode.runTests", "runfix.runTests"],
+    ["runfix.vscode.fixTests", "runfix.fixTests"],
   ]) {
     register(id, () => {
       const target = editorArgument();

@@ -21,6 +21,7 @@ from executor import install as installer
 from executor.cancel import graceful
 from lsp_server.contract import (
     CLEAR,
+    FIX_TESTS,
     FIX_WITH_MODEL,
     GENERATE,
     INSTALL,
@@ -187,6 +188,15 @@ def register(server: RunfixServer) -> None:
         line = arg.position.line if arg.position is not None else None
         where = await ls.flow.where(arg.uri)
         answer = await _cancellable(ls, lambda c: ls.flow.run_tests(where, line, c))
+        ls.flow.done()
+        return to_json(answer)
+
+    @server.command(FIX_TESTS)
+    async def fix_tests(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, FIX_TESTS, args, TestsArgs)
+        line = arg.position.line if arg.position is not None else None
+        where = await ls.flow.where(arg.uri)
+        answer = await _cancellable(ls, lambda c: ls.flow.fix_tests(where, line, c))
         ls.flow.done()
         return to_json(answer)
 

@@ -350,6 +350,12 @@ function M.run_tests()
   request("runfix.runTests", { uri = uri(), position = cursor_position() }, report)
 end
 
+--- `:RunfixTestFix`: those tests, then each failure's module function fixed by the model
+--- (applied only once the failing tests pass and the passing ones still do).
+function M.fix_tests()
+  request("runfix.fixTests", { uri = uri(), position = cursor_position() }, finished("fix"))
+end
+
 function M.restart_run_to()
   request("runfix.restartAndRunTo", { uri = uri(), position = cursor_position() }, report)
 end
@@ -596,6 +602,7 @@ local function user_commands()
   add("RunfixRunDependents", M.run_dependents, { desc = "runfix: run the cells that read this one's names" })
   add("RunfixRestartRunTo", M.restart_run_to, { desc = "runfix: restart, run up to this cell" })
   add("RunfixTest", M.run_tests, { desc = "runfix: run the test here (or the file's, or all)" })
+  add("RunfixTestFix", M.fix_tests, { desc = "runfix: run the tests, fix what fails in the module" })
   add("RunfixRunAndFix", M.run_and_fix, { range = true, desc = "runfix: run and fix the cell" })
   add("RunfixGenerate", M.generate, { bang = true, desc = "runfix: generate from the prompt (! runs it)" })
   add("RunfixInterrupt", M.interrupt, { desc = "runfix: interrupt the kernel" })
