@@ -728,6 +728,15 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
 
     # -- installing --------------------------------------------------------------------
 
+    async def _command(
+        self, command: list[str], on_line: Say, cancel: asyncio.Event, timeout: float
+    ) -> InstallResult:
+        raise ExecutorUnavailable(
+            "a remote Jupyter Server runs code in its kernel only, away from this folder's "
+            "files: runfix runs the project's tests with the local kernel or the sandbox "
+            "(the `executor` setting)"
+        )
+
     async def _install(
         self,
         distributions: list[str],

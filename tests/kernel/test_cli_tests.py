@@ -274,3 +274,14 @@ def test_a_guard_is_the_tests_to_judge_and_silencing_the_error_is_held(tmp_path:
         done = fix_tests(folder, model)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (folder / "pkg" / "stats.py").read_text().endswith(guarded)
+
+
+def test_a_remote_executor_says_it_runs_no_tests(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    done = runfix("test", "--remote", "http://127.0.0.1:9", cwd=folder)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "runfix: error: cannot run the tests: a remote Jupyter Server runs code in its kernel "
+        "only, away from this folder's files: runfix runs the project's tests with the local "
+        "kernel or the sandbox (the `executor` setting)"
+    )
