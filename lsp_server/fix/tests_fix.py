@@ -368,6 +368,7 @@ class TestFixer:
             max_tokens=self.model.config.max_tokens,
             path=str(group[0].at.path),
             by_tests=True,
+            narrow=False,  # the line to rewrite is rarely the one named (a def, an assert)
         )
         text = "\n\n".join(failure_text(f) for f in group)
         result = await fixer.fix(lines, first, last, code, text, target=target)
