@@ -285,3 +285,20 @@ def test_a_remote_executor_says_it_runs_no_tests(tmp_path: Path) -> None:
         "only, away from this folder's files: runfix runs the project's tests with the local "
         "kernel or the sandbox (the `executor` setting)"
     )
+
+
+@pytest.mark.model
+def test_an_answer_that_rewrites_the_test_changes_no_file(tmp_path: Path) -> None:
+    """The model answers with the test weakened (the assert made to match the bug): a test
+    file is never a fix's target, so the answer goes where the module's function stood,
+    fails the tests, and nothing is written — not the module, not the test."""
+    folder = project(tmp_path, TESTS.replace("def test_ratio_of_zero", "def _not_a_test"))
+    module, tests = folder / "pkg" / "stats.py", folder / "tests" / "test_stats.py"
+    before = (module.read_text(), tests.read_text())
+    weakened = "def test_mean():\n    values = [2, 4]\n    assert mean(values) == 2.0\n"
+    with ModelServer() as model:
+        model.script(*(code(weakened) for _ in range(4)))
+        done = fix_tests(folder, model)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (module.read_text(), tests.read_text()) == before
+    assert any("not fixed (test_mean)" in line for line in done.stdout.splitlines()), done.stdout
