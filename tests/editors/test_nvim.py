@@ -810,6 +810,7 @@ def test_test_failures_show_on_their_lines_in_neovim(nvim: str, tmp_path: Path, 
     (folder / "pkg" / "__init__.py").write_text("")
     (folder / "pkg" / "stats.py").write_text(STATS)
     (folder / "tests" / "test_stats.py").write_text(TESTS)
+    state_trusting(tmp_path, folder)  # the project (the test file's folder is tests/)
     script = Path(__file__).parent / "nvim" / "tests.lua"
     more = {"RUNFIX_NVIM_MODULE": str(folder / "pkg" / "stats.py")}
     report = _headless(editor, tmp_path, folder / "tests" / "test_stats.py", script, more_env=more)

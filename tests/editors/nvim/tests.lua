@@ -15,6 +15,7 @@ harness.run(function(report)
     cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
     settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
   })
+  vim.o.hidden = true -- (0.7's default is off: the module's buffer would be unloaded)
   vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_MODULE")))
   local module = vim.api.nvim_get_current_buf()
   vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
