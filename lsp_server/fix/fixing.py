@@ -725,11 +725,8 @@ class Fixer:
         fresh: list[Variable] | None = variables
         """The kernel's variables, until a run may have changed them."""
         if typo is not None:  # Python's own suggestion, tried before any model is asked
-            self.ports.report(f"trying {typo[1]}")
-            done = await self._attempt(loop, typo[0], 0, lines)
+            done = await self._offline(loop, typo, lines)
             if done is not None:
-                if done.status == "fixed":
-                    done.message = f"{typo[1]}; no model asked"
                 return done
             fresh = None
         number = 0
@@ -780,6 +777,11 @@ class Fixer:
                 modules=self.modules,
             )
             if findings and not await self.ports.confirm(candidate, findings):
+                if self.by_tests:  # the tests judge candidates: a flagged one is one not run
+                    why = f"It was not run: it {findings[0].message}."
+                    loop.failed(candidate, why, loop.current)
+                    note = f"{why} Answer with the corrected code only."
+                    continue
                 return loop.ended(
                     "failed",
                     number,
@@ -791,6 +793,16 @@ class Fixer:
                 return done
             fresh = None  # the candidate ran: the kernel's variables may differ now
         return loop.settled(number)
+
+    async def _offline(
+        self, loop: _Loop, typo: tuple[str, str], lines: Sequence[str]
+    ) -> FixResult | None:
+        """Python's own suggestion (`typo`: the code, what it is), run as an attempt."""
+        self.ports.report(f"trying {typo[1]}")
+        done = await self._attempt(loop, typo[0], 0, lines)
+        if done is not None and done.status == "fixed":
+            done.message = f"{typo[1]}; no model asked"
+        return done
 
     def _loop(
         self,

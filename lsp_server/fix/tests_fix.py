@@ -51,12 +51,16 @@ def _read(path: Path) -> list[str] | None:
         return None
 
 
-def _called(lines: Sequence[str], line: int, detail: Sequence[str]) -> list[str]:
+def _called(
+    lines: Sequence[str], line: int, detail: Sequence[str], body: Sequence[str] = ()
+) -> list[str]:
     """The names the failing line calls (`mean` in `assert mean(xs) == 3`, `stats.mean`),
-    and those pytest's detail says it called (`+  where 2.0 = mean([2, 4])`), in order."""
+    those pytest's detail says it called (`+  where 2.0 = mean([2, 4])`), then those the
+    rest of the test's `body` calls (the call under `with pytest.raises(…):`), in order."""
     names: list[str] = []
     text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    for source in [text, *(d.split("=", 1)[-1] for d in detail if "where" in d)]:
+    wheres = [d.split("=", 1)[-1] for d in detail if "where" in d]
+    for source in [text, *wheres, *(b.strip() for b in body)]:
         try:
             tree = ast.parse(source.strip())
         except SyntaxError:
@@ -121,7 +125,9 @@ def called_target(failure: Failure, folder: Path) -> Target | None:
         names = _imports(ast.parse("".join(test_lines)))
     except SyntaxError:
         return None
-    for called in _called(test_lines, failure.at.line, failure.detail):
+    first, last = enclosing(test_lines, 0, len(test_lines) - 1, failure.at.line - 1)
+    body = test_lines[first : last + 1]
+    for called in _called(test_lines, failure.at.line, failure.detail, body):
         head, _, rest = called.partition(".")
         if head not in names:
             continue
@@ -179,11 +185,18 @@ def test_code(failure: Failure) -> tuple[list[str], int, int, str] | None:
     return lines, first, last, code_of(lines, first, last)
 
 
+def _said(test: TestResult) -> str:
+    """A failed test as the model reads it: pytest's explanation of the compared values,
+    then the exception (last, as a traceback ends)."""
+    lines = (test.error or test.outcome).strip().splitlines() or [test.outcome]
+    return "\n".join([f"{test.id} {test.outcome}:", *lines[1:], lines[0]])
+
+
 def _outcome(failed: Sequence[TestResult], path: str) -> RunOutcome:
     """Tests that did not pass, as a run's error (the fix loop reads runs)."""
     if not failed:
         return RunOutcome(RunStatus.OK, (), 0.0)
-    said = "\n\n".join(f"{t.id} {t.outcome}:\n{(t.error or '').rstrip()}" for t in failed)
+    said = "\n\n".join(_said(t) for t in failed[::-1])  # the first failure's message last
     first = (failed[0].error or failed[0].outcome).strip().splitlines() or [failed[0].outcome]
     name, _, value = first[0].partition(": ")
     frames = tuple(Frame(f.path, f.line, f.name) for f in failed[0].frames)
