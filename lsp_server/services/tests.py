@@ -7,6 +7,7 @@ pointing at the other. A test run replaces what the last one showed."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -188,7 +189,7 @@ class TestRuns:
         }
         self._show(where, run, fixed if applied else ())
         last = fixer.results[-1] if fixer.results else None
-        message = "; ".join(n.split(": ", 1)[-1] for n in notes) or None
+        message = "; ".join(re.sub(r"^.*?: (note|warning): ", "", n) for n in notes) or None
         if cancel.is_set():
             return FixAnswer(Status.CANCELLED, message=message)
         return FixAnswer(

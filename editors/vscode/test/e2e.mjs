@@ -41,6 +41,15 @@ async function pick(page, label) {
   await page.keyboard.press("Enter");
 }
 
+/** Choose the quick-input row whose label is `label` itself (not one that holds it). */
+async function pickExactly(page, label) {
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  await rows.first().waitFor({ timeout: 30000 });
+  const labels = await rows.locator(".label-name").allInnerTexts();
+  const at = labels.findIndex((text) => text.replace(/[\s\u00a0]+/g, " ").trim() === label);
+  await rows.nth(Math.max(at, 0)).click();
+}
+
 /** Open `file` through Quick Open, wait for `shows` in it, and run its first cell. */
 async function runFirstCell(page, file, shows) {
   await page.keyboard.press("Control+P");
@@ -312,17 +321,20 @@ async function notebookFromNeovim(page) {
  *  line with pytest's compared values, and on the module's line that raised. */
 async function testsScenario(page) {
   const open = async (file, shows) => {
+    await page.keyboard.press("Escape");
     await page.keyboard.press("Control+P");
-    await page.keyboard.type(file);
-    await pick(page, file);
+    await page.locator(".quick-input-widget input").first().waitFor({ timeout: 10000 });
+    await page.keyboard.type(file); // a path: "stats.py" alone would match test_stats.py too
+    await pick(page, path.basename(file));
     await page.waitForFunction(
-      (text) => document.querySelector(".editor-instance .view-lines")?.textContent?.includes(text),
+      (text) =>
+        [...document.querySelectorAll(".editor-instance .view-lines")].some((v) => v.textContent?.includes(text)),
       shows,
       { timeout: 30000 },
     );
   };
-  await open("stats.py", "def ratio");
-  await open("test_stats.py", "def test_mean");
+  await open("pkg/stats.py", "ratio(a,"); // (Monaco's spaces are no-break spaces)
+  await open("test_stats.py", "test_mean()");
   await page
     .waitForFunction(() => document.querySelector(".codelens-decoration")?.textContent?.includes("Run test"), null, {
       timeout: 30000,
@@ -333,7 +345,7 @@ async function testsScenario(page) {
   await page.keyboard.press("Control+Home");
   await page.keyboard.press("F1");
   await page.keyboard.type("runfix: Run Tests");
-  await pick(page, "runfix: Run Tests");
+  await pickExactly(page, "runfix: Run Tests"); // (not "Run and Fix Tests")
   await page.keyboard.press("Control+Shift+M");
   await page.locator(".markers-panel").waitFor({ timeout: 20000 });
   await page
