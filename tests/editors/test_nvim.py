@@ -798,18 +798,12 @@ def test_test_failures_show_on_their_lines_in_neovim(nvim: str, tmp_path: Path, 
     """Issue 50: `:RunfixTest` in a test file: each failure an error on the line of the
     test that failed (pytest's compared values in it), the one the module raised also on
     the module's line."""
-    from tests.kernel.test_cli_tests import STATS, TESTS
+    from tests.kernel.test_cli_tests import project
 
     editor = nvim if which == "0.7" else str(CURRENT)
     if which == "current" and not CURRENT.exists():
         editor_missing("the current Neovim is not set up (scripts/editors)")
-    folder = tmp_path / "project"
-    (folder / "pkg").mkdir(parents=True)
-    (folder / "tests").mkdir()
-    (folder / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
-    (folder / "pkg" / "__init__.py").write_text("")
-    (folder / "pkg" / "stats.py").write_text(STATS)
-    (folder / "tests" / "test_stats.py").write_text(TESTS)
+    folder = project(tmp_path)
     state_trusting(tmp_path, folder)  # the project (the test file's folder is tests/)
     script = Path(__file__).parent / "nvim" / "tests.lua"
     more = {"RUNFIX_NVIM_MODULE": str(folder / "pkg" / "stats.py")}

@@ -171,6 +171,22 @@ def _cells_command(server: RunfixServer, name: str, which: str) -> None:
         return to_json(answer)
 
 
+TestsWork = Callable[[Flow, Where, int | None, asyncio.Event], Awaitable[Any]]
+
+
+def _tests_command(server: RunfixServer, name: str, work: TestsWork) -> None:
+    """A command over the project's tests (`TestsArgs`), cancellable, answered as JSON."""
+
+    @server.command(name)
+    async def handler(ls: RunfixServer, *args: Any) -> Any:
+        arg = argument(ls, name, args, TestsArgs)
+        line = arg.position.line if arg.position is not None else None
+        where = await ls.flow.where(arg.uri)
+        answer = await _cancellable(ls, lambda c: work(ls.flow, where, line, c))
+        ls.flow.done()
+        return to_json(answer)
+
+
 def register(server: RunfixServer) -> None:
     _range_command(server, RUN, Flow.run)
     _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
@@ -182,23 +198,8 @@ def register(server: RunfixServer) -> None:
     ):
         _cells_command(server, name, which)
 
-    @server.command(RUN_TESTS)
-    async def run_tests(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, RUN_TESTS, args, TestsArgs)
-        line = arg.position.line if arg.position is not None else None
-        where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(ls, lambda c: ls.flow.run_tests(where, line, c))
-        ls.flow.done()
-        return to_json(answer)
-
-    @server.command(FIX_TESTS)
-    async def fix_tests(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, FIX_TESTS, args, TestsArgs)
-        line = arg.position.line if arg.position is not None else None
-        where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(ls, lambda c: ls.flow.fix_tests(where, line, c))
-        ls.flow.done()
-        return to_json(answer)
+    _tests_command(server, RUN_TESTS, Flow.run_tests)
+    _tests_command(server, FIX_TESTS, Flow.fix_tests)
 
     @server.command(GENERATE)
     async def generate(ls: RunfixServer, *args: Any) -> Any:
