@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
@@ -81,7 +82,8 @@ async def _test(
             if fix and run.failed and run.problem() is None and not pressed():
                 model = session.model_for(settings)
                 fixer = TestFixer(kernel, model, settings, folder, cancel, timeout)
-                if await fixer.fix(run, _write, _print):
+                # what the fixes came to: with the text, else (a report on stdout) on stderr
+                if await fixer.fix(run, _write, _printer(kind == "text")):
                     run = await kernel.run_tests(args, cancel=cancel, timeout=timeout)
                     for failure in failures(run) if kind == "text" else ():
                         for line in text_lines(failure, folder):
@@ -112,5 +114,8 @@ async def _write(target: Target, code: str, label: str) -> bool:
     return await asyncio.to_thread(write_edit, target.path, target.lines, edit, target.file)
 
 
-def _print(line: str, progress: bool) -> None:
-    print(line, file=sys.stderr if progress else sys.stdout, flush=True)
+def _printer(text: bool) -> Callable[[str, bool], None]:
+    def say(line: str, progress: bool) -> None:
+        print(line, file=sys.stdout if text and not progress else sys.stderr, flush=True)
+
+    return say

@@ -302,3 +302,18 @@ def test_an_answer_that_rewrites_the_test_changes_no_file(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stdout + done.stderr
     assert (module.read_text(), tests.read_text()) == before
     assert any("not fixed (test_mean)" in line for line in done.stdout.splitlines()), done.stdout
+
+
+@pytest.mark.model
+def test_fix_with_a_report_format_keeps_stdout_the_report(tmp_path: Path) -> None:
+    tests = (
+        "from pkg.stats import ratio\n\n\ndef test_ratio_of_zero():\n    assert ratio(1, 0) == 0\n"
+    )
+    folder = project(tmp_path, tests)
+    with ModelServer() as model:
+        model.script(code("def ratio(a, b):\n    return a / b if b else 0\n"))
+        done = fix_tests(folder, model, "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)  # the report alone: what the fix did went to stderr
+    assert [t["outcome"] for t in report["tests"]] == ["passed"]
+    assert "note: fixed (attempt 1)" in done.stderr
