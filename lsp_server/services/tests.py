@@ -2,7 +2,8 @@
 kernel, admitted as a run is (the folder's trust decision), with its progress per test and
 cancellable; each failure shown on the line of the test that failed (with pytest's detail
 of the values it compared) and on the line of the project's module that raised, each
-pointing at the other. A test run replaces what the last one showed."""
+pointing at the other. A test run replaces what the tests it ran showed before; the
+fixes of what failed (`runfix.fixTests`) are the editor's edits of the modules."""
 
 from __future__ import annotations
 
