@@ -32,7 +32,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,6 @@ from executor.install import InstallResult, take_line, until_done
 from executor.interpreter import module_command
 from executor.jupyter import STATEMENT_FILE, JupyterKernel, Say
 from executor.owner import owner, owner_alive, pid_exists
-from executor.testing import TestResult, TestRun
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +63,8 @@ UNPRIVILEGED = "65534:65534"
 RUNTIME = "/runfix/rt"
 SITE = "/runfix/site"
 WHEELS = "/runfix/wheels"
+WORKSPACE = "/workspace/"
+"""Where the folder is mounted in the container (its files' paths there start so)."""
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PROCESS_ALARM = 0.9
 """Share of the pids limit at which processes a run left behind are stopped."""
@@ -564,12 +565,9 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         """Traceback frames in /workspace name the folder's files, as the editor knows them."""
         if outcome.status == RunStatus.OK:
             return outcome
-        prefix = "/workspace/"
 
         def host(frame: Frame) -> Frame:
-            if not frame.filename.startswith(prefix):
-                return frame
-            return replace(frame, filename=str(self.folder / frame.filename[len(prefix) :]))
+            return replace(frame, filename=self._host(frame.filename))
 
         events = tuple(
             replace(e, frames=tuple(host(f) for f in e.frames)) if isinstance(e, Error) else e
@@ -671,36 +669,16 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         await self.start()
         return await self._exec(command, on_line, cancel, timeout)
 
-    async def run_tests(
-        self,
-        args: list[str],
-        *,
-        on_result: Callable[[TestResult], None] | None = None,
-        cancel: asyncio.Event | None = None,
-        timeout: float = 120.0,
-        sources: Mapping[str, str] | None = None,
-    ) -> TestRun:
-        """As any kernel's, with the paths in /workspace naming the folder's files."""
-        prefix = "/workspace/"
+    def _host(self, path: str) -> str:
+        """A path in /workspace as the folder's file the editor knows."""
+        return str(self.folder / path[len(WORKSPACE) :]) if path.startswith(WORKSPACE) else path
 
-        def host(path: str) -> str:
-            return str(self.folder / path[len(prefix) :]) if path.startswith(prefix) else path
-
-        def hosted(result: TestResult) -> TestResult:
-            frames = tuple(replace(f, path=host(f.path)) for f in result.frames)
-            return replace(result, path=host(result.path), frames=frames)
-
-        told = (lambda r: on_result(hosted(r))) if on_result is not None else None
-        inside = {
-            "/workspace/" + Path(p).relative_to(self.folder).as_posix(): text
-            for p, text in (sources or {}).items()
-            if Path(p).is_relative_to(self.folder)
-        }
-        run = await super().run_tests(
-            args, on_result=told, cancel=cancel, timeout=timeout, sources=inside
-        )
-        run.results = [hosted(r) for r in run.results]
-        return run
+    def _inside(self, path: str) -> str | None:
+        """A file of the folder as the container sees it (None: outside the folder)."""
+        relative = Path(path)
+        if not relative.is_relative_to(self.folder):
+            return None
+        return WORKSPACE + relative.relative_to(self.folder).as_posix()
 
     async def _exec(
         self,

@@ -331,10 +331,27 @@ class JupyterKernel(ABC, Generic[C]):
         `ExecutorUnavailable` where tests cannot run (another language, a remote server)."""
         if self.plain:
             raise ExecutorUnavailable("runfix runs pytest; this is another language's kernel")
-        return await run_pytest(
-            self._command, self._interpreter(), args, on_result=on_result, cancel=cancel,
-            timeout=timeout, sources=sources,
+
+        def hosted(result: TestResult) -> TestResult:
+            frames = tuple(replace(f, path=self._host(f.path)) for f in result.frames)
+            return replace(result, path=self._host(result.path), frames=frames)
+
+        told = (lambda r: on_result(hosted(r))) if on_result is not None else None
+        given = {self._inside(p): text for p, text in (sources or {}).items()}
+        run = await run_pytest(
+            self._command, self._interpreter(), args, on_result=told, cancel=cancel,
+            timeout=timeout, sources={p: text for p, text in given.items() if p is not None},
         )  # fmt: skip
+        run.results = [hosted(r) for r in run.results]
+        return run
+
+    def _host(self, path: str) -> str:
+        """A path the kernel's side names, as the editor knows the file (here: the same)."""
+        return path
+
+    def _inside(self, path: str) -> str | None:
+        """A file of the folder as the kernel's side names it (None: it cannot see it)."""
+        return path
 
     def _interpreter(self) -> str:
         """The interpreter a command beside the kernel runs (`run_tests`)."""
