@@ -50,6 +50,17 @@ def _remote(p: argparse.ArgumentParser) -> None:
     where.add_argument("--kernel-name", metavar="NAME", help="its kernel spec (python3)")
 
 
+def _format(p: argparse.ArgumentParser, coming: str, json_is: str) -> None:
+    """`--format`: the text as `coming` come, or a report for CI (`json_is`: what JSON holds)."""
+    p.add_argument(
+        "--format",
+        default="text",
+        choices=["text", "github", "sarif", "json"],
+        help=f"text: compiler-style lines as {coming} come; github: workflow annotations; "
+        f"sarif: a SARIF 2.1.0 log; json: {json_is}",
+    )
+
+
 def _run(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "file",
@@ -70,13 +81,7 @@ def _run(p: argparse.ArgumentParser) -> None:
         help="with --cell: run the cells above it first, as the kernel would have run them",
     )
     p.add_argument("--timeout", type=_seconds, help="seconds per cell (default: the setting, 120)")
-    p.add_argument(
-        "--format",
-        default="text",
-        choices=["text", "github", "sarif", "json"],
-        help="text: compiler-style lines as results come; github: workflow annotations; "
-        "sarif: a SARIF 2.1.0 log; json: results and problems as one object",
-    )
+    _format(p, "results", "results and problems as one object")
     p.add_argument(
         "--fix",
         action="store_true",
@@ -125,13 +130,7 @@ def _test(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout", type=_seconds, help="seconds one test may run (default: the setting, 120)"
     )
-    p.add_argument(
-        "--format",
-        default="text",
-        choices=["text", "github", "sarif", "json"],
-        help="text: compiler-style lines as failures come; github: workflow annotations; "
-        "sarif: a SARIF 2.1.0 log; json: every test's outcome and each failure's places",
-    )
+    _format(p, "failures", "every test's outcome and each failure's places")
     _remote(p)
 
 
