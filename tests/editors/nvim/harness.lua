@@ -33,19 +33,46 @@ end
 --- every message kept in `report.notes` (not shown: no hit-enter prompt headless), the
 --- test's file opened as Python; whether the server attached.
 function M.open_with_model(report)
-  report.notes = report.notes or {}
-  vim.notify = function(message)
-    table.insert(report.notes, message)
-  end
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
-  local settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") }
-  settings = vim.tbl_extend("force", settings, vim.fn.json_decode(os.getenv("RUNFIX_NVIM_SETTINGS")))
-  require("runfix").setup({ cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")), settings = settings })
+  M.setup(report, vim.fn.json_decode(os.getenv("RUNFIX_NVIM_SETTINGS")))
   vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
   vim.bo.filetype = "python"
   return vim.wait(20000, function()
     return require("runfix").client(0) ~= nil
   end, 50)
+end
+
+--- The plugin set up with `settings` (the interpreter added), every message kept in
+--- `report.notes`; the plugin's module. The script opens its files itself.
+function M.setup(report, settings)
+  report.notes = report.notes or {}
+  vim.notify = function(message)
+    table.insert(report.notes, message)
+  end
+  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
+  local runfix = require("runfix")
+  runfix.setup({
+    cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
+    settings = vim.tbl_extend("force", { python = os.getenv("RUNFIX_NVIM_PYTHON") }, settings or {}),
+  })
+  return runfix
+end
+
+--- The quick fix whose title holds `title`, picked from the code-action menu on the cursor's
+--- line as a user picks it; the titles offered (filled in when the menu is shown).
+function M.quick_fix(title)
+  local offered = {}
+  vim.ui.select = function(items, opts, on_choice)
+    for _, item in ipairs(items) do
+      local shown = opts.format_item(item)
+      offered[#offered + 1] = shown
+      if shown:find(title, 1, true) then
+        return on_choice(item)
+      end
+    end
+    on_choice(nil)
+  end
+  vim.lsp.buf.code_action({ only = { "quickfix" } })
+  return offered
 end
 
 --- Whether a kept message holds `text`.

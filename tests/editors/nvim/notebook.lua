@@ -6,16 +6,7 @@
 local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
 harness.run(function(report)
-  report.notes = {}
-  vim.notify = function(message)
-    table.insert(report.notes, message)
-  end
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
-  local runfix = require("runfix")
-  runfix.setup({
-    cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
-    settings = { python = os.getenv("RUNFIX_NVIM_PYTHON"), results = "both" },
-  })
+  local runfix = harness.setup(report, { results = "both" })
   vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_FILE")))
   report.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
   report.filetype = vim.bo.filetype
@@ -39,15 +30,7 @@ harness.run(function(report)
 
   -- The quick fix, as a user picks it from the code-action menu on the error's line.
   vim.api.nvim_win_set_cursor(0, { errors()[1].lnum + 1, 0 })
-  vim.ui.select = function(items, opts, on_choice)
-    for _, item in ipairs(items) do
-      if opts.format_item(item):find("Add `import math`", 1, true) then
-        return on_choice(item)
-      end
-    end
-    on_choice(nil)
-  end
-  vim.lsp.buf.code_action({ only = { "quickfix" } })
+  harness.quick_fix("Add `import math`")
   report.fixed = vim.wait(20000, function()
     return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "import math")
   end, 50)

@@ -52,18 +52,7 @@ harness.run(function(report)
     error_line = d.lnum
   end
   vim.api.nvim_win_set_cursor(0, { error_line + 1, 0 })
-  local offered = {}
-  vim.ui.select = function(items, opts, on_choice)
-    for _, item in ipairs(items) do
-      local title = opts.format_item(item)
-      offered[#offered + 1] = title
-      if title:find("Add `import math`", 1, true) then
-        return on_choice(item)
-      end
-    end
-    on_choice(nil)
-  end
-  vim.lsp.buf.code_action({ only = { "quickfix" } })
+  local offered = harness.quick_fix("Add `import math`")
   step("fixed", vim.wait(20000, function()
     return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "import math")
   end, 50))

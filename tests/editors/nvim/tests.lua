@@ -5,16 +5,7 @@
 local harness = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "harness.lua")
 
 harness.run(function(report)
-  report.notes = {}
-  vim.notify = function(message)
-    table.insert(report.notes, message)
-  end
-  vim.opt.runtimepath:prepend(os.getenv("RUNFIX_NVIM_PLUGIN"))
-  local runfix = require("runfix")
-  runfix.setup({
-    cmd = vim.fn.json_decode(os.getenv("RUNFIX_NVIM_CMD")),
-    settings = { python = os.getenv("RUNFIX_NVIM_PYTHON") },
-  })
+  local runfix = harness.setup(report)
   vim.o.hidden = true -- (0.7's default is off: the module's buffer would be unloaded)
   vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("RUNFIX_NVIM_MODULE")))
   local module = vim.api.nvim_get_current_buf()
