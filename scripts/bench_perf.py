@@ -57,9 +57,15 @@ class Wire:
         self.configuration: Any = None
         """Its answer to `workspace/configuration` (if the capabilities say it answers)."""
 
-    async def start(self, folder: Path, options: dict[str, Any], caps: dict[str, Any]) -> None:
+    async def start(
+        self,
+        folder: Path,
+        options: dict[str, Any],
+        caps: dict[str, Any],
+        server: list[str] = SERVER,
+    ) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *SERVER,
+            *server,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -123,9 +129,9 @@ class Wire:
                 else:
                     future.set_result(message.get("result"))
 
-    def open(self, path: Path, text: str) -> str:
+    def open(self, path: Path, text: str, language: str = "python") -> str:
         uri = path.as_uri()
-        item = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        item = {"uri": uri, "languageId": language, "version": 1, "text": text}
         self.notify("textDocument/didOpen", {"textDocument": item})
         return uri
 

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""runfix's own cost per run: a kernel that answers at once (`null_kernel.py`, over the
+same ZeroMQ transport as every kernel) run through `runfix serve` over LSP (JSON-RPC on
+its stdio, as an editor speaks it) and through raw jupyter_client on the same kernelspec,
+interleaved in blocks in the same run.
+
+Printed: each side's median and p95 per trivial run, what runfix adds (target ≤ 0.25 ms
+median), and where a run's time goes — from the request to the kernel having the code,
+and from the kernel's idle to the answer — read from the kernel's own clock (the
+machine's monotonic clock, shared by every process). `--profile`: then a `runfix serve`
+under cProfile for the same runs, its functions called at least once per run, by their
+own time per run (cProfile slows small functions; the order is what it is for).
+
+Usage: python scripts/bench_cost.py [--blocks N] [--size N] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pstats
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_perf import SERVER, Wire, pct
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import AsyncKernelManager, KernelManager
+
+NULL = "null"
+CODE = "x = 1"
+
+
+def write_spec(root: Path) -> None:
+    """The null kernel's kernelspec under `root/kernels/` (a Jupyter data folder)."""
+    folder = root / "kernels" / NULL
+    folder.mkdir(parents=True)
+    argv = [sys.executable, str(Path(__file__).with_name("null_kernel.py")), "-f"]
+    spec = {"argv": [*argv, "{connection_file}"], "display_name": NULL, "language": "lua"}
+    (folder / "kernel.json").write_text(json.dumps(spec))
+
+
+class Clock:
+    """The null kernel's times file: each execute's arrival and answer."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.seen = path, 0
+
+    def since(self) -> list[tuple[float, float]]:
+        lines = self.path.read_text().splitlines() if self.path.exists() else []
+        new, self.seen = lines[self.seen :], len(lines)
+        return [(float(a), float(b)) for a, b in (line.split() for line in new)]
+
+
+class Side:
+    """One way of running: each run's total, and its time before the kernel had the code
+    and after the kernel answered; how many executes the kernel saw per run."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.total: list[float] = []
+        self.before: list[float] = []
+        self.after: list[float] = []
+        self.executes = 0
+
+    def add(self, began: float, ended: float, seen: list[tuple[float, float]]) -> None:
+        self.total.append(ended - began)
+        self.executes += len(seen)
+        if seen:
+            self.before.append(seen[0][0] - began)
+            self.after.append(ended - seen[-1][1])
+
+    def row(self) -> str:
+        med, p95 = statistics.median(self.total), pct(self.total, 0.95)
+        split = ""
+        if self.before:
+            before, after = statistics.median(self.before), statistics.median(self.after)
+            split = f"  (to the kernel {us(before)}, back {us(after)})"
+        per = self.executes / max(1, len(self.total))
+        return f"  {self.name:<28} median {us(med)}  p95 {us(p95)}{split}  executes/run {per:.1f}"
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:7.0f} µs"
+
+
+async def measure(folder: Path, blocks: int, size: int) -> list[Side]:
+    clock = Clock(folder / "times")
+    os.environ["NULL_KERNEL_TIMES"] = str(clock.path)
+    sync_km = KernelManager(kernel_name=NULL)
+    sync_km.start_kernel()
+    sync_kc: BlockingKernelClient = sync_km.client()
+    sync_kc.start_channels()
+    sync_kc.wait_for_ready(timeout=60)
+    async_km = AsyncKernelManager(kernel_name=NULL)
+    await async_km.start_kernel()
+    async_kc = async_km.client()
+    async_kc.start_channels()
+    await async_kc.wait_for_ready(timeout=60)
+    wire = Wire()
+    await wire.start(folder, {}, {})
+    uri = wire.open(folder / "trivial.lua", CODE + "\n", "lua")
+    sides = [Side("raw jupyter_client (sync)"), Side("raw jupyter_client (async)")]
+    sides += [Side("runfix.run over LSP"), Side("runfix.status over LSP (no kernel)")]
+
+    def quiet(message: object) -> None:
+        pass
+
+    async def once(which: int) -> None:
+        began = time.perf_counter()
+        if which == 0:
+            sync_kc.execute_interactive(CODE, store_history=False, output_hook=quiet)
+        elif which == 1:
+            await async_kc.execute_interactive(CODE, store_history=False, output_hook=quiet)
+        elif which == 2:
+            answer = await wire.run(uri)
+            assert answer["status"] == "ok", answer
+        else:  # the LSP round trip alone: a request answered without the kernel
+            await wire.request("workspace/executeCommand", {"command": "runfix.status"})
+        ended = time.perf_counter()
+        sides[which].add(began, ended, clock.since())
+
+    try:
+        for which in (0, 1, 2, 2, 2, 3):  # the first of runfix's starts its kernel
+            await once(which)
+        for side in sides:
+            side.__init__(side.name)  # type: ignore[misc]
+        for _ in range(blocks):
+            for which in range(len(sides)):
+                for _ in range(size):
+                    await once(which)
+    finally:
+        await wire.stop()
+        sync_kc.stop_channels()
+        sync_km.shutdown_kernel(now=True)
+        async_kc.stop_channels()
+        await async_km.shutdown_kernel(now=True)
+    return sides
+
+
+async def profile(folder: Path, runs: int) -> None:
+    """A `runfix serve` profiled over `runs` runs (after its first ones: not its start):
+    its functions called at least once per run, by own time per run."""
+    stats = folder / "serve.prof"
+    server = [sys.executable, str(Path(__file__).with_name("profiled_serve.py")), str(stats)]
+    wire = Wire()
+    await wire.start(folder, {}, {}, [*server, *SERVER[3:]])
+    assert wire.proc is not None
+    uri = wire.open(folder / "profiled.lua", CODE + "\n", "lua")
+    try:
+        for _ in range(5):
+            await wire.run(uri)
+        wire.proc.send_signal(signal.SIGUSR1)
+        await asyncio.sleep(0.2)
+        for _ in range(runs):
+            await wire.run(uri)
+        wire.proc.send_signal(signal.SIGUSR2)
+        for _ in range(200):  # until the stats are written (a signal has no answer)
+            if stats.exists():
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)
+    finally:
+        await wire.stop()
+    table = pstats.Stats(str(stats)).stats  # type: ignore[attr-defined]
+    rows = []
+    for (path, line, name), (_, calls, own, _cum, _) in table.items():
+        if calls >= runs:
+            rows.append((own / runs, calls / runs, f"{short(path)}:{line}({name})"))
+    rows.sort(reverse=True)
+    total = sum(own for own, _, _ in rows)
+    print(f"where runfix serve's time goes, per run (cProfile, {runs} runs; ", end="")
+    print(f"functions called each run: {us(total).strip()} of own time):")
+    for own, calls, where in rows[:25]:
+        print(f"  {us(own)}  ×{calls:<5.1f} {where}")
+
+
+def short(path: str) -> str:
+    for mark in ("site-packages/", "lib/python3", str(Path(__file__).parent.parent) + "/"):
+        if mark in path:
+            return path.split(mark, 1)[1]
+    return path
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=6)
+    parser.add_argument("--size", type=int, default=100, help="runs per block")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="runfix-bench-cost-") as tmp:
+        folder = Path(tmp)
+        write_spec(folder / "jupyter")
+        os.environ["JUPYTER_PATH"] = str(folder / "jupyter")
+        sides = await measure(folder, args.blocks, args.size)
+        print(f"a trivial run on a kernel that answers at once, {args.blocks}×{args.size} each:")
+        for side in sides:
+            print(side.row())
+        ours, raw = sides[2].total, sides[1].total
+        added = statistics.median(ours) - statistics.median(raw)
+        tail = pct(ours, 0.95) - pct(raw, 0.95)
+        plain = statistics.median(ours) - statistics.median(sides[0].total)
+        print(f"runfix adds {us(added).strip()} median, {us(tail).strip()} at p95 ", end="")
+        print(f"over raw async jupyter_client (target <= 250 µs); {us(plain).strip()} over sync")
+        floor = statistics.median(sides[3].total)
+        print("of which an LSP request's own round trip (runfix.status, no kernel) is ", end="")
+        print(f"{us(floor).strip()}: the editor's side of any LSP server")
+        if args.profile:
+            await profile(folder, args.blocks * args.size)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
