@@ -41,10 +41,10 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
-from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from executor.base import ExecutorUnavailable
 from executor.cancel import stop
+from executor.channels import QuickClient
 from executor.configs import DEFAULT_IMAGE, DockerConfig
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, take_line, until_done
@@ -315,7 +315,7 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         attrs = await asyncio.to_thread(self._inspect)
         self._init_pid = self._visible_pid(attrs["State"].get("Pid") or 0)
         self._cgroup = _Cgroup(self._init_pid) if self._init_pid else None
-        kc = AsyncKernelClient()
+        kc = QuickClient()
         kc.load_connection_info(info)  # type: ignore[arg-type]
         kc.start_channels()
         await self._connect_watching(kc)

@@ -218,6 +218,7 @@ class LocalKernel(JupyterKernel[LocalConfig]):
             transport=self.transport,
             ip=where,
             connection_file=str(self._runtime / "kernel.json"),
+            client_class="executor.channels.QuickClient",
         )
         self._km = km
         env = kernel_environment(self.python, hidden=self.hidden_env)
