@@ -18,7 +18,6 @@ import attrs
 from pygls.exceptions import JsonRpcInvalidParams
 
 from executor import install as installer
-from executor.cancel import graceful
 from lsp_server.contract import (
     CLEAR,
     FIX_TESTS,
@@ -53,6 +52,7 @@ from lsp_server.contract import (
 )
 from lsp_server.flow import Flow
 from lsp_server.lsp.editor import kernel_status
+from lsp_server.lsp.prepared import Prepared
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.runs import Where
 from lsp_server.text.cells import cell_at, split_cells
@@ -97,19 +97,29 @@ def _within(ls: RunfixServer, command: str, uri: str, line_range: Range | None) 
 
 
 async def _cancellable(ls: RunfixServer, work: Callable[[asyncio.Event], Awaitable[T]]) -> T:
-    """Run `work` with an event that `$/cancelRequest` for this request sets."""
+    """Run `work` with an event that `$/cancelRequest` for this request sets, and so does
+    `shutdown` (`RunfixServer.shut_down`): neither cancels the request's task, so the work
+    runs in it (no task of its own, no shield: two turns of the loop less per run) and ends
+    as a cancelled run does, answering. Only a run still going after the shutdown's grace
+    has its task cancelled."""
     cancel = asyncio.Event()
     msg_id = ls.protocol.msg_id
     if msg_id is not None:
         ls.protocol.run_cancels[msg_id] = cancel
     try:
-        answer = await graceful(work, cancel)
+        answer = await work(cancel)
     finally:
         if msg_id is not None:
             ls.protocol.run_cancels.pop(msg_id, None)
     if ls.shutting_down and getattr(answer, "status", None) == Status.CANCELLED:
         answer = attrs.evolve(answer, message="the server is shutting down")  # type: ignore[misc]
     return answer
+
+
+def answered(answer: Any) -> Prepared:
+    """A run's answer (`RunAnswer`, `FixAnswer`: no URI in it) as the JSON text it goes out
+    as, written without pygls converting it again."""
+    return Prepared.of(to_json(answer))
 
 
 def _cell_range(ls: RunfixServer, uri: str, line: int) -> Range:
@@ -153,7 +163,7 @@ def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
         line_range = _run_range(ls, name, arg)
         where = await ls.flow.where(arg.uri)
         answer = await _cancellable(ls, lambda c: work(ls.flow, where, line_range, c))
-        return to_json(answer)
+        return answered(answer)
 
 
 def _cells_command(server: RunfixServer, name: str, which: str) -> None:
@@ -168,7 +178,7 @@ def _cells_command(server: RunfixServer, name: str, which: str) -> None:
         _within(ls, name, arg.uri, Range(at, at))
         where = await ls.flow.where(arg.uri)
         answer = await _cancellable(ls, lambda c: ls.flow.run_cells(where, at.line, which, c))
-        return to_json(answer)
+        return answered(answer)
 
 
 TestsWork = Callable[[Flow, Where, int | None, asyncio.Event], Awaitable[Any]]
@@ -184,7 +194,7 @@ def _tests_command(server: RunfixServer, name: str, work: TestsWork) -> None:
         where = await ls.flow.where(arg.uri)
         answer = await _cancellable(ls, lambda c: work(ls.flow, where, line, c))
         ls.flow.done()
-        return to_json(answer)
+        return answered(answer)
 
 
 def register(server: RunfixServer) -> None:
