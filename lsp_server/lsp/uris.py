@@ -11,6 +11,7 @@ canonical URI that goes out is written back in the client's form.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ KEYS = ("uri", "rootUri")
 """The message fields a client puts document and folder URIs in."""
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical(uri: str) -> str:
-    """The form runfix uses for a `file:` URI (others are left as they are)."""
+    """The form runfix uses for a `file:` URI (others are left as they are). Kept per URI:
+    every request names its document, and the form depends on the URI's text alone."""
     if not uri.startswith("file:"):
         return uri
     try:
