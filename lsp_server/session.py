@@ -31,7 +31,7 @@ from executor.trust import Choice, TrustFileError, TrustStore, resolved
 from lsp_server.executors import kernel_config
 from lsp_server.model.client import ModelClient, ModelConfig
 from lsp_server.outputs.store import ResultStore
-from lsp_server.record.store import BUSY_RETRY, FLUSH_AFTER, RecordedRun, RunRecord
+from lsp_server.record.store import BUSY_RETRY, RecordedRun, RunRecord
 from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.settings import Settings
 from lsp_server.text.languages import PYTHON, Language
@@ -225,11 +225,15 @@ class Session:
         return None
 
     def recorded(self, folder: Path, settings: Settings, run: RecordedRun) -> int | None:
-        """Add a run to the folder's record (its ticket; None: not recorded), written
-        `FLUSH_AFTER` later, once the run's answer has gone out."""
-        run_id = self.record(folder, settings).add(run)
-        if run_id is not None and self._flush is None:
-            self._flush = asyncio.get_running_loop().call_later(FLUSH_AFTER, self.flush_records)
+        """Add a run to the folder's record (its ticket; None: not recorded), written now,
+        before the run is answered: a server killed once a run was answered has lost none
+        (SQLite's WAL, `synchronous=NORMAL`: the write goes to the WAL file, no fsync; a
+        power loss may take the runs since the last checkpoint). Runs another writer kept
+        out are written `BUSY_RETRY` later."""
+        record = self.record(folder, settings)
+        run_id = record.add(run)
+        if run_id is not None and not record.flush() and self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(BUSY_RETRY, self.flush_records)
         return run_id
 
     def flush_records(self) -> None:

@@ -68,6 +68,24 @@ def test_a_killed_server_loses_at_most_the_run_in_progress(folder: Path) -> None
     assert paths == [str(folder / "one.py"), str(folder / "two.py")]
 
 
+def test_a_server_killed_the_moment_a_run_was_answered_has_recorded_it(folder: Path) -> None:
+    """`kill -9` as soon as the answer is read: each run answered is in the record (it is
+    committed before it is answered), the last one too."""
+    server = HandDriven()
+    try:
+        server.initialize(folder, {"python": sys.executable})
+        for i in range(6):
+            assert server.run(folder / f"r{i}.py", f"x = {i}\n")["status"] == "ok"
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(timeout=30)
+    finally:
+        server.kill()
+    db = sqlite3.connect(folder / FILE)
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    paths = [row[0] for row in db.execute("SELECT path FROM runs ORDER BY id")]
+    assert paths == [str(folder / f"r{i}.py") for i in range(6)]
+
+
 def test_runfix_history_lists_the_runs_of_runfix_run(folder: Path) -> None:
     script = folder / "steps.py"
     script.write_text("# %%\nprint('hello')\n# %%\n1 / 0\n")
