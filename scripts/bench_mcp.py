@@ -33,7 +33,8 @@ async def main() -> None:
         wire.choose = "Allow for this session"
         await wire.start(folder, {}, INLAY)
         path = folder / "trivial.py"
-        uri = wire.open(path, "x = 1 + 1\nx\n")
+        path.write_text("x = 1 + 1\nx\n")  # an agent runs lines of a file (open or on disk)
+        uri = wire.open(path, path.read_text())
         params = StdioServerParameters(command=sys.executable, args=["-m", "lsp_server", "mcp"])
         editor: list[float] = []
         agent: list[float] = []

@@ -10,9 +10,11 @@ Rows: trivial run (vs raw jupyter_client, sync and async), spawn → initialize,
 spawn → first result (vs a fresh process doing start_new_kernel + execute), RSS at
 idle, a character, an Enter and a paste above 2,000 / 10,000 results, each then a hover
 (inlay and diagnostics mode), a whole-file run of many cells (vs raw, cell by cell), code lens /
-inlay hints over a 20,000-line file, and the longest pause seen over many small requests.
+inlay hints over a 20,000-line file, the longest pause seen over many small requests, and
+one session at scale (200 open documents of 100 cells with results vs one: RSS, a
+keystroke's p95, a trivial run).
 
-Usage: python scripts/bench_perf.py [--quick] [--row run|start|keys|file|printing|big]...
+Usage: python scripts/bench_perf.py [--quick] [--row run|start|keys|file|printing|big|scale]...
 """
 
 from __future__ import annotations
@@ -412,7 +414,65 @@ async def big_file(folder: Path, lines: int, requests: int) -> list[str]:
     return out
 
 
-ROWS = ("run", "start", "keys", "file", "printing", "big")
+async def scale(folder: Path, documents: int, cells: int, presses: int) -> list[str]:
+    """One editor session at scale: `documents` open documents of `cells` cells, each run
+    (every cell shows a value), against the same session with one: the server's RSS, a
+    keystroke's p95 in a document (a character, then a hover answered after it) and a
+    trivial run's median."""
+    sub = folder / "scale"
+    sub.mkdir()
+    wire = Wire()
+    await wire.start(sub, {"timeout": 600}, INLAY)
+    text = "".join(f"# %% cell {i}\nv{i} = {i} * 2\nv{i}\n" for i in range(cells))
+    trivial = wire.open(sub / "trivial.py", "x = 1\n")
+    versions = itertools.count(2)
+
+    async def measure(opened: int) -> tuple[float, float, float]:
+        typed = []
+        first = (sub / "doc0.py").as_uri()
+        hover = {"textDocument": {"uri": first}, "position": {"line": 1, "character": 0}}
+        for _ in range(presses):
+            start = {"line": 0, "character": len("# %% cell 0")}  # the cell's title grows
+            change = {"range": {"start": start, "end": start}, "text": "#"}
+            doc = {"uri": first, "version": next(versions)}
+            t = time.perf_counter()
+            wire.notify("textDocument/didChange", {"textDocument": doc, "contentChanges": [change]})
+            await wire.request("textDocument/hover", hover)
+            typed.append(time.perf_counter() - t)
+        runs = []
+        for _ in range(presses):
+            t = time.perf_counter()
+            answer = await wire.run(trivial)
+            runs.append(time.perf_counter() - t)
+            assert answer["status"] == "ok", answer
+        return wire.rss_mb(), pct(typed, 0.95), statistics.median(runs)
+
+    async def open_and_run(index: int) -> None:
+        uri = wire.open(sub / f"doc{index}.py", text)
+        answer = await wire.run(uri)
+        assert answer["status"] == "ok", answer
+
+    try:
+        await wire.run(trivial)  # the kernel starts
+        await open_and_run(0)
+        one = await measure(1)
+        for index in range(1, documents):
+            await open_and_run(index)
+        many = await measure(documents)
+    finally:
+        await wire.stop()
+    results = documents * cells
+    return [
+        f"1 document of {cells} cells with results: RSS {one[0]:.0f} MB, a keystroke p95 "
+        f"{ms(one[1])}, a trivial run {ms(one[2])}",
+        f"{documents} documents ({results:,} results): RSS {many[0]:.0f} MB "
+        f"(+{many[0] - one[0]:.0f} MB, {(many[0] - one[0]) * 1024 / results:.1f} KB a result), "
+        f"a keystroke p95 {ms(many[1])} ({many[1] / one[1]:.2f}x), "
+        f"a trivial run {ms(many[2])} ({many[2] / one[2]:.2f}x)",
+    ]
+
+
+ROWS = ("run", "start", "keys", "file", "printing", "big", "scale")
 
 
 async def main() -> None:
@@ -432,6 +492,7 @@ async def main() -> None:
         "file": lambda f: whole_file(f, 200 if quick else 2_000, 10, "inlay", False),
         "printing": lambda f: whole_file(f, 100 if quick else 1_000, 3, "diagnostics", True),
         "big": lambda f: big_file(f, 2_000 if quick else 20_000, 20 if quick else 100),
+        "scale": lambda f: scale(f, 20 if quick else 200, 100, 20 if quick else 50),
     }
     chosen = [rows[name] for name in ROWS if not args.row or name in args.row]
     with tempfile.TemporaryDirectory(prefix="runfix-perf-") as tmp:
