@@ -1,11 +1,12 @@
-"""Building the default sandbox image: python3, ipykernel and pip, and nothing else.
+"""Building the default sandbox image: python3, ipykernel, pip and pytest (the project's
+tests run in the container: `runfix test`), and nothing else.
 
 Two ways, both ending in the same kind of image:
 
-- `dockerfile`: `FROM python:3.11-slim-bookworm`, then pip installs ipykernel.
+- `dockerfile`: `FROM python:3.11-slim-bookworm`, then pip installs those packages.
   Needs a registry that has the base image.
-- `rootfs`: `debootstrap` a minimal Debian (python3 only), add ipykernel and
-  pip with this machine's pip (wheels chosen for the image's Python and
+- `rootfs`: `debootstrap` a minimal Debian (python3 only), add the packages with
+  this machine's pip (wheels chosen for the image's Python and
   platform), trim it, and `docker import` it. Needs root and debootstrap, and
   Debian's and PyPI's package servers — but no container registry (as on CI).
 
@@ -38,13 +39,17 @@ from executor.docker import engine
 BASE_IMAGE = "python:3.11-slim-bookworm"
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
-PACKAGES = ("ipykernel", "pip")
+PACKAGES = ("ipykernel", "pip", "pytest")
+PACKAGES_LABEL = "io.runfix.sandbox.packages"
+"""What the image was built with: an image without it, or with other packages, is older
+than this runfix (`current`)."""
 DOCKERFILE = f"""\
 FROM {BASE_IMAGE}
 RUN pip install --no-cache-dir {" ".join(PACKAGES)} \\
  && python -m compileall -q /usr/local/lib/python3.11/site-packages
 WORKDIR /workspace
 LABEL io.runfix.sandbox=1
+LABEL {PACKAGES_LABEL}={",".join(PACKAGES)}
 CMD ["python3"]
 """
 _VERSIONS = "import ipykernel, sys; print(sys.version.split()[0], ipykernel.__version__)"
@@ -154,6 +159,7 @@ def _from_rootfs(client: docker.DockerClient, tag: str, mirror: str, suite: str,
                 "WORKDIR /workspace",
                 "ENV LANG=C.UTF-8",
                 "LABEL io.runfix.sandbox=1",
+                f"LABEL {PACKAGES_LABEL}={','.join(PACKAGES)}",
                 'CMD ["python3"]',
             ],
         )
@@ -184,6 +190,15 @@ def pip_command(target: Path, version: str, machine: str) -> list[str]:
     for name in platforms:
         command += ["--platform", name]
     return [*command, "--only-binary=:all:", *PACKAGES]
+
+
+def current(tag: str = DEFAULT_IMAGE) -> bool:
+    """Whether the image here holds what this runfix builds into it (pytest came later)."""
+    try:
+        labels = engine().images.get(tag).labels or {}
+    except Exception:  # no engine, no image
+        return False
+    return labels.get(PACKAGES_LABEL) == ",".join(PACKAGES)
 
 
 def check(client: docker.DockerClient, tag: str, say: Say) -> None:

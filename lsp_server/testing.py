@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from executor.testing import Frame, TestResult, TestRun
 from lsp_server import __version__
 from lsp_server.record.ci_formats import SARIF_SCHEMA
+from lsp_server.record.store import RecordedRun
 
 
 def is_test_file(path: Path) -> bool:
@@ -107,6 +109,35 @@ def failures(run: TestRun) -> list[Failure]:
         outside = [p for p in chain if not is_test_file(p.path)]
         at = in_tests[-1] if in_tests else Place(Path(test.path), test.line, test.name)
         out.append(Failure(test, at, outside[-1] if outside else None, chain))
+    return out
+
+
+TESTED = "test"
+"""The origin the run record gives a test's run (`runfix history` says who ran what)."""
+
+
+def recorded(run: TestRun) -> list[RecordedRun]:
+    """Each test the run ran, as the run record keeps it: on its test function's line (of
+    its test file), its node id for code — never a document's code, so nothing restores it
+    as a cell's result — with its outcome, duration and, failed, pytest's first line."""
+    now = time.time()
+    failed = {f.test.id: f for f in failures(run)}
+    out = []
+    for test in run.results:
+        failure, line = failed.get(test.id), max(test.line - 1, 0)
+        out.append(
+            RecordedRun(
+                path=test.path,
+                first=line,
+                last=line,
+                code=test.id,
+                origin=TESTED,
+                status=test.outcome,
+                started=now - test.duration,
+                duration=test.duration,
+                error=failure.message if failure is not None else None,
+            )
+        )
     return out
 
 

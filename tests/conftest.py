@@ -121,8 +121,8 @@ def _sandbox_problem() -> str | None:
         describe_engine()
     except ExecutorUnavailable as exc:
         return f"no Docker engine: {exc}"
-    if describe_image(DEFAULT_IMAGE) is not None:
-        return None
+    if describe_image(DEFAULT_IMAGE) is not None and sandbox.current(DEFAULT_IMAGE):
+        return None  # (an image built by an older runfix, without pytest, is built again)
     print(f"\nbuilding {DEFAULT_IMAGE} for the Docker tests …", file=sys.stderr)
     try:
         sandbox.build(DEFAULT_IMAGE, "auto", say=lambda line: print(line, file=sys.stderr))

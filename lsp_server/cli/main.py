@@ -118,7 +118,10 @@ def _run(p: argparse.ArgumentParser) -> None:
 
 def _test(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "paths", type=Path, nargs="*", help="test files or folders (default: the project's tests)"
+        "paths",
+        type=Path,
+        nargs="*",
+        help="test files or folders, or tests (`file::name`) (default: the project's tests)",
     )
     p.add_argument("-k", metavar="EXPR", help="only the tests pytest's -k EXPR selects")
     p.add_argument(

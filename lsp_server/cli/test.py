@@ -32,12 +32,14 @@ from lsp_server.fix.fixing import Target
 from lsp_server.fix.tests_fix import TestFixer
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from lsp_server.testing import failures, render, summary, text_lines
+from lsp_server.testing import failures, recorded, render, summary, text_lines
 
 
 def command(args: argparse.Namespace) -> int:
-    paths = [p.resolve() for p in args.paths]
-    missing = [str(p) for p in args.paths if not p.exists()]
+    # A test's node id (`tests/test_stats.py::test_mean`) names its file, then the test.
+    named = [str(p).partition("::") for p in args.paths]
+    paths = [Path(file).resolve() for file, _, _ in named]
+    missing = [file for file, _, _ in named if not Path(file).exists()]
     if missing:
         print(f"runfix: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
@@ -48,7 +50,10 @@ def command(args: argparse.Namespace) -> int:
         return 2
     settings = project_settings(folder, command_line(args))
     timeout = args.timeout if args.timeout is not None else settings.timeout
-    pytest_args = [p.relative_to(folder).as_posix() or "." for p in paths]
+    pytest_args = [
+        (p.relative_to(folder).as_posix() or ".") + sep + test
+        for p, (_, sep, test) in zip(paths, named, strict=True)
+    ]
     if args.k:
         pytest_args += ["-k", args.k]
     try:
@@ -79,12 +84,15 @@ async def _test(
         cancel = asyncio.Event()
         with ctrl_c(cancel) as pressed:
             run = await kernel.run_tests(args, on_result=said, cancel=cancel, timeout=timeout)
+            _record(session, folder, settings, run)
             if fix and run.failed and run.problem() is None and not pressed():
                 model = session.model_for(settings)
                 fixer = TestFixer(kernel, model, settings, folder, cancel, timeout)
                 # what the fixes came to: with the text, else (a report on stdout) on stderr
-                if await fixer.fix(run, _write, _printer(kind == "text")):
+                selected = bool(args) and args != ["."]
+                if await fixer.fix(run, _write, _printer(kind == "text"), selected=selected):
                     run = await kernel.run_tests(args, cancel=cancel, timeout=timeout)
+                    _record(session, folder, settings, run)
                     for failure in failures(run) if kind == "text" else ():
                         for line in text_lines(failure, folder):
                             print(line, flush=True)
@@ -105,6 +113,12 @@ async def _test(
     if kind == "text":
         print(f"runfix: {summary(run, seconds)}")
     return 1 if run.failed else 0
+
+
+def _record(session: Session, folder: Path, settings: Settings, run: TestRun) -> None:
+    """Each test that ran, into the folder's run record (`runfix history` lists them)."""
+    for test in recorded(run):
+        session.recorded(folder, settings, test)
 
 
 async def _write(target: Target, code: str, label: str) -> bool:

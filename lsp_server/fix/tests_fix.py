@@ -339,8 +339,18 @@ class TestFixer:
     ids: list[list[str]] = field(default_factory=list)
     """The failing tests each target's fix was for, in the same order."""
 
-    async def fix(self, run: TestRun, apply: Apply, say: Say) -> int:
-        """How many fixes were applied."""
+    async def fix(self, run: TestRun, apply: Apply, say: Say, *, selected: bool = False) -> int:
+        """How many fixes were applied. `selected`: the run was of some of the folder's tests
+        (one test's quick fix, a file): the tests that must still pass are every test of the
+        folder that passes now, learnt by one run of them all first — a fix checked against
+        the one failing test alone could break the rest."""
+        passing = run.passed
+        if selected and run.failed and not self.cancel.is_set():
+            say("running the folder's tests: those that pass must still pass", True)
+            whole = await self.kernel.run_tests([], cancel=self.cancel, timeout=self.timeout)
+            if whole.problem() is None and whole.stopped is None:
+                failing = {r.id for r in run.failed}
+                passing = [r for r in whole.passed if r.id not in failing]
         groups: dict[tuple[Path, int], tuple[Target, list[Failure]]] = {}
         for failure in failures(run):
             target = test_target(failure, self.folder)
@@ -355,11 +365,16 @@ class TestFixer:
         for target, group in groups.values():
             if self.cancel.is_set():
                 break
-            applied += await self._one(run, target, group, apply, say)
+            applied += await self._one(passing, target, group, apply, say)
         return applied
 
     async def _one(
-        self, run: TestRun, target: Target, group: list[Failure], apply: Apply, say: Say
+        self,
+        passing: list[TestResult],
+        target: Target,
+        group: list[Failure],
+        apply: Apply,
+        say: Say,
     ) -> int:
         assert target.path is not None
         test = test_code(group[0])
@@ -369,7 +384,7 @@ class TestFixer:
         where = f"{_shown(target.path, self.folder)}:{target.first + 1}:1"
         ids = [f.test.id for f in group]
         ports = TestFixPorts(
-            self.kernel, self.model, ids, run.passed,
+            self.kernel, self.model, ids, passing,
             lambda message: say(f"{where}: note: fixing: {message}", True),
             self.cancel, self.timeout,
         )  # fmt: skip

@@ -25,7 +25,7 @@ from lsp_server.runner import run_answer
 from lsp_server.runs import Where
 from lsp_server.services.desk import Desk
 from lsp_server.session import Session
-from lsp_server.testing import Failure, failures, is_test_file, summary
+from lsp_server.testing import Failure, failures, is_test_file, recorded, summary
 
 KIND = "test"
 """`Problem.kind` of what a test run shows (replaced by the next test run)."""
@@ -126,7 +126,10 @@ class TestRuns:
         except ExecutorUnavailable as exc:
             self.editor.tell(f"runfix: cannot run the tests: {exc}", Level.ERROR)
             return run_answer(Status.ERROR, began, str(exc))
-        if run.stopped == "cancelled":
+        for test in recorded(run):  # the run record keeps each test's run (its history)
+            self.session.recorded(where.folder, admitted.where.settings, test)
+        if run.stopped == "cancelled":  # what the tests that ran found shows
+            self._show(where, run)
             return run_answer(Status.CANCELLED, began, summary(run, time.perf_counter() - began))
         if (problem := run.problem()) is not None:
             self.editor.tell(f"runfix: {problem}", Level.ERROR)
@@ -181,7 +184,7 @@ class TestRuns:
                     target.path, target.lines, edit, label, target.file
                 )
 
-            applied = await fixer.fix(run, apply, say)
+            applied = await fixer.fix(run, apply, say, selected=bool(select))
         fixed = {
             i
             for r, ids in zip(fixer.results, fixer.ids, strict=True)

@@ -7,13 +7,14 @@ run of one test leaves the others' failures as they were."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from lsp_server.contract import RUN_TESTS
+from lsp_server.contract import HISTORY, RUN_TESTS
 from tests.conftest import change, command_at, errors, open_doc
 from tests.kernel.test_cli_tests import STATS, TESTS
 
@@ -79,11 +80,52 @@ async def test_failures_show_on_the_test_line_and_the_module_line_and_go_once_fi
     left = await _errors_on(initialized, tests, 1)
     assert [d.range.start.line for d in left] == [5]  # test_mean's, which did not run
 
+    # the record keeps each test's run: the test file's history
+    history = await initialized.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(HISTORY, [{"uri": tests}])
+    )
+    said = [(h["code"].rsplit("::", 1)[-1], h["status"], h["origin"]) for h in history or []]
+    assert said[0] == ("test_ratio_of_zero", "passed", "test")  # the newest first
+    assert ("test_ratio_of_zero", "failed", "test") in said and len(said) == 5
+
+
+async def test_a_test_run_cancelled_from_the_editor_stops_at_once(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    """`$/cancelRequest` of a test run: pytest is stopped (the hung test's process gone),
+    the answer is `cancelled` in a moment, and the tests that ran before it show."""
+    (folder / "tests").mkdir()
+    text = (
+        "import time\n\n\ndef test_first():\n    assert 1 == 2\n\n\n"
+        "def test_slow():\n    time.sleep(60)\n"
+    )
+    tests = open_doc(initialized, folder / "tests" / "test_slow.py", text)
+    params = lsp.ExecuteCommandParams(RUN_TESTS, [{"uri": tests}])
+    pending = asyncio.ensure_future(
+        initialized.protocol.send_request_async(
+            lsp.WORKSPACE_EXECUTE_COMMAND, params, msg_id="tests-to-cancel"
+        )
+    )
+    for _ in range(200):  # until pytest is in the slow test (the first one has failed)
+        if any("test_first" in (getattr(r, "message", "") or "") for rs in
+               initialized.progress_reports.values() for r in rs):  # fmt: skip
+            break
+        await asyncio.sleep(0.05)
+    began = time.monotonic()
+    initialized.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id="tests-to-cancel"))
+    answer = await asyncio.wait_for(pending, 20)
+    assert answer["status"] == "cancelled", answer
+    assert time.monotonic() - began < 10
+    assert answer["message"].startswith("1 failed"), answer
+    [shown] = await _errors_on(initialized, tests, 1)  # what ran before the cancel
+    assert shown.range.start.line == 4 and shown.message.startswith("test_first failed")
+
 
 async def test_fix_tests_applies_the_module_fix_the_tests_pass_and_never_edits_a_test(
     client: LanguageClient, folder: Path
 ) -> None:
-    """`runfix.fixTests`: the failing test's module function fixed by the model (scripted:
+    """`runfix.fixTests`, from the quick fix on the failing test's line: the failing test's
+    module function fixed by the model (scripted:
     a first answer that breaks a passing test, refused; then one that passes them all), the
     fix applied as an edit of the module, the test file untouched, its failure cleared."""
     from tests.conftest import API_KEY_ENV, init_params
@@ -103,11 +145,30 @@ async def test_fix_tests_applies_the_module_fix_the_tests_pass_and_never_edits_a
         tests = open_doc(client, folder / "tests" / "test_stats.py", only_mean)
         fixed = "def mean(xs):\n    total = sum(xs)\n    return total / len(xs) if xs else 0\n"
         model.script(code("def mean(xs):\n    return 3\n"), code(fixed))
+        ran = await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(RUN_TESTS, [{"uri": tests}])
+        )
+        assert ran["status"] == "error"
+        [failed] = await _errors_on(client, tests, 1)
+        actions = await client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                lsp.TextDocumentIdentifier(tests),
+                failed.range,
+                lsp.CodeActionContext(diagnostics=[failed], only=[lsp.CodeActionKind.QuickFix]),
+            )
+        )
+        [quick_fix] = [a for a in actions or [] if isinstance(a, lsp.CodeAction)]
+        assert quick_fix.title == "Fix with model, checked by the tests"
+        assert quick_fix.command is not None  # runfix.fixTests of the failing test
+        assert list(quick_fix.command.arguments or ()) == [
+            {"uri": tests, "position": {"line": 5, "character": 0}}
+        ]
         answer = await client.workspace_execute_command_async(
-            lsp.ExecuteCommandParams("runfix.fixTests", [{"uri": tests}])
+            lsp.ExecuteCommandParams(quick_fix.command.command, quick_fix.command.arguments)
         )
     assert answer["status"] == "fixed", answer
-    assert answer["attempts"] == 2 and answer["checked"].startswith("verified: 2 passing tests")
+    assert answer["attempts"] == 2, answer
+    assert answer["checked"].startswith("verified: 2 passing tests")
     c: Any = client
     assert c.texts[module].startswith(fixed) and c.texts[tests] == only_mean
     [edit] = c.edits

@@ -78,6 +78,48 @@ def test_failures_are_printed_on_the_lines_that_raised(tmp_path: Path) -> None:
     assert lines[-1].startswith("runfix: 2 passed, 2 failed in ")
 
 
+def test_the_record_keeps_each_test_run(tmp_path: Path) -> None:
+    """`runfix history` lists each test's run (who: `test`), its outcome and pytest's line;
+    the test file's history holds its tests, and nothing of it shows as a cell's result."""
+    folder = project(tmp_path)
+    assert runfix("test", cwd=folder).returncode == 1
+    (folder / "pkg" / "stats.py").write_text(STATS.replace("(len(xs) + 1)", "len(xs)"))
+    assert runfix("test", "-k", "test_mean", cwd=folder).returncode == 0
+    shown = runfix("history", "tests/test_stats.py", "--json", cwd=folder)
+    runs = json.loads(shown.stdout)
+    said = [(r["code"].split("::")[-1], r["status"], r["origin"]) for r in runs]
+    assert said[0] == ("test_mean", "passed", "test")  # the newest first
+    assert ("test_mean", "failed", "test") in said and len(said) == 5
+    failed = next(r for r in runs if r["code"].endswith("::test_mean") and r["status"] == "failed")
+    assert failed["error"] == "AssertionError: assert 2.0 == 3", failed
+    assert (failed["first"], failed["path"]) == (4, str(folder / "tests" / "test_stats.py"))
+    text = runfix("history", cwd=folder).stdout
+    assert "test_stats.py:4 test passed" in text, text
+
+
+@pytest.mark.docker
+def test_the_sandbox_runs_the_tests_in_its_container(tmp_path: Path, sandbox_image: str) -> None:
+    """`executor = "docker"`: pytest runs in the container (its /workspace, its user), and
+    the failures are said on the host's files."""
+    folder = project(tmp_path)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o777 if path.is_dir() else 0o666)  # the sandbox's user (nobody) reads it
+    (folder / "pyproject.toml").write_text(
+        "[project]\nname = 'pkg'\n[tool.runfix]\nexecutor = \"docker\"\n"
+    )
+    (folder / "tests" / "test_where.py").write_text(
+        "import os\n\n\ndef test_in_the_container():\n    assert os.getcwd() == '/workspace'\n"
+    )
+    done = runfix("test", cwd=folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert (
+        "tests/test_stats.py:6:5: error: test_mean failed: AssertionError: assert 2.0 == 3" in lines
+    ), lines
+    assert "pkg/stats.py:7:5: note: raised here (in ratio), called by test_ratio_of_zero" in lines
+    assert lines[-1].startswith("runfix: 3 passed, 2 failed in "), lines
+
+
 def test_one_test_file_and_k_select_the_tests(tmp_path: Path) -> None:
     folder = project(tmp_path)
     done = runfix("test", "tests/test_stats.py", "-k", "ratio and not zero", cwd=folder)
@@ -224,6 +266,25 @@ def test_a_fix_that_breaks_a_passing_test_is_never_written(tmp_path: Path) -> No
     said = [line for line in done.stdout.splitlines() if "not fixed" in line]
     assert said and said[0].startswith("pkg/stats.py:1:1: note: not fixed (test_mean"), said
     assert "breaks" in said[0] or "no fix kept its dependents passing" in said[0], said
+
+
+@pytest.mark.model
+def test_a_fix_of_one_selected_test_is_checked_against_the_folders_passing_tests(
+    tmp_path: Path,
+) -> None:
+    """`runfix test tests/test_stats.py::test_mean --fix`: the tests that must still pass
+    are the folder's, not the selection's (one run of them all first): a candidate that
+    passes the selected test and breaks another is refused."""
+    folder = project(tmp_path, TESTS.replace("def test_ratio_of_zero", "def _not_a_test"))
+    with ModelServer() as model:
+        model.script(code("def mean(xs):\n    return 3\n"), code(FIXED_MEAN))
+        done = fix_tests(folder, model, "tests/test_stats.py::test_mean")
+    assert done.returncode == 0, done.stdout + done.stderr
+    fixed = [line for line in done.stdout.splitlines() if ": note: fixed" in line]
+    assert fixed == [
+        "pkg/stats.py:1:1: note: fixed (attempt 2): test_mean now passes; verified: 2 passing "
+        "tests still pass"
+    ], done.stdout
 
 
 @pytest.mark.model

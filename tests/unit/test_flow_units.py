@@ -503,3 +503,31 @@ def test_how_results_show_is_read_without_the_trust_store(tmp_path: Path) -> Non
 
     session = Session(read, lambda folder, kernel: None, trust=Untouchable(tmp_path / "t.json"))
     assert session.display_settings(tmp_path).results == Settings().results
+
+
+def test_a_failing_tests_diagnostics_offer_the_fix_checked_by_that_test() -> None:
+    """On the test's line the quick fix names that line; on the module's line it raised on,
+    the test's (from the related information the run put there): `runfix.fixTests`."""
+    from lsp_server.lsp.features.code_actions import test_fixes
+
+    tests, module = "file:///p/tests/test_stats.py", "file:///p/pkg/stats.py"
+    data = {"kind": "test", "message": "ZeroDivisionError: division by zero"}
+    line = lsp.Range(lsp.Position(13, 4), lsp.Position(13, 9))
+    on_test = lsp.Diagnostic(line, "m", source="runfix", data=data)
+    called = lsp.DiagnosticRelatedInformation(
+        lsp.Location(tests, lsp.Range(lsp.Position(13, 4), lsp.Position(13, 4))),
+        "called by test_ratio_of_zero",
+    )
+    raised = lsp.Range(lsp.Position(6, 4), lsp.Position(6, 9))
+    on_module = lsp.Diagnostic(
+        raised, "m", source="runfix", data=data, related_information=[called]
+    )
+    other = lsp.Diagnostic(on_test.range, "m", source="runfix", data={**data, "kind": "run"})
+    [from_test] = test_fixes(tests, [on_test, other])
+    [from_module] = test_fixes(module, [on_module])
+    for action in (from_test, from_module):
+        assert action.title == "Fix with model, checked by the tests"
+        assert action.command is not None and action.command.command == "runfix.fixTests"
+        assert list(action.command.arguments or ()) == [
+            {"uri": tests, "position": {"line": 13, "character": 0}}
+        ]

@@ -19,6 +19,7 @@ from executor.cancel import graceful
 from executor.distributions import provider_for
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.contract import (
+    FIX_TESTS,
     FIX_WITH_MODEL,
     GENERATE,
     INSTALL,
@@ -35,6 +36,7 @@ from lsp_server.contract import (
     Range,
     RunArgs,
     Status,
+    TestsArgs,
     structure,
     to_json,
 )
@@ -43,6 +45,7 @@ from lsp_server.fix.fixing import import_for, import_line, missing_module, missi
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.features.trust import trust_fixes
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.services.tests import KIND as TESTED_KIND
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
@@ -196,6 +199,35 @@ def quick_fixes(
     return out
 
 
+FIX_TESTS_TITLE = "Fix with model, checked by the tests"
+
+
+def test_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.CodeAction]:
+    """On a failing test's diagnostic — the test's line, or the module's line it raised on
+    (whose related information names the test's) — `runfix.fixTests` for that test: the
+    module fixed by the model, applied once the test passes and the passing ones still do."""
+    out: list[lsp.CodeAction] = []
+    for diagnostic in diagnostics:
+        if diagnostic.source != SOURCE:
+            continue
+        try:
+            data = structure(diagnostic.data, ProblemData)
+        except BadArguments:
+            continue
+        if data.kind != TESTED_KIND:
+            continue
+        test_uri, line = uri, diagnostic.range.start.line
+        related = diagnostic.related_information or []
+        called = [r for r in related if r.message.startswith("called by ")]
+        if called:  # the module's line: the test is where its related information says
+            test_uri, line = called[0].location.uri, called[0].location.range.start.line
+        arg = to_json(TestsArgs(test_uri, Position(line, 0)))
+        fix = _quickfix(FIX_TESTS_TITLE, diagnostic, preferred=False)
+        fix.command = lsp.Command(FIX_TESTS_TITLE, FIX_TESTS, arguments=[arg])
+        out.append(fix)
+    return out
+
+
 async def resolve_fix(ls: RunfixServer, action: lsp.CodeAction) -> lsp.CodeAction:
     """Ask the model, run its candidate, and add the edit only if the candidate ran clean.
 
@@ -276,6 +308,7 @@ def register(server: RunfixServer) -> None:
             features = ls.editor.features
             out.extend(quick_fixes(uri, doc.lines, diagnostics, features, settings, python))
             out.extend(trust_fixes(uri, diagnostics))
+            out.extend(test_fixes(uri, diagnostics))
         if _wanted(only, GENERATE_KIND):
             out.extend(prompt_actions(uri, doc.lines, params.range.start.line, markers))
         if _wanted(only, KIND) or _wanted(only, FIX_KIND):
