@@ -41,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +61,7 @@ from lsp_server.flow import Flow  # noqa: E402
 from lsp_server.session import Session  # noqa: E402
 from lsp_server.settings import Settings  # noqa: E402
 from lsp_server.text.prompts import prompt_at  # noqa: E402
-from tests.support.real_model import Proxy, Seen  # noqa: E402
+from tests.support.real_model import Proxy, Seen, chat  # noqa: E402
 from tests.support.real_model import start as start_model  # noqa: E402
 
 SEED = 0
@@ -113,24 +112,6 @@ def traceback_of(folder: Path) -> str:
 PASTE_SYSTEM = "You are a helpful Python programming assistant."
 _BLOCK = re.compile(r"```[ \t]*(?:python|py)?[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _FILE_LINE = re.compile(r"^#\s*file:\s*(\S+)\s*\n")
-
-
-def chat(url: str, model: str, messages: list[dict[str, str]], max_tokens: int) -> str:
-    body = {
-        "model": model,
-        "messages": messages,
-        "temperature": 0,
-        "seed": SEED,
-        "max_tokens": max_tokens,
-    }
-    request = urllib.request.Request(
-        f"{url}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=600) as answer:
-        reply = json.loads(answer.read())
-    return str(reply["choices"][0]["message"]["content"] or "")
 
 
 def paste_fix(url: str, model: str, task: FixTask, folder: Path, max_tokens: int) -> None:

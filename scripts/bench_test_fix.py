@@ -18,7 +18,6 @@ with a test failing that passed before; "test edits" the tasks whose test file c
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -27,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +36,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from test_fix_tasks import TASKS, TestTask  # noqa: E402
 
-from tests.support.real_model import Proxy  # noqa: E402
+from tests.support.real_model import Proxy, chat  # noqa: E402
 from tests.support.real_model import start as start_model  # noqa: E402
 
 SEED = 0
@@ -111,18 +109,6 @@ def run_runfix(folder: Path, task: TestTask, env: dict[str, str], verbose: bool)
     if verbose:
         print(done.stdout + done.stderr[-2000:])
     return judge(folder, task, before, began, said[-1].split(": note: ", 1)[-1] if said else "")
-
-
-def chat(url: str, model: str, messages: list[dict[str, str]], max_tokens: int) -> str:
-    body = {"model": model, "messages": messages, "temperature": 0, "seed": SEED,
-            "max_tokens": max_tokens}  # fmt: skip
-    request = urllib.request.Request(
-        f"{url}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=600) as answer:
-        return str(json.loads(answer.read())["choices"][0]["message"]["content"] or "")
 
 
 def run_paste(

@@ -249,3 +249,25 @@ class Proxy:
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def chat(
+    url: str, model: str, messages: list[dict[str, str]], max_tokens: int, seed: int = 0
+) -> str:
+    """One chat completion from the server at `url` (an OpenAI-compatible `/v1`), greedy,
+    as the benches' paste baselines ask: the reply's text."""
+    body = {
+        "model": model,
+        "messages": messages,
+        "temperature": 0,
+        "seed": seed,
+        "max_tokens": max_tokens,
+    }
+    request = urllib.request.Request(
+        f"{url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        reply = json.loads(answer.read())
+    return str(reply["choices"][0]["message"]["content"] or "")
