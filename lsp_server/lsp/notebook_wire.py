@@ -146,6 +146,24 @@ def _completion(asked: Asked, result: Any) -> Any:
     return result
 
 
+def _completion_json(asked: Asked, answer: dict[str, Any]) -> dict[str, Any]:
+    """A completion list as JSON (a `Prepared` answer), its edits on the cell's lines."""
+    for item in answer.get("items", ()):
+        edit = item.get("textEdit")
+        if isinstance(edit, dict) and "range" in edit:
+            at = edit["range"]
+            r = lsp.Range(
+                lsp.Position(at["start"]["line"], at["start"]["character"]),
+                lsp.Position(at["end"]["line"], at["end"]["character"]),
+            )
+            if (up := _range_up(asked, r)) is not None:
+                edit["range"] = {
+                    "start": {"line": up.start.line, "character": up.start.character},
+                    "end": {"line": up.end.line, "character": up.end.character},
+                }
+    return answer
+
+
 _ANSWERS: dict[str, Callable[[Asked, Any], Any]] = {
     lsp.TEXT_DOCUMENT_HOVER: _hover,
     lsp.TEXT_DOCUMENT_COMPLETION: _completion,
@@ -181,6 +199,8 @@ def to_cell(
     the contract's, about the notebook: as it is."""
     if result is None or asked.method == lsp.WORKSPACE_EXECUTE_COMMAND:
         return result
+    if isinstance(result, Prepared) and asked.method == lsp.TEXT_DOCUMENT_COMPLETION:
+        return Prepared.of(_completion_json(asked, json.loads(result.text)))
     if isinstance(result, Prepared):  # hints and lenses, as JSON text
         return Prepared.of(_json_on_cell(asked, json.loads(result.text)))
     if asked.method == lsp.TEXT_DOCUMENT_CODE_ACTION:

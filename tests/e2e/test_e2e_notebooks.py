@@ -91,7 +91,7 @@ async def test_a_notebook_runs_and_each_cell_shows_its_own_results(
         notebook_client,
         path,
         [
-            "prices = [3, 4, 5]",
+            "prices = [3, 4, 5]\nunits = {'kg': 1, 'lb': 2}",
             ("markdown", "# The total"),
             "total = sum(prices)\ntotal",
             "def mean(xs):\n    return sum(xs) / count\n",
@@ -118,6 +118,22 @@ async def test_a_notebook_runs_and_each_cell_shows_its_own_results(
     # a cell's command names the cell: run just that one
     assert (await run(notebook_client, cells[2], 0, 1))["status"] == "ok"
     assert [h.label for h in await hints(notebook_client, cells[2])] == ["→ 12"]
+
+    # completion in a cell: what the kernel's objects hold, each edit on the cell's own line
+    typed = lsp.TextDocumentContentChangePartial(
+        lsp.Range(lsp.Position(1, 5), lsp.Position(1, 5)), '\nunits["'
+    )
+    edit = lsp.NotebookDocumentCellContentChanges(
+        lsp.VersionedTextDocumentIdentifier(2, cells[2]), [typed]
+    )
+    notebook_change(notebook_client, uri, lsp.NotebookDocumentCellChanges(text_content=[edit]))
+    completed = await notebook_client.text_document_completion_async(
+        lsp.CompletionParams(lsp.TextDocumentIdentifier(cells[2]), lsp.Position(2, 7))
+    )
+    items = completed.items if isinstance(completed, lsp.CompletionList) else completed or []
+    assert sorted(i.label for i in items) == ["kg", "lb"]
+    assert isinstance(items[0].text_edit, lsp.TextEdit)
+    assert items[0].text_edit.range == lsp.Range(lsp.Position(2, 7), lsp.Position(2, 7))
 
 
 async def test_a_structural_change_keeps_every_result_on_its_cell(

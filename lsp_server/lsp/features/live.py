@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lsprotocol import types as lsp
 
@@ -21,6 +22,7 @@ from lsp_server.live import (
     completion,
     hover_text,
 )
+from lsp_server.lsp.prepared import Prepared
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.text.languages import is_python
 
@@ -78,29 +80,35 @@ def _items(
     lines: Sequence[str],
     done: LiveCompletion,
     column: int,
-) -> list[lsp.CompletionItem]:
+) -> list[dict[str, Any]]:
+    """The completion items, as the JSON they go out as (a `Prepared` answer: fifty items
+    built as lsprotocol's types and converted by cattrs took ~0.1 ms of every keystroke)."""
     doc = ls.workspace.get_text_document(uri)
     where = doc.position_codec.range_to_client_units(
         lines,
         lsp.Range(lsp.Position(line, done.start), lsp.Position(line, column)),
     )
+    edited = {
+        "start": {"line": where.start.line, "character": where.start.character},
+        "end": {"line": where.end.line, "character": where.end.character},
+    }
     # Names compete with a static server's: after them. Keys and columns are the kernel's own.
     rank = "~" if done.what == "name" else ""
-    return [
-        lsp.CompletionItem(
-            label=item.label,
-            kind=_KINDS.get(item.kind, lsp.CompletionItemKind.Value),
-            label_details=lsp.CompletionItemLabelDetails(
-                description=f"kernel · {item.detail}" if item.detail else "kernel"
-            ),
-            detail=item.detail or None,
-            sort_text=f"{rank}{number:04d}",
-            filter_text=item.label,
-            text_edit=lsp.TextEdit(where, item.label),
-            data={"uri": uri, "expression": item.label, "what": done.what, "line": line},
-        )
-        for number, item in enumerate(done.items)
-    ]
+    items = []
+    for number, item in enumerate(done.items):
+        said: dict[str, Any] = {
+            "label": item.label,
+            "kind": _KINDS.get(item.kind, lsp.CompletionItemKind.Value).value,
+            "labelDetails": {"description": f"kernel · {item.detail}" if item.detail else "kernel"},
+            "sortText": f"{rank}{number:04d}",
+            "filterText": item.label,
+            "textEdit": {"range": edited, "newText": item.label},
+            "data": {"uri": uri, "expression": item.label, "what": done.what, "line": line},
+        }
+        if item.detail:
+            said["detail"] = item.detail
+        items.append(said)
+    return items
 
 
 def register(server: RunfixServer) -> None:
@@ -109,7 +117,7 @@ def register(server: RunfixServer) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, options)
     async def on_completion(
         ls: RunfixServer, params: lsp.CompletionParams
-    ) -> lsp.CompletionList | None:
+    ) -> lsp.CompletionList | Prepared | None:
         uri = params.text_document.uri
         if (at := _typing(ls, uri, params.position)) is None:
             return None
@@ -121,7 +129,7 @@ def register(server: RunfixServer) -> None:
         if done is None:
             return lsp.CompletionList(is_incomplete=not answer.fresh, items=[])
         items = _items(ls, uri, params.position.line, at.lines, done, at.column)
-        return lsp.CompletionList(is_incomplete=done.incomplete, items=items)
+        return Prepared.of({"isIncomplete": done.incomplete, "items": items})
 
     @server.feature(lsp.COMPLETION_ITEM_RESOLVE)
     async def on_resolve(ls: RunfixServer, item: lsp.CompletionItem) -> lsp.CompletionItem:
