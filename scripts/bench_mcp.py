@@ -2,7 +2,8 @@
 """Coding agents over MCP (issue 27): an agent's trivial run end to end — the MCP SDK's
 client calling `runfix mcp`'s `run_lines` over stdio, through the editor's `runfix serve`
 and back — vs the same run asked by the editor (`runfix.run` over LSP), interleaved,
-in the same run. Target ≤ 1.3×.
+in the same run. Target ≤ 1.1×. The MCP SDK's own round trip (a ping on the same stdio)
+is printed beside it: what of the difference is the SDK's, what is runfix's.
 
 Usage: python scripts/bench_mcp.py [--runs N]
 """
@@ -63,9 +64,13 @@ async def main() -> None:
         f"the same run from an agent (MCP → runfix mcp → socket → runfix serve): median "
         f"{ms(statistics.median(agent))}"
     )
-    print(f"  ratio of medians: {ratio:.2f}x over {runs} runs each (target ≤ 1.3x)")
+    print(f"  ratio of medians: {ratio:.2f}x over {runs} runs each (target ≤ 1.1x)")
+    ping = statistics.median(pings)
+    print(f"an MCP ping over the same stdio (the SDK's floor): median {ms(ping)}")
+    ours = statistics.median(agent) - ping
     print(
-        f"an MCP ping over the same stdio (the SDK's floor): median {ms(statistics.median(pings))}"
+        f"  the agent's run less the SDK's round trip: {ms(ours)} = "
+        f"{ours / statistics.median(editor):.2f}x the editor's"
     )
 
 
