@@ -58,14 +58,22 @@ def test_a_killed_server_loses_at_most_the_run_in_progress(folder: Path) -> None
         server.send({"id": 99, "method": "workspace/executeCommand",
                      "params": {"command": "runfix.run", "arguments": [{"uri": uri}]}})  # fmt: skip
         time.sleep(1.0)
+    finally:
+        recorded = _killed(server, folder)
+    assert recorded == [str(folder / "one.py"), str(folder / "two.py")]
+
+
+def _killed(server: HandDriven, folder: Path) -> list[str]:
+    """`kill -9` of the server; the paths of the runs its record holds, in order (the
+    record intact)."""
+    try:
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=30)
     finally:
         server.kill()
     db = sqlite3.connect(folder / FILE)
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    paths = [row[0] for row in db.execute("SELECT path FROM runs ORDER BY id")]
-    assert paths == [str(folder / "one.py"), str(folder / "two.py")]
+    return [row[0] for row in db.execute("SELECT path FROM runs ORDER BY id")]
 
 
 def test_a_server_killed_the_moment_a_run_was_answered_has_recorded_it(folder: Path) -> None:
@@ -76,14 +84,9 @@ def test_a_server_killed_the_moment_a_run_was_answered_has_recorded_it(folder: P
         server.initialize(folder, {"python": sys.executable})
         for i in range(6):
             assert server.run(folder / f"r{i}.py", f"x = {i}\n")["status"] == "ok"
-        server.proc.send_signal(signal.SIGKILL)
-        server.proc.wait(timeout=30)
     finally:
-        server.kill()
-    db = sqlite3.connect(folder / FILE)
-    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    paths = [row[0] for row in db.execute("SELECT path FROM runs ORDER BY id")]
-    assert paths == [str(folder / f"r{i}.py") for i in range(6)]
+        recorded = _killed(server, folder)
+    assert recorded == [str(folder / f"r{i}.py") for i in range(6)]
 
 
 def test_runfix_history_lists_the_runs_of_runfix_run(folder: Path) -> None:
