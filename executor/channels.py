@@ -5,9 +5,9 @@ of what runfix added to the kernel's round trip.
 
 - A request is written at once, and a message already waiting is taken at once
   (non-blocking writes and reads on the socket), without the futures the async socket
-  makes for each; only when none is there does the channel
-  wait for one within the timeout — on the async socket's read, without the poller
-  jupyter_client puts before it (a future, a watcher and a turn of the loop more).
+  makes for each; only when none is there does the channel wait for one within the
+  timeout — on the async socket's read, without the poller jupyter_client puts before it
+  (a future, a watcher and a turn of the loop more).
 - A message is checked as jupyter_client checks it (its HMAC signature, no replay of a
   signature seen, the protocol's version adapted) and decoded without turning the headers'
   `date` fields into datetimes: runfix reads no message's date.
@@ -64,8 +64,8 @@ class QuickChannel(AsyncZMQSocketChannel):
 
     @property
     def _now(self) -> zmq.Socket[bytes]:
-        """The same ZeroMQ socket, read without asyncio (nothing else reads it meanwhile:
-        the channel's reader waits only in `poll`)."""
+        """The same ZeroMQ socket, read and written without asyncio (a plain read is tried
+        only while no async read of the channel waits: one reader at a time)."""
         if self._plain is None:
             assert self.socket is not None
             self._plain = zmq.Socket.shadow(self.socket.underlying)
