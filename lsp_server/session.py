@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -230,11 +230,17 @@ class Session:
         (SQLite's WAL, `synchronous=NORMAL`: the write goes to the WAL file, no fsync; a
         power loss may take the runs since the last checkpoint). Runs another writer kept
         out are written `BUSY_RETRY` later."""
+        return self.recorded_all(folder, settings, [run])[0]
+
+    def recorded_all(
+        self, folder: Path, settings: Settings, runs: Sequence[RecordedRun]
+    ) -> list[int | None]:
+        """`recorded`, for many runs in one commit (a test run's tests); their tickets."""
         record = self.record(folder, settings)
-        run_id = record.add(run)
-        if run_id is not None and not record.flush() and self._flush is None:
+        tickets = [record.add(run) for run in runs]
+        if any(t is not None for t in tickets) and not record.flush() and self._flush is None:
             self._flush = asyncio.get_running_loop().call_later(BUSY_RETRY, self.flush_records)
-        return run_id
+        return tickets
 
     def flush_records(self) -> None:
         """Write the runs that ended; those another writer kept out wait a moment more."""

@@ -117,8 +117,7 @@ async def _test(
 
 def _record(session: Session, folder: Path, settings: Settings, run: TestRun) -> None:
     """Each test that ran, into the folder's run record (`runfix history` lists them)."""
-    for test in recorded(run):
-        session.recorded(folder, settings, test)
+    session.recorded_all(folder, settings, recorded(run))
 
 
 async def _write(target: Target, code: str, label: str) -> bool:

@@ -126,8 +126,8 @@ class TestRuns:
         except ExecutorUnavailable as exc:
             self.editor.tell(f"runfix: cannot run the tests: {exc}", Level.ERROR)
             return run_answer(Status.ERROR, began, str(exc))
-        for test in recorded(run):  # the run record keeps each test's run (its history)
-            self.session.recorded(where.folder, admitted.where.settings, test)
+        # the run record keeps each test's run (its history), in one commit
+        self.session.recorded_all(where.folder, admitted.where.settings, recorded(run))
         if run.stopped == "cancelled":  # what the tests that ran found shows
             self._show(where, run)
             return run_answer(Status.CANCELLED, began, summary(run, time.perf_counter() - began))
