@@ -9,7 +9,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from lsp_server.contract import SOURCE, ProblemData, to_json
+from lsp_server.contract import SOURCE, BadArguments, ProblemData, structure, to_json
 from lsp_server.outputs.results import DocumentResults, Front, Problem, StatementResult
 from lsp_server.text.positions import Width, content_span, strip_eol, utf16_len
 
@@ -83,6 +83,17 @@ def problem_code(problem: Problem) -> str | None:
 def problem_data(problem: Problem) -> Any:
     """What code actions need to rebuild a fix from the diagnostic alone."""
     return to_json(ProblemData(problem.kind, problem.message, problem.piece))
+
+
+def data_of(diagnostic: lsp.Diagnostic) -> ProblemData | None:
+    """What `problem_data` put on a runfix diagnostic, as a code action gets it back (None:
+    not runfix's, or data a client changed)."""
+    if diagnostic.source != SOURCE:
+        return None
+    try:
+        return structure(diagnostic.data, ProblemData)
+    except BadArguments:
+        return None
 
 
 def result_diagnostics_json(

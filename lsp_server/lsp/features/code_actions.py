@@ -26,7 +26,6 @@ from lsp_server.contract import (
     RUN,
     RUN_AND_FIX,
     RUN_DEPENDENTS,
-    SOURCE,
     BadArguments,
     FixArgs,
     GenerateArgs,
@@ -42,6 +41,7 @@ from lsp_server.contract import (
 )
 from lsp_server.executors import install_blocked
 from lsp_server.fix.fixing import import_for, import_line, missing_module, missing_name
+from lsp_server.lsp.convert import data_of
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.features.trust import trust_fixes
 from lsp_server.lsp.server import RunfixServer
@@ -132,13 +132,8 @@ def prompt_actions(
 
 def _ours(diagnostic: lsp.Diagnostic) -> ProblemData | None:
     """What a runfix error diagnostic carries (None: not ours, or not a run's error)."""
-    if diagnostic.source != SOURCE:
-        return None
-    try:
-        data = structure(diagnostic.data, ProblemData)
-    except BadArguments:
-        return None
-    return data if data.kind == "run" and data.piece is not None else None
+    data = data_of(diagnostic)
+    return data if data is not None and data.kind == "run" and data.piece is not None else None
 
 
 def _quickfix(title: str, diagnostic: lsp.Diagnostic, preferred: bool = True) -> lsp.CodeAction:
@@ -208,13 +203,8 @@ def test_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.Code
     module fixed by the model, applied once the test passes and the passing ones still do."""
     out: list[lsp.CodeAction] = []
     for diagnostic in diagnostics:
-        if diagnostic.source != SOURCE:
-            continue
-        try:
-            data = structure(diagnostic.data, ProblemData)
-        except BadArguments:
-            continue
-        if data.kind != TESTED_KIND:
+        data = data_of(diagnostic)
+        if data is None or data.kind != TESTED_KIND:
             continue
         test_uri, line = uri, diagnostic.range.start.line
         related = diagnostic.related_information or []

@@ -17,16 +17,13 @@ from pygls.uris import to_fs_path
 
 from executor.trust import Choice
 from lsp_server.contract import (
-    SOURCE,
     TRUST,
     UNTRUST,
-    BadArguments,
     TrustArgs,
     TrustState,
-    structure,
     to_json,
 )
-from lsp_server.contract import ProblemData as Data
+from lsp_server.lsp.convert import data_of
 from lsp_server.lsp.features.commands import optional
 from lsp_server.lsp.server import RunfixServer
 
@@ -52,13 +49,8 @@ def trust_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.Cod
     """Quick fixes on a `trust` diagnostic: the choices the question offers."""
     out = []
     for diagnostic in diagnostics:
-        if diagnostic.source != SOURCE:
-            continue
-        try:
-            data = structure(diagnostic.data, Data)
-        except BadArguments:
-            continue
-        if data.kind != "trust":
+        data = data_of(diagnostic)
+        if data is None or data.kind != "trust":
             continue
         for title, choice in QUICK_FIXES:
             arg = to_json(TrustArgs(uri, choice.value))
