@@ -138,36 +138,31 @@ def _hover(asked: Asked, result: Any) -> Any:
     return result
 
 
-def _completion(asked: Asked, result: Any) -> Any:
-    items = result.items if isinstance(result, lsp.CompletionList) else result
-    for item in items:
-        if isinstance(item.text_edit, lsp.TextEdit):
-            item.text_edit.range = _range_up(asked, item.text_edit.range) or item.text_edit.range
-    return result
+def _json_range_up(asked: Asked, at: dict[str, Any]) -> dict[str, Any] | None:
+    """`_range_up` of a range as JSON."""
+    r = lsp.Range(
+        lsp.Position(at["start"]["line"], at["start"]["character"]),
+        lsp.Position(at["end"]["line"], at["end"]["character"]),
+    )
+    if (up := _range_up(asked, r)) is None:
+        return None
+    return {
+        "start": {"line": up.start.line, "character": up.start.character},
+        "end": {"line": up.end.line, "character": up.end.character},
+    }
 
 
 def _completion_json(asked: Asked, answer: dict[str, Any]) -> dict[str, Any]:
-    """A completion list as JSON (a `Prepared` answer), its edits on the cell's lines."""
+    """A completion list as JSON (a `Prepared` answer: the only form runfix answers it
+    in), its edits on the cell's lines."""
     for item in answer.get("items", ()):
         edit = item.get("textEdit")
         if isinstance(edit, dict) and "range" in edit:
-            at = edit["range"]
-            r = lsp.Range(
-                lsp.Position(at["start"]["line"], at["start"]["character"]),
-                lsp.Position(at["end"]["line"], at["end"]["character"]),
-            )
-            if (up := _range_up(asked, r)) is not None:
-                edit["range"] = {
-                    "start": {"line": up.start.line, "character": up.start.character},
-                    "end": {"line": up.end.line, "character": up.end.character},
-                }
+            edit["range"] = _json_range_up(asked, edit["range"]) or edit["range"]
     return answer
 
 
-_ANSWERS: dict[str, Callable[[Asked, Any], Any]] = {
-    lsp.TEXT_DOCUMENT_HOVER: _hover,
-    lsp.TEXT_DOCUMENT_COMPLETION: _completion,
-}
+_ANSWERS: dict[str, Callable[[Asked, Any], Any]] = {lsp.TEXT_DOCUMENT_HOVER: _hover}
 
 
 def _json_on_cell(asked: Asked, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -180,14 +175,8 @@ def _json_on_cell(asked: Asked, items: list[dict[str, Any]]) -> list[dict[str, A
             if 0 <= line < asked.size:
                 out.append({**item, "position": {**item["position"], "line": line}})
             continue
-        r = lsp.Range(
-            lsp.Position(item["range"]["start"]["line"], item["range"]["start"]["character"]),
-            lsp.Position(item["range"]["end"]["line"], item["range"]["end"]["character"]),
-        )
-        if (up := _range_up(asked, r)) is not None:
-            start = {"line": up.start.line, "character": up.start.character}
-            end = {"line": up.end.line, "character": up.end.character}
-            out.append({**item, "range": {"start": start, "end": end}})
+        if (up := _json_range_up(asked, item["range"])) is not None:
+            out.append({**item, "range": up})
     return out
 
 

@@ -115,9 +115,7 @@ def register(server: RunfixServer) -> None:
     options = lsp.CompletionOptions(trigger_characters=TRIGGERS, resolve_provider=True)
 
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, options)
-    async def on_completion(
-        ls: RunfixServer, params: lsp.CompletionParams
-    ) -> lsp.CompletionList | Prepared | None:
+    async def on_completion(ls: RunfixServer, params: lsp.CompletionParams) -> Prepared | None:
         uri = params.text_document.uri
         if (at := _typing(ls, uri, params.position)) is None:
             return None
@@ -127,7 +125,7 @@ def register(server: RunfixServer) -> None:
             return None
         done = completion(answer, at.before, bound_names(at.lines))
         if done is None:
-            return lsp.CompletionList(is_incomplete=not answer.fresh, items=[])
+            return Prepared.of({"isIncomplete": not answer.fresh, "items": []})
         items = _items(ls, uri, params.position.line, at.lines, done, at.column)
         return Prepared.of({"isIncomplete": done.incomplete, "items": items})
 
