@@ -165,6 +165,34 @@ class Wire:
                 self.reader.cancel()
 
 
+async def raw_async(km: AsyncKernelManager, cwd: Path | None = None) -> Any:
+    """The baseline: `km`'s kernel started, and a ready client of it (jupyter_client's own)."""
+    await km.start_kernel(**({"cwd": str(cwd)} if cwd is not None else {}))
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    return kc
+
+
+def raw_sync(km: KernelManager, cwd: Path | None = None) -> Any:
+    """`raw_async` with jupyter_client's blocking client."""
+    km.start_kernel(**({"cwd": str(cwd)} if cwd is not None else {}))
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    return kc
+
+
+async def stop_raw(*raw: tuple[KernelManager | AsyncKernelManager, Any]) -> None:
+    """Each (manager, client) of `raw_sync`/`raw_async`: the client closed, the kernel shut."""
+    for km, kc in raw:
+        kc.stop_channels()
+        if isinstance(km, AsyncKernelManager):
+            await km.shutdown_kernel(now=True)
+        else:
+            km.shutdown_kernel(now=True)
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
@@ -184,15 +212,9 @@ async def trivial_run(folder: Path, blocks: int, size: int) -> list[str]:
     """runfix.run of `x = 1 + 1\\nx` vs raw execute_interactive, sync and async, interleaved."""
     code = "x = 1 + 1\nx"
     km = KernelManager(transport="ipc", ip=str(folder / "raw-sync"))
-    km.start_kernel(cwd=str(folder))
-    sync_kc = km.client()
-    sync_kc.start_channels()
-    sync_kc.wait_for_ready(timeout=60)
+    sync_kc = raw_sync(km, folder)
     async_km = AsyncKernelManager(transport="ipc", ip=str(folder / "raw-kernel"))
-    await async_km.start_kernel(cwd=str(folder))
-    akc = async_km.client()
-    akc.start_channels()
-    await akc.wait_for_ready(timeout=60)
+    akc = await raw_async(async_km, folder)
     wire = Wire()
     await wire.start(folder, {}, INLAY)
     uri = wire.open(folder / "trivial.py", code + "\n")
@@ -222,10 +244,7 @@ async def trivial_run(folder: Path, blocks: int, size: int) -> list[str]:
             async_ratios.append(statistics.median(c) / statistics.median(b))
     finally:
         await wire.stop()
-        sync_kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        akc.stop_channels()
-        await async_km.shutdown_kernel(now=True)
+        await stop_raw((km, sync_kc), (async_km, akc))
     return [
         f"trivial run: runfix {ms(statistics.median(ours))} median over {blocks}×{size}",
         f"  vs raw sync   ratio per block: {spread(sync_ratios)}",
@@ -345,17 +364,13 @@ async def whole_file(
     sub = folder / f"whole-{cells}-{mode}-{printing}"
     sub.mkdir()
     km = AsyncKernelManager(transport="ipc", ip=str(sub / "raw"))
-    await km.start_kernel(cwd=str(sub))
-    kc = km.client()
-    kc.start_channels()
-    await kc.wait_for_ready(timeout=60)
+    kc = await raw_async(km, sub)
     t = time.perf_counter()
     for i in range(cells):
         code = f"print({i})" if printing else f"v{i} = {i}"
         await kc.execute_interactive(code, store_history=False, output_hook=lambda m: None)
     raw = time.perf_counter() - t
-    kc.stop_channels()
-    await km.shutdown_kernel(now=True)
+    await stop_raw((km, kc))
     wire = Wire()
     await wire.start(sub, {"results": mode}, INLAY)
     uri = wire.open(sub / "cells.py", _cells(cells, lines_per_cell, printing))

@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))  # the tests' kernelspecs
 
-from bench_perf import INLAY, Wire, ms
+from bench_perf import INLAY, Wire, ms, pct, raw_async, stop_raw
 from jupyter_client.manager import AsyncKernelManager
 
 from executor.configs import LocalConfig
@@ -48,10 +48,6 @@ BLOCK = 10
 """Runs of one side before the other's: the two alternate, so the machine's drift is shared."""
 
 
-def pct(values: list[float], q: float) -> float:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
-
-
 async def raw_client(language: str, folder: Path) -> tuple[AsyncKernelManager, Any]:
     """jupyter_client on the kernel runfix would start: Python's ipykernel over IPC (as
     runfix's own), another language's kernelspec over TCP (as runfix starts it)."""
@@ -61,11 +57,7 @@ async def raw_client(language: str, folder: Path) -> tuple[AsyncKernelManager, A
         spec = find_spec(LANGUAGES[language][1])
         assert spec is not None
         km = AsyncKernelManager(kernel_name=spec.name, transport="tcp")
-    await km.start_kernel(cwd=str(folder))
-    kc = km.client()
-    kc.start_channels()
-    await kc.wait_for_ready(timeout=60)
-    return km, kc
+    return km, await raw_async(km, folder)
 
 
 async def trivial(language: str, runs: int, folder: Path) -> tuple[float, float]:
@@ -97,8 +89,7 @@ async def trivial(language: str, runs: int, folder: Path) -> tuple[float, float]
                 assert answer["status"] == "ok", answer
     finally:
         await wire.stop()
-        kc.stop_channels()
-        await km.shutdown_kernel(now=True)
+        await stop_raw((km, kc))
     return statistics.median(raw), statistics.median(ours)
 
 
@@ -108,8 +99,7 @@ async def cold_starts(folder: Path) -> tuple[float, float]:
     began = time.perf_counter()
     km, kc = await raw_client("python", folder)
     raw = time.perf_counter() - began
-    kc.stop_channels()
-    await km.shutdown_kernel(now=True)
+    await stop_raw((km, kc))
     kernel = LocalKernel(folder, LocalConfig(sys.executable))
     began = time.perf_counter()
     await kernel.start()
