@@ -29,6 +29,9 @@ from lsp_server.testing import Failure, failures, is_test_file, recorded, summar
 
 KIND = "test"
 """`Problem.kind` of what a test run shows (replaced by the next test run)."""
+CALLED_BY = "called by "
+"""How a module line's problem names the test it failed under (its related information:
+the test's quick fix finds the test there)."""
 
 
 def problems(found: Sequence[Failure]) -> dict[Path, list[Problem]]:
@@ -51,7 +54,7 @@ def problems(found: Sequence[Failure]) -> dict[Path, list[Problem]]:
             Problem(at.line - 1, at.line - 1, message, "error", text, related=related, kind=KIND)
         )
         if raised is not None and raised.path != at.path:
-            back = (Related(at.line - 1, f"called by {name}", str(at.path)),)
+            back = (Related(at.line - 1, f"{CALLED_BY}{name}", str(at.path)),)
             said = f"{f.message} (in {raised.name}, when {name} ran)"
             out.setdefault(raised.path, []).append(
                 Problem(

@@ -45,6 +45,7 @@ from lsp_server.lsp.convert import data_of
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.features.trust import trust_fixes
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.services.tests import CALLED_BY
 from lsp_server.services.tests import KIND as TESTED_KIND
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, split_cells
@@ -208,7 +209,7 @@ def test_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.Code
             continue
         test_uri, line = uri, diagnostic.range.start.line
         related = diagnostic.related_information or []
-        called = [r for r in related if r.message.startswith("called by ")]
+        called = [r for r in related if r.message.startswith(CALLED_BY)]
         if called:  # the module's line: the test is where its related information says
             test_uri, line = called[0].location.uri, called[0].location.range.start.line
         arg = to_json(TestsArgs(test_uri, Position(line, 0)))
