@@ -125,9 +125,9 @@ async def test_fix_tests_applies_the_module_fix_the_tests_pass_and_never_edits_a
     client: LanguageClient, folder: Path
 ) -> None:
     """`runfix.fixTests`, from the quick fix on the failing test's line: the failing test's
-    module function fixed by the model (scripted:
-    a first answer that breaks a passing test, refused; then one that passes them all), the
-    fix applied as an edit of the module, the test file untouched, its failure cleared."""
+    module function fixed by the model (scripted: a first answer that breaks a passing test,
+    refused; then one that passes them all), the fix applied as an edit of the module, the
+    test file untouched, its failure cleared."""
     from tests.conftest import API_KEY_ENV, init_params
     from tests.support.model_server import ModelServer, code
 

@@ -79,8 +79,8 @@ def test_failures_are_printed_on_the_lines_that_raised(tmp_path: Path) -> None:
 
 
 def test_the_record_keeps_each_test_run(tmp_path: Path) -> None:
-    """`runfix history` lists each test's run (who: `test`), its outcome and pytest's line;
-    the test file's history holds its tests, and nothing of it shows as a cell's result."""
+    """`runfix history` lists each test's run (who: `test`), its outcome and pytest's line,
+    on the test function's line of its file, newest first."""
     folder = project(tmp_path)
     assert runfix("test", cwd=folder).returncode == 1
     (folder / "pkg" / "stats.py").write_text(STATS.replace("(len(xs) + 1)", "len(xs)"))
