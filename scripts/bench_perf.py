@@ -431,9 +431,9 @@ async def big_file(folder: Path, lines: int, requests: int) -> list[str]:
 
 async def scale(folder: Path, documents: int, cells: int, presses: int) -> list[str]:
     """One editor session at scale: `documents` open documents of `cells` cells, each run
-    (every cell shows a value), against the same session with one: the server's RSS, a
-    keystroke's p95 in a document (a character, then a hover answered after it) and a
-    trivial run's median."""
+    (every cell shows a value), against the same session with one: the server's RSS, the
+    p95 of a character and of an Enter in a document (each then a hover answered after
+    it) and a trivial run's median."""
     sub = folder / "scale"
     sub.mkdir()
     wire = Wire()
@@ -442,25 +442,30 @@ async def scale(folder: Path, documents: int, cells: int, presses: int) -> list[
     trivial = wire.open(sub / "trivial.py", "x = 1\n")
     versions = itertools.count(2)
 
-    async def measure(opened: int) -> tuple[float, float, float]:
-        typed = []
+    async def measure() -> tuple[float, float, float, float]:
+        """RSS; a character's and an Enter's p95 (each then a hover); a trivial run."""
         first = (sub / "doc0.py").as_uri()
         hover = {"textDocument": {"uri": first}, "position": {"line": 1, "character": 0}}
-        for _ in range(presses):
-            start = {"line": 0, "character": len("# %% cell 0")}  # the cell's title grows
-            change = {"range": {"start": start, "end": start}, "text": "#"}
-            doc = {"uri": first, "version": next(versions)}
-            t = time.perf_counter()
-            wire.notify("textDocument/didChange", {"textDocument": doc, "contentChanges": [change]})
-            await wire.request("textDocument/hover", hover)
-            typed.append(time.perf_counter() - t)
+        at = {"line": 0, "character": len("# %% cell 0")}  # the cell's title line's end
+        typed: dict[str, list[float]] = {"#": [], "\n": []}
+        for key, times in typed.items():
+            for _ in range(presses):
+                change = {"range": {"start": at, "end": at}, "text": key}
+                doc = {"uri": first, "version": next(versions)}
+                t = time.perf_counter()
+                wire.notify(
+                    "textDocument/didChange", {"textDocument": doc, "contentChanges": [change]}
+                )
+                await wire.request("textDocument/hover", hover)
+                times.append(time.perf_counter() - t)
         runs = []
         for _ in range(presses):
             t = time.perf_counter()
             answer = await wire.run(trivial)
             runs.append(time.perf_counter() - t)
             assert answer["status"] == "ok", answer
-        return wire.rss_mb(), pct(typed, 0.95), statistics.median(runs)
+        char, enter = (pct(typed[key], 0.95) for key in ("#", "\n"))
+        return wire.rss_mb(), char, enter, statistics.median(runs)
 
     async def open_and_run(index: int) -> None:
         uri = wire.open(sub / f"doc{index}.py", text)
@@ -470,20 +475,21 @@ async def scale(folder: Path, documents: int, cells: int, presses: int) -> list[
     try:
         await wire.run(trivial)  # the kernel starts
         await open_and_run(0)
-        one = await measure(1)
+        one = await measure()
         for index in range(1, documents):
             await open_and_run(index)
-        many = await measure(documents)
+        many = await measure()
     finally:
         await wire.stop()
     results = documents * cells
     return [
-        f"1 document of {cells} cells with results: RSS {one[0]:.0f} MB, a keystroke p95 "
-        f"{ms(one[1])}, a trivial run {ms(one[2])}",
+        f"1 document of {cells} cells with results: RSS {one[0]:.0f} MB, a character p95 "
+        f"{ms(one[1])}, an Enter p95 {ms(one[2])}, a trivial run {ms(one[3])}",
         f"{documents} documents ({results:,} results): RSS {many[0]:.0f} MB "
         f"(+{many[0] - one[0]:.0f} MB, {(many[0] - one[0]) * 1024 / results:.1f} KB a result), "
-        f"a keystroke p95 {ms(many[1])} ({many[1] / one[1]:.2f}x), "
-        f"a trivial run {ms(many[2])} ({many[2] / one[2]:.2f}x)",
+        f"a character p95 {ms(many[1])} ({many[1] / one[1]:.2f}x), "
+        f"an Enter p95 {ms(many[2])} ({many[2] / one[2]:.2f}x), "
+        f"a trivial run {ms(many[3])} ({many[3] / one[3]:.2f}x)",
     ]
 
 
