@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -77,7 +78,7 @@ class Kernel:
         kind: str,
         content: dict[str, Any],
         parent: dict[str, Any],
-        ids: list[bytes] = (),  # type: ignore[assignment]
+        ids: Sequence[bytes] = (),
     ) -> None:
         header = {
             "msg_id": uuid.uuid4().hex,
