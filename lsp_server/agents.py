@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlparse
 from executor.base import ExecutorUnavailable
 from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.text import split_lines
+from executor.trust import Choice
 from lsp_server.contract import Range
 from lsp_server.editor import Editor, Snapshot
 from lsp_server.flow import Flow
@@ -40,6 +41,7 @@ from lsp_server.folder_files import read_regular
 from lsp_server.record.notebooks import read_notebook
 from lsp_server.record.store import one_based
 from lsp_server.runs import Piece, RunMode, Where
+from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.languages import PYTHON, Language, language_of
 from lsp_server.text.notebooks import MARKER, Notebook
@@ -176,10 +178,14 @@ def socket_path(folder: Path, root: Path | None = None) -> Path:
     link to it, its real path when the editor opened it through a link — finds the editor's
     socket, and an agent never gets a folder an editor holds served alone, unasked. `root`:
     the runtime folder, already checked."""
+    return (root or runtime_dir()) / socket_name(folder)
+
+
+def socket_name(folder: Path) -> str:
+    """The name of `folder`'s socket in the runtime folder (`socket_path`)."""
     found = identity(folder)
     named = f"{found[0]}:{found[1]}" if found is not None else os.path.realpath(folder)
-    digest = hashlib.sha256(named.encode()).hexdigest()[:24]
-    return (root or runtime_dir()) / f"{digest}.sock"
+    return hashlib.sha256(named.encode()).hexdigest()[:24] + ".sock"
 
 
 def text_of(outcome: RunOutcome, limit: int = 20_000) -> str:
@@ -457,8 +463,8 @@ class AgentDoor:
             return await self._run_notebook_cell(folder, uri, path, args["cell"], agent)
         numbers = self._numbers(args)  # (bad line numbers are said before anything is asked)
         await self._may_run(folder, agent)
-        markers = (await self.flow.folder_settings(folder))[0].prompt_markers
         if (open_text := self.editor.text(uri)) is None:  # not open: the file on disk
+            decided = await self.flow.folder_settings(folder)
             try:  # off the loop, a regular file only, bounded: a FIFO must not hold the editor
                 raw = await asyncio.to_thread(_read_file, path)
                 text = raw.decode("utf-8")
@@ -467,16 +473,18 @@ class AgentDoor:
             except UnicodeDecodeError:
                 raise AgentError(f"{path}: not UTF-8 text") from None
             rows = tuple(text.splitlines(keepends=True))
-            lines = self._lines(numbers, rows, markers)
+            lines = self._lines(numbers, rows, decided[0].prompt_markers)
             first, last = lines if lines is not None else (0, len(rows) - 1)
-            where = await self._where(folder, uri, str(path), rows, language_of(None, str(path)))
+            language = language_of(None, str(path))
+            where = await self._where(folder, uri, str(path), rows, language, decided)
             return await self._execute(where, Piece(first, last), agent)
-        lines = self._lines(numbers, open_text.lines, markers)
+        where = await self.flow.where(uri)  # (the settings its lines are found by, and run by)
+        lines = self._lines(numbers, open_text.lines, where.settings.prompt_markers)
         span = Range.lines(*lines) if lines is not None else None
         ran: list[Any] = []
         with self._cancellable() as cancel:
             mode = RunMode(origin=f"agent: {agent}", say_stop=False)
-            answer = await self.flow.run(await self.flow.where(uri), span, cancel, mode, ran)
+            answer = await self.flow.run(where, span, cancel, mode, ran)
         output = "".join(text_of(piece.outcome) for piece in ran)
         return {"status": answer.status.value, "output": output, "message": answer.message}
 
@@ -518,10 +526,12 @@ class AgentDoor:
         name: str,
         rows: tuple[str, ...],
         language: Language | None = PYTHON,
+        decided: tuple[Settings, Choice | None] | None = None,
     ) -> Where:
         """The context of code in no open document (a file on disk, in the language its
-        extension says; an agent's snippet, Python)."""
-        settings, choice = await self.flow.folder_settings(folder)
+        extension says; an agent's snippet, Python); `decided`: the folder's settings and
+        trust decision, when the call read them already."""
+        settings, choice = decided or await self.flow.folder_settings(folder)
         return Where(uri, name, folder, settings, Snapshot(0, rows), language, choice)
 
     async def _execute(self, where: Where, piece: Piece, agent: str) -> Any:

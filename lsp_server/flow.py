@@ -249,8 +249,8 @@ class Flow:
     async def agent_may_run(self, folder: Path, agent: str) -> str | None:
         """Whether `agent` may run code in the folder's kernel (asked at the editor); None:
         it may, else why not."""
-        settings, _ = await self.folder_settings(folder)
-        return await self.gate.agent_may_run(folder, settings, agent)
+        settings, choice = await self.folder_settings(folder)
+        return await self.gate.agent_may_run(folder, settings, choice, agent)
 
     def agent_may_read(self, folder: Path) -> str | None:
         """Whether an agent may read the folder's kernel (None: it may, else why not)."""

@@ -191,11 +191,14 @@ class Gate:
         """Agents may run in `folder` without asking (trust still applies)."""
         self._agents_allowed.add(folder)
 
-    async def agent_may_run(self, folder: Path, settings: Settings, agent: str) -> str | None:
-        """Whether `agent` may run code in the folder's kernel: asked at the editor (one
-        question at a time per folder, naming the agent), never in a folder that is not
-        trusted. None: it may; else why not, for the agent."""
-        if not self.session.may_start(folder, settings):
+    async def agent_may_run(
+        self, folder: Path, settings: Settings, choice: Choice | None, agent: str
+    ) -> str | None:
+        """Whether `agent` may run code in the folder's kernel (its settings as `choice`, the
+        folder's trust decision, makes them): asked at the editor (one question at a time
+        per folder, naming the agent), never in a folder that is not trusted. None: it may;
+        else why not, for the agent."""
+        if not may_start(settings, choice):
             return (
                 f"{folder} is not trusted: nothing runs there (the user decides that in the "
                 "editor or with `runfix trust`; an agent cannot)"

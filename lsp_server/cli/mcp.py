@@ -18,14 +18,9 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
+from textwrap import dedent
 from typing import Any
-
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.stdio import stdio_server
-from mcp.types import ToolAnnotations
 
 from executor.base import ExecutorUnavailable
 from lsp_server import __version__
@@ -36,11 +31,10 @@ from lsp_server.agents import (
     connect,
     local_path,
     runtime_dir,
-    socket_path,
+    socket_name,
 )
+from lsp_server.cli.mcp_wire import Call, McpServer, Param, Tool, ToolError
 
-READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 _IDS = itertools.count(1)
 
 INSTRUCTIONS = """\
@@ -53,9 +47,9 @@ start at 1."""
 def _held_folder(path: Path) -> Path | None:
     """The folder (the path itself or one above) that an editor's `runfix serve` holds."""
     path = Path(os.path.abspath(path))
-    root = runtime_dir()  # checked once for the walk up, not once per folder above
+    root = str(runtime_dir())  # checked once for the walk up, not once per folder above
     for folder in (path, *path.parents):
-        if socket_path(folder, root).exists():
+        if os.path.exists(os.path.join(root, socket_name(folder))):
             return folder
     return None
 
@@ -99,14 +93,14 @@ class _Alone:
 _ALONE: dict[Path, _Alone] = {}
 
 
-async def call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> dict[str, Any]:
-    """One call to the `runfix serve` holding `path`'s folder; its answer. What went wrong
-    is a ToolError: the agent reads its message."""
+async def call(path: str, op: str, args: dict[str, Any], agent: str) -> dict[str, Any]:
+    """One call of `agent` to the `runfix serve` holding `path`'s folder; its answer. What
+    went wrong is a ToolError: the agent reads its message."""
     try:
         local = local_path(path)
         if args.get("path") == path:
             args = {**args, "path": local}
-        answer = await _call(local, op, args, ctx)
+        answer = await _call(local, op, args, agent)
     except (AgentError, ExecutorUnavailable) as exc:  # (no kernel here: how to get one)
         raise ToolError(str(exc)) from None
     return answer if isinstance(answer, dict) else {"result": answer}
@@ -178,8 +172,8 @@ class _Connection:
 _CONNECTIONS: dict[Path, _Connection] = {}
 
 
-async def _call(path: str, op: str, args: dict[str, Any], ctx: Context | None) -> Any:
-    message = {"id": next(_IDS), "op": op, "args": args, "agent": _agent_name(ctx)}
+async def _call(path: str, op: str, args: dict[str, Any], agent: str) -> Any:
+    message = {"id": next(_IDS), "op": op, "args": args, "agent": agent}
     if (why := _missing(path)) is not None:  # never a folder above it served instead
         raise AgentError(why)
     folder = _held_folder(Path(path))
@@ -222,98 +216,150 @@ def _missing(path: str) -> str | None:
     return f"{path} does not exist"
 
 
-def _agent_name(ctx: Context | None) -> str:
-    try:
-        params = ctx.session.client_params if ctx is not None else None
-        return str(params.client_info.name) if params is not None else "an agent"
-    except Exception:  # a context without a session (a direct call)
-        return "an agent"
+async def _run_lines(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    path, first, last = args["path"], args["first"], args["last"]
+    asked = {"path": path, "first": first, "last": last if last is not None else first}
+    return await call(path, "run", asked, agent)
 
 
-@contextlib.asynccontextmanager
-async def _lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
-    try:
-        yield
-    finally:  # the kernels of the folders served alone stop with `runfix mcp`
-        for alone in list(_ALONE.values()):
-            await alone.close()
-        _ALONE.clear()
+async def _run_cell(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    path, line, cell = args["path"], args["line"], args["cell"]
+    if cell is not None:
+        return await call(path, "run", {"path": path, "cell": cell}, agent)
+    if line is None:
+        raise ToolError("run_cell: the line (from 1) of the cell, or a notebook's `cell`")
+    return await call(path, "run", {"path": path, "line": line}, agent)
 
 
-def server() -> MCPServer[Any]:
-    mcp: MCPServer[Any] = MCPServer(
-        "runfix", version=__version__, instructions=INSTRUCTIONS, lifespan=_lifespan
-    )
+async def _run_file(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    return await call(args["path"], "run", {"path": args["path"]}, agent)
 
-    @mcp.tool(annotations=RUNS)
-    async def run_lines(
-        path: str, first: int, last: int | None = None, ctx: Context | None = None
-    ) -> dict[str, Any]:
-        """Run lines `first`..`last` (from 1; `last` defaults to `first`) of a file in the
+
+async def _run_code(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    return await call(args["folder"], "code", {"code": args["code"]}, agent)
+
+
+async def _results(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    return await call(args["path"], "results", args, agent)
+
+
+async def _variables(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    return await call(args["folder"], "variables", {}, agent)
+
+
+async def _inspect(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    return await call(args["folder"], "inspect", {"expression": args["expression"]}, agent)
+
+
+async def _history(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    limit = args["limit"] if args["limit"] is not None else 20
+    return await call(args["path"], "history", {"path": args["path"], "limit": limit}, agent)
+
+
+async def _interrupt(args: dict[str, Any], agent: str) -> dict[str, Any]:
+    return await call(args["folder"], "interrupt", {}, agent)
+
+
+NUMBERS = ("line", "first", "last", "cell", "limit")
+"""The tools' integer arguments (line numbers, a count); the others are strings."""
+
+
+def _tool(name: str, params: str, read_only: bool, work: Call, description: str) -> Tool:
+    """A tool taking `params` ("path first last?": `?` marks an optional one)."""
+    taken = []
+    for word in params.split():
+        param = word.rstrip("?")
+        kind: type[str] | type[int] = int if param in NUMBERS else str
+        taken.append(Param(param, kind, required=not word.endswith("?")))
+    return Tool(name, dedent(description).strip(), tuple(taken), read_only, work)
+
+
+TOOLS = (
+    _tool(
+        "run_lines",
+        "path first last?",
+        False,
+        _run_lines,
+        """
+        Run lines `first`..`last` (from 1; `last` defaults to `first`) of a file in the
         folder's kernel of its language (Python's, R's, …): the editor's text if the file is
         open there (its results show inline), else the file on disk. Answers status and
-        output."""
-        args = {"path": path, "first": first, "last": last if last is not None else first}
-        return await call(path, "run", args, ctx)
-
-    @mcp.tool(annotations=RUNS)
-    async def run_cell(
-        path: str, line: int | None = None, cell: int | None = None, ctx: Context | None = None
-    ) -> dict[str, Any]:
-        """Run the whole cell (`# %%`) holding `line` (from 1) of a file, as `run_lines`; or,
+        output.""",
+    ),
+    _tool(
+        "run_cell",
+        "path line? cell?",
+        False,
+        _run_cell,
+        """
+        Run the whole cell (`# %%`) holding `line` (from 1) of a file, as `run_lines`; or,
         in a notebook (.ipynb), its cell number `cell` (from 1, as the notebook numbers its
-        cells: `runfix run NB.ipynb` says `NB.ipynb:cell 3:…`)."""
-        if cell is not None:
-            return await call(path, "run", {"path": path, "cell": cell}, ctx)
-        if line is None:
-            return {"error": "run_cell: the line (from 1) of the cell, or a notebook's `cell`"}
-        return await call(path, "run", {"path": path, "line": line}, ctx)
-
-    @mcp.tool(annotations=RUNS)
-    async def run_file(path: str, ctx: Context | None = None) -> dict[str, Any]:
-        """Run a whole file (in its language's kernel), cell by cell, stopping at the first
-        that fails."""
-        return await call(path, "run", {"path": path}, ctx)
-
-    @mcp.tool(annotations=RUNS)
-    async def run_code(folder: str, code: str, ctx: Context | None = None) -> dict[str, Any]:
-        """Run a snippet in the folder's kernel without writing it anywhere (to look at data
-        the user loaded, try an idea). Answers status and output."""
-        return await call(folder, "code", {"code": code}, ctx)
-
-    @mcp.tool(annotations=READ)
-    async def results(
-        path: str, first: int | None = None, last: int | None = None, ctx: Context | None = None
-    ) -> dict[str, Any]:
-        """What the runs left on a file's lines (`first`..`last`, from 1; all by default):
-        each statement's output (and whether code above it changed since), and the errors."""
-        return await call(path, "results", {"path": path, "first": first, "last": last}, ctx)
-
-    @mcp.tool(annotations=READ)
-    async def variables(folder: str, ctx: Context | None = None) -> dict[str, Any]:
-        """The names the folder's kernel holds: type, shape or length, a table's columns."""
-        return await call(folder, "variables", {}, ctx)
-
-    @mcp.tool(annotations=READ)
-    async def inspect_value(
-        folder: str, expression: str, ctx: Context | None = None
-    ) -> dict[str, Any]:
-        """One value of the kernel (a name, `a.b`, `d["k"]`): type, shape, columns, preview,
-        signature and doc. Reads it without running any of its code."""
-        return await call(folder, "inspect", {"expression": expression}, ctx)
-
-    @mcp.tool(annotations=READ)
-    async def history(path: str, limit: int = 20, ctx: Context | None = None) -> dict[str, Any]:
-        """The latest runs (newest first) of a file, or of a folder's files, from its run
-        record: who ran them (the user, an agent, a fix), the code, how they ended, output."""
-        return await call(path, "history", {"path": path, "limit": limit}, ctx)
-
-    @mcp.tool(annotations=RUNS)
-    async def interrupt(folder: str, ctx: Context | None = None) -> dict[str, Any]:
-        """Interrupt what the folder's kernel is running (the state stays)."""
-        return await call(folder, "interrupt", {}, ctx)
-
-    return mcp
+        cells: `runfix run NB.ipynb` says `NB.ipynb:cell 3:…`).""",
+    ),
+    _tool(
+        "run_file",
+        "path",
+        False,
+        _run_file,
+        """
+        Run a whole file (in its language's kernel), cell by cell, stopping at the first
+        that fails.""",
+    ),
+    _tool(
+        "run_code",
+        "folder code",
+        False,
+        _run_code,
+        """
+        Run a snippet in the folder's kernel without writing it anywhere (to look at data
+        the user loaded, try an idea). Answers status and output.""",
+    ),
+    _tool(
+        "results",
+        "path first? last?",
+        True,
+        _results,
+        """
+        What the runs left on a file's lines (`first`..`last`, from 1; all by default):
+        each statement's output (and whether code above it changed since), and the
+        errors.""",
+    ),
+    _tool(
+        "variables",
+        "folder",
+        True,
+        _variables,
+        """
+        The names the folder's kernel holds: type, shape or length, a table's columns.""",
+    ),
+    _tool(
+        "inspect_value",
+        "folder expression",
+        True,
+        _inspect,
+        """
+        One value of the kernel (a name, `a.b`, `d["k"]`): type, shape, columns, preview,
+        signature and doc. Reads it without running any of its code.""",
+    ),
+    _tool(
+        "history",
+        "path limit?",
+        True,
+        _history,
+        """
+        The latest runs (newest first) of a file, or of a folder's files, from its run
+        record: who ran them (the user, an agent, a fix), the code, how they ended,
+        output.""",
+    ),
+    _tool(
+        "interrupt",
+        "folder",
+        False,
+        _interrupt,
+        """
+        Interrupt what the folder's kernel is running (the state stays).""",
+    ),
+)
 
 
 MAX_DEPTH = 100
@@ -336,9 +382,8 @@ def _depth(value: Any) -> int:
 
 
 class _Incoming:
-    """The agent's lines on stdin, read on the event loop (the SDK's own stdio transport
-    reads and writes through worker threads: three thread hops per call). A line runfix
-    will not pass on — over `LINE_LIMIT`, not JSON, nested deeper than `MAX_DEPTH` — is
+    """The agent's messages on stdin, read on the event loop, each parsed. A line runfix
+    will not take — over `LINE_LIMIT`, not JSON, nested deeper than `MAX_DEPTH` — is
     answered here with an error (to its id where it can be read) and dropped: the
     connection stays."""
 
@@ -349,7 +394,7 @@ class _Incoming:
     def __aiter__(self) -> _Incoming:
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> Any:
         while True:
             try:
                 line = await self.reader.readuntil(b"\n")
@@ -363,10 +408,12 @@ class _Incoming:
                 limit = f"{LINE_LIMIT // 2**20} MiB"
                 self._refuse(head, -32600, f"runfix mcp: a message over {limit} was refused")
                 continue
-            if line.strip() and (why := self._unfit(line)) is not None:
-                self._refuse(line, *why)
+            if not line.strip():
                 continue
-            return line.decode("utf-8", "replace")
+            try:
+                return self._parsed(line)
+            except _Unfit as unfit:
+                self._refuse(line, unfit.code, str(unfit))
 
     async def _drop_rest(self) -> None:
         """Read and drop the rest of an over-long line, up to its newline."""
@@ -380,17 +427,21 @@ class _Incoming:
                 return
 
     @staticmethod
-    def _unfit(line: bytes) -> tuple[int, str] | None:
-        """Why a line is not passed on (a JSON-RPC error code and message), or None."""
+    def _parsed(line: bytes) -> Any:
+        """The message a line holds; `_Unfit` says why it is not taken."""
         try:
             message = json.loads(line)
         except RecursionError:
-            return -32600, f"runfix mcp: a message nested over {MAX_DEPTH} deep was refused"
+            raise _Unfit(
+                -32600, f"runfix mcp: a message nested over {MAX_DEPTH} deep was refused"
+            ) from None
         except ValueError as exc:
-            return -32700, f"runfix mcp: a message that is not JSON was refused ({exc})"
+            raise _Unfit(
+                -32700, f"runfix mcp: a message that is not JSON was refused ({exc})"
+            ) from None
         if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _depth(message) > MAX_DEPTH:
-            return -32600, f"runfix mcp: a message nested over {MAX_DEPTH} deep was refused"
-        return None
+            raise _Unfit(-32600, f"runfix mcp: a message nested over {MAX_DEPTH} deep was refused")
+        return message
 
     def _refuse(self, line: bytes, code: int, message: str) -> None:
         found = _ID.search(line[:4096])
@@ -399,21 +450,16 @@ class _Incoming:
         self.writer.write(json.dumps(error).encode() + b"\n")
 
 
-class _Outgoing:
-    """Answers to stdout, written on the event loop; `flush` waits while the pipe is full."""
+class _Unfit(Exception):
+    """A line that is not taken, with the JSON-RPC error code that says why."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-
-    async def write(self, text: str) -> None:
-        self.writer.write(text.encode())
-
-    async def flush(self) -> None:
-        await self.writer.drain()
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
-async def _serve_stdio(mcp: MCPServer[Any]) -> None:
-    """`mcp` over this process's stdin and stdout, which are kept for the MCP messages only:
+async def _serve_stdio() -> None:
+    """MCP over this process's stdin and stdout, which are kept for the MCP messages only:
     from here on fd 0 reads nothing and fd 1 goes to stderr, so that nothing else (a
     library's print, a child process) writes into the wire."""
     loop = asyncio.get_running_loop()
@@ -430,11 +476,17 @@ async def _serve_stdio(mcp: MCPServer[Any]) -> None:
         asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", 0)
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    lowlevel = mcp._lowlevel_server
-    async with stdio_server(_Incoming(reader, writer), _Outgoing(writer)) as (read, write):  # type: ignore[arg-type]
-        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    server = McpServer("runfix", __version__, INSTRUCTIONS, TOOLS, writer.write)
+    try:
+        await server.serve(_Incoming(reader, writer))
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()  # the last answers, before the process ends
+    finally:  # the kernels of the folders served alone stop with `runfix mcp`
+        for alone in list(_ALONE.values()):
+            await alone.close()
+        _ALONE.clear()
 
 
 def command(args: argparse.Namespace) -> int:
-    asyncio.run(_serve_stdio(server()))
+    asyncio.run(_serve_stdio())
     return 0
