@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import functools
 import json
 import logging
 import queue
@@ -34,6 +35,7 @@ from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
 from executor.events import (
     Error,
+    Event,
     RunOutcome,
     RunRequest,
     RunStatus,
@@ -54,6 +56,9 @@ _POLL = 0.1  # seconds between looks at the clock, the cancel event and the kern
 _ALIVE_EVERY = 0.5  # seconds between liveness checks during a run
 PICTURE_WAIT = 5.0  # seconds the kernel has to describe its namespace after a run
 PICTURE_AFTER = 0.2  # seconds after a run before the picture (runs in a row take one)
+LATE_WINDOW = 1.0
+"""Seconds after another language's kernel answered a run that what it still publishes for
+the run is taken as the run's (`_late_outputs`), unless the next run starts first."""
 _HELPER = (
     "import sys as _s, types as _t\n"
     "for _n, _c in (('_runfix_kernel', {run!r}), ('_runfix_live', {live!r})):\n"
@@ -176,6 +181,9 @@ class JupyterKernel(ABC, Generic[C]):
         self._ran: dict[str, dict[int, str]] = {}
         """Another language's kernel: what each document's runs put on each of its lines
         (1-based), to tell its functions' source lines from another document's."""
+        self._late: asyncio.Task[None] | None = None
+        """Taking what another language's kernel publishes for its last run after the run
+        was answered (`_late_outputs`)."""
 
     @property
     def state(self) -> ExecutorState:
@@ -463,6 +471,7 @@ class JupyterKernel(ABC, Generic[C]):
 
     def _disconnect(self) -> None:
         self._close_live()
+        self._stop_late()
         if self._kc is not None:
             self._kc.stop_channels()
             self._kc = None
@@ -635,15 +644,20 @@ class JupyterKernel(ABC, Generic[C]):
         ask_input: AskInput | None = None,
         on_stream: Callable[[str], None] | None = None,
         on_output: Callable[[Stream], None] | None = None,
+        on_late: Callable[[tuple[Event, ...]], None] | None = None,
     ) -> RunOutcome:
         """Run the request; `asked_at` (loop time) is when the user asked, for `start()`.
 
         With `ask_input`, the code's `input()`/`getpass()` ask the user through it (None:
         they declined, and the run is cancelled); without, they raise as in a notebook
         that cannot ask. `on_stream` is told what the code prints as it comes; `on_output`
-        the same with the statement that printed it."""
+        the same with the statement that printed it. `on_late` is told the run's events
+        again when another language's kernel publishes more for it after it said it was
+        idle (Deno's sends a cell's value so, now and then): until the next run starts,
+        for `LATE_WINDOW` seconds at most."""
         asked_at = asyncio.get_running_loop().time() if asked_at is None else asked_at
         async with self._queue:
+            self._stop_late()
             if cancel is not None and cancel.is_set():
                 return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
             started = self.launched and self._start_task is None  # nothing to wait for
@@ -666,7 +680,7 @@ class JupyterKernel(ABC, Generic[C]):
             self._state = ExecutorState.BUSY
             self._running, self._interrupt_sent = True, False
             try:
-                outcome = await self._run(request, cancel, ask_input, on_stream, on_output)
+                outcome = await self._run(request, cancel, ask_input, on_stream, on_output, on_late)
                 if self.retired is not None:
                     return self._retired_outcome(outcome)
                 if outcome.status == RunStatus.ERROR and not self.plain and _helper_gone(outcome):
@@ -707,6 +721,7 @@ class JupyterKernel(ABC, Generic[C]):
         ask_input: AskInput | None,
         on_stream: Callable[[str], None] | None = None,
         on_output: Callable[[Stream], None] | None = None,
+        on_late: Callable[[tuple[Event, ...]], None] | None = None,
     ) -> RunOutcome:
         kc = self._channels
         loop = asyncio.get_running_loop()
@@ -737,23 +752,69 @@ class JupyterKernel(ABC, Generic[C]):
             allow_stdin=ask_input is not None,
         )
         relay = _InputRelay(kc, msg_id, ask_input) if ask_input is not None else None
+        # The kernel-side helper keeps `output_limit` characters of the code's own output,
+        # plus the line saying how much it dropped between the head and the tail.
+        collector = MessageCollector(request.output_limit + DROPPED_LINE_ROOM)
         try:
             outcome = await self._follow(
-                request, cancel, kc, msg_id, began, relay, on_stream, on_output
+                request, cancel, kc, msg_id, began, relay, collector, on_stream, on_output
             )
         finally:
             if relay is not None:
                 relay.close()
-        if self.plain:
-            return placed(
-                outcome,
-                self.language,
-                request.code,
-                request.first_line,
-                request.filename,
-                self._ran.get(request.filename),
-            )
-        return outcome
+        if not self.plain:
+            return outcome
+        place = functools.partial(
+            placed,
+            language=self.language,
+            code=request.code,
+            first_line=request.first_line,
+            filename=request.filename,
+            ran=self._ran.get(request.filename),
+        )
+        if on_late is not None and outcome.status in (RunStatus.OK, RunStatus.ERROR):
+            late = self._late_outputs(kc, msg_id, outcome, collector, place, on_late)
+            self._late = asyncio.ensure_future(late)
+        return place(outcome)
+
+    async def _late_outputs(
+        self,
+        kc: KernelClient,
+        msg_id: str,
+        outcome: RunOutcome,
+        collector: MessageCollector,
+        place: Callable[[RunOutcome], RunOutcome],
+        on_late: Callable[[tuple[Event, ...]], None],
+    ) -> None:
+        """What another language's kernel publishes for a run after it said it was idle, and
+        after its reply: against the protocol, Deno's sends a cell's value so now and then (1
+        run in 200 with both cores loaded). Taken until the next run starts (`_stop_late`)
+        or for `LATE_WINDOW` seconds; `on_late` is told the run's events with it. Nothing
+        else reads the channel meanwhile (another language's kernel has no live door)."""
+        loop = asyncio.get_running_loop()
+        until, told = loop.time() + LATE_WINDOW, tuple(collector.events)
+        try:
+            while (left := until - loop.time()) > 0:
+                try:
+                    msg = await kc.get_iopub_msg(timeout=left)
+                except queue.Empty:
+                    return
+                if msg["parent_header"].get("msg_id") != msg_id or msg["msg_type"] == "status":
+                    continue
+                collector.feed(msg)
+                if (events := tuple(collector.events)) != told:
+                    told = events
+                    on_late(place(replace(outcome, events=events)).events)
+        except Exception as exc:  # (the channels closed under it: the kernel went)
+            log.info("stopped taking the late outputs of a run: %s", exc)
+
+    def _stop_late(self) -> None:
+        """The next run starts (the queue is held): late outputs of the last one are no longer
+        taken. Not waited for: cancelling the task cancels its read at once, so no message
+        of the next run can reach it (a turn of the loop less per run)."""
+        if (late := self._late) is not None:
+            self._late = None
+            late.cancel()
 
     async def _follow(
         self,
@@ -763,14 +824,13 @@ class JupyterKernel(ABC, Generic[C]):
         msg_id: str,
         began: float,
         relay: _InputRelay | None,
+        collector: MessageCollector,
         on_stream: Callable[[str], None] | None = None,
         on_output: Callable[[Stream], None] | None = None,
     ) -> RunOutcome:
-        """Read the run's messages until the kernel is idle again, watching everything else."""
+        """Read the run's messages into `collector` until the kernel is idle again, watching
+        everything else."""
         loop = asyncio.get_running_loop()
-        # The kernel-side helper keeps `output_limit` characters of the code's own output,
-        # plus the line saying how much it dropped between the head and the tail.
-        collector = MessageCollector(request.output_limit + DROPPED_LINE_ROOM)
         watch = _Watch(deadline=began + request.timeout, next_alive_check=began + _ALIVE_EVERY)
         while True:
             now = loop.time()

@@ -15,11 +15,11 @@ import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.events import Display, RunOutcome, RunRequest, RunStatus, Value
+from executor.events import Display, Event, RunOutcome, RunRequest, RunStatus, Value
 from executor.jupyter import Kernel
 from lsp_server.contract import Range, RunAnswer, Status
 from lsp_server.editor import Editor, Level, Place
@@ -50,6 +50,14 @@ def _rich(outcome: RunOutcome) -> bool:
         isinstance(e, (Display, Value)) and any(m != "text/plain" for m in e.data)
         for e in outcome.events
     )
+
+
+async def _results(shape: Shape, outcome: RunOutcome, *, in_thread: bool) -> DocumentResults:
+    """A run's results; rich outputs are decoded and stored as files off the loop (`in_thread`),
+    which keeps answering (a cell that shows 4,000 images); plain text is made at once."""
+    if in_thread and _rich(outcome):
+        return await asyncio.to_thread(shape, outcome)
+    return shape(outcome)
 
 
 def run_request(
@@ -252,16 +260,17 @@ class Runner:
         )
         if keep:
             self.desk.ran_again(where.uri, text.version, piece.first, piece.last)
+        late = _Late(self, where, piece) if keep else None
         outcome = await kernel.execute(
             request,
             cancel=cancel,
             asked_at=asked_at,
             ask_input=asker,
             on_output=self.editor.live(where.uri) if keep else None,
+            on_late=late.took if late is not None else None,
         )
-        making = functools.partial(
+        shape = functools.partial(
             build,
-            outcome,
             path=where.path,
             lines=text.lines,
             fallback_line=piece.first,
@@ -270,14 +279,17 @@ class Runner:
             files=files,
             ran=ran_text(outcome) + (f" · by {origin}" if agent else ""),
         )
-        # Rich outputs are decoded and stored as files: off the loop, which keeps answering
-        # (a cell that shows 4,000 images); plain text is made at once.
-        results = await asyncio.to_thread(making) if _rich(outcome) and not attempt else making()
+        results = await _results(shape, outcome, in_thread=not attempt)
         if keep:
             self.desk.keep(where.uri, text.version, results)
         span = (piece.first, piece.last)
-        recorded = entry(where.path, span, code, origin, outcome, results, fix_of, model)
-        run_id = self.record(where, recorded)
+
+        def recorded(outcome: RunOutcome, results: DocumentResults) -> RecordedRun:
+            return entry(where.path, span, code, origin, outcome, results, fix_of, model)
+
+        run_id = self.record(where, recorded(outcome, results))
+        if late is not None:
+            late.kept(outcome, shape, recorded, run_id)
         return PieceRun(piece, outcome, text.lines, text.version, run_id, results)
 
     async def run_code(
@@ -339,3 +351,47 @@ class Runner:
                 self._doing.pop(where.folder, None)
 
         return ask
+
+
+Shape = Callable[[RunOutcome], DocumentResults]
+Recorded = Callable[[RunOutcome, DocumentResults], RecordedRun]
+
+
+class _Late:
+    """What another language's kernel publishes for a run after the run was answered
+    (`JupyterKernel.execute`'s `on_late`): shown on the run's lines, in place of what they
+    showed, and put in the run's record — once the run's own results are kept."""
+
+    def __init__(self, runner: Runner, where: Where, piece: Piece) -> None:
+        self.runner, self.where, self.piece = runner, where, piece
+        self.events: tuple[Event, ...] | None = None
+        self._kept: tuple[RunOutcome, Shape, Recorded, int | None] | None = None
+        self._lock = asyncio.Lock()  # one at a time, the newest events each time
+
+    def took(self, events: tuple[Event, ...]) -> None:
+        """The run's events, with what came late."""
+        self.events = events
+        if self._kept is not None:
+            self.runner.editor.spawn(self._show(), "a run's late outputs")
+
+    def kept(
+        self, outcome: RunOutcome, shape: Shape, recorded: Recorded, ticket: int | None
+    ) -> None:
+        """The run's own results are kept (`shape` made them of `outcome`; `recorded` makes
+        its record's entry, which is `ticket`)."""
+        self._kept = (outcome, shape, recorded, ticket)
+        if self.events is not None:
+            self.runner.editor.spawn(self._show(), "a run's late outputs")
+
+    async def _show(self) -> None:
+        async with self._lock:
+            assert self._kept is not None and self.events is not None
+            answered, shape, recorded, ticket = self._kept
+            outcome = replace(answered, events=self.events)
+            results = await _results(shape, outcome, in_thread=True)
+            where, piece, desk = self.where, self.piece, self.runner.desk
+            desk.ran_again(where.uri, where.text.version, piece.first, piece.last)
+            desk.keep(where.uri, where.text.version, results)
+            desk.done()
+            again = recorded(outcome, results)
+            self.runner.session.amended(where.folder, where.settings, ticket, again)

@@ -242,6 +242,13 @@ class Session:
             self._flush = asyncio.get_running_loop().call_later(BUSY_RETRY, self.flush_records)
         return tickets
 
+    def amended(
+        self, folder: Path, settings: Settings, ticket: int | None, run: RecordedRun
+    ) -> None:
+        """A recorded run's outputs, again (`RunRecord.amend`): what its kernel published for
+        it after it was answered is in them."""
+        self.record(folder, settings).amend(ticket, run)
+
     def flush_records(self) -> None:
         """Write the runs that ended; those another writer kept out wait a moment more."""
         self._flush = None

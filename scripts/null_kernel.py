@@ -4,6 +4,10 @@ runfix's own cost against. It speaks the same transport as every kernel (ZeroMQ,
 messages, a connection file) and answers each request as a real kernel would — busy, the
 reply, idle — without running anything (an execute's reply is `ok`, its count the next).
 
+Code that starts with `-- late` (a Lua comment) has a value, and the kernel publishes it
+after its idle and its reply — 50 ms after, against the protocol, as Deno's kernel now and
+then does — with `text/html` beside its text: the tests' kernel that misbehaves so.
+
 Each execute_request's arrival and the moment its idle went out are appended to the file
 `$NULL_KERNEL_TIMES` names (as `time.perf_counter()`, the machine's monotonic clock, the
 same in every process): where a run's time goes before the kernel has the code and after
@@ -41,6 +45,8 @@ INFO = {
 }
 """It says it runs Lua: a language runfix runs as any other kernel's (no Lua kernel is
 installed here to take the document instead)."""
+LATE = 0.05
+"""Seconds after its idle that a `-- late` run's value is published."""
 
 
 class Kernel:
@@ -135,6 +141,11 @@ class Kernel:
         self.send(socket, kind.replace("_request", "_reply"), reply, header, ids)
         self.send(self.iopub, "status", {"execution_state": "idle"}, header)
         answered = time.perf_counter()
+        if kind == "execute_request" and json.loads(parts[3])["code"].startswith("-- late"):
+            time.sleep(LATE)
+            value = {"text/plain": "late value", "text/html": "<b>late value</b>"}
+            content = {"execution_count": self.count, "data": value, "metadata": {}}
+            self.send(self.iopub, "execute_result", content, header)
         if kind == "execute_request" and self.times:
             with open(self.times, "a") as out:
                 out.write(f"{received!r} {answered!r}\n")

@@ -426,6 +426,30 @@ class RunRecord:
             self.flush()
         return self._ids.get(ticket)
 
+    def amend(self, ticket: int | None, run: RecordedRun) -> None:
+        """The outputs of the run `ticket` names, as `run` has them now (its kernel published
+        more for it after it was answered); a run another writer keeps out is amended where
+        it waits. Best effort: a record that cannot be written now keeps what it had."""
+        for at, (waiting, _) in enumerate(self.pending):
+            if waiting == ticket:
+                self.pending[at] = (waiting, run)
+                return
+        row_id = self._ids.get(ticket) if ticket is not None else None
+        if row_id is None:
+            return
+        try:
+            db = self._open()
+        except Busy:
+            return
+        if db is None:
+            return
+        try:
+            with db:
+                db.execute("UPDATE runs SET outputs = ? WHERE id = ?", (_outputs(run), row_id))
+        except sqlite3.Error as exc:
+            if not _busy(exc):
+                self._turn_off(exc)
+
     def flush(self) -> bool:
         """Write the pending runs, in one transaction; False when another writer holds the
         file and they wait for the next flush (nothing recorded is dropped for that)."""
@@ -672,11 +696,14 @@ def recent(
     return [_run(row) for row in rows]
 
 
+def _outputs(run: RecordedRun) -> str:
+    return json.dumps([_compact(o) for o in run.outputs], ensure_ascii=False)
+
+
 def _row(run: RecordedRun) -> tuple[Any, ...]:
-    outputs = json.dumps([_compact(o) for o in run.outputs], ensure_ascii=False)
     return (
         run.started, run.path, run.first, run.last, run.code, run.origin, run.status,
-        run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, outputs, run.error,
+        run.duration, run.cpu, run.peak, run.rss_before, run.rss_after, _outputs(run), run.error,
         run.fix_of, run.error_line, json.dumps(run.model.to_json()) if run.model else None,
     )  # fmt: skip
 

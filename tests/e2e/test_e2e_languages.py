@@ -4,13 +4,42 @@ language with no kernel here, or one runfix does not know, says so on the line."
 from __future__ import annotations
 
 import asyncio
+import os
+import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_lsp
 from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.conftest import errors, hints, open_doc, run
+from tests.conftest import (
+    KERNELS,
+    SERVER,
+    SERVER_ENV,
+    editor_like,
+    end_session,
+    errors,
+    hints,
+    init_params,
+    open_doc,
+    run,
+)
+from tests.support.kernels import write_null_kernelspec
+
+NULL_KERNELS = Path(tempfile.mkdtemp(prefix="runfix-null-kernel-"))
+write_null_kernelspec(NULL_KERNELS)
+NULL_ENV = {**SERVER_ENV, "JUPYTER_PATH": f"{NULL_KERNELS}{os.pathsep}{KERNELS}"}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=NULL_ENV))
+async def null_client(lsp_client: LanguageClient) -> Any:
+    """A real `runfix serve` whose Jupyter path also holds the null kernel (for Lua)."""
+    editor_like(lsp_client)
+    yield
+    await end_session(lsp_client)
 
 
 async def _hint_texts(client: Any, uri: str) -> list[tuple[int, str]]:
@@ -253,5 +282,37 @@ async def test_a_typescript_html_display_is_a_rich_output(
         language="typescript",
     )
     assert (await run(initialized, uri))["status"] == "ok"
-    stored = list((folder / ".runfix" / "outputs").rglob("*.html"))
+    for _ in range(40):  # (Deno may publish the value after its answer: it comes a moment later)
+        stored = list((folder / ".runfix" / "outputs").rglob("*.html"))
+        if stored:
+            break
+        await asyncio.sleep(0.05)
     assert stored and "<td>2</td>" in stored[0].read_text(), stored
+
+
+async def test_a_value_published_after_the_kernels_answer_shows_on_its_line(
+    null_client: Any, folder: Path
+) -> None:
+    """Deno's kernel now and then publishes a cell's value after its idle and its reply (the
+    null kernel does, 50 ms after, for code that starts `-- late`): the run is answered, and
+    the value shows on its line a moment later, its HTML stored and its record amended. The
+    next run is the kernel's own again."""
+    initialized = null_client
+    await initialized.initialize_session(init_params(folder, "neovim@v0.11.0", {}))
+    uri = open_doc(initialized, folder / "late.lua", "-- late\nx\n", language="lua")
+    assert (await run(initialized, uri))["status"] == "ok"
+    for _ in range(100):
+        shown = await _hint_texts(initialized, uri)
+        if shown:
+            break
+        await asyncio.sleep(0.05)
+    assert shown == [(1, "→ <html>")], shown  # (its text is the hover's)
+    stored = list((folder / ".runfix" / "outputs").rglob("*.html"))
+    assert stored and "<b>late value</b>" in stored[0].read_text(), stored
+    with sqlite3.connect(folder / ".runfix" / "runs.db") as db:
+        [outputs] = [row[0] for row in db.execute("SELECT outputs FROM runs")]
+    assert '"kind": "html"' in outputs, outputs  # (the record names the stored file)
+    again = open_doc(initialized, folder / "again.lua", "-- late\ny\n-- %%\nz\n", language="lua")
+    assert (await run(initialized, again))["status"] == "ok"  # the first cell's late value
+    await asyncio.sleep(0.3)  # came while the second ran: taken as no one's, never as its
+    assert await _hint_texts(initialized, again) == [], "a late value shown on the wrong cell"

@@ -1,5 +1,6 @@
 """Other languages' kernels the tests and `scripts/bench_run.py` start: bash_kernel's and
-Deno's kernelspecs (both test dependencies), written as their installers would write them."""
+Deno's kernelspecs (both test dependencies), written as their installers would write them;
+`scripts/null_kernel.py`'s (a Lua kernel that does nothing) for the tests that ask for it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,19 @@ def write_kernelspecs(root: Path) -> None:
             [str(DENO), "jupyter", "--kernel", "--conn", "{connection_file}"],
         )
     for name, (language, argv) in specs.items():
-        folder = root / "kernels" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        kernel = {"argv": argv, "display_name": name, "language": language}
-        (folder / "kernel.json").write_text(json.dumps(kernel))
+        _write(root, name, language, argv)
+
+
+def write_null_kernelspec(root: Path) -> None:
+    """The null kernel's kernelspec under `root/kernels/`: a Lua kernel that answers at once,
+    and publishes a `-- late` run's value after its idle (`scripts/null_kernel.py`). Not on
+    the servers' Jupyter path: there, no kernel runs Lua."""
+    null = Path(__file__).parents[2] / "scripts" / "null_kernel.py"
+    _write(root, "null", "lua", [sys.executable, str(null), "-f", "{connection_file}"])
+
+
+def _write(root: Path, name: str, language: str, argv: list[str]) -> None:
+    folder = root / "kernels" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    kernel = {"argv": argv, "display_name": name, "language": language}
+    (folder / "kernel.json").write_text(json.dumps(kernel))
