@@ -87,6 +87,15 @@ class QuickChannel(AsyncZMQSocketChannel):
                 raise Empty from None
         return decode(self.session, frames)
 
+    def get_now(self) -> dict[str, Any] | None:
+        """A message already waiting, taken now; None when none is (no async read of the
+        channel may be waiting: one reader at a time)."""
+        try:
+            frames = self._now.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return None
+        return decode(self.session, frames)
+
     def send(self, msg: dict[str, Any]) -> None:
         """Sent at once, without the future the async socket makes for every write (a
         full queue — the kernel gone for a thousand messages — waits as jupyter_client's)."""
@@ -105,3 +114,7 @@ class QuickClient(AsyncKernelClient):
 
     shell_channel_class = Type(QuickChannel)
     iopub_channel_class = Type(QuickChannel)
+
+    def iopub_waiting(self) -> dict[str, Any] | None:
+        """A message waiting on IOPub, taken now; None when none is (`QuickChannel.get_now`)."""
+        return cast(QuickChannel, self.iopub_channel).get_now()

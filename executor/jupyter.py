@@ -56,9 +56,10 @@ _POLL = 0.1  # seconds between looks at the clock, the cancel event and the kern
 _ALIVE_EVERY = 0.5  # seconds between liveness checks during a run
 PICTURE_WAIT = 5.0  # seconds the kernel has to describe its namespace after a run
 PICTURE_AFTER = 0.2  # seconds after a run before the picture (runs in a row take one)
-LATE_WINDOW = 1.0
-"""Seconds after another language's kernel answered a run that what it still publishes for
-the run is taken as the run's (`_late_outputs`), unless the next run starts first."""
+LATE_LOOKS = (0.005, 0.05, 0.25, 1.0)
+"""Seconds after another language's kernel answered a run when what it still published for
+the run is looked for and taken as the run's (`_late_outputs`), unless the next run starts
+first."""
 _HELPER = (
     "import sys as _s, types as _t\n"
     "for _n, _c in (('_runfix_kernel', {run!r}), ('_runfix_live', {live!r})):\n"
@@ -109,6 +110,11 @@ class KernelClient(Protocol):
     async def wait_for_ready(self, timeout: float = 60.0) -> None: ...
 
     async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    def iopub_waiting(self) -> dict[str, Any] | None:
+        """A message waiting on IOPub, taken now; None when none is there (nothing waits
+        for one: no read of IOPub may be under way)."""
+        ...
 
     async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
 
@@ -181,9 +187,9 @@ class JupyterKernel(ABC, Generic[C]):
         self._ran: dict[str, dict[int, str]] = {}
         """Another language's kernel: what each document's runs put on each of its lines
         (1-based), to tell its functions' source lines from another document's."""
-        self._late: asyncio.Task[None] | None = None
-        """Taking what another language's kernel publishes for its last run after the run
-        was answered (`_late_outputs`)."""
+        self._late: asyncio.TimerHandle | None = None
+        """The next look for what another language's kernel published for its last run
+        after the run was answered (`_late_outputs`)."""
 
     @property
     def state(self) -> ExecutorState:
@@ -773,11 +779,13 @@ class JupyterKernel(ABC, Generic[C]):
             ran=self._ran.get(request.filename),
         )
         if on_late is not None and outcome.status in (RunStatus.OK, RunStatus.ERROR):
-            late = self._late_outputs(kc, msg_id, outcome, collector, place, on_late)
-            self._late = asyncio.ensure_future(late)
+            late = functools.partial(
+                self._late_outputs, kc, msg_id, outcome, collector, place, on_late
+            )
+            self._late = asyncio.get_running_loop().call_later(LATE_LOOKS[0], late, 0)
         return place(outcome)
 
-    async def _late_outputs(
+    def _late_outputs(
         self,
         kc: KernelClient,
         msg_id: str,
@@ -785,33 +793,35 @@ class JupyterKernel(ABC, Generic[C]):
         collector: MessageCollector,
         place: Callable[[RunOutcome], RunOutcome],
         on_late: Callable[[tuple[Event, ...]], None],
+        look: int,
     ) -> None:
-        """What another language's kernel publishes for a run after it said it was idle, and
-        after its reply: against the protocol, Deno's sends a cell's value so now and then (1
-        run in 200 with both cores loaded). Taken until the next run starts (`_stop_late`)
-        or for `LATE_WINDOW` seconds; `on_late` is told the run's events with it. Nothing
-        else reads the channel meanwhile (another language's kernel has no live door)."""
-        loop = asyncio.get_running_loop()
-        until, told = loop.time() + LATE_WINDOW, tuple(collector.events)
+        """What another language's kernel published for a run after it said it was idle, and
+        after its reply: against the protocol, Deno's sends a cell's value so now and then
+        (1 run in 200 with both cores loaded). Looked for `LATE_LOOKS` after the answer, on
+        a timer, not a read left waiting (cancelled at once when the next run starts:
+        `_stop_late`); `on_late` is told the run's events with it. Nothing else reads IOPub
+        between runs (another language's kernel has no live door)."""
+        self._late = None
+        told = tuple(collector.events)
         try:
-            while (left := until - loop.time()) > 0:
-                try:
-                    msg = await kc.get_iopub_msg(timeout=left)
-                except queue.Empty:
-                    return
-                if msg["parent_header"].get("msg_id") != msg_id or msg["msg_type"] == "status":
-                    continue
-                collector.feed(msg)
-                if (events := tuple(collector.events)) != told:
-                    told = events
-                    on_late(place(replace(outcome, events=events)).events)
+            while (msg := kc.iopub_waiting()) is not None:
+                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] != "status":
+                    collector.feed(msg)
         except Exception as exc:  # (the channels closed under it: the kernel went)
-            log.info("stopped taking the late outputs of a run: %s", exc)
+            log.info("stopped looking for the late outputs of a run: %s", exc)
+            return
+        if (events := tuple(collector.events)) != told:
+            on_late(place(replace(outcome, events=events)).events)
+        if look + 1 < len(LATE_LOOKS):
+            later = functools.partial(
+                self._late_outputs, kc, msg_id, outcome, collector, place, on_late, look + 1
+            )
+            wait = LATE_LOOKS[look + 1] - LATE_LOOKS[look]
+            self._late = asyncio.get_running_loop().call_later(wait, later)
 
     def _stop_late(self) -> None:
-        """The next run starts (the queue is held): late outputs of the last one are no longer
-        taken. Not waited for: cancelling the task cancels its read at once, so no message
-        of the next run can reach it (a turn of the loop less per run)."""
+        """The next run starts (the queue is held), or the channels close: late outputs of
+        the last run are no longer looked for."""
         if (late := self._late) is not None:
             self._late = None
             late.cancel()

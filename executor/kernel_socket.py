@@ -258,6 +258,10 @@ class KernelSocket:
     async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]:
         return await self._get("iopub", timeout)
 
+    def iopub_waiting(self) -> dict[str, Any] | None:
+        """A message that came on IOPub and waits, taken now; None when none does."""
+        return self._queues["iopub"].take()
+
     async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]:
         return await self._get("shell", timeout)
 
@@ -281,6 +285,10 @@ class _Box:
             if not waiter.done():
                 waiter.set_result(None)
         self._waiters.clear()
+
+    def take(self) -> dict[str, Any] | None:
+        """The next message if one came; None if none did."""
+        return self._items.popleft() if self._items else None
 
     async def get(self, timeout: float | None) -> dict[str, Any]:
         """The next message; `queue.Empty` when none came within `timeout` (None: wait)."""

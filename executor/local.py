@@ -27,13 +27,14 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 
 from executor import install as installer
 from executor.base import ExecutorUnavailable
+from executor.channels import QuickClient
 from executor.configs import LocalConfig
 from executor.interpreter import (
     guarded,
@@ -251,9 +252,9 @@ class LocalKernel(JupyterKernel[LocalConfig]):
 
     async def _connect_manager(self) -> None:
         assert self._km is not None
-        kc = self._km.client()
+        kc = self._km.client()  # a QuickClient (its `client_class`)
         kc.start_channels()
-        await self._connect(kc)
+        await self._connect(cast(QuickClient, kc))
 
     async def _relaunch(self) -> None:
         """Replace the kernel process (now), keeping the connection file and runtime dir."""
