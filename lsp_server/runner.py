@@ -52,6 +52,12 @@ def _rich(outcome: RunOutcome) -> bool:
     )
 
 
+Shape = Callable[[RunOutcome], DocumentResults]
+"""A run's results made of its outcome (`build`, with where it ran)."""
+Recorded = Callable[[RunOutcome, DocumentResults], RecordedRun]
+"""A run's entry in the record made of its outcome and results (`entry`)."""
+
+
 async def _results(shape: Shape, outcome: RunOutcome, *, in_thread: bool) -> DocumentResults:
     """A run's results; rich outputs are decoded and stored as files off the loop (`in_thread`),
     which keeps answering (a cell that shows 4,000 images); plain text is made at once."""
@@ -111,6 +117,9 @@ class Runner:
         self.session, self.editor, self.gate, self.desk = session, editor, gate, desk
         self._doing: dict[Path, str] = {}
         """What a folder's run in progress waits for, for the runs queued behind it."""
+        self.started: dict[str, int] = {}
+        """How many runs each document's lines have had (a run's late outputs are shown only
+        while no other has started since)."""
 
     async def locked(self, where: Where, cancel: asyncio.Event) -> asyncio.Lock | None:
         """The folder's run lock, held; None if cancelled while waiting for it."""
@@ -260,6 +269,7 @@ class Runner:
         )
         if keep:
             self.desk.ran_again(where.uri, text.version, piece.first, piece.last)
+            self.started[where.uri] = self.started.get(where.uri, 0) + 1
         late = _Late(self, where, piece) if keep else None
         outcome = await kernel.execute(
             request,
@@ -353,10 +363,6 @@ class Runner:
         return ask
 
 
-Shape = Callable[[RunOutcome], DocumentResults]
-Recorded = Callable[[RunOutcome, DocumentResults], RecordedRun]
-
-
 class _Late:
     """What another language's kernel publishes for a run after the run was answered
     (`JupyterKernel.execute`'s `on_late`): shown on the run's lines, in place of what they
@@ -364,6 +370,7 @@ class _Late:
 
     def __init__(self, runner: Runner, where: Where, piece: Piece) -> None:
         self.runner, self.where, self.piece = runner, where, piece
+        self.run = runner.started.get(where.uri, 0)  # (this run's number in its document)
         self.events: tuple[Event, ...] | None = None
         self._kept: tuple[RunOutcome, Shape, Recorded, int | None] | None = None
         self._lock = asyncio.Lock()  # one at a time, the newest events each time
@@ -390,8 +397,9 @@ class _Late:
             outcome = replace(answered, events=self.events)
             results = await _results(shape, outcome, in_thread=True)
             where, piece, desk = self.where, self.piece, self.runner.desk
-            desk.ran_again(where.uri, where.text.version, piece.first, piece.last)
-            desk.keep(where.uri, where.text.version, results)
-            desk.done()
+            if self.runner.started.get(where.uri) == self.run:  # (else newer results show)
+                desk.ran_again(where.uri, where.text.version, piece.first, piece.last)
+                desk.keep(where.uri, where.text.version, results)
+                desk.done()
             again = recorded(outcome, results)
             self.runner.session.amended(where.folder, where.settings, ticket, again)
