@@ -144,6 +144,18 @@ class Wire:
         )
         return answer
 
+    async def typed(
+        self, uri: str, version: int, at: dict[str, int], text: str, hover: Any
+    ) -> float:
+        """Seconds from typing `text` at `at` (the document's `version` after it) until a
+        hover (`hover`'s params) is answered: the answer comes after the change is handled."""
+        change = {"range": {"start": at, "end": at}, "text": text}
+        doc = {"uri": uri, "version": version}
+        began = time.perf_counter()
+        self.notify("textDocument/didChange", {"textDocument": doc, "contentChanges": [change]})
+        await self.request("textDocument/hover", hover)
+        return time.perf_counter() - began
+
     def rss_mb(self) -> float:
         assert self.proc is not None
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -326,18 +338,12 @@ async def keystrokes(folder: Path, counts: tuple[int, ...], presses: int) -> lis
             version = itertools.count(2)
             pasted = "".join(f"y{i} = {i}\n" for i in range(20))
             keys = (("a character", "#"), ("Enter", "\n"), ("a paste of 20 lines", pasted))
+            start = {"line": 0, "character": 0}
             for name, typed_text in keys:
-                typed = []
-                for _ in range(presses):
-                    start = {"line": 0, "character": 0}
-                    change = {"range": {"start": start, "end": start}, "text": typed_text}
-                    doc = {"uri": uri, "version": next(version)}
-                    t = time.perf_counter()
-                    wire.notify(
-                        "textDocument/didChange", {"textDocument": doc, "contentChanges": [change]}
-                    )
-                    await wire.request("textDocument/hover", hover)
-                    typed.append(time.perf_counter() - t)
+                typed = [
+                    await wire.typed(uri, next(version), start, typed_text, hover)
+                    for _ in range(presses)
+                ]
                 out.append(
                     f"{name} above {count:,} results ({mode}), then a hover: "
                     f"{ms(statistics.median(typed))} median, p95 {ms(pct(typed, 0.95))} "
@@ -447,17 +453,10 @@ async def scale(folder: Path, documents: int, cells: int, presses: int) -> list[
         first = (sub / "doc0.py").as_uri()
         hover = {"textDocument": {"uri": first}, "position": {"line": 1, "character": 0}}
         at = {"line": 0, "character": len("# %% cell 0")}  # the cell's title line's end
-        typed: dict[str, list[float]] = {"#": [], "\n": []}
-        for key, times in typed.items():
-            for _ in range(presses):
-                change = {"range": {"start": at, "end": at}, "text": key}
-                doc = {"uri": first, "version": next(versions)}
-                t = time.perf_counter()
-                wire.notify(
-                    "textDocument/didChange", {"textDocument": doc, "contentChanges": [change]}
-                )
-                await wire.request("textDocument/hover", hover)
-                times.append(time.perf_counter() - t)
+        typed = {
+            key: [await wire.typed(first, next(versions), at, key, hover) for _ in range(presses)]
+            for key in ("#", "\n")
+        }
         runs = []
         for _ in range(presses):
             t = time.perf_counter()
