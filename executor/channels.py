@@ -80,11 +80,18 @@ class QuickChannel(AsyncZMQSocketChannel):
             assert self.socket is not None
             # The async socket's own read, bounded by the socket's receive timeout (pyzmq
             # times an async read by it): one future, resolved when the message comes.
+            # The timeout is given back after the read: pyzmq times every async wait on the
+            # socket by it, jupyter_client's poller too, which then raised `zmq.Again` when
+            # the kernel was slower than the last timed read (the helper's load at a start
+            # on a busy machine, after `wait_for_ready`'s 0.2 s read of IOPub).
             self._now.rcvtimeo = -1 if timeout is None else max(1, int(timeout * 1000))
             try:
                 frames = await self.socket.recv_multipart()
             except zmq.Again:
                 raise Empty from None
+            finally:
+                if timeout is not None:
+                    self._now.rcvtimeo = -1
         return decode(self.session, frames)
 
     def get_now(self) -> dict[str, Any] | None:

@@ -465,15 +465,30 @@ class JupyterKernel(ABC, Generic[C]):
             await self._load_helper(kc)
 
     async def _load_helper(self, kc: KernelClient) -> None:
-        reply = await kc.execute_interactive(
-            HELPER_CODE,
-            silent=True,
-            store_history=False,
-            allow_stdin=False,
-            timeout=self.startup_timeout,
-        )
-        if reply["content"]["status"] != "ok":
-            raise ExecutorUnavailable(f"runfix could not set up the kernel: {reply['content']}")
+        """runfix's helper into the kernel, within the start's timeout (a busy machine's
+        slow kernel is waited for); whatever goes wrong is one sentence, never a traceback."""
+        try:
+            reply = await kc.execute_interactive(
+                HELPER_CODE,
+                silent=True,
+                store_history=False,
+                allow_stdin=False,
+                timeout=self.startup_timeout,
+            )
+        except TimeoutError:
+            raise ExecutorUnavailable(
+                f"The {self.where} started but did not take runfix's helper within "
+                f"{self.startup_timeout:g}s (the `kernelStartTimeout` setting)."
+            ) from None
+        except Exception as exc:  # (the channels failed under it: the kernel went)
+            raise ExecutorUnavailable(
+                f"The {self.where} started but runfix could not set it up: "
+                f"{str(exc) or type(exc).__name__}"
+            ) from exc
+        content = reply["content"]
+        if content["status"] != "ok":
+            said = f"{content.get('ename', 'error')}: {content.get('evalue', '')}".rstrip(": ")
+            raise ExecutorUnavailable(f"runfix could not set up the {self.where}: {said}")
 
     def _disconnect(self) -> None:
         self._close_live()
