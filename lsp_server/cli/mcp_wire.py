@@ -149,9 +149,12 @@ class McpServer:
         params = message.get("params")
         if "id" not in message:
             if method == "notifications/cancelled" and isinstance(params, dict):
-                task = self._calls.get(_key(params.get("requestId")))
-                if task is not None:
-                    task.cancel()
+                asked = params.get("requestId")
+                # (an id is a string or an integer: a list or an object names no call)
+                if isinstance(asked, (str, int)) and not isinstance(asked, bool):
+                    task = self._calls.get(_key(asked))
+                    if task is not None:
+                        task.cancel()
             return  # (notifications/initialized, progress, …: nothing to do)
         ident = message["id"]
         if isinstance(ident, bool) or not isinstance(ident, (str, int)):

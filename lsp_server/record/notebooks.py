@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -178,9 +179,18 @@ def buffer_text(notebook: Any) -> str:
         if cell.cell_type == "code":
             out.append("# %%\n" + source + "\n")
             continue
-        said = "".join(f"# {line}\n" if line else "#\n" for line in source.split("\n"))
+        said = "".join(f"# {_escaped(line)}\n" if line else "#\n" for line in source.split("\n"))
         out.append(f"# %% [{cell.cell_type}]\n" + said)
     return "".join(out)
+
+
+_MARKER_LIKE = re.compile(r"\\*%%")
+"""A markdown or raw line that, commented, would read as a cell marker (`%%`), or such a line
+escaped already (`\\%%`): written with one backslash more, read with one less."""
+
+
+def _escaped(line: str) -> str:
+    return "\\" + line if _MARKER_LIKE.match(line) else line
 
 
 def cells_of(text: str) -> list[tuple[str, str]]:
@@ -213,6 +223,8 @@ def _uncommented(line: str) -> str:
         text = ""
     elif text.startswith("# "):
         text = text[2:]
+        if text.startswith("\\") and _MARKER_LIKE.match(text[1:]):
+            text = text[1:]
     return text + ("\n" if line.endswith("\n") else "")
 
 

@@ -143,3 +143,17 @@ def test_runfix_tools_list_as_mcp_describes_them() -> None:
     assert not any(
         t["description"].startswith(" ") or "\n " in t["description"] for t in listed.values()
     )
+
+
+async def test_a_cancel_naming_no_call_ends_nothing() -> None:
+    """Issue 58, S3: a `requestId` that is a list or an object ended `runfix mcp`."""
+    said = await _session(
+        _call(1, {"text": "slow"}),
+        *(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": odd}}
+            for odd in ([1], {"id": 1}, None, True, 1.5)
+        ),
+        _call(2, {"text": "after"}),
+        last=0.6,
+    )
+    assert [a["id"] for a in said] == [1, 2]

@@ -51,3 +51,14 @@ def test_an_edit_makes_a_new_cell_and_a_run_gives_a_cell_its_outputs() -> None:
     assert made.cells[5].id != nb.cells[4].id  # edited: a new cell, with its run's output
     assert [o.text for o in made.cells[5].outputs] == ["2\n"]
     assert made.metadata == nb.metadata
+
+
+def test_a_markdown_line_that_looks_like_a_cell_marker_stays_in_its_cell() -> None:
+    """Issue 58, S3: `%%` at the start of a markdown line, commented in the buffer, read as
+    a cell marker, and `notebook read` → `write` (Neovim's `:e`, `:w`) made it a code cell."""
+    nb = _notebook()
+    nb.cells[0] = v4.new_markdown_cell("Cell magics:\n%%timeit\n\\%% (escaped)\n\\begin{x}")
+    text = buffer_text(nb)
+    assert "# %%timeit" not in text
+    assert cells_of(text) == [(c.cell_type, c.source) for c in nb.cells]
+    assert merged(nb, text, [], None) == nb
