@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import hashlib
@@ -25,9 +26,9 @@ import stat
 import struct
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from executor.base import ExecutorUnavailable
@@ -322,6 +323,9 @@ class AgentDoor:
     def _cancellable(self) -> Iterator[asyncio.Event]:
         cancel = asyncio.Event()
         self._cancels.add(cancel)
+        calls = _CALL_CANCELS.get()
+        if calls is not None:
+            calls.add(cancel)
         try:
             yield cancel
         finally:
@@ -347,19 +351,15 @@ class AgentDoor:
     async def _serve(
         self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        try:
-            while line := await reader.readline():
-                self._in_flight += 1
-                try:
-                    answer = await self._answer(folder, line)
-                    writer.write(_bounded(answer))
-                    await writer.drain()
-                finally:
-                    self._in_flight -= 1
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
-        finally:
-            writer.close()
+        """One agent's connection: its calls answered in turn (`in_turn`)."""
+
+        def answer(line: bytes) -> Coroutine[Any, Any, dict[str, Any]]:
+            return self._answer(folder, line)
+
+        def busy(change: int) -> None:
+            self._in_flight += change
+
+        await in_turn(answer, reader, writer, busy)
 
     async def _answer(self, folder: Path, line: bytes) -> dict[str, Any]:
         call: dict[str, Any] = {}
@@ -595,7 +595,9 @@ class AgentDoor:
         kernel = self.flow.kernel_of(folder)
         if kernel is None or not kernel.launched:
             return {"variables": []}
-        return {"variables": [dataclasses.asdict(v) for v in await kernel.variables()]}
+        settings, _ = await self.flow.folder_settings(folder)  # (the names the user hides)
+        variables = await kernel.variables(settings.secret_extra_names)
+        return {"variables": [dataclasses.asdict(v) for v in variables]}
 
     async def _inspect(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         expression = args.get("expression")
@@ -628,6 +630,73 @@ class AgentDoor:
             await kernel.interrupt()
             return {"interrupted": True}
         return {"interrupted": False}
+
+
+_T = TypeVar("_T")
+_CALL_CANCELS: contextvars.ContextVar[set[asyncio.Event] | None] = contextvars.ContextVar(
+    "runfix_call_cancels", default=None
+)
+"""The cancel events of the runs one agent's call started (`until_gone`)."""
+
+
+async def until_gone(work: Coroutine[Any, Any, _T], gone: asyncio.Future[Any]) -> _T | None:
+    """`work` (an agent's call), unless `gone` ends first with nothing (its connection
+    closed, its call cancelled): then the runs it started are cancelled as a cancel asks
+    (their kernels interrupted, their answers made), and None. `gone` may end with a value
+    (the next call's line): it is left for the caller."""
+    cancels: set[asyncio.Event] = set()
+    token = _CALL_CANCELS.set(cancels)
+    try:
+        task = asyncio.ensure_future(work)  # (its context holds `cancels`)
+    finally:
+        _CALL_CANCELS.reset(token)
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        for cancel in cancels:
+            cancel.set()
+        with contextlib.suppress(Exception):
+            await task
+        raise
+    if task.done() or (gone.exception() is None and gone.result()):
+        return await task
+    for cancel in cancels:
+        cancel.set()
+    with contextlib.suppress(Exception):
+        await task
+    return None
+
+
+async def in_turn(
+    answer: Callable[[bytes], Coroutine[Any, Any, dict[str, Any]]],
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    busy: Callable[[int], None],
+) -> None:
+    """A connection's calls (a line each) answered in turn, `busy` told while one is. An
+    agent that hangs up during a call (it cancelled it) has its run cancelled: the kernel
+    is interrupted, not left running what nobody waits for (`until_gone`)."""
+    following: asyncio.Future[bytes] | None = None
+    try:
+        line = await reader.readline()
+        while line:
+            busy(1)
+            try:
+                following = asyncio.ensure_future(reader.readline())
+                answered = await until_gone(answer(line), following)
+                if answered is None:
+                    return  # the agent hung up: nobody reads an answer
+                writer.write(_bounded(answered))
+                await writer.drain()
+            finally:
+                busy(-1)
+            line = await following
+    except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+        pass
+    finally:
+        if following is not None:
+            following.cancel()
+        writer.close()
 
 
 def _bounded(answer: dict[str, Any]) -> bytes:

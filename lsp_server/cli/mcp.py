@@ -32,6 +32,7 @@ from lsp_server.agents import (
     local_path,
     runtime_dir,
     socket_name,
+    until_gone,
 )
 from lsp_server.cli.mcp_wire import Call, McpServer, Param, Tool, ToolError
 
@@ -198,7 +199,12 @@ async def _call(path: str, op: str, args: dict[str, Any], agent: str) -> Any:
         )
     if alone is None:
         alone = _ALONE[folder] = _Alone(folder)
-    return await alone.door.handle(folder, message)
+    # A call the agent cancels cancels its run (the kernel interrupted), as an editor's does.
+    never = asyncio.get_running_loop().create_future()
+    try:
+        return await until_gone(alone.door.handle(folder, message), never)
+    finally:
+        never.cancel()
 
 
 def _missing(path: str) -> str | None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -518,3 +520,55 @@ async def test_run_cell_names_a_notebooks_cell_by_its_number(tmp_path: Path) -> 
     assert "cell 1 is a markdown cell" in markdown["error"], markdown
     assert "the notebook has 3 cells" in beyond["error"], beyond
     assert "a notebook's (.ipynb) cell number" in script["error"], script
+
+
+async def _mcp_lines() -> tuple[asyncio.subprocess.Process, Any, Any]:
+    """`runfix mcp` spoken to line by line (what the SDK's client never sends), initialized;
+    (the process, a writer of messages, a reader of the next message)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "lsp_server", "mcp", env=SERVER_ENV,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    async def read() -> dict[str, Any]:
+        answer: dict[str, Any] = json.loads(await asyncio.wait_for(stdout.readline(), 60))
+        return answer
+
+    hello = {"protocolVersion": "2025-06-18", "clientInfo": {"name": "raw"}, "capabilities": {}}
+    send({"id": 0, "method": "initialize", "params": hello})
+    await read()
+    send({"method": "notifications/initialized"})
+    return process, send, read
+
+
+async def test_a_cancelled_call_interrupts_its_run_and_a_malformed_cancel_ends_nothing(
+    initialized: Any, folder: Path
+) -> None:
+    """Issue 58, S3: a cancelled call left the kernel running it (the next call waited
+    20 s); a `notifications/cancelled` whose id is a list or an object ended `runfix mcp`."""
+    initialized.answer = ALLOW
+    process, send, read = await _mcp_lines()
+    try:
+        sleeps = {"folder": str(folder), "code": "import time\ntime.sleep(30)"}
+        sleep = {"name": "run_code", "arguments": sleeps}
+        send({"id": 1, "method": "tools/call", "params": sleep})
+        await asyncio.sleep(2.0)  # (the consent asked, the run started)
+        for odd in ([1], {"id": 1}):
+            send({"method": "notifications/cancelled", "params": {"requestId": odd}})
+        send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+        began = time.monotonic()
+        quick = {"name": "run_code", "arguments": {"folder": str(folder), "code": "6 * 7"}}
+        send({"id": 2, "method": "tools/call", "params": quick})
+        answer = await read()
+        waited = time.monotonic() - began
+        assert answer["id"] == 2 and "42" in json.dumps(answer), answer
+        assert waited < 10, f"the next call waited {waited:.1f} s for the cancelled run"
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        await asyncio.wait_for(process.wait(), 30)
