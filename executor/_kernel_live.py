@@ -37,6 +37,7 @@ import inspect
 import itertools
 import json
 import keyword
+import os
 import queue
 import re
 import sys
@@ -44,7 +45,7 @@ import threading
 import time
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 TARGET = "runfix.live"
 """The comm target the server opens."""
@@ -912,15 +913,46 @@ def _size(value: Any) -> dict[str, Any]:
     return out
 
 
+def _rule() -> Any:
+    """The secret rule (`executor/redact.py`): the module the server loaded beside this one
+    in the kernel, or runfix's own where this file is imported (the tests)."""
+    rule = sys.modules.get("_runfix_redact")
+    if rule is None:
+        from executor import redact as rule
+    return rule
+
+
+class _Secrets:
+    """What the rule looks for while one answer is made: the kernel's own environment's
+    secrets (a container's or a remote server's are not the editor's) and the names the
+    user added (`secretNames`)."""
+
+    values: ClassVar[dict[str, str]] = {}
+    extra: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def read(cls, extra: Any = ()) -> None:
+        cls.extra = tuple(str(n) for n in extra or () if type(n) is str)
+        cls.values = _rule().env_secrets(os.environ, cls.extra)
+
+
+def _said(name: str, text: str) -> str:
+    """A preview of a value named `name` as the secret rule lets it out (before it is cut:
+    a secret cut in two is no longer found)."""
+    hidden = _rule().hide_value(name, text, _Secrets.values, _Secrets.extra)
+    return text if hidden is None else hidden
+
+
 def _variable(name: str, value: Any) -> dict[str, Any]:
     item: dict[str, Any] = {"name": name, "type": _short_name(value), **_size(value)}
-    text = _preview(value, 1)
+    text = _said(name, _preview(value, 1))
     item["summary"] = text if len(text) <= 80 else text[:79] + "…"
     return item
 
 
 def variables_of(namespace: dict[str, Any], hidden: set[str], limit: int = 200) -> list[Any]:
-    """The user's names in brief: type, length or shape, a table's columns, a preview."""
+    """The user's names in brief: type, length or shape, a table's columns, a preview (a
+    secret's hidden: `_said`)."""
     items: list[dict[str, Any]] = []
     for name, value in _str_items(namespace, len(namespace) + 1):
         if name.startswith("_") or name in hidden or _is_module(value):
@@ -931,12 +963,14 @@ def variables_of(namespace: dict[str, Any], hidden: set[str], limit: int = 200) 
     return items
 
 
-def variables(limit: int = 200) -> str:
+def variables(limit: int = 200, names: Any = ()) -> str:
     """The kernel's names as JSON (`runfix.variables`, agents, the model's context):
-    modules, private and IPython's own names left out; what was read within the deadline."""
+    modules, private and IPython's own names left out; what was read within the deadline.
+    `names`: more names whose values are secrets (the `secretNames` setting)."""
     from IPython import get_ipython
 
     shell = get_ipython()
+    _Secrets.read(names)
     _clock.until = time.monotonic() + 2 * DEADLINE
     try:
         items = variables_of(shell.user_ns, _hidden(shell), limit)
@@ -955,9 +989,6 @@ EVIDENCE_LOCALS = 12
 """Locals described per frame."""
 EVIDENCE_HAS = 40
 """Keys or attributes listed of the object a key or attribute was missing from."""
-_SECRET = re.compile(r"(?i)passw(or)?d|secret|token|api_?key|credential")
-_SECRET_KEY = re.compile(r"(?i)'[^']*(passw(or)?d|secret|token|api_?key|credential)[^']*': ")
-"""A preview showing a secret-named key of a mapping: the whole preview is left out."""
 _ARITHMETIC: dict[Any, Callable[[Any, Any], Any]] = {}
 
 
@@ -981,13 +1012,11 @@ def _users(filename: str, system: tuple[str, ...]) -> bool:
 
 
 def _shown(name: str, value: Any) -> list[Any]:
-    """[type, preview, length] of a value, a secret's hidden."""
-    if _SECRET.search(name):
-        return [_type_name(value), "<hidden: its name says it is a secret>", None]
+    """[type, preview, length] of a value, a secret's hidden (`_said`)."""
     text = _preview(value, 2)
-    if _SECRET_KEY.search(text):
-        text = "<not shown: it holds a key whose name says it is a secret>"
-    return [_type_name(value), text if len(text) <= 160 else text[:159] + "…", _length(value)]
+    said = _said(name, text)
+    length = _length(value) if said == text else None
+    return [_type_name(value), said if len(said) <= 160 else said[:159] + "…", length]
 
 
 def _frame_locals(frame: Any) -> list[tuple[str, Any]]:
@@ -1189,7 +1218,7 @@ def _ran_from(frame: Any, filename: str) -> bool:
         return False
 
 
-def evidence(ename: str, line: int) -> str:
+def evidence(ename: str, line: int, names: Any = ()) -> str:
     """What the last error's frames held, as JSON (null when the last error is not the one
     asked about: `ename` raised on `line` of its innermost user frame): for the innermost
     frames of the user's code, the function's locals, each name of the line that raised and
@@ -1222,6 +1251,7 @@ def evidence(ename: str, line: int) -> str:
         tb = tb.tb_next
     if not steps or (line and steps[-1].tb_lineno != line):
         return "null"
+    _Secrets.read(names)
     _clock.until = time.monotonic() + DEADLINE
     frames = []
     try:

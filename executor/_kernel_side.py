@@ -281,9 +281,14 @@ class _CappedStream:
         self._budget: _Budget | None = None
         self._earlier: set[int] = set()
         self.strays = 0
+        self._ran_on: int | None = None
+        """The thread the last run ran on (between runs, what another thread prints is a
+        stray: sent then, the kernel would send it as the next run's output)."""
+        self._between = 0
 
     def start(self, budget: _Budget, earlier: set[int]) -> None:
-        self._earlier, self.strays = earlier, 0
+        self._earlier, self.strays, self._between = earlier, self._between, 0
+        self._ran_on = threading.get_ident()
         self._budget = budget
 
     def stop(self) -> None:
@@ -292,6 +297,9 @@ class _CappedStream:
     def write(self, text: str) -> int:
         budget = self._budget
         if budget is None:
+            if self._ran_on is not None and threading.get_ident() != self._ran_on:
+                self._between += len(text)  # a thread of a finished run: counted, not sent
+                return len(text)
             return int(self._stream.write(text) or 0)
         if threading.get_ident() in self._earlier:
             self.strays += len(text)
@@ -509,8 +517,11 @@ def _publish_syntax_error(exc: SyntaxError, code: str, first_line: int, indent: 
     )
 
 
-def _steps(kind: str, parsed: Any, filename: str, first_line: int, budget: _Budget) -> Any:
-    """Run statement by statement; yields each awaitable (top-level `await`) to be awaited."""
+def _steps(
+    kind: str, parsed: Any, filename: str, first_line: int, budget: _Budget, adopt: Any = None
+) -> Any:
+    """Run statement by statement; yields each awaitable (top-level `await`) to be awaited.
+    `adopt`: told each statement's code before it runs (the model's code: `_runfix_guard`)."""
     shell = _shell()
     namespace = shell.user_ns
     if kind == "magic":
@@ -527,6 +538,8 @@ def _steps(kind: str, parsed: Any, filename: str, first_line: int, budget: _Budg
             code = compile(ast.Expression(node.value), filename, "eval", flags=_AWAIT)
         else:
             code = compile(ast.Module(body=[node], type_ignores=[]), filename, "exec", _AWAIT)
+        if adopt is not None:
+            adopt(code)
         value = eval(code, namespace)
         if code.co_flags & inspect.CO_COROUTINE:
             value = yield value
@@ -569,15 +582,42 @@ def _cell_done(info: Any, error: BaseException | None) -> None:
     shell.events.trigger("post_run_cell", result)
 
 
-class _Run:
-    """One run's surroundings: capped streams, the display hook, and what is said at its end."""
+def _guard() -> Any:
+    """The runtime guard (`executor/_kernel_guard.py`, loaded beside this module); None in
+    a kernel whose helper was loaded without it."""
+    module = sys.modules.get("_runfix_guard")
+    return getattr(module, "_GUARD", [None])[0] if module is not None else None
 
-    def __init__(self, code: str, filename: str, first_line: int, limit: int) -> None:
+
+class _Run:
+    """One run's surroundings: capped streams, the display hook, the runtime guard for the
+    model's code, and what is said at its end."""
+
+    def __init__(
+        self, code: str, filename: str, first_line: int, limit: int, guard: Any = None
+    ) -> None:
         self.budget = _Budget(limit)
         if code.startswith("\ufeff"):
             code = code[1:]  # a byte-order mark opens the file; it is not code
         self.code, self.filename, self.first_line = code, filename, first_line
+        self.policy = guard
+        """The model's code: what its guard allows ({"allow": […], "keep": […]}); None: the
+        user's own."""
+        self.guard = _guard()
+        self.token: Any = None
         _remember(filename, first_line, code)
+
+    @property
+    def adopt(self) -> Any:
+        """Where the model's compiled statements go (None: the user's code)."""
+        return self.guard.adopt if self.policy is not None and self.guard is not None else None
+
+    def _refused(self) -> list[Any]:
+        """What the guard stopped during this run (it is disarmed here)."""
+        if self.guard is None:
+            return []
+        taken = self.guard.disarm(self.token) if self.policy is not None else self.guard.taken()
+        return list(taken)
 
     def __enter__(self) -> _Run:
         self.usage = _usage_start()
@@ -593,13 +633,22 @@ class _Run:
         hooks = getattr(shell.display_pub, "register_hook", None)
         if hooks is not None:
             hooks(_tag_display)
+        if self.policy is not None and self.guard is not None:  # (last: nothing of ours after)
+            self.token = self.guard.arm(self.policy.get("allow", ()), self.policy.get("keep", ()))
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
         shell = _shell()
+        refused = self._refused()  # (first: nothing of ours before)
         self.budget.flush_tail()
+        if exc is None and refused:  # a refusal the code caught (`except BaseException`)
+            exc = sys.modules["_runfix_guard"].GuardStop(
+                "runfix's guard stopped the model's code: " + refused[0].sentence()
+            )
         if exc is not None:
             _report(exc, _user_frames(tb), interrupted=isinstance(exc, KeyboardInterrupt))
+        if refused:
+            _publish({"guard": [r.said() for r in refused]})
         _current.end()
         if getattr(shell.display_pub, "unregister_hook", None) is not None:
             shell.display_pub.unregister_hook(_tag_display)
@@ -623,9 +672,17 @@ class _Run:
 
 
 def _user_frames(tb: Any) -> Any:
-    """The traceback from the user's code on: this module's own frames dropped."""
+    """The traceback from the user's code on: this module's own frames dropped, and the
+    guard's hook where it stopped the code (the code's own line is where it raised)."""
     while tb is not None and tb.tb_frame.f_globals is globals():
         tb = tb.tb_next
+    guard = sys.modules.get("_runfix_guard")
+    step = tb
+    while guard is not None and step is not None and step.tb_next is not None:
+        if step.tb_next.tb_frame.f_globals is guard.__dict__:
+            step.tb_next = None
+            break
+        step = step.tb_next
     return tb
 
 
@@ -693,25 +750,30 @@ def _say_usage(usage: dict[str, Any]) -> None:
         payloads.write_payload({"source": USAGE_SOURCE, "usage": usage}, single=True)
 
 
-def run(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> None:
-    """Run `code`, which starts on document line `first_line` of `filename`."""
-    with _Run(code, filename, first_line, limit) as this:
+def run(
+    code: str, filename: str, first_line: int = 1, limit: int = 100000, guard: Any = None
+) -> None:
+    """Run `code`, which starts on document line `first_line` of `filename`; `guard`: it is
+    the model's, run under the runtime guard with these allowances."""
+    with _Run(code, filename, first_line, limit, guard) as this:
         kind, parsed = _parse(this.code, filename, first_line)
         if kind == "error":
             return
-        steps = _steps(kind, parsed, filename, first_line, this.budget)
+        steps = _steps(kind, parsed, filename, first_line, this.budget, this.adopt)
         for awaitable in steps:  # only code with `await` yields: the server sends it to run_async
             awaitable.close()
             raise RuntimeError("top-level await needs run_async")
 
 
-async def run_async(code: str, filename: str, first_line: int = 1, limit: int = 100000) -> None:
+async def run_async(
+    code: str, filename: str, first_line: int = 1, limit: int = 100000, guard: Any = None
+) -> None:
     """`run` for code with top-level `await`, on the kernel's event loop as IPython runs it."""
-    with _Run(code, filename, first_line, limit) as this:
+    with _Run(code, filename, first_line, limit, guard) as this:
         kind, parsed = _parse(this.code, filename, first_line)
         if kind == "error":
             return
-        steps = _steps(kind, parsed, filename, first_line, this.budget)
+        steps = _steps(kind, parsed, filename, first_line, this.budget, this.adopt)
         try:
             awaitable = next(steps)
             while True:

@@ -85,6 +85,45 @@ class Error:
 Event = Stream | Value | Display | Error
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """What runfix's guard stopped model-written code doing (`executor/_kernel_guard.py`):
+    its kind (write, process, network, native, unpickle, tamper, environment), what it was
+    (a path, a program, an address), why, and the pattern "allow always" keeps."""
+
+    kind: str
+    what: str
+    why: str
+    pattern: str
+
+    @property
+    def sentence(self) -> str:
+        kinds = {
+            "write": "a write",
+            "process": "starting a process",
+            "network": "a network connection",
+            "native": "loading native code",
+            "unpickle": "unpickling",
+            "tamper": "taking the guard apart",
+            "environment": "changing how programs start",
+        }
+        return f"{kinds.get(self.kind, self.kind)} ({self.what}): {self.why}"
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The runtime guard a run of model-written code runs under (the kernel's audit hook):
+    `allow` are the patterns allowed during this run (the user's "allow once", and
+    "always"), `keep` those that hold afterwards wherever the functions it defined run
+    ("always")."""
+
+    allow: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+
+    def said(self) -> dict[str, list[str]]:
+        return {"allow": list(self.allow), "keep": list(self.keep)}
+
+
 class RunStatus(enum.Enum):
     OK = "ok"
     ERROR = "error"
@@ -107,6 +146,8 @@ class RunRequest:
     first_line: int = 1
     timeout: float = 120.0
     output_limit: int = 100_000
+    guard: Guard | None = None
+    """Model-written code: the runtime guard it runs under (None: the user's own code)."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +193,8 @@ class RunOutcome:
     """The statement that was running when the run ended abnormally."""
     usage: Usage | None = None
     """CPU time and memory of the run, where the kernel could say."""
+    refused: tuple[Refusal, ...] = ()
+    """What the runtime guard stopped the model's code doing in this run."""
 
     @property
     def error(self) -> Error | None:

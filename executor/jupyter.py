@@ -25,17 +25,17 @@ import queue
 import struct
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from executor import _kernel_live, _kernel_side
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
 from executor.events import (
     Error,
     Event,
+    Guard,
     RunOutcome,
     RunRequest,
     RunStatus,
@@ -48,6 +48,7 @@ from executor.foreign import R_VARIABLES, placed, r_variables, sent
 from executor.install import InstallResult, refused
 from executor.live import LiveAnswer, LiveDoor, LiveUnavailable, from_picture
 from executor.messages import MessageCollector
+from executor.shipped import modules_code
 from executor.testing import TestResult, TestRun, run_pytest
 
 log = logging.getLogger(__name__)
@@ -60,19 +61,12 @@ LATE_LOOKS = (0.005, 0.05, 0.25, 1.0)
 """Seconds after another language's kernel answered a run when what it still published for
 the run is looked for and taken as the run's (`_late_outputs`), unless the next run starts
 first."""
-_HELPER = (
-    "import sys as _s, types as _t\n"
-    "for _n, _c in (('_runfix_kernel', {run!r}), ('_runfix_live', {live!r})):\n"
-    "    _m = _t.ModuleType(_n)\n"
-    "    exec(_c, _m.__dict__)\n"
-    "    _s.modules[_n] = _m\n"
-    "_m.register()\n"
-    "del _s, _t, _m, _n, _c\n"
-)
-
-HELPER_CODE = _HELPER.format(
-    run=Path(_kernel_side.__file__).read_text(encoding="utf-8"),
-    live=Path(_kernel_live.__file__).read_text(encoding="utf-8"),
+HELPER_MODULES = ("_runfix_redact", "_runfix_guard", "_runfix_kernel", "_runfix_live")
+HELPER_CODE = (
+    modules_code(*HELPER_MODULES)
+    + "__import__('_runfix_live').register()\n"
+    # The guard last: what it keeps of runfix's own modules is what they are now.
+    + f"__import__('_runfix_guard').install({HELPER_MODULES!r})\n"
 )
 
 Say = Callable[[str], None]
@@ -338,6 +332,8 @@ class JupyterKernel(ABC, Generic[C]):
         cancel: asyncio.Event | None = None,
         timeout: float = 120.0,
         sources: Mapping[str, str] | None = None,
+        guard: Guard | None = None,
+        secret_names: Sequence[str] = (),
     ) -> TestRun:
         """The folder's tests (pytest with `args`) beside the kernel, in its interpreter:
         each result as it comes; a test running over `timeout` seconds stops the run;
@@ -355,6 +351,7 @@ class JupyterKernel(ABC, Generic[C]):
         run = await run_pytest(
             self._command, self._interpreter(), args, on_result=told, cancel=cancel,
             timeout=timeout, sources={p: text for p, text in given.items() if p is not None},
+            guard=guard, secret_names=secret_names,
         )  # fmt: skip
         run.results = [hosted(r) for r in run.results]
         return run
@@ -766,7 +763,8 @@ class JupyterKernel(ABC, Generic[C]):
             if self.plain
             else (
                 f"{entry}({request.code!r}, {request.filename!r}, "
-                f"{request.first_line}, {request.output_limit})"
+                f"{request.first_line}, {request.output_limit}"
+                + (f", {request.guard.said()!r})" if request.guard is not None else ")")
             ),
             silent=not self.plain,
             store_history=self.plain,
@@ -972,6 +970,8 @@ class JupyterKernel(ABC, Generic[C]):
             log.info("dropped %s during this run", dropped)
             note = f"{note} Dropped: {dropped}.".strip()
         outcome = self._ended(status, collector, began, lost=False, note=note)
+        if collector.refused:
+            outcome = replace(outcome, refused=tuple(collector.refused))
         return replace(outcome, usage=_usage(reply)) if reply is not None else outcome
 
     async def _drain_reply(self, msg_id: str) -> dict[str, Any] | None:
@@ -1019,10 +1019,14 @@ class JupyterKernel(ABC, Generic[C]):
             return None
         return json.loads(ast.literal_eval(raw["data"]["text/plain"]))
 
-    async def variables(self) -> list[Variable]:
+    async def variables(self, secret_names: Sequence[str] = ()) -> list[Variable]:
+        """The kernel's names in brief, a secret's value hidden (`executor.redact`; with the
+        user's `secret_names` too)."""
         if self.plain:
             return await self._foreign_variables()
-        items = await self._helper("__import__('_runfix_live').variables()")
+        items = await self._helper(
+            f"__import__('_runfix_live').variables(200, {list(secret_names)!r})"
+        )
         return [
             Variable(
                 name=i["name"],
@@ -1047,11 +1051,15 @@ class JupyterKernel(ABC, Generic[C]):
             self._ran.pop(request.filename, None)
         return r_variables(outcome) if outcome.status == RunStatus.OK else []
 
-    async def evidence(self, ename: str, line: int) -> dict[str, Any] | None:
+    async def evidence(
+        self, ename: str, line: int, secret_names: Sequence[str] = ()
+    ) -> dict[str, Any] | None:
         """What the frames of the last error held (`_kernel_live.evidence`), if the last
         error is `ename` raised on `line` of the user's code (0: whatever it was); None
-        when it is not, or for another language's kernel."""
-        found = await self._helper(f"__import__('_runfix_live').evidence({ename!r}, {int(line)})")
+        when it is not, or for another language's kernel. Secrets hidden as `variables`."""
+        found = await self._helper(
+            f"__import__('_runfix_live').evidence({ename!r}, {int(line)}, {list(secret_names)!r})"
+        )
         return found if isinstance(found, dict) else None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from executor._kernel_side import FRAME_LIMIT as KERNEL_FRAME_LIMIT
 from executor._kernel_side import MESSAGE_LIMIT, MIME, TRACEBACK_LIMIT, cap
-from executor.events import Display, Error, Event, Frame, Span, Stream, Value
+from executor.events import Display, Error, Event, Frame, Refusal, Span, Stream, Value
 
 # Images are kept whole (they are saved to files, not shown as text), but not without end.
 _MAX_BINARY = 20_000_000
@@ -35,6 +35,8 @@ class MessageCollector:
         """Characters a thread of an earlier run printed during this one (dropped)."""
         self.exited = False
         """The code asked the kernel to exit (`exit()`, `quit()`)."""
+        self.refused: list[Refusal] = []
+        """What the runtime guard stopped (model-written code)."""
         self._left = output_limit
 
     def _take(self, text: str) -> str:
@@ -109,6 +111,14 @@ class MessageCollector:
             self.strays += int(control["strays"])
         elif control.get("exited"):
             self.exited = True
+        elif "guard" in control:
+            self.refused.extend(
+                Refusal(
+                    str(r.get("kind")), str(r.get("what")), str(r.get("why")), str(r.get("pattern"))
+                )
+                for r in control["guard"]
+                if isinstance(r, dict)
+            )
 
 
 FRAME_LIMIT = 2 * KERNEL_FRAME_LIMIT

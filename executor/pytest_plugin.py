@@ -1,10 +1,13 @@
-"""runfix's pytest plugin, run as `python -c <this file's text> ARGS…` in the folder's own
-interpreter (the kernel's, or the sandbox's): pytest runs with this plugin and without its
-terminal output, and each test's outcome, duration and — for a failure — pytest's own
-exception text (the assertion as pytest rewrote it, with the compared values) and the
-frames that raised it come as one JSON line each on stdout after a marker. Nothing of
-runfix is imported here: the standard library and pytest only (`executor.testing` reads
-what it says)."""
+"""runfix's pytest plugin, run as `python -c <program> ARGS…` in the folder's own interpreter
+(the kernel's, or the sandbox's), the program being runfix's secret rule and runtime guard
+made modules (`executor.shipped`), then this file's text: pytest runs with this plugin and
+without its terminal output, and each test's outcome, duration and — for a failure —
+pytest's own exception text (the assertion as pytest rewrote it, with the compared values)
+and the frames that raised it come as one JSON line each on stdout after a marker, secrets
+hidden (`_runfix_redact`). A fix's candidate (the module files given by `--runfix-sources`)
+runs under the runtime guard (`_runfix_guard`) wherever its functions run; what the guard
+stopped is said too. Nothing of runfix is imported here: the standard library, pytest and
+those two modules (`executor.testing` reads what it says)."""
 
 from __future__ import annotations
 
@@ -19,10 +22,35 @@ import pytest
 
 MARKER = "\x1erunfix-test "
 SOURCES = "--runfix-sources="
-"""A first argument `--runfix-sources={"path": "source", …}`: those module files are imported
-from the sources given, not from the files (a fix's candidate, tried before it is written)."""
+"""A leading argument `--runfix-sources={"path": "source", …}`: those module files are
+imported from the sources given, not from the files (a fix's candidate, tried before it is
+written), and run under the guard."""
+GUARD = "--runfix-guard="
+"""A leading argument `--runfix-guard={"allow": […], "keep": […]}`: what the guard allows."""
+SECRET_NAMES = "--runfix-secret-names="
+"""A leading argument `--runfix-secret-names=[…]`: more names whose values are secrets."""
 LOCALS_KEPT = 20
 """Names of a frame's locals said (the innermost frames' only), each value's repr cut."""
+_EXTRA: list[str] = []
+"""The names of `SECRET_NAMES`."""
+_MODELS: list[bool] = [False]
+"""Whether the sources given are the model's (a guard was given): their code is guarded."""
+
+
+def _hidden(text: str) -> str:
+    """`text` as the secret rule lets it out (the module runfix sent; as it is without)."""
+    rule = sys.modules.get("_runfix_redact")
+    return rule.Hider(os.environ, _EXTRA).hide(text) if rule is not None else text
+
+
+def _local(name: str, value: object) -> str:
+    """A local's value, cut, a secret's hidden first (a secret cut in two is not found)."""
+    text = _short(value, 4000)
+    rule = sys.modules.get("_runfix_redact")
+    if rule is not None:
+        hidden = rule.hide_value(name, text, rule.env_secrets(os.environ, _EXTRA), _EXTRA)
+        text = text if hidden is None else hidden
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _say(event: dict[str, Any]) -> None:
@@ -57,7 +85,7 @@ def _frames(excinfo: Any, root: str) -> list[dict[str, Any]]:
             except Exception:
                 names = []
             frame["locals"] = {
-                name: _short(value) for name, value in names if not name.startswith("@")
+                name: _local(name, value) for name, value in names if not name.startswith("@")
             }
     return frames
 
@@ -74,9 +102,8 @@ class RunfixPlugin:
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
-            _say(
-                {"event": "collect-error", "path": str(report.fspath), "text": str(report.longrepr)}
-            )
+            text = _hidden(str(report.longrepr))
+            _say({"event": "collect-error", "path": str(report.fspath), "text": text})
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         path, line, _ = location
@@ -89,7 +116,7 @@ class RunfixPlugin:
         report = outcome.get_result()
         report.runfix_path = os.path.abspath(str(item.path))
         if call.excinfo is not None and report.failed:
-            report.runfix_error = call.excinfo.exconly()
+            report.runfix_error = _hidden(call.excinfo.exconly())
             report.runfix_frames = _frames(call.excinfo, self.root)
 
     def pytest_runtest_logreport(self, report: Any) -> None:
@@ -115,8 +142,24 @@ class RunfixPlugin:
                 }
             )
 
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        _said_refusals(nodeid)
+
     def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
+        _said_refusals(None)
         _say({"event": "end", "exit": int(exitstatus)})
+
+
+def _guard() -> Any:
+    module = sys.modules.get("_runfix_guard")
+    return module.install() if module is not None else None
+
+
+def _said_refusals(nodeid: str | None) -> None:
+    """What the guard stopped since last said (during the test `nodeid`; None: elsewhere)."""
+    guard = _guard() if _MODELS[0] else None
+    for refusal in guard.taken() if guard is not None else ():
+        _say({"event": "guard", "id": nodeid, **refusal.said()})
 
 
 class _Given(importlib.machinery.SourceFileLoader):
@@ -130,7 +173,11 @@ class _Given(importlib.machinery.SourceFileLoader):
         return self.source
 
     def get_code(self, fullname: str) -> Any:
-        return compile(self.source, self.path, "exec", dont_inherit=True)
+        code = compile(self.source, self.path, "exec", dont_inherit=True)
+        guard = _guard() if _MODELS[0] else None
+        if guard is not None:  # the model's code, wherever its functions run
+            guard.adopt(code)
+        return code
 
 
 class _Sources(importlib.abc.MetaPathFinder):
@@ -156,12 +203,30 @@ class _Sources(importlib.abc.MetaPathFinder):
         return None
 
 
+def _leading(argv: list[str]) -> dict[str, Any]:
+    """runfix's own leading arguments, taken off `argv`."""
+    found: dict[str, Any] = {}
+    while argv and argv[0].startswith((SOURCES, GUARD, SECRET_NAMES)):
+        key, _, value = argv.pop(0).partition("=")
+        found[key + "="] = json.loads(value)
+    return found
+
+
 def main(argv: list[str]) -> int:
-    if argv and argv[0].startswith(SOURCES):
-        sources = json.loads(argv.pop(0)[len(SOURCES) :])
-        sys.meta_path.insert(0, _Sources(sources))
+    given = _leading(argv)
+    _EXTRA[:] = [str(n) for n in given.get(SECRET_NAMES) or ()]
+    guard = _guard() if GUARD in given else None
+    _MODELS[0] = guard is not None
+    if guard is not None:
+        policy = given.get(GUARD) or {}
+        guard.kept = (*policy.get("allow", ()), *guard.kept)  # (no arm: the model's code only)
+    if SOURCES in given:
+        sys.meta_path.insert(0, _Sources(given[SOURCES]))
         sys.dont_write_bytecode = True
-    return int(pytest.main(argv, plugins=[RunfixPlugin()]))
+    status = int(pytest.main(argv, plugins=[RunfixPlugin()]))
+    if guard is not None:
+        guard.arm(guard.kept)  # what the model's code left to run at exit runs guarded
+    return status
 
 
 if __name__ == "__main__":

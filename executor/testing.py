@@ -15,9 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from executor.events import Guard, Refusal
 from executor.install import InstallResult
+from executor.shipped import modules_code
 
 PLUGIN = (Path(__file__).parent / "pytest_plugin.py").read_text(encoding="utf-8")
+PROGRAM = (
+    modules_code("_runfix_redact", "_runfix_guard")
+    + f"exec(compile({PLUGIN!r}, '<runfix pytest plugin>', 'exec'))\n"
+)
+"""What `python -c` runs: the secret rule and the runtime guard made modules, then the plugin
+(`executor.pytest_plugin`), as `__main__`."""
 MARKER = "\x1erunfix-test "
 PYTEST_ARGS = ("-p", "no:terminal", "-p", "no:cacheprovider")
 """pytest's own output off (the plugin says what happened); no cache left in the folder."""
@@ -78,6 +86,8 @@ class TestRun:
     """What else it printed (pytest's usage errors, a missing pytest)."""
     stopped: str | None = None
     """Why it did not end by itself: `cancelled`, or the test that hung."""
+    refused: list[Refusal] = field(default_factory=list)
+    """What the runtime guard stopped a fix's candidate doing (its module's code)."""
 
     @property
     def failed(self) -> list[TestResult]:
@@ -154,6 +164,9 @@ class _Reader:
             self._test(event)
         elif kind == "end":
             self.run.exit = int(event.get("exit", 0))
+        elif kind == "guard":
+            said = [str(event.get(k)) for k in ("kind", "what", "why", "pattern")]
+            self.run.refused.append(Refusal(*said))
 
     def _test(self, event: dict[str, Any]) -> None:
         frames = tuple(_frame(f) for f in event.get("frames") or () if isinstance(f, dict))
@@ -176,7 +189,9 @@ class _Reader:
 
 
 SOURCES = "--runfix-sources="
-"""The plugin's first argument giving module files' sources (`pytest_plugin.SOURCES`)."""
+"""The plugin's leading argument giving module files' sources (`pytest_plugin.SOURCES`)."""
+GUARD = "--runfix-guard="
+SECRET_NAMES = "--runfix-secret-names="
 
 
 async def run_pytest(
@@ -188,12 +203,16 @@ async def run_pytest(
     cancel: asyncio.Event | None = None,
     timeout: float = 120.0,
     sources: Mapping[str, str] | None = None,
+    guard: Guard | None = None,
+    secret_names: Sequence[str] = (),
 ) -> TestRun:
     """pytest with `args` (paths, `-k EXPR`) through `command`, in the folder's interpreter
     `python`; each result as it comes (`on_result`). A test running longer than `timeout`
     seconds stops the run: it is reported as hung, the tests after it do not run. `sources`:
     module files (by path, as the interpreter sees them) imported from the text given, not
-    from the file (a candidate fix, tried before it is written)."""
+    from the file (a candidate fix, tried before it is written), its code under the runtime
+    guard with `guard`'s allowances. Secrets are hidden from what it says (with
+    `secret_names` too)."""
     run = TestRun()
     reader = _Reader(run, on_result)
     stop = asyncio.Event()
@@ -214,7 +233,11 @@ async def run_pytest(
     try:
         # the whole run bounded too: a long suite of quick tests is not one hung test
         given = [SOURCES + json.dumps(dict(sources))] if sources else []
-        argv = [python, "-c", PLUGIN, *given, *PYTEST_ARGS, *args]
+        if guard is not None:
+            given.append(GUARD + json.dumps(guard.said()))
+        if secret_names:
+            given.append(SECRET_NAMES + json.dumps(list(secret_names)))
+        argv = [python, "-c", PROGRAM, *given, *PYTEST_ARGS, *args]
         ended = await command(argv, reader.line, stop, max(timeout * 50, 3600.0))
     finally:
         stop.set()

@@ -208,7 +208,9 @@ class Flow:
             admitted = await self.gate.admit(where)
         except ExecutorUnavailable:
             return []  # (said when the document runs)
-        return await admitted.kernel.variables() if admitted is not None else []
+        if admitted is None:
+            return []
+        return await admitted.kernel.variables(admitted.where.settings.secret_extra_names)
 
     def _kernels(self, folder: Path | None, language: str) -> list[Kernel]:
         if folder is None:

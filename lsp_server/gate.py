@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
 from executor.configs import LocalConfig
+from executor.events import Guard, Refusal
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
+from executor.safety import scan
 from executor.trust import Choice, TrustFileError
 from lsp_server.editor import Editor, Level, Place, TrustAnswer, TrustQuestion
 from lsp_server.executors import kernel_config, sandboxed
@@ -30,6 +33,22 @@ log = logging.getLogger(__name__)
 
 SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
 ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
+ALLOW_ALWAYS, DONT_ALLOW = "Allow always", "Don't allow"
+ALLOWED_BY = {
+    "process": "process:*",
+    "shell": "process:*",
+    "network": "network:*",
+    "native": "native:*",
+    "delete": "write:*",
+    "write": "write:*",
+}
+"""What the runtime guard lets flagged code do once its user said to run it: what the scan's
+finding (its category) told them it does."""
+
+
+def _digest(code: str) -> str:
+    """Model-written code as a confirmation names it: this exact code."""
+    return hashlib.sha256(code.encode()).hexdigest()
 
 
 def _sandbox_ready(image: str) -> bool:
@@ -176,13 +195,53 @@ class Gate:
         if sandboxed(settings):
             log.info("flagged model-written code runs in the sandbox: %s", reason)
             return True
-        digest = hashlib.sha256(code.encode()).hexdigest()
+        digest = _digest(code)
         if digest in self.session.confirmed:
             return True
         if await self.editor.confirm(reason, place):
-            self.session.confirmed.add(digest)
+            # what the user said yes to, the guard lets this code do (one question, not two)
+            found = {f.category for f in scan(code, 1)}
+            kinds = tuple(sorted({ALLOWED_BY[c] for c in found if c in ALLOWED_BY}))
+            self.session.confirmed[digest] = kinds
             return True
         log.info("flagged model-written code was not run: %s", reason)
+        return False
+
+    # -- the runtime guard ----------------------------------------------------------------
+
+    def guard_for(self, where: Where, code: str = "") -> Guard:
+        """What the runtime guard lets this request's model-written `code` do: what its user
+        allowed always for the folder, once for this request, and what the scan flagged in
+        this very code when the user confirmed running it."""
+        kept = self.session.allowances.of(where.folder)
+        confirmed = self.session.confirmed.get(_digest(code), ()) if code else ()
+        return Guard(allow=where.admission.allowed + confirmed + kept, keep=kept)
+
+    async def allow_refused(self, where: Where, refused: Sequence[Refusal], place: Place) -> bool:
+        """The guard stopped model-written code (`refused`): asked at the editor whether to
+        allow it once (for this request), always (for the folder, in the user's state
+        folder) or not. True: allowed, run it again. Where the editor cannot ask (a
+        terminal), no."""
+        patterns = tuple(dict.fromkeys(r.pattern for r in refused))
+        what = "; ".join(dict.fromkeys(r.sentence for r in refused))
+        always = f"{ALLOW_ALWAYS} ({', '.join(patterns)})"
+        at = f"{Path(where.path).name}:{place.line + 1}" if place.line is not None else where.path
+        question = (
+            f"runfix: runfix's guard stopped the model's code ({at}): {what}. Allow it and "
+            "run the code again?"
+        )
+        answer = await self.editor.choose(question, [ALLOW_ONCE, always, DONT_ALLOW])
+        if answer == ALLOW_ONCE:
+            where.admission.allowed += patterns
+            return True
+        if answer == always:
+            try:
+                self.session.allowances.allow(where.folder, patterns)
+            except OSError as exc:
+                self.editor.tell(f"runfix: {exc}; allowed for this request only", Level.WARNING)
+                where.admission.allowed += patterns
+            return True
+        log.info("the guard's refusal stands: %s", what)
         return False
 
     # -- agents ---------------------------------------------------------------------------

@@ -261,6 +261,9 @@ class Runner:
         )
         agent, attempt = origin.startswith("agent"), not keep and origin == "model"
         request = run_request(where.settings, where.path, code, piece.first)
+        guarded = origin == "model" or (agent and where.settings.guard_agents)
+        if guarded:  # the model's code: under the runtime guard (`executor/_kernel_guard.py`)
+            request = replace(request, guard=self.gate.guard_for(where, code))
         files = None if attempt else files or output_files(where.folder, where.settings)
         asker = (
             self._asker(where, f"{where.path}:{piece.first + 1}")
@@ -271,14 +274,20 @@ class Runner:
             self.desk.ran_again(where.uri, text.version, piece.first, piece.last)
             self.started[where.uri] = self.started.get(where.uri, 0) + 1
         late = _Late(self, where, piece) if keep else None
-        outcome = await kernel.execute(
-            request,
+        run = functools.partial(
+            kernel.execute,
             cancel=cancel,
             asked_at=asked_at,
             ask_input=asker,
             on_output=self.editor.live(where.uri) if keep else None,
             on_late=late.took if late is not None else None,
         )
+        outcome = await run(request)
+        place = Place(where.uri, piece.first)
+        while guarded and outcome.refused and not cancel.is_set():
+            if not await self.gate.allow_refused(where, outcome.refused, place):
+                break  # (the run ends with the guard's reason)
+            outcome = await run(replace(request, guard=self.gate.guard_for(where, code)))
         shape = functools.partial(
             build,
             path=where.path,

@@ -22,12 +22,15 @@ class Admission:
     the request (`Gate.admit`): a fix's candidates run where its run was admitted, and no
     fact of it is derived again."""
 
-    __slots__ = ("choice", "kernel", "settings")
+    __slots__ = ("allowed", "choice", "kernel", "settings")
 
     def __init__(self) -> None:
         self.kernel: Kernel | None = None
         self.settings: Settings | None = None
         self.choice: Choice | None = None
+        self.allowed: tuple[str, ...] = ()
+        """What the user let the model's code do for this request ("Allow once" when the
+        runtime guard stopped it): its later attempts and the fix's check may too."""
 
 
 @dataclass(frozen=True)

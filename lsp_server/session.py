@@ -23,6 +23,7 @@ from pathlib import Path
 
 from executor import kernelspecs
 from executor.base import ExecutorUnavailable
+from executor.guard import Allowances
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
 from executor.kinds import DOCKER, KINDS, LOCAL
@@ -100,8 +101,12 @@ class Session:
         self._resolved: dict[Path, Path] = {}
         self.decided_here: dict[Path, Choice | None] = {}
         """Decisions for this session only, per folder (None: revoked this session)."""
-        self.confirmed: set[str] = set()
-        """Digests of flagged model-written code the user said to run."""
+        self.confirmed: dict[str, tuple[str, ...]] = {}
+        """Digests of flagged model-written code the user said to run, each with what its
+        yes lets the runtime guard allow that code (the scan's findings: `Gate.confirm_run`)."""
+        self.allowances = Allowances(self.trust.path.parent / "guard.json")
+        """What the runtime guard lets model-written code do for good, per folder (the user's
+        "Allow always"; kept beside the trust decisions)."""
         self._read_settings = read_settings
         self._on_kernel_state = on_kernel_state
         self._settings: dict[Path, Settings] = {}

@@ -87,6 +87,9 @@ class Settings:
     the cells it runs (at least 2 s)."""
     auto_run: bool = False
     """Run generated code right after inserting it (it is still shown and scanned)."""
+    guard_agents: bool = False
+    """Coding agents' code (`runfix mcp`) runs under the runtime guard, as model-written
+    code does: no writes outside the folder or to its tests, no processes, no network."""
     completion: bool = True
     """Completion, hover and signature help from what the kernel holds (`live`)."""
     prompt_markers: tuple[str, ...] = ("ai:",)
@@ -96,6 +99,10 @@ class Settings:
     `language` is its (named as the language first, then by name)."""
     context_budget: int = 12_000
     """Characters of document and kernel state sent to the model with a request."""
+    secret_extra_names: tuple[str, ...] = ()
+    """More names whose values are secrets, hidden from the model as `api_key`, `password`
+    or `Authorization` are (`executor.redact`): variables, mapping keys, environment
+    variables (`["ssn", "patient_id"]`). Nothing the rule hides can be shown again."""
     executor: str = LOCAL.name
     """kernel: a local Jupyter kernel; docker: a kernel in a locked-down container;
     remote: a kernel on a Jupyter Server or Enterprise Gateway (`remote.*`)."""
@@ -202,6 +209,16 @@ def _markers(value: Any) -> tuple[str, ...]:
     ):
         raise ValueError('expected a list of prompt markers, e.g. ["ai:"]')
     return tuple(m.strip() for m in value)
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(n, str) and re.fullmatch(r"[A-Za-z_][\w.-]*", n) for n in value
+    ):
+        raise ValueError('expected a list of names, e.g. ["ssn", "patient_id"]')
+    return tuple(value)
 
 
 def _choice(*allowed: str) -> Callable[[Any], str]:
@@ -344,10 +361,12 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "fix.checkDependents": ("fix_check_dependents", _boolean),
     "fix.checkBudget": ("fix_check_budget", _optional_number(0.1)),
     "autoRun": ("auto_run", _boolean),
+    "guardAgents": ("guard_agents", _boolean),
     "completion": ("completion", _boolean),
     "promptMarkers": ("prompt_markers", _markers),
     "kernels": ("kernels", _kernels),
     "contextBudget": ("context_budget", _integer(1000)),
+    "secretNames": ("secret_extra_names", _names),
     "executor": ("executor", _choice(*EXECUTORS)),
 }
 _SECTION_CHECKS: dict[str, Callable[[Any], Any]] = {

@@ -249,6 +249,9 @@ KERNELS = Path(os.environ.setdefault("RUNFIX_TEST_KERNELS", tempfile.mkdtemp(pre
 
 write_kernelspecs(KERNELS)
 os.environ["JUPYTER_PATH"] = str(KERNELS)  # also for `runfix run` and the kernels' own tests
+STRIPE_KEY = "sk_live_51H8xYzAbCdEfGhIjKlMnOpQ"
+"""A secret the servers' environment holds, as a user's shell does (its kernels read it):
+no request to a model may carry it (issue 58)."""
 SERVER_ENV = {
     **os.environ,
     "XDG_STATE_HOME": STATE,
@@ -256,6 +259,7 @@ SERVER_ENV = {
     "OPENAI_API_KEY": API_KEY,
     "PIP_FIND_LINKS": str(WHEELS),
     "PIP_NO_INDEX": "1",
+    "STRIPE_KEY": STRIPE_KEY,
 }
 
 

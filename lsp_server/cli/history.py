@@ -41,14 +41,20 @@ def shown_in_full(run: RecordedRun, folder: Path | None) -> str:
     out = [line_of(run, folder)]
     if run.fix_of is not None:
         out.append(f"a fix attempt for run #{run.fix_of}")
-    out += ["", "code:", *("  " + line for line in run.code.rstrip("\n").split("\n"))]
+    out += ["", "code:", *_indented(run.code)]
     for output in run.outputs:
         out.append(f"line {output.line + 1}: {output.text}")
     if run.error:
-        out += ["", "raised:", *("  " + line for line in run.error.rstrip("\n").split("\n"))]
+        out += ["", "raised:", *_indented(run.error)]
     if run.model is not None:
         out += ["", run.model.said]
+        if run.model.request:
+            out += ["", "asked (as sent, secrets hidden):", *_indented(run.model.request)]
     return "\n".join(out)
+
+
+def _indented(text: str) -> list[str]:
+    return ["  " + line for line in text.rstrip("\n").split("\n")]
 
 
 def command(args: argparse.Namespace) -> int:

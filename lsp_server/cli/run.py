@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from executor.base import ExecutorUnavailable
 from executor.events import Stream
+from executor.files import replace_file
 from executor.jupyter import Kernel
 from executor.text import split_lines
 from executor.trust import Choice
@@ -43,7 +44,7 @@ from lsp_server.editor import (
 )
 from lsp_server.fix.fixing import MODULE_LIMIT
 from lsp_server.flow import Flow
-from lsp_server.folder_files import read_regular, rewrite_regular
+from lsp_server.folder_files import read_regular, rewrite_regular, safe_target
 from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
@@ -451,6 +452,10 @@ def run_file(
     could not run. A notebook (`.ipynb`) runs as its code cells; `inplace` writes their
     outputs into it."""
     shown = str(path)
+    writes = fix or generate or line is not None or inplace
+    if writes and (why := safe_target(path)) is not None:  # as `notebook write` refuses
+        print(f"runfix: error: {why}: run it by its own name", file=sys.stderr)
+        return 2
     path = path.resolve()
     read = _read(path, shown, inplace)
     if isinstance(read, int):
@@ -500,15 +505,29 @@ def run_file(
     if notebook is not None:
         return _write_notebook(editor, notebook, code, inplace, bool(prompts))
     if editor.changed:
-        if not _still_reads(path, source, encoding):  # saved while the model answered
-            editor.note(
-                f"{shown}: warning: the file changed while runfix ran (saved elsewhere?); the "
-                "fixes were not written over it: run again"
-            )
-            return 1
-        path.write_text("".join(editor.lines), encoding=encoding)
-        editor.note(f"{shown}: note: wrote the {'generated code' if prompts else 'fixes'}")
+        return _write_file(editor, source, encoding, bool(prompts)) or code
     return code
+
+
+def _write_file(editor: HeadlessEditor, source: str, encoding: str, generated: bool) -> int:
+    """The file written with what was fixed (or `generated`), if it still reads `source`:
+    renamed into place (a link put there meanwhile is replaced, never written through); 0
+    when written, else the exit status."""
+    path, shown = editor.path, editor.shown
+    if not _still_reads(path, source, encoding):  # saved while the model answered
+        editor.note(
+            f"{shown}: warning: the file changed while runfix ran (saved elsewhere?); the "
+            "fixes were not written over it: run again"
+        )
+        return 1
+    try:
+        mode = path.stat().st_mode & 0o777
+        replace_file(path, "".join(editor.lines).encode(encoding), mode)
+    except OSError as exc:
+        editor.note(f"{shown}: error: the file was not written: {exc}")
+        return 2
+    editor.note(f"{shown}: note: wrote the {'generated code' if generated else 'fixes'}")
+    return 0
 
 
 def _read(

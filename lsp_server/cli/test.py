@@ -83,15 +83,22 @@ async def _test(
         kernel = await session.kernel_for(folder, settings)
         cancel = asyncio.Event()
         with ctrl_c(cancel) as pressed:
-            run = await kernel.run_tests(args, on_result=said, cancel=cancel, timeout=timeout)
+            run = await kernel.run_tests(
+                args, on_result=said, cancel=cancel, timeout=timeout,
+                secret_names=settings.secret_extra_names,
+            )  # fmt: skip
             _record(session, folder, settings, run)
             if fix and run.failed and run.problem() is None and not pressed():
                 model = session.model_for(settings)
-                fixer = TestFixer(kernel, model, settings, folder, cancel, timeout)
+                allowed = session.allowances.of(folder)
+                fixer = TestFixer(kernel, model, settings, folder, cancel, timeout, allowed)
                 # what the fixes came to: with the text, else (a report on stdout) on stderr
                 selected = bool(args) and args != ["."]
                 if await fixer.fix(run, _write, _printer(kind == "text"), selected=selected):
-                    run = await kernel.run_tests(args, cancel=cancel, timeout=timeout)
+                    run = await kernel.run_tests(
+                        args, cancel=cancel, timeout=timeout,
+                        secret_names=settings.secret_extra_names,
+                    )  # fmt: skip
                     _record(session, folder, settings, run)
                     for failure in failures(run) if kind == "text" else ():
                         for line in text_lines(failure, folder):

@@ -21,10 +21,10 @@ import contextlib
 import textwrap
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from executor.events import RunRequest, RunStatus
+from executor.events import Guard, RunRequest, RunStatus
 from executor.jupyter import Kernel
 from lsp_server.model.context import error_text
 from lsp_server.record.store import RecordedRun
@@ -168,9 +168,12 @@ async def check(
     budget: float,
     request: Callable[[str, str, int], RunRequest],
     cancel: asyncio.Event,
+    guard: Guard | None = None,
 ) -> Check:
     """Run `above`, `fixed` and the `dependents` in a kernel of their own, started here and
-    shut down before this returns, within `budget` seconds once it started."""
+    shut down before this returns, within `budget` seconds once it started. `guard`: the
+    runtime guard the fixed code (the model's) runs under; the dependents that call what it
+    defined run under it there too."""
     began = time.perf_counter()
     if not dependents:
         return Check("checked", seconds=0.0)
@@ -180,7 +183,8 @@ async def check(
     async def runs() -> Check | None:
         for piece in above:  # as they stand: one that fails does not stop the check
             await kernel.execute(request(piece.code, path, piece.first), cancel=cancel)
-        ran = await kernel.execute(request(fixed.code, path, fixed.first), cancel=cancel)
+        fixing = replace(request(fixed.code, path, fixed.first), guard=guard)
+        ran = await kernel.execute(fixing, cancel=cancel)
         if cancel.is_set():
             return _ended(began, "cancelled", "cancelled")
         if ran.status != RunStatus.OK:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from executor.base import ExecutorUnavailable
-from executor.events import RunOutcome, RunRequest, RunStatus, Variable
+from executor.events import Guard, RunOutcome, RunRequest, RunStatus, Variable
 from executor.jupyter import Kernel
 from executor.pool import create as create_kernel
 from executor.safety import Finding, describe
@@ -136,7 +136,10 @@ class FixPorts:
         assert target.path is not None
         settings = self.where.settings
         code = redefinition(str(target.path), target.first, candidate)
-        request = RunRequest(code, "<runfix>", 1, settings.timeout, settings.output_limit)
+        request = RunRequest(
+            code, "<runfix>", 1, settings.timeout, settings.output_limit,
+            guard=self.gate.guard_for(self.where, candidate),  # (the model's, into the module)
+        )  # fmt: skip
         return await self._in_kernel(
             lambda kernel, _: self.runner.quietly(kernel, request, self.cancel)
         )
@@ -149,8 +152,9 @@ class FixPorts:
             return None  # which cells depend on one is known for Python only
         self.progress.report("checking the cells that depend on it, in a throwaway kernel")
         checked = await check_fix(
-            self.session, self.where, target.first, target.last, candidate, self.cancel
-        )
+            self.session, self.where, target.first, target.last, candidate, self.cancel,
+            self.gate.guard_for(self.where, candidate),
+        )  # fmt: skip
         if checked.status == "checked" and not checked.verdicts:
             return None  # no cell depends on it: nothing to say
         self.editor.remark(self.place, f"fix candidate: {checked.label}")
@@ -158,10 +162,17 @@ class FixPorts:
 
 
 async def check_fix(
-    session: Session, where: Where, first: int, last: int, candidate: str, cancel: asyncio.Event
+    session: Session,
+    where: Where,
+    first: int,
+    last: int,
+    candidate: str,
+    cancel: asyncio.Event,
+    guard: Guard | None = None,
 ) -> Check:
     """Run `candidate` in place of lines first..last, after the cells above, then the cells
-    that depend on its cell, in a throwaway kernel; compare them with their last runs."""
+    that depend on its cell, in a throwaway kernel; compare them with their last runs. The
+    candidate runs under `guard` (the model's code)."""
     folder, path, settings = where.folder, where.path, where.settings
     record = session.existing_record(folder, settings)
     recorded = worth_comparing(record.recent(path, CHECK_HISTORY) if record else [])
@@ -183,4 +194,4 @@ async def check_fix(
         return run_request(settings, where, code, line)
 
     above, fixed, dependents = planned.above, planned.fixed, planned.dependents
-    return await check_against(make, path, above, fixed, dependents, budget, request, cancel)
+    return await check_against(make, path, above, fixed, dependents, budget, request, cancel, guard)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from executor.events import Error, Frame, RunOutcome, RunStatus, Variable
+from executor.events import Error, Frame, Guard, RunOutcome, RunStatus, Variable
 from executor.jupyter import Kernel
 from executor.safety import Finding
 from executor.testing import TestResult, TestRun
@@ -33,6 +33,7 @@ from lsp_server.fix.fixing import (
     module_target,
     user_module,
 )
+from lsp_server.fix.kept_tests import KeptTests
 from lsp_server.fix.ports import retry_temperature
 from lsp_server.folder_files import read_regular_file
 from lsp_server.model.client import ModelClient
@@ -228,6 +229,11 @@ class TestFixPorts:
     timeout: float
     sources: dict[str, str] = field(default_factory=dict)
     """The candidate's module text, by path, while it is tried."""
+    folder: Path | None = None
+    """Where the tests are: their files are kept as they were around each run (`kept_tests`)."""
+    guard: Guard = field(default_factory=Guard)
+    """What the runtime guard lets the candidate's code do in the test run."""
+    secret_names: Sequence[str] = ()
     fixes_modules: bool = True
 
     async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
@@ -270,36 +276,59 @@ class TestFixPorts:
         self.sources = {str(target.path): text}
         return RunOutcome(RunStatus.OK, (), 0.0)
 
-    async def _tests(self, ids: Sequence[str]) -> list[TestResult]:
+    async def _tests(self, ids: Sequence[str]) -> tuple[list[TestResult], str | None]:
+        """The tests `ids` with the candidate in place, and why the candidate is refused
+        whatever they did (the guard stopped it, it changed a test file: put back), or why
+        the run was not whole (a test hung, pytest could not collect); None: neither."""
+        kept = await asyncio.to_thread(KeptTests.read, self.folder) if self.folder else None
         run = await self.kernel.run_tests(
-            list(ids), cancel=self.cancel, timeout=self.timeout, sources=self.sources
-        )
+            list(ids), cancel=self.cancel, timeout=self.timeout, sources=self.sources,
+            guard=self.guard, secret_names=self.secret_names,
+        )  # fmt: skip
+        changed = await asyncio.to_thread(kept.changed) if kept is not None else []
         ran = {r.id for r in run.results}
         missing = [
             TestResult(i, "error", 0.0, "", 1, i, run.problem() or "it did not run")
             for i in ids
             if i not in ran
         ]
-        return [*run.results, *missing]
+        why = None
+        if run.refused:
+            said = "; ".join(dict.fromkeys(r.sentence for r in run.refused))
+            why = f"runfix's guard stopped the candidate's code: {said}"
+        elif changed:
+            why = f"the candidate changed the tests, which were put back: {'; '.join(changed)}"
+        elif run.stopped not in (None, "cancelled"):
+            why = f"the tests did not all run: {run.stopped} hung"
+        elif (problem := run.problem()) is not None:
+            why = f"the tests did not all run: {problem}"
+        return [*run.results, *missing], why
 
     async def run(self, code: str, at: int) -> RunOutcome:
         """The failing tests, with the candidate in place."""
         if self.cancel.is_set():
             return RunOutcome(RunStatus.CANCELLED, (), 0.0)
         self.say(f"running {len(self.failing)} failing test(s) with the candidate")
-        results = await self._tests(self.failing)
+        results, refused = await self._tests(self.failing)
         if self.cancel.is_set():
             return RunOutcome(RunStatus.CANCELLED, (), 0.0)
+        if refused is not None and not refused.startswith("the tests did not all run"):
+            error = Error("GuardStop", refused, (), f"GuardStop: {refused}")
+            return RunOutcome(RunStatus.ERROR, (error,), 0.0)
         return _outcome([r for r in results if r.failed], "")
 
     async def verify(self, candidate: str, target: Target) -> Check | None:
-        """Every test that passed before, with the candidate in place."""
+        """Every test that passed before, with the candidate in place. A run that was not
+        whole (a test hung) checks nothing: said, never "verified"."""
         if not self.passing:
             return None
         self.say(f"checking the {len(self.passing)} test(s) that passed")
-        results = {r.id: r for r in await self._tests([t.id for t in self.passing])}
+        ran, refused = await self._tests([t.id for t in self.passing])
         if self.cancel.is_set():
             return Check("cancelled")
+        if refused is not None:
+            return Check("not checked", message=refused, unit="passing test")
+        results = {r.id: r for r in ran}
         verdicts = []
         for test in self.passing:
             after = results.get(test.id)
@@ -334,10 +363,14 @@ class TestFixer:
     folder: Path
     cancel: asyncio.Event
     timeout: float
+    allowed: tuple[str, ...] = ()
+    """What the user allowed model-written code to do in the folder for good (the guard)."""
     results: list[FixResult] = field(default_factory=list)
     """Each target's result, in order."""
     ids: list[list[str]] = field(default_factory=list)
     """The failing tests each target's fix was for, in the same order."""
+    unchecked: str | None = None
+    """Why no fix can be verified (the folder's tests could not all run first)."""
 
     async def fix(self, run: TestRun, apply: Apply, say: Say, *, selected: bool = False) -> int:
         """How many fixes were applied. `selected`: the run was of some of the folder's tests
@@ -345,12 +378,20 @@ class TestFixer:
         folder that passes now, learnt by one run of them all first — a fix checked against
         the one failing test alone could break the rest."""
         passing = run.passed
+        self.unchecked = None
         if selected and run.failed and not self.cancel.is_set():
             say("running the folder's tests: those that pass must still pass", True)
-            whole = await self.kernel.run_tests([], cancel=self.cancel, timeout=self.timeout)
+            whole = await self.kernel.run_tests(
+                [], cancel=self.cancel, timeout=self.timeout,
+                secret_names=self.settings.secret_extra_names,
+            )  # fmt: skip
             if whole.problem() is None and whole.stopped is None:
                 failing = {r.id for r in run.failed}
                 passing = [r for r in whole.passed if r.id not in failing]
+            elif not self.cancel.is_set():
+                # which tests pass is not known: a fix cannot be checked against them
+                why = whole.problem() or f"{whole.stopped} hung"
+                self.unchecked = f"the folder's tests could not all run ({why})"
         groups: dict[tuple[Path, int], tuple[Target, list[Failure]]] = {}
         for failure in failures(run):
             target = test_target(failure, self.folder)
@@ -386,7 +427,9 @@ class TestFixer:
         ports = TestFixPorts(
             self.kernel, self.model, ids, passing,
             lambda message: say(f"{where}: note: fixing: {message}", True),
-            self.cancel, self.timeout,
+            self.cancel, self.timeout, folder=self.folder,
+            guard=Guard(allow=self.allowed, keep=self.allowed),
+            secret_names=self.settings.secret_extra_names,
         )  # fmt: skip
         settings = self.settings
         fixer = Fixer(
@@ -406,6 +449,15 @@ class TestFixer:
         if result.status != "fixed" or result.code is None or result.held is not None:
             why = result.held or result.message or result.status
             say(f"{where}: note: not fixed ({names}): {why}", False)
+            return 0
+        unchecked = self.unchecked or (
+            result.check.message
+            if result.check is not None and result.check.status != "checked"
+            else None
+        )
+        if unchecked is not None:  # it passes, but whether it breaks another test is unknown
+            say(f"{where}: note: not fixed ({names}): the candidate makes it pass, but it "
+                f"is not verified: {unchecked}; nothing was written", False)  # fmt: skip
             return 0
         label = f"runfix: fix of {names}"
         try:

@@ -8,6 +8,9 @@ failure becomes a `ModelError` whose message tells the user what to do.
 The API key is read from the environment variable the settings name, at the
 moment of the request; it is never a setting value, never logged, and never
 reaches a kernel (see `Settings.secret_names`).
+
+Every request passes the secret rule (`executor.redact`) here, whoever built it: what
+it finds is sent as `<hidden: …>`, and put back where the answer repeats it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from executor.cancel import CANCELLED, or_cancelled
-from lsp_server.record.store import REPLY_KEPT, Asked
+from executor.redact import Hider
+from lsp_server.record.store import REPLY_KEPT, REQUEST_KEPT, Asked
 from lsp_server.settings import DEFAULT_MODEL, OPENAI_URL, Settings
 
 if TYPE_CHECKING:
@@ -55,6 +59,8 @@ class ModelConfig:
     max_tokens: int = 1024
     """The most tokens any answer may take (a request asks for less where it can)."""
     seed: int | None = None
+    secret_names: tuple[str, ...] = ()
+    """More names whose values the secret rule hides (the `secretNames` setting)."""
 
     @classmethod
     def from_settings(
@@ -80,6 +86,7 @@ class ModelConfig:
                 ),
             ),
             seed=_seed(settings.model_seed, env),
+            secret_names=settings.secret_extra_names,
         )
 
     @property
@@ -200,9 +207,14 @@ class ModelClient:
     ) -> str:
         """The reply's text; ModelError or ModelCancelled otherwise, within the timeout.
 
-        The answer is bounded: `max_tokens` (capped by model.maxTokens; None: that cap)."""
+        The answer is bounded: `max_tokens` (capped by model.maxTokens; None: that cap).
+        The secret rule hides what it finds in `messages` before they leave, and puts it
+        back in the reply where the reply repeats its placeholder (a fixed line that holds
+        a password keeps it)."""
         if (why := self.config.missing()) is not None:
             raise ModelError(why)
+        hider = Hider(os.environ, self.config.secret_names)
+        messages = [{**m, "content": hider.hide(m.get("content", ""))} for m in messages]
         await load_sdk()  # not on the request's clock
         bound = min(max_tokens or self.config.max_tokens, self.config.max_tokens)
         self.last_asked = None
@@ -243,16 +255,25 @@ class ModelClient:
             ) from None
         if reply is CANCELLED:
             raise ModelCancelled()
-        self.last_asked = self.asked(messages, bound, reply, time.monotonic() - began)
+        self.last_asked = self.asked(messages, bound, reply, time.monotonic() - began, hider.hidden)
         log.info("%s", self.last_asked.said)
-        return reply
+        return hider.unhide(reply)
 
     def asked(
-        self, messages: Sequence[Mapping[str, str]], bound: int, reply: str, seconds: float
+        self,
+        messages: Sequence[Mapping[str, str]],
+        bound: int,
+        reply: str,
+        seconds: float,
+        hidden: tuple[str, ...] = (),
     ) -> Asked:
-        """One exchange as the record keeps it and the output panel shows it."""
+        """One exchange as the record keeps it and the output panel shows it: `messages` as
+        they were sent, `reply` as it came."""
         used = self.last_usage
         kept = reply if len(reply) <= REPLY_KEPT else reply[:REPLY_KEPT] + " …"
+        request = "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" for m in messages)
+        if len(request) > REQUEST_KEPT:
+            request = request[:REQUEST_KEPT] + " …"
         return Asked(
             seconds,
             used[0] if used else None,
@@ -262,6 +283,8 @@ class ModelClient:
             bound=bound,
             finish=self.last_finish,
             reply=kept,
+            request=request,
+            hidden=hidden,
         )
 
     async def _with_retries(

@@ -109,6 +109,8 @@ _COLUMNS = (
 
 REPLY_KEPT = 4000
 """The characters of a model's answer the record keeps (and the output panel shows)."""
+REQUEST_KEPT = 24_000
+"""The characters of a request, as it was sent, the record keeps (`runfix history --show`)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,8 @@ class Asked:
     """One exchange with the model (a Generate, a fix attempt): the wait for its answer
     (reading the prompt, writing the answer), its tokens and why it ended where the endpoint
     said, the request's size and bound, and the answer as it came (`REPLY_KEPT` at most) —
-    what the model said is seen, not only what runfix made of it. The request's text is not
-    kept: the file and the kernel's facts it was made of are."""
+    what the model said is seen, not only what runfix made of it — and the request as it
+    was sent (`REQUEST_KEPT` at most), with what the secret rule hid from it said."""
 
     seconds: float
     prompt_tokens: int | None = None
@@ -127,6 +129,10 @@ class Asked:
     bound: int | None = None
     finish: str | None = None
     reply: str | None = None
+    request: str | None = None
+    """The request's messages as sent: secrets already hidden (`executor.redact`)."""
+    hidden: tuple[str, ...] = ()
+    """Whose secrets were hidden from it (`STRIPE_KEY's value`, `a key`), never the values."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"seconds": round(self.seconds, 3)}
@@ -138,8 +144,11 @@ class Asked:
             ("bound", self.bound),
             ("finish", self.finish),
             ("reply", self.reply),
+            ("request", self.request),
         )
         out.update((k, v) for k, v in named if v is not None)
+        if self.hidden:
+            out["hidden"] = list(self.hidden)
         return out
 
     @classmethod
@@ -164,6 +173,8 @@ class Asked:
             of("bound", int),
             of("finish", str),
             of("reply", str),
+            of("request", str),
+            tuple(str(h) for h in raw.get("hidden") or () if isinstance(h, str)),
         )
 
     @property
@@ -188,9 +199,18 @@ class Asked:
         reply = self.reply or ""
         return (
             f"model {self.model or '?'}: asked {asked} characters (answer bound {self.bound} "
-            f"tokens), answered in {self.seconds:.2f} s (finish: {self.finish or 'not said'}"
-            f"{tokens})" + (f":\n{reply}" if reply.strip() else ": an empty answer")
+            f"tokens){self.hid}, answered in {self.seconds:.2f} s (finish: "
+            f"{self.finish or 'not said'}{tokens})"
+            + (f":\n{reply}" if reply.strip() else ": an empty answer")
         )
+
+    @property
+    def hid(self) -> str:
+        """What the secret rule hid from the request, in a clause ("" when nothing)."""
+        if not self.hidden:
+            return ""
+        kinds = ", ".join(dict.fromkeys(self.hidden))
+        return f", {len(self.hidden)} secret(s) hidden ({kinds})"
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,17 @@ class KernelReads:
 
     async def variables(self, where: Where) -> list[Variable]:
         """The kernel's variables if it is up (`_read`): R's too (listed by R)."""
-        read = self._read(where, "the kernel's variables", lambda k: k.variables(), True)
+        names = where.settings.secret_extra_names
+        read = self._read(where, "the kernel's variables", lambda k: k.variables(names), True)
         return await read or []
 
     async def evidence(self, where: Where, ename: str, line: int) -> Mapping[str, Any] | None:
         """What the frames of the kernel's last error held, if it is `ename` raised on `line`
         (`Kernel.evidence`), if the kernel is up (`_read`)."""
         return await self._read(
-            where, "what the kernel held", lambda kernel: kernel.evidence(ename, line)
+            where,
+            "what the kernel held",
+            lambda kernel: kernel.evidence(ename, line, where.settings.secret_extra_names),
         )
 
     async def _read(

@@ -125,6 +125,7 @@ class TestRuns:
                 run = await admitted.kernel.run_tests(
                     select, on_result=said, cancel=cancel,
                     timeout=admitted.where.settings.timeout, sources=self._unsaved(where.folder),
+                    secret_names=admitted.where.settings.secret_extra_names,
                 )  # fmt: skip
         except ExecutorUnavailable as exc:
             self.editor.tell(f"runfix: cannot run the tests: {exc}", Level.ERROR)
@@ -170,7 +171,10 @@ class TestRuns:
             return FixAnswer(Status.OK, message=f"nothing failed: {summary(run, 0.0)}")
         settings = admitted.where.settings
         model = self.session.model_for(settings)
-        fixer = TestFixer(admitted.kernel, model, settings, where.folder, cancel, settings.timeout)
+        fixer = TestFixer(
+            admitted.kernel, model, settings, where.folder, cancel, settings.timeout,
+            allowed=self.session.allowances.of(where.folder),
+        )  # fmt: skip
         notes: list[str] = []
         async with self.editor.progress(cancel) as progress:
 

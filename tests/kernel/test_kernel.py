@@ -196,3 +196,21 @@ async def test_a_flood_of_output_keeps_its_head_and_its_tail(kernel: LocalKernel
     assert "characters of output dropped" in text
     assert outcome.truncated > 150_000
     assert len(text) <= 20_000 + 100  # and the line saying what was dropped
+
+
+async def test_what_a_finished_runs_thread_prints_between_runs_is_never_the_next_runs(
+    kernel: LocalKernel,
+) -> None:
+    """Issue 58, S3: a thread a finished cell started kept printing, and what it printed
+    between runs showed as the next cell's output; it is dropped, and said so."""
+    ticking = (
+        "import threading, time\n"
+        "def tick():\n    for i in range(6):\n        time.sleep(0.1)\n        print('tick', i)\n"
+        "threading.Thread(target=tick, daemon=True).start()\n"
+        "print('started')"
+    )
+    await kernel.execute(request(ticking))
+    await asyncio.sleep(0.35)  # it prints meanwhile, between the runs
+    outcome = await kernel.execute(request("'next'", first_line=10))
+    assert [type(e).__name__ for e in outcome.events] == ["Value"], outcome.events
+    assert "Dropped:" in outcome.note and "a thread of an earlier run printed" in outcome.note
