@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import json
 import linecache
 import mmap
 import os
@@ -600,9 +601,9 @@ class _Run:
         if code.startswith("\ufeff"):
             code = code[1:]  # a byte-order mark opens the file; it is not code
         self.code, self.filename, self.first_line = code, filename, first_line
-        self.policy = guard
-        """The model's code: what its guard allows ({"allow": […], "keep": […]}); None: the
-        user's own."""
+        self.policy = json.loads(guard) if isinstance(guard, str) else guard
+        """The model's code: what its guard allows ({"allow": […], "keep": […]}, as JSON
+        or not); None: the user's own."""
         self.guard = _guard()
         self.token: Any = None
         _remember(filename, first_line, code)

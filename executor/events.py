@@ -89,25 +89,20 @@ Event = Stream | Value | Display | Error
 class Refusal:
     """What runfix's guard stopped model-written code doing (`executor/_kernel_guard.py`):
     its kind (write, process, network, native, unpickle, tamper, environment), what it was
-    (a path, a program, an address), why, and the pattern "allow always" keeps."""
+    (a path, a program, an address), why, the pattern "allow always" keeps, and all that in
+    a sentence (the guard's own words)."""
 
     kind: str
     what: str
     why: str
     pattern: str
+    sentence: str
 
-    @property
-    def sentence(self) -> str:
-        kinds = {
-            "write": "a write",
-            "process": "starting a process",
-            "network": "a network connection",
-            "native": "loading native code",
-            "unpickle": "unpickling",
-            "tamper": "taking the guard apart",
-            "environment": "changing how programs start",
-        }
-        return f"{kinds.get(self.kind, self.kind)} ({self.what}): {self.why}"
+    @classmethod
+    def of(cls, said: Mapping[str, Any]) -> Refusal:
+        """One the guard said (`_kernel_guard.Refusal.said`)."""
+        kind, what, why, pattern = (str(said.get(k)) for k in ("kind", "what", "why", "pattern"))
+        return cls(kind, what, why, pattern, str(said.get("sentence") or f"{kind} ({what}): {why}"))
 
 
 @dataclass(frozen=True)

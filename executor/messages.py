@@ -112,13 +112,7 @@ class MessageCollector:
         elif control.get("exited"):
             self.exited = True
         elif "guard" in control:
-            self.refused.extend(
-                Refusal(
-                    str(r.get("kind")), str(r.get("what")), str(r.get("why")), str(r.get("pattern"))
-                )
-                for r in control["guard"]
-                if isinstance(r, dict)
-            )
+            self.refused.extend(Refusal.of(r) for r in control["guard"] if isinstance(r, dict))
 
 
 FRAME_LIMIT = 2 * KERNEL_FRAME_LIMIT

@@ -165,8 +165,7 @@ class _Reader:
         elif kind == "end":
             self.run.exit = int(event.get("exit", 0))
         elif kind == "guard":
-            said = [str(event.get(k)) for k in ("kind", "what", "why", "pattern")]
-            self.run.refused.append(Refusal(*said))
+            self.run.refused.append(Refusal.of(event))
 
     def _test(self, event: dict[str, Any]) -> None:
         frames = tuple(_frame(f) for f in event.get("frames") or () if isinstance(f, dict))

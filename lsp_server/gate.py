@@ -46,6 +46,12 @@ ALLOWED_BY = {
 finding (its category) told them it does."""
 
 
+def _allowed_by(code: str) -> tuple[str, ...]:
+    """What the runtime guard lets flagged `code` do once it may run: what the scan found."""
+    found = {f.category for f in scan(code, 1)}
+    return tuple(sorted({ALLOWED_BY[c] for c in found if c in ALLOWED_BY}))
+
+
 def _digest(code: str) -> str:
     """Model-written code as a confirmation names it: this exact code."""
     return hashlib.sha256(code.encode()).hexdigest()
@@ -192,17 +198,16 @@ class Gate:
 
         In the sandbox (`executor: docker`) the container is the control, so nothing is
         asked. Else the editor asks; a "Run" holds for this exact code for the session."""
-        if sandboxed(settings):
-            log.info("flagged model-written code runs in the sandbox: %s", reason)
-            return True
         digest = _digest(code)
+        if sandboxed(settings):  # (the guard still keeps the folder's tests and history)
+            log.info("flagged model-written code runs in the sandbox: %s", reason)
+            self.session.confirmed[digest] = _allowed_by(code)
+            return True
         if digest in self.session.confirmed:
             return True
         if await self.editor.confirm(reason, place):
             # what the user said yes to, the guard lets this code do (one question, not two)
-            found = {f.category for f in scan(code, 1)}
-            kinds = tuple(sorted({ALLOWED_BY[c] for c in found if c in ALLOWED_BY}))
-            self.session.confirmed[digest] = kinds
+            self.session.confirmed[digest] = _allowed_by(code)
             return True
         log.info("flagged model-written code was not run: %s", reason)
         return False
@@ -227,8 +232,8 @@ class Gate:
         always = f"{ALLOW_ALWAYS} ({', '.join(patterns)})"
         at = f"{Path(where.path).name}:{place.line + 1}" if place.line is not None else where.path
         question = (
-            f"runfix: runfix's guard stopped the model's code ({at}): {what}. Allow it and "
-            "run the code again?"
+            f"runfix: the guard stopped the model's code ({at}): {what}. Allow it and run the "
+            "code again?"
         )
         answer = await self.editor.choose(question, [ALLOW_ONCE, always, DONT_ALLOW])
         if answer == ALLOW_ONCE:

@@ -22,10 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from fix_live_tasks import FIX_TASKS
+
 from executor.configs import LocalConfig
 from executor.events import Guard, RunRequest
 from executor.local import LocalKernel
-from fix_live_tasks import FIX_TASKS
 from lsp_server.text.cells import split_cells
 
 OPENS = (
@@ -49,7 +50,9 @@ async def timed(kernel: LocalKernel, pieces: list[tuple[int, str]], guarded: boo
     return time.perf_counter() - began
 
 
-async def compare(kernel: LocalKernel, pieces: list[tuple[int, str]], rounds: int) -> tuple[float, float]:  # fmt: skip
+async def compare(
+    kernel: LocalKernel, pieces: list[tuple[int, str]], rounds: int
+) -> tuple[float, float]:
     """(median seconds without the guard, with it), alternating which goes first."""
     plain: list[float] = []
     guarded: list[float] = []

@@ -145,14 +145,16 @@ async def test_a_secret_a_frame_held_is_not_shown_to_the_model(
         "def connect(host):\n    api_token = 'tok-123456'\n    return host + (api_token + 443)\n"
         "# %%\nprint(connect('example.test'))\n"
     )
-    model.script(
-        code("def connect(host):\n    api_token = 'tok-123456'\n    return f'{host}{api_token}443'")
-    )
-    _, answer = await fix(client, folder, model, "secret.py", source)
+    # The model repeats the placeholder it was shown for the literal: put back (issue 58).
+    fixed = "def connect(host):\n    api_token = '{}'\n    return f'{{host}}{{api_token}}443'"
+    model.script(code(fixed.format("<hidden: api_token's value>")))
+    uri, answer = await fix(client, folder, model, "secret.py", source)
     assert answer["status"] == "fixed"
     asked = model.user_text(0)
     assert "`api_token + 443`: `api_token` is a str (<hidden" in asked
-    assert asked.count("tok-123456") == 1  # in the code shown, never as a value read
+    assert "tok-123456" not in asked  # not as a value read, not in the code shown (issue 58)
+    assert "api_token = '<hidden: api_token's value>'" in asked
+    assert fixed.format("tok-123456") in text(client, uri)
 
 
 @pytest.mark.parametrize("cut", [0.0, 0.5], ids=["empty stream", "cut stream"])

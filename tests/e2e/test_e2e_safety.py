@@ -86,7 +86,7 @@ async def test_run_and_fix_stops_a_candidate_the_scan_let_through_and_asks(
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
     assert not marker.exists()
     [question] = client.questions
-    assert "runfix's guard stopped the model's code (spawn.py:3): starting a process" in (
+    assert "the guard stopped the model's code (spawn.py:3): starting a process" in (
         question.message
     )
     assert [a.title for a in question.actions or []] == [

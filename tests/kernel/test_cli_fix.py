@@ -358,14 +358,8 @@ def test_generate_writes_each_empty_prompts_body_after_the_cells_above_and_runs_
     path.write_text(source)
     with ModelServer() as model:
         model.script(code("print(round(sum(prices.values()) / len(prices), 2))"))
+        done = run_generate(path, model)
         environ = {**os.environ, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": model.url}
-        (tmp_path / "pyproject.toml").write_text(
-            f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
-        )
-        done = subprocess.run(
-            [sys.executable, "-m", "lsp_server", "run", str(path), "--generate"],
-            capture_output=True, text=True, timeout=120, env=environ,
-        )  # fmt: skip
         asked = model.user_text(0)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == source + "print(round(sum(prices.values()) / len(prices), 2))\n"
@@ -392,6 +386,19 @@ def test_generate_writes_each_empty_prompts_body_after_the_cells_above_and_runs_
         capture_output=True, text=True, timeout=60, env=environ,
     )  # fmt: skip
     assert wrong.returncode == 2 and "line 2 is not a prompt" in wrong.stderr
+
+
+def run_generate(path: Path, model: ModelServer) -> subprocess.CompletedProcess[str]:
+    """`runfix run FILE --generate` against the loopback model (the endpoint from the
+    environment, as a terminal user sets it)."""
+    environ = {**os.environ, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": model.url}
+    (path.parent / "pyproject.toml").write_text(
+        f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server", "run", str(path), "--generate"],
+        capture_output=True, text=True, timeout=120, env=environ,
+    )  # fmt: skip
 
 
 def runfix_cli(*args: str, cwd: Path) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.test_cli_fix import run_fix, runfix_cli
+from tests.kernel.test_cli_fix import run_fix, run_generate, runfix_cli
 from tests.kernel.test_cli_tests import STATS, TESTS, fix_tests, project
 from tests.support.model_server import ModelServer, code
 
@@ -98,14 +98,7 @@ def test_run_generate_stops_generated_code_that_starts_a_process(tmp_path: Path)
     body = f"import uuid\nuuid._get_command_stdout('touch', {str(marker)!r})"
     with ModelServer() as model:
         model.script(code(body))
-        environ = {**os.environ, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": model.url}
-        (tmp_path / "pyproject.toml").write_text(
-            f'[tool.runfix]\npython = "{sys.executable}"\nmodel = {{ name = "test-model" }}\n'
-        )
-        done = subprocess.run(
-            [sys.executable, "-m", "lsp_server", "run", str(path), "--generate"],
-            capture_output=True, text=True, timeout=120, env=environ,
-        )  # fmt: skip
+        done = run_generate(path, model)
     assert not marker.exists()
     assert done.returncode == 1, done.stdout + done.stderr
     assert "runfix's guard stopped the model's code: starting a process (touch)" in done.stdout
