@@ -76,7 +76,9 @@ def echoes(seen: Seen) -> int:
 # -- one task's folder, and its check --------------------------------------------------------
 
 
-def make_folder(base: Path, name: str, files: dict[str, str], model: str) -> Path:
+def make_folder(
+    base: Path, name: str, files: dict[str, str], model: str, attempts: int | None = None
+) -> Path:
     folder = base / name
     folder.mkdir(parents=True)
     for file, text in files.items():
@@ -84,6 +86,7 @@ def make_folder(base: Path, name: str, files: dict[str, str], model: str) -> Pat
     (folder / "pyproject.toml").write_text(
         f'[tool.runfix]\npython = "{sys.executable}"\n'
         f'model = {{ name = "{model}", stream = false, timeout = 300, temperature = 0 }}\n'
+        + (f"fix = {{ maxAttempts = {attempts} }}\n" if attempts is not None else "")
     )
     return folder
 
@@ -296,6 +299,9 @@ class Row:
     model: float = 0.0
     """Seconds waiting for the model (every request, reading and writing)."""
     answer_tokens: int = 0
+    claimed: bool = False
+    """The side wrote a fix (runfix: called it fixed; the paste: its reply's file): what
+    precision counts, right or not."""
 
 
 def median(values: Sequence[float]) -> float:
@@ -325,6 +331,15 @@ def ratios(group: str, ours: Sequence[Row], pasted: Sequence[Row]) -> str:
     return f"  → {group}: runfix fixed {fixed:.2f}× the paste, in {took:.2f}× its median time"
 
 
+def precision(rows: Sequence[Row]) -> str:
+    """Right among the fixes written: `7/8 88 %` (a fix is right when the file then prints
+    what the task expects)."""
+    claimed = [r for r in rows if r.claimed]
+    right = sum(r.ok for r in claimed)
+    share = 100 * right / len(claimed) if claimed else 100.0
+    return f"{right}/{len(claimed)} {share:3.0f} %"
+
+
 def summary(label: str, rows: Sequence[Row], echo: bool = True) -> str:
     done = sum(r.ok for r in rows)
     rate = 100 * done / len(rows) if rows else 0.0
@@ -334,7 +349,8 @@ def summary(label: str, rows: Sequence[Row], echo: bool = True) -> str:
     tokens = median([r.tokens for r in rows])
     answer = median([r.answer_tokens for r in rows])
     return (
-        f"{label:<36} {done:>3}/{len(rows):<3} {rate:5.1f} %   median {seconds:5.1f} s"
+        f"{label:<36} {done:>3}/{len(rows):<3} {rate:5.1f} %   precision {precision(rows)}"
+        f"   median {seconds:5.1f} s"
         f" (model {model:4.1f} s, the rest {rest:4.1f} s)"
         f"   tokens median {tokens:5.0f} prompt + {answer:4.0f} answer"
         f"   requests {sum(r.requests for r in rows):>3}"
@@ -364,6 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-generate", action="store_true")
     parser.add_argument("--skip-paste", action="store_true")
     parser.add_argument("--max-tokens", type=int, default=1024)
+    parser.add_argument(
+        "--attempts", type=int, help="candidates runfix tries (fix.maxAttempts; default 3)"
+    )
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument(
         "--show", action="store_true", help="print each request's user message and its reply"
@@ -393,6 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "RUNFIX_MODEL_MAX_TOKENS": str(args.max_tokens),
             }
         )
+
         try:
             bench = Bench(args, base, proxy)
             report(args, bench)
@@ -453,10 +473,11 @@ class Bench:
         fresh: bool = False,
     ) -> Row:
         """One side's go at one task, checked and counted."""
-        folder = make_folder(self.base / side, name, files, self.args.model)
+        folder = make_folder(self.base / side, name, files, self.args.model, self.args.attempts)
         seen = self.proxy.watch()
         began = time.perf_counter()
         do(folder)
+        claimed = any((folder / n).read_text() != text for n, text in files.items())
         ok = check(folder, expect)
         took = time.perf_counter() - began
         if ok and side == "runfix" and self.args.keep is not None:
@@ -465,7 +486,7 @@ class Bench:
             self.kept.append(generated(folder, name, files["job.py"]))
         row = Row(
             name, where, needs, fresh, ok, took, sum(seen.prompt_tokens), len(seen.requests),
-            echoes(seen), sum(seen.seconds), sum(seen.answer_tokens),
+            echoes(seen), sum(seen.seconds), sum(seen.answer_tokens), claimed,
         )  # fmt: skip
         if self.args.show:
             for request, reply in zip(seen.requests, seen.replies, strict=False):

@@ -35,6 +35,7 @@ from lsp_server.fix.evidence import (
     sorted_instead,
 )
 from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
+from lsp_server.fix.silencing import Failing, failing_of, said, says, silencing
 from lsp_server.folder_files import FileId, read_regular_file
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
@@ -578,6 +579,9 @@ class FixResult:
     """Where the candidate goes (None: the piece that failed)."""
     defined: RunOutcome | None = None
     """The candidate's own run, when it went elsewhere than the piece."""
+    says: str = ""
+    """What the fixed code printed or returned (`silencing.says`), for the fix's note: a
+    person judges the result, not the word "fixed"."""
 
     @property
     def held(self) -> str | None:
@@ -916,6 +920,7 @@ class Fixer:
         the cause is a function of the file that returned None, the fix goes there."""
         loop = self._loop(lines, first, last, code, error, target)
         loop.evidence = await self._evidence(lines, loop, error, raised_at, None)
+        loop.failing = failing_of(loop.found, error)
         if loop.target.path is not None and not _ran_as_module(loop.found, loop.target.path):
             # code compiled under the module file's name, not that file: not fixed there
             log.info("%s did not run as that module: the fix goes where it ran", target)
@@ -929,7 +934,7 @@ class Fixer:
     def _moved(self, loop: _Loop, lines: Sequence[str], target: Target | None) -> _Loop:
         """The fix's state aimed at `target` instead, with the evidence already read."""
         moved = self._loop(lines, loop.first, loop.last, loop.code, loop.current, target)
-        moved.evidence, moved.found = loop.evidence, loop.found
+        moved.evidence, moved.found, moved.failing = loop.evidence, loop.found, loop.failing
         return moved
 
     def _cause(self, loop: _Loop, lines: Sequence[str], error: str) -> Target | None:
@@ -1017,7 +1022,11 @@ class Fixer:
         flag = (kept or deletion_style(target.code, candidate)) if self.language.python else None
         if self.by_tests and flag is not None and not flag.startswith("silences"):
             flag = None
+        if flag is None and self.language.python and not self.by_tests:  # (tests judge theirs)
+            held = silencing(target.code, candidate, loop.failing, said(outcome))
+            flag = held.rule if held is not None else None
         result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
+        result.says = says(outcome)
         result.target, result.defined = target, defined
         checked = await self.ports.verify(candidate, target)
         if checked is not None and checked.status == "cancelled":
@@ -1061,6 +1070,9 @@ class _Loop:
     """What the kernel held when the last error was raised, for the next request."""
     found: Mapping[str, Any] | None = None
     """The kernel's answer that evidence was made from."""
+    failing: Failing | None = None
+    """What raised in the first place, as the kernel read it (what a candidate must still
+    do: `silencing`)."""
     none_cause: bool = False
     """The target is a function of the file the evidence shows returned a None."""
     file: Sequence[str] = ()

@@ -7,6 +7,7 @@ comes to (applied, offered, or why not). It runs code through the `Flow` it serv
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
 import logging
 from collections.abc import Sequence
@@ -93,6 +94,18 @@ def _source_lines(outcome: RunOutcome) -> list[str]:
         return []
     shown = [ln.strip() for ln in error.text.splitlines() if ln.startswith("    ")]
     return [ln for ln in shown if ln and not ln.startswith(("^", "~"))]
+
+
+def held_diff(path: str, lines: Sequence[str], first: int, last: int, candidate: str) -> str:
+    """A held candidate in place of lines first..last of `lines`, as a unified diff (a person
+    applies it by hand, or not)."""
+    rows = candidate.splitlines(keepends=True)
+    if rows and not rows[-1].endswith("\n"):
+        rows[-1] += "\n"
+    after = [*lines[:first], *rows, *lines[last + 1 :]]
+    path = path.lstrip("/")  # (`patch -p1` in the folder applies it)
+    changed = difflib.unified_diff(list(lines), after, f"a/{path}", f"b/{path}", n=1)
+    return "".join(changed).rstrip("\n")
 
 
 def _head(code: str) -> str:
@@ -395,9 +408,13 @@ class FixFlow:
                 f"; {checked}" if checked else ""
             )
         if apply and result.held:  # never applied without a look
+            path = Path(str(target.path) if target.path else where.path)
+            shown = path.relative_to(where.folder) if path.is_relative_to(where.folder) else path
+            file = target.lines if target.path else lines
+            diff = held_diff(shown.as_posix(), file, target.first, target.last, result.code)
             message = (
-                f"runfix: the model's fix {result.held}; it was not applied. Its code:\n"
-                f"{result.code.rstrip()}"
+                f"runfix: the model's fix {result.held}; it was not applied. Its change, to "
+                f"apply by hand if it is what you want:\n{diff}"
             )
             self.editor.tell(message, Level.WARNING, place)
             answer = FixAnswer(Status.FAILED, result.attempts, message, checked)
@@ -432,10 +449,14 @@ class FixFlow:
             self.editor.tell(message, Level.ERROR, place)
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
         said = (
-            f"fixed with {result.message}"
-            if result.attempts == 0
-            else f"fixed on attempt {result.attempts}"
-        ) + (f" ({checked})" if checked else "")
+            (
+                f"fixed with {result.message}"
+                if result.attempts == 0
+                else f"fixed on attempt {result.attempts}"
+            )
+            + (f" ({checked})" if checked else "")
+            + (f"; it now prints `{result.says}`" if result.says else "")
+        )
         self.editor.remark(place, said)
         await self.keep_candidate(where, edit, result, (first, last))
         return FixReport(FixAnswer(Status.FIXED, result.attempts, None, checked), edit, now.version)

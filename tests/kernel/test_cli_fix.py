@@ -47,7 +47,7 @@ def test_fix_writes_the_file_when_a_candidate_runs_clean(tmp_path: Path) -> None
     assert path.read_text() == "items = [1, 2, 3]\n# %%\nprint(sum(items))\n# %%\nprint('done')\n"
     out = done.stdout.splitlines()
     assert f"{path}:3:1: error: NameError: name 'things' is not defined" in out
-    assert f"{path}:3:1: note: fixed on attempt 1" in out
+    assert f"{path}:3:1: note: fixed on attempt 1; it now prints `6`" in out
     assert f"{path}:3:1: note: 6" in out
     assert f"{path}:5:1: note: done" in out  # later cells ran after the fix
 

@@ -1,0 +1,261 @@
+"""A candidate that makes the error go away without doing what the code was for is not a fix.
+
+`fixcheck.still_runs` and `fixcheck.deletion_style` hold the plain cases (the failing line
+deleted, `try/except: pass`, an early return). These rules read the candidate against what
+the kernel said raised (the failing expression and what it held: `_kernel_live.evidence`)
+and against what the fixed code then printed or returned:
+
+- **the operation that raised is gone**: `sum(counts)` raised, and the candidate prints
+  `counts` as it was — the call, subscript or attribute that raised must still be done (on
+  the same object: `sorted(unique)[0]` keeps `unique[0]`'s job, `unique` alone does not),
+  unless what the code prints shows something else was done in its place (`len(values)`
+  for `values.count()`);
+- **a default that is always taken**: `s["timeout"]` raised a KeyError and `s` has
+  `timeout_s`: `s.get("timeout", 1)` gives 1 every time;
+- **a constant in place of what failed, and the output shows it**: `… if i + w <= n else 0`
+  and the code now prints `avg [3.0, 5.0, 0, 0]`;
+- **what the kept statement says is now None or empty**: `metres None`, `[]`.
+
+Each rule says itself in a sentence (`Held.rule`). A real fix passes all: a `.get` of the
+right key, a bounds fix, a default the data needs (the key is absent, not misspelt, and the
+output does not hold the default)."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from executor.events import RunOutcome, Stream, Value
+from lsp_server.fix.evidence import frames_of
+
+_TOKEN = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[A-Za-z_]\w*|\[\]|\{\}|\(\)|''|\"\"")
+"""What output is compared by: numbers, words, empty brackets and quotes."""
+_EMPTY = {"[]", "{}", "()", "''", '""', "set()"}
+SAYS = 100
+"""Characters of what the fixed code prints said in a fix's note."""
+
+
+@dataclass(frozen=True)
+class Failing:
+    """What raised, as the kernel read it when it did: the expression (`s["timeout"]`), the
+    error's name, what the object a key or attribute was missing from has, and the pieces of
+    the expression with their previews."""
+
+    expression: str
+    ename: str
+    has: tuple[str, ...] = ()
+    parts: tuple[tuple[str, str], ...] = ()
+
+
+def failing_of(found: Mapping[str, Any] | None, error: str) -> Failing | None:
+    """The innermost frame's failing expression, from the kernel's evidence (None where it
+    did not say: another language, a kernel without runfix's helper, no expression)."""
+    frames = frames_of(found)
+    if not frames or not frames[0].expression:
+        return None
+    name = error.strip().splitlines()[-1].split(":", 1)[0].strip() if error.strip() else ""
+    first = frames[0]
+    parts = tuple((p.label, p.preview) for p in first.parts)
+    return Failing(first.expression or "", name, tuple(first.has or ()), parts)
+
+
+def said(outcome: RunOutcome | None) -> str:
+    """What a run printed and returned, as text (stdout, values), in order."""
+    if outcome is None:
+        return ""
+    out = []
+    for event in outcome.events:
+        if isinstance(event, Stream) and event.name == "stdout":
+            out.append(event.text)
+        elif isinstance(event, Value):
+            out.append(str(event.data.get("text/plain", "")) + "\n")
+    return "".join(out)
+
+
+def says(outcome: RunOutcome | None) -> str:
+    """What the fixed code printed or returned, in one short line for a note ("" if nothing)."""
+    lines = [line.strip() for line in said(outcome).splitlines() if line.strip()]
+    text = " / ".join(lines)
+    return text if len(text) <= SAYS else text[: SAYS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Held:
+    rule: str
+    """Why, as what the candidate does (`it removes …`), naming the rule."""
+
+
+def silencing(original: str, candidate: str, failing: Failing | None, printed: str) -> Held | None:
+    """The rule that holds `candidate` (fixing `original`, whose `failing` expression raised;
+    `printed`: what the code said once fixed), else None."""
+    try:
+        before, after = ast.parse(original), ast.parse(candidate)
+    except SyntaxError:
+        return None
+    tokens = _TOKEN.findall(printed)
+    shown = _shown(printed)
+    if failing is not None:
+        held = _default_always(failing, after)
+        if held is None and _prints_an_operand(failing, printed):
+            held = _operation_gone(failing, before, after)
+        if held is not None:
+            return held
+    constants = _new_defaults(before, after, failing)
+    hit = next((c for c in constants if c in tokens), None)
+    if hit is not None:
+        return Held(
+            f"replaces what failed with a constant ({hit}), and what the code prints now holds "
+            f"it: `{shown}`"
+        )
+    if "None" in tokens and "None" not in _TOKEN.findall(original):
+        return Held(f"makes what the code prints or returns None: `{shown}`")
+    if tokens and _only_empty(printed):
+        return Held(f"makes what the code prints or returns empty: `{shown}`")
+    return None
+
+
+def _shown(printed: str) -> str:
+    text = " / ".join(line.strip() for line in printed.splitlines() if line.strip())
+    return text if len(text) <= SAYS else text[: SAYS - 1] + "…"
+
+
+def _only_empty(printed: str) -> bool:
+    """Every line says an empty value where its value goes (`[]`, `x {}`, `total ''`)."""
+    lines = [line.strip() for line in printed.splitlines() if line.strip()]
+    return bool(lines) and all(line.split()[-1] in _EMPTY for line in lines)
+
+
+def _prints_an_operand(failing: Failing, printed: str) -> bool:
+    """What the code prints shows what the failing operation was to work on, unworked (the
+    list `sum` was to add up): a candidate that calls something else on it instead (`len`
+    for `.count()`, `sqrt` for `root`) prints what that made, and is a fix to judge."""
+    return any(len(preview) >= 3 and preview in printed for _, preview in failing.parts)
+
+
+def _segment(expression: str) -> ast.expr | None:
+    try:
+        return ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _operation_gone(failing: Failing, before: ast.AST, after: ast.AST) -> Held | None:
+    """The call, subscript or attribute that raised, done nowhere in the candidate on what
+    it was done on (an object named as before, wrapped or not)."""
+    node = _segment(failing.expression)
+    if node is None:
+        return None
+    said = f"`{failing.expression.strip()}`"
+    if isinstance(node, ast.Call):
+        callee = _callee(node)
+        if callee and not any(
+            isinstance(n, ast.Call) and _callee(n) == callee for n in ast.walk(after)
+        ):
+            return Held(f"removes the operation that raised ({said}): `{callee}` is never called")
+        return None
+    if isinstance(node, ast.Subscript):
+        base = _names(node.value)
+        if not base:
+            return None
+        done = any(
+            (isinstance(n, ast.Subscript) and base <= _names(n.value))
+            or (_is_get(n) and base <= _names(n.func.value))  # type: ignore[attr-defined]
+            for n in ast.walk(after)
+        )
+        if not done:
+            return Held(f"removes the operation that raised ({said}): nothing is looked up in it")
+        return None
+    if isinstance(node, ast.Attribute):
+
+        def has_attr(tree: ast.AST) -> bool:
+            return any(isinstance(n, ast.Attribute) and n.attr == node.attr for n in ast.walk(tree))
+
+        if has_attr(before) and not has_attr(after):
+            return Held(f"removes the operation that raised ({said})")
+    return None
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _is_get(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+    )
+
+
+def _default_always(failing: Failing, after: ast.AST) -> Held | None:
+    """`d.get(key, default)` of the very key that was missing, where `d` holds one spelt
+    almost like it: the key is wrong, and the default is taken every time."""
+    node = _segment(failing.expression)
+    if failing.ename != "KeyError" or not isinstance(node, ast.Subscript):
+        return None
+    key = ast.unparse(node.slice)
+    base = _names(node.value)
+    for call in ast.walk(after):
+        if not _is_get(call) or not base <= _names(call.func.value):  # type: ignore[attr-defined]
+            continue
+        if ast.unparse(call.args[0]) != key:  # type: ignore[attr-defined]
+            continue
+        close = _close_keys(key, failing.has)
+        default = ast.unparse(call.args[1]) if len(call.args) > 1 else "None"  # type: ignore[attr-defined]
+        if close:
+            return Held(
+                f"gives a default that is always taken: there is no {key} (there is "
+                f"{close[0]}), so `.get({key}, …)` gives {default} every time"
+            )
+    return None
+
+
+def _close_keys(key: str, has: Sequence[str]) -> list[str]:
+    wanted = key.strip("'\"").lower()
+    return [
+        k
+        for k in has
+        if difflib.SequenceMatcher(None, wanted, k.strip("'\"").lower()).ratio() >= 0.7
+    ]
+
+
+def _new_defaults(before: ast.AST, after: ast.AST, failing: Failing | None) -> list[str]:
+    """Constants the candidate falls back to in place of what failed, which the original did
+    not: `… if ok else 0`, `x or 0`, `.get(k, 0)` around the failing expression's objects
+    (as their reprs). Without the kernel's word on what failed: none."""
+    node = _segment(failing.expression) if failing is not None else None
+    if node is None:
+        return []
+    wanted = _names(node)
+
+    def defaults(tree: ast.AST) -> list[str]:
+        found: list[str] = []
+        for sub in ast.walk(tree):
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            if isinstance(sub, ast.IfExp):
+                pairs = [(sub.body, sub.orelse), (sub.orelse, sub.body)]
+            elif isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or):
+                pairs = [(v, sub.values[0]) for v in sub.values[1:]]
+            elif isinstance(sub, ast.Call) and _is_get(sub) and len(sub.args) > 1:
+                pairs = [(sub.args[1], sub)]
+            for constant, other in pairs:
+                if isinstance(constant, ast.Constant) and wanted & _names(other):
+                    found.append(repr(constant.value))
+        return found
+
+    old = defaults(before)
+    return [
+        c for c in dict.fromkeys(defaults(after)) if c not in old and c not in ("True", "False")
+    ]
