@@ -275,6 +275,9 @@ class FixAnswer:
     checked: str | None = None
     """What the fix was checked against: `verified: 3 dependent cells still pass`, `breaks
     …`, `not checked against dependents: …` (and a deletion-style fix says so)."""
+    says: str | None = None
+    """What the fixed code printed or returned when it ran (one line): a person judges the
+    result, not the word "fixed"."""
 
 
 @attrs.frozen

@@ -58,6 +58,7 @@ from lsp_server.cli.run import HeadlessEditor, project_folder, project_settings,
 from lsp_server.fix.evidence import STYLES  # noqa: E402
 from lsp_server.fix.flow import FixFlow  # noqa: E402
 from lsp_server.flow import Flow  # noqa: E402
+from lsp_server.model.context import LAYOUTS  # noqa: E402
 from lsp_server.session import Session  # noqa: E402
 from lsp_server.settings import Settings  # noqa: E402
 from lsp_server.text.prompts import prompt_at  # noqa: E402
@@ -366,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="task names")
     parser.add_argument("--needs", choices=["model", "offline"], help="only these fix tasks")
     parser.add_argument("--fresh", action="store_true", help="only the fresh fix tasks")
-    parser.add_argument("--layout", default="first", choices=["first", "last", "slot"])
+    parser.add_argument("--layout", default="first", choices=list(LAYOUTS))
     parser.add_argument(
         "--without", nargs="*", default=[], choices=WITHOUT, help="parts of the loop left out"
     )
@@ -495,7 +496,7 @@ class Bench:
                 )
                 print(f"---- {side} {name}: asked\n{asked}\n---- answered\n{reply}\n", flush=True)
         if self.args.verbose:
-            said = "done" if row.ok else "-"
+            said = "done" if row.ok else ("WRONG" if row.claimed else "-")
             print(
                 f"  {side:<12} {where:<10} {name:<28} {said:<5} {row.seconds:5.1f} s "
                 f"(model {row.model:5.1f} s, {row.requests} requests) {row.tokens:5d}+"

@@ -1023,7 +1023,8 @@ class Fixer:
         if self.by_tests and flag is not None and not flag.startswith("silences"):
             flag = None
         if flag is None and self.language.python and not self.by_tests:  # (tests judge theirs)
-            held = silencing(target.code, candidate, loop.failing, said(outcome))
+            line = target.line - target.first + 1 if target.line is not None else None
+            held = silencing(target.code, candidate, loop.failing, said(outcome), line)
             flag = held.rule if held is not None else None
         result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
         result.says = says(outcome)

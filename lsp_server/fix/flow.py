@@ -147,6 +147,8 @@ class FixFlow:
         attempts = 0
         after = -1
         fixed = False
+        says: str | None = None
+        """What the last fix's code printed, said with the answer."""
         imported: set[str] = set()
         while True:
             runs: list[PieceRun] = []
@@ -155,7 +157,7 @@ class FixFlow:
             ran = await self.runner.run_range(where, line_range, cancel, mode, runs)
             if ran.status in (Status.OK, Status.CANCELLED):
                 status = Status.FIXED if fixed and ran.status == Status.OK else ran.status
-                return FixAnswer(status, attempts)
+                return FixAnswer(status, attempts, says=says if status == Status.FIXED else None)
             if not runs or runs[-1].outcome.status != RunStatus.ERROR:
                 message = ran.message or (runs[-1].outcome.note if runs else "it did not run")
                 return FixAnswer(Status.FAILED, attempts, message)
@@ -199,9 +201,9 @@ class FixFlow:
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:
                 return FixAnswer(report.answer.status, attempts, report.answer.message)
-            fixed = True
+            fixed, says = True, report.answer.says or says
             if line_range is not None:
-                return FixAnswer(Status.FIXED, attempts)
+                return FixAnswer(Status.FIXED, attempts, says=says)
             edit = report.edit
             if edit is not None and edit.first == first:  # the piece itself was rewritten
                 after = first + edit.code.rstrip("\n").count("\n")
@@ -419,9 +421,10 @@ class FixFlow:
             self.editor.tell(message, Level.WARNING, place)
             answer = FixAnswer(Status.FAILED, result.attempts, message, checked)
             return FixReport(answer)
+        says = result.says or None
         if not apply:
             self.editor.spawn(self.keep_candidate(where, edit, result, (first, last)), "results")
-            answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked)
+            answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked, says)
             return FixReport(answer, edit, now.version, target.path, target.lines)
         applied = (
             await self.editor.apply_file(
@@ -459,7 +462,8 @@ class FixFlow:
         )
         self.editor.remark(place, said)
         await self.keep_candidate(where, edit, result, (first, last))
-        return FixReport(FixAnswer(Status.FIXED, result.attempts, None, checked), edit, now.version)
+        answer = FixAnswer(Status.FIXED, result.attempts, None, checked, says)
+        return FixReport(answer, edit, now.version)
 
     async def keep_candidate(
         self, where: Where, edit: LineEdit, result: FixResult, piece: tuple[int, int]

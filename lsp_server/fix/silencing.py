@@ -31,6 +31,7 @@ from typing import Any
 
 from executor.events import RunOutcome, Stream, Value
 from lsp_server.fix.evidence import frames_of
+from lsp_server.fix.fixcheck import _same_job, _statement_at
 
 _TOKEN = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[A-Za-z_]\w*|\[\]|\{\}|\(\)|''|\"\"")
 """What output is compared by: numbers, words, empty brackets and quotes."""
@@ -89,17 +90,26 @@ class Held:
     """Why, as what the candidate does (`it removes …`), naming the rule."""
 
 
-def silencing(original: str, candidate: str, failing: Failing | None, printed: str) -> Held | None:
-    """The rule that holds `candidate` (fixing `original`, whose `failing` expression raised;
-    `printed`: what the code said once fixed), else None."""
+def silencing(
+    original: str,
+    candidate: str,
+    failing: Failing | None,
+    printed: str,
+    line: int | None = None,
+) -> Held | None:
+    """The rule that holds `candidate` (fixing `original`, whose `failing` expression raised
+    on its `line`, from 1; `printed`: what the code said once fixed), else None."""
     try:
         before, after = ast.parse(original), ast.parse(candidate)
     except SyntaxError:
         return None
     tokens = _TOKEN.findall(printed)
     shown = _shown(printed)
+    held = _constant_result(before, after, line) if line is not None else None
+    if held is not None:
+        return held
     if failing is not None:
-        held = _default_always(failing, after)
+        held = _default_always(failing, after) or _lookup_gone(failing, before, after)
         if held is None and _prints_an_operand(failing, printed):
             held = _operation_gone(failing, before, after)
         if held is not None:
@@ -127,6 +137,73 @@ def _only_empty(printed: str) -> bool:
     """Every line says an empty value where its value goes (`[]`, `x {}`, `total ''`)."""
     lines = [line.strip() for line in printed.splitlines() if line.strip()]
     return bool(lines) and all(line.split()[-1] in _EMPTY for line in lines)
+
+
+def _constant_result(before: ast.AST, after: ast.AST, line: int) -> Held | None:
+    """The statement that raised computed from names (`return sum(xs) / len(xs)`,
+    `print(len(evens(10)))`); the candidate's doing its job is a constant (`return 3 + 4 +
+    5`, `print(1)`)."""
+    failing = _statement_at(before, line)
+    if failing is None or not _names(_value_of(failing)) - _CALLED_ALONE:
+        return None
+    doing = [n for n in ast.walk(after) if _same_job(failing, n, before, after)]
+    constant = [n for n in doing if _is_constant(_value_of(n))]
+    if doing and len(constant) == len(doing):
+        said = ast.unparse(constant[0]).splitlines()[0]
+        return Held(f"replaces what the code computed with a constant (`{said[:60]}`)")
+    return None
+
+
+_CALLED_ALONE = {"print", "str", "repr", "int", "float", "round", "len"}
+"""Names a statement may call on a constant without computing anything from the data."""
+
+
+def _value_of(statement: ast.AST) -> ast.AST:
+    """What a statement computes: a return's or an assignment's value, a call's arguments."""
+    if isinstance(statement, (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return statement.value if statement.value is not None else ast.Constant(None)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        return ast.Tuple([*call.args, *(k.value for k in call.keywords)], ast.Load())
+    return statement
+
+
+def _is_constant(node: ast.AST) -> bool:
+    """Made of literals alone (`3 + 4 + 5`, `(1, 'a')`, `[]`), or of calls of `print`,
+    `str` and their like on them."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id not in _CALLED_ALONE:
+            return False
+        if isinstance(sub, (ast.Attribute, ast.Subscript, ast.Lambda, ast.comprehension)):
+            return False
+    return True
+
+
+def _lookup_gone(failing: Failing, before: ast.AST, after: ast.AST) -> Held | None:
+    """The lookup that raised (`item["qty"]`, `xs[i]`) dropped: fewer lookups in what it
+    was looked up in than before, or its varying index made a fixed one (`xs[1]`)."""
+    node = _segment(failing.expression)
+    if not isinstance(node, ast.Subscript):
+        return None
+    base = _names(node.value)
+    if not base:
+        return None
+
+    def lookups(tree: ast.AST) -> list[ast.Subscript]:
+        return [
+            n for n in ast.walk(tree) if isinstance(n, ast.Subscript) and base <= _names(n.value)
+        ]
+
+    said = f"`{failing.expression.strip()}`"
+    old, new = lookups(before), lookups(after)
+    gets = [n for n in ast.walk(after) if _is_get(n) and base <= _names(n.func.value)]  # type: ignore[attr-defined]
+    if len(new) + len(gets) < len(old):
+        fewer = "nothing is looked up in it" if not new and not gets else "one lookup fewer"
+        return Held(f"removes the operation that raised ({said}): {fewer}")
+    varying = _names(node.slice)
+    if varying and new and not gets and all(not _names(n.slice) for n in new):
+        return Held(f"looks up a fixed item where the code looked up {said}")
+    return None
 
 
 def _prints_an_operand(failing: Failing, printed: str) -> bool:

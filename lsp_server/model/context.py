@@ -38,14 +38,18 @@ _STATE = {
     True: "The kernel holds the variables listed; reuse them.",
     False: "Reuse what the file's code above defines.",
 }
-LAYOUTS = ("first", "last", "slot")
+LAYOUTS = ("first", "last", "slot", "stable")
 """How a fix request is laid out: `first` — the code to fix and what it raised (its last
 lines, not the frames) first, then its caller, the rest of the file, earlier attempts and
 the kernel's variables; `last` — the rest of the file first, the code to fix and its whole
 traceback at the end; `slot` — the file with a placeholder where the code goes (what
 runfix sent before: Qwen2.5-Coder-0.5B echoed it in 36 of 46 replies). Asked with the
 frames, that model answered the code unchanged more often; on the whole bench `first` and
-`last` are within its noise (`scripts/bench_fix_live.py --layout`)."""
+`last` are within its noise (`scripts/bench_fix_live.py --layout`); `stable` — what stays
+the same between one fix's attempts first (the rest of the file, the caller, the code to
+fix), then what changes (the kernel's variables, the error, earlier attempts): an endpoint
+that reuses the longest prefix it already read (llama.cpp's server, OpenAI's prompt cache)
+reads only the end of a second attempt."""
 SLOT = "# <<< the code goes here >>>"
 TOKENS_PER_CHAR = 1 / 3.6
 """Tokens a character of code takes, about (the bound on an answer is made from it)."""
@@ -275,6 +279,32 @@ def fix_messages(
             )
             + (f"\nEarlier attempts to fix it that failed too:\n{told}" if attempts else "")
             + (f"\n{state}" if variables else "")
+            + f"\n{said}Reply with the corrected code to fix, complete, in one ```{fence} block."
+        )
+    elif layout == "stable":
+        around = rest_of_file
+        told = "".join(
+            f"\nAttempt {n}:\n```{fence}\n{a.code.rstrip()}\n```\nIt failed: {headline(a.error)}\n"
+            for n, a in enumerate(attempts, 1)
+        )
+        user = (
+            (
+                f"{rest}, for reference (already run; do not repeat it):\n"
+                f"```{fence}\n{around}\n```\n\n"
+                if doc_budget > 200 and around.strip()
+                else ""
+            )
+            + (
+                f"This code calls the code to fix; it runs again after your fix and must then "
+                f"succeed (do not change or repeat it):\n```{fence}\n{caller[0].rstrip()}\n```\n\n"
+                if caller is not None
+                else ""
+            )
+            + f"The code to fix{f' (in {where})' if where else ''}:\n"
+            f"```{fence}\n{code.rstrip()}\n```\n"
+            + (f"\n{state}" if variables else "")
+            + f"\nIt raised:\n```\n{headline(error)}\n```\n{held}"
+            + (f"\nEarlier attempts to fix it that failed too:\n{told}" if attempts else "")
             + f"\n{said}Reply with the corrected code to fix, complete, in one ```{fence} block."
         )
     elif layout == "slot":

@@ -699,6 +699,40 @@ def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
     assert "runfix: ok: it ran clean, nothing to fix" in done["notes"], done["notes"]
 
 
+@pytest.mark.parametrize("which", ["0.7.2", "current"])
+def test_a_held_candidate_shows_as_a_diff_and_a_fix_says_what_it_now_prints(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """Issue 59: the model's candidate silences the error (it prints the set instead of
+    looking in it): the buffer is unchanged and the message shows the rule and the change as
+    a diff; the next candidate is a fix, and its message says what the code now prints."""
+    from tests.conftest import API_KEY_ENV
+    from tests.support.model_server import ModelServer, code
+
+    nvim = _which(nvim, which)
+    project = tmp_path / "project"
+    project.mkdir()
+    file = project / "first.py"
+    source = 'unique = set(["c", "a", "b", "a"])\n# %%\nprint("first", unique[0])\n'
+    file.write_text(source)
+    with ModelServer() as model:
+        model.script(code('print("first", unique)'), code('print("first", sorted(unique)[0])'))
+        settings = {
+            "model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV},
+            "fix": {"maxAttempts": 1},
+        }
+        script = Path(__file__).parent / "nvim" / "held.lua"
+        done = _headless(nvim, tmp_path, file, script, settings)
+    assert "error" not in done, done.get("error")
+    assert done["attached"] and done["held"] and done["fixed"], done
+    assert done["held_text"] == source.splitlines()
+    held = "\n".join(n for n in done["notes"] if "not applied" in n)
+    assert "removes the operation that raised (`unique[0]`)" in held, done["notes"]
+    assert '\n-print("first", unique[0])\n+print("first", unique)' in held, held
+    assert done["text"][2] == 'print("first", sorted(unique)[0])'
+    assert "runfix: fixed on attempt 1; it now prints `first a`" in done["notes"], done["notes"]
+
+
 NOTEBOOK_CELLS = (
     ("markdown", "# Prices\nA *note*."),
     ("code", "prices = [3, 4, 5]\nsum(prices)"),

@@ -217,6 +217,47 @@ def test_run_and_fix_and_generate_with_a_real_model_in_code_server(
     assert (out / "vscode-live-model.png").stat().st_size > 10_000
 
 
+@pytest.mark.timeout(360)
+def test_a_held_candidate_shows_as_a_diff_and_a_fix_says_what_it_now_prints_in_code_server(
+    tmp_path: Path,
+) -> None:
+    """Issue 59: the model's first candidate silences the error — the file stays as it is
+    and the notification names the rule and shows the change as a diff; the second is a
+    fix, and the notification says what the code now prints."""
+    from tests.conftest import API_KEY_ENV
+    from tests.support.model_server import ModelServer, code
+
+    source = 'unique = set(["c", "a", "b", "a"])\n# %%\nprint("first", unique[0])\n'
+
+    def prepare(workspace: Path) -> None:
+        (workspace / "first.py").write_text(source)
+
+    with ModelServer() as model:
+        model.script(code('print("first", unique)'), code('print("first", sorted(unique)[0])'))
+        settings = {
+            "runfix.model.baseUrl": model.url,
+            "runfix.model.name": "test-model",
+            "runfix.model.apiKeyEnv": API_KEY_ENV,
+            "runfix.fix.maxAttempts": 1,
+        }
+        report, out = _code_server(
+            tmp_path, "held", prepare, {"RUNFIX_E2E_MODEL": json.dumps(settings)}
+        )
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    for name in ("vscode-held.png", "vscode-fixed-says.png"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / name)
+    assert "error" not in report, report["error"]
+    assert report["held"] and report["fixed"], report
+    held = report["heldToast"].replace("\u00a0", " ")
+    assert "removes the operation that raised (`unique[0]`)" in held, held
+    assert '-print("first", unique[0])' in held and '+print("first", unique)' in held, held
+    assert "unique[0]" in report["heldText"].replace("\u00a0", " ")
+    assert "it now prints `first a`" in report["fixedToast"], report["fixedToast"]
+    assert "sorted(unique)[0]" in report["editorText"].replace("\u00a0", " ")
+
+
 @pytest.mark.timeout(960)
 def test_with_no_runfix_anywhere_the_extension_installs_its_own(tmp_path: Path) -> None:
     """Issue 39: a fresh profile, no runfix.path, no .venv in the workspace, none on PATH: the

@@ -30,8 +30,7 @@ SHAPES = {
         's = {"timeout_s": 2.5, "retries": 3}\n# %%\nbudget = s["timeout"] * s["retries"]\n'
         'print("budget", budget)\n',
         'budget = s.get("timeout", 1) * s["retries"]\nprint("budget", budget)',
-        "there is no 'timeout' (there is 'timeout_s'), so `.get('timeout', …)` gives 1 every "
-        "time",
+        "there is no 'timeout' (there is 'timeout_s'), so `.get('timeout', …)` gives 1 every time",
         'budget = s.get("timeout_s") * s["retries"]\nprint("budget", budget)',
         "budget 7.5",
     ),

@@ -463,9 +463,18 @@ function report(result: unknown): void {
   if (!result || typeof result !== "object" || !("status" in result)) {
     return;
   }
-  const { status, message } = result as { status: string; message?: string };
+  const { status, message, attempts, says } = result as {
+    status: string;
+    message?: string;
+    attempts?: number;
+    says?: string;
+  };
   if (status === "timeout" || status === "failed") {
     void vscode.window.showWarningMessage(`runfix: ${status}${message ? `: ${message}` : ""}`);
+  } else if (status === "fixed" && says) {
+    // what the fixed code now prints: the person judges the result, not the word "fixed"
+    const how = attempts ? `fixed on attempt ${attempts}` : "fixed (no model needed)";
+    void vscode.window.showInformationMessage(`runfix: ${how}; it now prints \`${says}\``);
   }
 }
 

@@ -643,6 +643,49 @@ try {
     throw new Done();
   }
 
+  if (scenario === "held") {
+    // Issue 59: Run and Fix where the model's candidate silences the error: the file stays
+    // as it is, and the notification holds the rule and the change as a diff; then a real
+    // fix, whose notification says what the code now prints.
+    const run = async (name) => {
+      await page.keyboard.press("F1");
+      await page.keyboard.type(name);
+      await pick(page, name);
+    };
+    await page.keyboard.press("Control+P");
+    await page.keyboard.type("first.py");
+    await pick(page, "first.py");
+    await page.waitForFunction(
+      () => (document.querySelector(".editor-instance .view-lines")?.textContent ?? "").includes("unique"),
+      null,
+      { timeout: 30000 },
+    );
+    await page.locator(".editor-instance .monaco-editor").first().click();
+    await page.keyboard.press("Control+G");
+    await page.keyboard.type("3");
+    await page.keyboard.press("Enter");
+    const toasts = () => page.locator(".notifications-toasts").innerText().catch(() => "");
+    const shown = (text) =>
+      page.waitForFunction(
+        (t) => (document.querySelector(".notifications-toasts")?.textContent ?? "").includes(t),
+        text,
+        { timeout: 120000 },
+      );
+    await run("runfix: Run and Fix");
+    await shown("not applied").then(() => step("held"), () => step("held", false));
+    report.heldToast = await toasts();
+    report.heldText = await editor.innerText();
+    await page.screenshot({ path: path.join(out, "vscode-held.png") });
+    await page.keyboard.press("Escape");
+    await page.locator(".editor-instance .monaco-editor").first().click();
+    await run("runfix: Run and Fix");
+    await shown("it now prints").then(() => step("fixed"), () => step("fixed", false));
+    report.fixedToast = await toasts();
+    report.editorText = await editor.innerText();
+    await page.screenshot({ path: path.join(out, "vscode-fixed-says.png") });
+    throw new Done();
+  }
+
   if (live) {
     const command = async (name) => {
       await page.keyboard.press("F1");

@@ -368,7 +368,11 @@ local function finished(what)
       notify(what == "fix" and "ok: it ran clean, nothing to fix" or "ok: generated")
     elseif type(result) == "table" and result.status == "fixed" then
       local attempts = tonumber(result.attempts) or 0
-      notify(attempts == 0 and "fixed (no model needed)" or ("fixed on attempt " .. attempts))
+      local said = attempts == 0 and "fixed (no model needed)" or ("fixed on attempt " .. attempts)
+      if type(result.says) == "string" and result.says ~= "" then
+        said = said .. "; it now prints `" .. result.says .. "`"
+      end
+      notify(said)
     else
       report(result)
     end
