@@ -283,8 +283,8 @@ class Runner:
             on_late=late.took if late is not None else None,
         )
         outcome = await run(request)
-        place = Place(where.uri, piece.first)
         while guarded and outcome.refused and not cancel.is_set():
+            place = Place(where.uri, piece.first)
             if not await self.gate.allow_refused(where, outcome.refused, place):
                 break  # (the run ends with the guard's reason)
             outcome = await run(replace(request, guard=self.gate.guard_for(where, code)))

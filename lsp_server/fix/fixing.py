@@ -17,6 +17,7 @@ import os
 import re
 import stat
 import sys
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -747,6 +748,7 @@ class Fixer:
             self.ports.report(f"attempt {number}/{self.max_attempts}: {headline[:80]}")
             variables = fresh = fresh if fresh is not None else await self.ports.variables()
             focus = loop.focus if note and self.narrow else None
+            asking = time.perf_counter()
             try:
                 reply = await self._ask(loop, number, focus, note, variables)
             except ModelCancelled:
@@ -796,11 +798,22 @@ class Fixer:
                     "the model's candidate was flagged and not confirmed, so it did not run "
                     f"({findings[0].message})",
                 )
+            asked, loop.checked = time.perf_counter(), 0.0
             done = await self._attempt(loop, candidate, number, lines)
+            self._took(number, asked - asking, time.perf_counter() - asked, loop.checked)
             if done is not None:
                 return done
             fresh = None  # the candidate ran: the kernel's variables may differ now
         return loop.settled(number)
+
+    def _took(self, number: int, model: float, ran: float, checked: float) -> None:
+        """Where an attempt's time went, said as it ends: the model (reading the request and
+        writing the answer), running the candidate, the check against what depends on it."""
+        check = f", the check {checked:.1f} s" if checked else ""
+        self.ports.report(
+            f"attempt {number} took {model + ran:.1f} s: the model {model:.1f} s, running it "
+            f"{ran - checked:.1f} s{check}"
+        )
 
     async def _offline(
         self, loop: _Loop, typo: tuple[str, str], lines: Sequence[str]
@@ -1030,6 +1043,7 @@ class Fixer:
         result.says = says(outcome)
         result.target, result.defined = target, defined
         checked = await self.ports.verify(candidate, target)
+        loop.checked = checked.seconds if checked is not None else 0.0
         if checked is not None and checked.status == "cancelled":
             return loop.ended("cancelled", number, "cancelled")
         result.check = checked
@@ -1092,6 +1106,8 @@ class _Loop:
     """Why answers held no code that could be used."""
     ran: int = 0
     """Candidates that ran."""
+    checked: float = 0.0
+    """Seconds the last candidate's check took (0: none ran)."""
 
     @property
     def focus(self) -> int | None:

@@ -79,9 +79,7 @@ def said(outcome: RunOutcome | None) -> str:
 
 def says(outcome: RunOutcome | None) -> str:
     """What the fixed code printed or returned, in one short line for a note ("" if nothing)."""
-    lines = [line.strip() for line in said(outcome).splitlines() if line.strip()]
-    text = " / ".join(lines)
-    return text if len(text) <= SAYS else text[: SAYS - 1] + "…"
+    return _shown(said(outcome))
 
 
 @dataclass(frozen=True)
@@ -129,6 +127,7 @@ def silencing(
 
 
 def _shown(printed: str) -> str:
+    """Printed text in one short line: its lines joined by ` / `, cut at `SAYS`."""
     text = " / ".join(line.strip() for line in printed.splitlines() if line.strip())
     return text if len(text) <= SAYS else text[: SAYS - 1] + "…"
 
@@ -197,13 +196,23 @@ def _lookup_gone(failing: Failing, before: ast.AST, after: ast.AST) -> Held | No
     said = f"`{failing.expression.strip()}`"
     old, new = lookups(before), lookups(after)
     gets = [n for n in ast.walk(after) if _is_get(n) and base <= _names(n.func.value)]  # type: ignore[attr-defined]
-    if len(new) + len(gets) < len(old):
-        fewer = "nothing is looked up in it" if not new and not gets else "one lookup fewer"
-        return Held(f"removes the operation that raised ({said}): {fewer}")
-    varying = _names(node.slice)
-    if varying and new and not gets and all(not _names(n.slice) for n in new):
+    if not new and not gets:
+        return Held(f"removes the operation that raised ({said}): nothing is looked up in it")
+    keyed = isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+    if keyed and len(new) + len(gets) < len(old):  # (a rewrite by index, `zip`, may use fewer)
+        return Held(f"removes the operation that raised ({said}): one lookup fewer")
+    varying = _data_names(node.slice) - base  # (`xs[len(xs)]` → `xs[-1]`: the same item)
+    fixed = [n for n in new if not isinstance(n.slice, ast.Slice) and not _names(n.slice)]
+    if varying and not gets and len(fixed) == len(new):
         return Held(f"looks up a fixed item where the code looked up {said}")
     return None
+
+
+def _data_names(node: ast.AST) -> set[str]:
+    """The names an expression reads as data (not the functions it calls: `len` in
+    `len(xs) - 1`)."""
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in called}
 
 
 def _prints_an_operand(failing: Failing, printed: str) -> bool:

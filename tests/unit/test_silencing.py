@@ -69,6 +69,12 @@ HONEST = [
     (QTY, 't = sum(r["price"] * r["qty"] for r in rows)',
      't = sum(r["price"] * r.get("qty", 1) for r in rows)', "total 11"),
     (None, "print(undefined)", "print(things)", "[1, 2]"),
+    # a rewrite that looks up less, or the same item another way
+    (Failing("xs[i + 1]", "IndexError", (), ()),
+     "def pairs(xs):\n    return [(xs[i], xs[i + 1]) for i in range(len(xs))]\n",
+     "def pairs(xs):\n    return list(zip(xs, xs[1:]))\n", "[(1, 2), (2, 3)]"),
+    (Failing("xs[len(xs)]", "IndexError", (), ()), "def last(xs):\n    return xs[len(xs)]\n",
+     "def last(xs):\n    return xs[-1]\n", "c"),
 ]  # fmt: skip
 
 
