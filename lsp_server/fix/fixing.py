@@ -1037,7 +1037,10 @@ class Fixer:
             flag = None
         if flag is None and self.language.python and not self.by_tests:  # (tests judge theirs)
             line = target.line - target.first + 1 if target.line is not None else None
-            held = silencing(target.code, candidate, loop.failing, said(outcome), line)
+            failing = loop.failing  # (what raised elsewhere, a fix of its cause need not hold)
+            if failing is not None and failing.expression.strip() not in target.code:
+                failing = None
+            held = silencing(target.code, candidate, failing, said(outcome), line)
             flag = held.rule if held is not None else None
         result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
         result.says = says(outcome)

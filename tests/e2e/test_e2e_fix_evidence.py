@@ -58,7 +58,7 @@ async def test_an_index_error_in_a_helper_carries_the_list_it_was_given_and_the_
         code("def pairs(xs):\n    return [(xs[i], xs[i + 1]) for i in range(len(xs) - 1)]")
     )
     uri, answer = await fix(client, folder, model, "pairs.py", source)
-    assert answer == {"status": "fixed", "attempts": 1}
+    assert answer == {"status": "fixed", "attempts": 1, "says": "[(1, 2), (2, 3)]"}
     asked = model.user_text(0)
     assert "`xs[i + 1]`: the index `i + 1` is 3, but `xs` has 3 items (indexes 0 to 2)." in asked
     assert "range(len(xs) - 1)" in text(client, uri)
@@ -85,7 +85,7 @@ async def test_a_type_error_on_plus_carries_both_operands_types_and_values(
     source = 'count = "7"\n# %%\ntotal = count + 3\nprint(total)\n'
     model.script(code("total = int(count) + 3\nprint(total)"))
     uri, answer = await fix(client, folder, model, "plus.py", source)
-    assert answer == {"status": "fixed", "attempts": 1}
+    assert answer == {"status": "fixed", "attempts": 1, "says": "10"}
     asked = model.user_text(0)
     assert "`count + 3`: `count` is a str ('7'), `3` is an int (3)." in asked
     assert text(client, uri) == 'count = "7"\n# %%\ntotal = int(count) + 3\nprint(total)\n'
@@ -166,7 +166,7 @@ async def test_a_stream_that_ends_early_is_asked_again_whole_and_the_fix_lands(
     reply.cut = cut
     model.script(reply, code("print(sum(items) + 2)"))
     uri, answer = await fix(client, folder, model, "early.py", source)
-    assert answer == {"status": "fixed", "attempts": 1}
+    assert answer == {"status": "fixed", "attempts": 1, "says": "5"}
     streamed, plain = model.requests
     assert streamed["stream"] is True and not plain.get("stream")
     assert plain["messages"] == streamed["messages"]  # the same request, once more

@@ -337,7 +337,7 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
             "range": {"start": {"line": 2, "character": 0}, "end": {"line": 4, "character": 0}},
         },
     )
-    assert answer == {"status": "fixed", "attempts": 2}
+    assert answer == {"status": "fixed", "attempts": 2, "says": "9"}
     assert text(client, uri) == "values = [4, 5]\n# %%\ntotal = sum(values)\nprint(total)\n"
     assert len(client.edits) == 1
     asked_first, asked_second = model.user_text(0), model.user_text(1)
@@ -368,7 +368,7 @@ async def test_run_and_fix_of_a_file_goes_on_with_the_cells_below_a_fixed_one(
     uri = open_doc(client, folder / "two.py", source)
     model.script(code("print(sum(items))"), code("print(len(items))"))
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
-    assert answer == {"status": "fixed", "attempts": 2}
+    assert answer == {"status": "fixed", "attempts": 2, "says": "2"}
     assert text(client, uri) == "items = [1, 2]\n# %%\nprint(sum(items))\n# %%\nprint(len(items))\n"
     assert len(client.edits) == 2
     assert "stuff" in model.user_text(1)  # the second request is about the second cell
@@ -407,7 +407,8 @@ async def test_the_fix_loop_runs_a_flagged_candidate_only_when_confirmed(
     [question] = client.questions
     assert "The model's fix starts a process (subprocess.run)" in question.message
     if answer == "Run":
-        assert result == {"status": "fixed", "attempts": 1}
+        ran = "CompletedProcess(args=['touch', 'data.txt'], returncode=0) / ''"
+        assert result == {"status": "fixed", "attempts": 1, "says": ran}
         assert (folder / "data.txt").exists() and "subprocess.run" in text(client, uri)
     else:
         assert result["status"] == "failed" and "not confirmed" in result["message"]
@@ -449,7 +450,7 @@ async def test_fix_with_model_offers_an_edit_only_after_it_ran_clean(
     if who == "no-resolve":
         assert isinstance(action, lsp.CodeAction) and action.command is not None
         answer = await command(client, action.command.command, action.command.arguments[0])
-        assert answer == {"status": "fixed", "attempts": 2}
+        assert answer == {"status": "fixed", "attempts": 2, "says": "4.0"}
     else:
         assert isinstance(action, lsp.CodeAction) and action.edit is None and action.data
         resolved = await client.code_action_resolve_async(action)

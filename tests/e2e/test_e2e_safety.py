@@ -50,7 +50,7 @@ async def test_run_and_fix_sends_no_secret_and_its_fix_keeps_the_line_that_holds
     # the model repeats the placeholder it was shown for the line's literal: put back
     model.script(code("print(len(api_key) + 1, password)"))
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
-    assert answer == {"status": "fixed", "attempts": 1}
+    assert answer == {"status": "fixed", "attempts": 1, "says": "33 hunter2-xyz"}
     assert leaked(model) == [], model.user_text(0)
     assert "<hidden: " in model.user_text(0) and "headers" in model.user_text(0)
     assert text(client, uri) == CELL + "# %%\nprint(len(api_key) + 1, password)\n"
@@ -95,7 +95,7 @@ async def test_run_and_fix_stops_a_candidate_the_scan_let_through_and_asks(
         "Don't allow",
     ]
     assert "runfix's guard stopped the model's code" in model.user_text(1)
-    assert answer == {"status": "fixed", "attempts": 2}
+    assert answer == {"status": "fixed", "attempts": 2, "says": "3"}
     assert text(client, uri) == "items = [1, 2]\n# %%\nprint(sum(items))\n"
 
 
