@@ -695,7 +695,7 @@ def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
     assert done["text"][2] == "print('total: ' + str(count))"
     waiting = [e for e in done["echoes"] if e.startswith("runfix: attempt 1/3")]
     assert waiting and re.search(r"\(\d+ s\)$", waiting[-1]), done["echoes"]
-    assert "runfix: fixed on attempt 1" in done["notes"], done["notes"]
+    assert "runfix: fixed on attempt 1; it now prints `total: 7`" in done["notes"], done["notes"]
     assert "runfix: ok: it ran clean, nothing to fix" in done["notes"], done["notes"]
 
 

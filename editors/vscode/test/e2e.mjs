@@ -675,6 +675,7 @@ try {
     await shown("not applied").then(() => step("held"), () => step("held", false));
     report.heldToast = await toasts();
     report.heldText = await editor.innerText();
+    await new Promise((r) => setTimeout(r, 1000)); // (the toast's fade-in)
     await page.screenshot({ path: path.join(out, "vscode-held.png") });
     await page.keyboard.press("Escape");
     await page.locator(".editor-instance .monaco-editor").first().click();
@@ -682,6 +683,7 @@ try {
     await shown("it now prints").then(() => step("fixed"), () => step("fixed", false));
     report.fixedToast = await toasts();
     report.editorText = await editor.innerText();
+    await new Promise((r) => setTimeout(r, 1000));
     await page.screenshot({ path: path.join(out, "vscode-fixed-says.png") });
     throw new Done();
   }
