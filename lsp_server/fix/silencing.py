@@ -31,7 +31,7 @@ from typing import Any
 
 from executor.events import RunOutcome, Stream, Value
 from lsp_server.fix.evidence import frames_of
-from lsp_server.fix.fixcheck import _same_job, _statement_at
+from lsp_server.fix.fixcheck import _callee, _same_job, _statement_at
 
 _TOKEN = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[A-Za-z_]\w*|\[\]|\{\}|\(\)|''|\"\"")
 """What output is compared by: numbers, words, empty brackets and quotes."""
@@ -267,13 +267,6 @@ def _operation_gone(failing: Failing, before: ast.AST, after: ast.AST) -> Held |
         if has_attr(before) and not has_attr(after):
             return Held(f"removes the operation that raised ({said})")
     return None
-
-
-def _callee(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _is_get(node: ast.AST) -> bool:

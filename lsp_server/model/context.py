@@ -257,10 +257,7 @@ def fix_messages(
     )  # fmt: skip
     if layout == "first":
         around = rest_of_file
-        told = "".join(
-            f"\nAttempt {n}:\n```{fence}\n{a.code.rstrip()}\n```\nIt failed: {headline(a.error)}\n"
-            for n, a in enumerate(attempts, 1)
-        )
+        told = _told(attempts, fence)
         user = (
             f"The code to fix{f' (in {where})' if where else ''}:\n"
             f"```{fence}\n{code.rstrip()}\n```\n"
@@ -283,10 +280,7 @@ def fix_messages(
         )
     elif layout == "stable":
         around = rest_of_file
-        told = "".join(
-            f"\nAttempt {n}:\n```{fence}\n{a.code.rstrip()}\n```\nIt failed: {headline(a.error)}\n"
-            for n, a in enumerate(attempts, 1)
-        )
+        told = _told(attempts, fence)
         user = (
             (
                 f"{rest}, for reference (already run; do not repeat it):\n"
@@ -348,6 +342,15 @@ RAISED = "<- this line raised"
 """How the narrower request marks the line that raised (a comment on it)."""
 LINE_BOUND = 200
 """Tokens an answer to the failing line alone may take."""
+
+
+def _told(attempts: Sequence[Attempt], fence: str) -> str:
+    """Earlier attempts as a request says them: each one's code and the first lines of what
+    it raised."""
+    return "".join(
+        f"\nAttempt {n}:\n```{fence}\n{a.code.rstrip()}\n```\nIt failed: {headline(a.error)}\n"
+        for n, a in enumerate(attempts, 1)
+    )
 
 
 def _said(text: str) -> str:
