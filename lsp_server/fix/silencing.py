@@ -31,7 +31,7 @@ from typing import Any
 
 from executor.events import RunOutcome, Stream, Value
 from lsp_server.fix.evidence import frames_of
-from lsp_server.fix.fixcheck import _callee, _same_job, _statement_at
+from lsp_server.fix.fixcheck import _callee, _same_job, _statement_at, _targets
 
 _TOKEN = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[A-Za-z_]\w*|\[\]|\{\}|\(\)|''|\"\"")
 """What output is compared by: numbers, words, empty brackets and quotes."""
@@ -146,11 +146,26 @@ def _constant_result(before: ast.AST, after: ast.AST, line: int) -> Held | None:
     if failing is None or not _names(_value_of(failing)) - _CALLED_ALONE:
         return None
     doing = [n for n in ast.walk(after) if _same_job(failing, n, before, after)]
+    doing += _filling(after, _targets(failing))
     constant = [n for n in doing if _is_constant(_value_of(n))]
     if doing and len(constant) == len(doing):
         said = ast.unparse(constant[0]).splitlines()[0]
         return Held(f"replaces what the code computed with a constant (`{said[:60]}`)")
     return None
+
+
+def _filling(tree: ast.AST, names: set[str]) -> list[ast.AST]:
+    """Calls of a method of an assigned name (`table.update({…})`, `rows.append(r)`): they
+    fill what was first made empty, and do the statement's job as much as its assignment."""
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Attribute)
+        and isinstance(n.value.func.value, ast.Name)
+        and n.value.func.value.id in names
+    ]
 
 
 _CALLED_ALONE = {"print", "str", "repr", "int", "float", "round", "len"}

@@ -75,6 +75,10 @@ HONEST = [
      "def pairs(xs):\n    return list(zip(xs, xs[1:]))\n", "[(1, 2), (2, 3)]"),
     (Failing("xs[len(xs)]", "IndexError", (), ()), "def last(xs):\n    return xs[len(xs)]\n",
      "def last(xs):\n    return xs[-1]\n", "c"),
+    # an empty table filled by a method afterwards (the fixcheck bench's benign candidate)
+    (Failing('r["name"]', "KeyError", ("'item'",), ()),
+     'table = {r["name"]: r["price"] for r in rows}',
+     'table = {}\nfor r in rows:\n    table.update({r["item"]: r["price"]})', "7.0"),
 ]  # fmt: skip
 
 
