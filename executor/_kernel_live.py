@@ -1395,3 +1395,106 @@ def register() -> None:
         comm.on_msg(asked)
 
     manager.register_target(TARGET, opened)
+
+
+# -- a debugger's variables (`lsp_server/debug`): read as the rest is, running nothing --
+
+
+def _children(value: Any) -> list[tuple[str, Any]] | None:
+    """What a value holds, as a debugger's Variables view pages it: a list's or tuple's
+    items, a dict's entries with an exact str or int key, an object's own attributes;
+    None for a value that holds nothing runfix can read without running its code."""
+    kind = type(value)
+    for base in (list, tuple):
+        if _is_sub(kind, base):
+            return [(f"[{i}]", item) for i, item in enumerate(base.__iter__(value))]
+    if _is_sub(kind, dict):
+        out: list[tuple[str, Any]] = []
+        for index, (key, item) in enumerate(dict.items(value)):
+            if not index & 1023:
+                _tick()
+            if type(key) in (str, int):
+                out.append((repr(key), item))
+        return out
+    own = None if _is_class(value) else _own_dict(value)
+    return _str_items(own, len(own) + 1) if own else None
+
+
+def _child_count(value: Any) -> tuple[int, int]:
+    """(indexed, named) children a debugger may page: a list's or tuple's items are indexed;
+    a dict's entries and an object's attributes named."""
+    kind = type(value)
+    if _is_sub(kind, list) or _is_sub(kind, tuple):
+        return _length(value) or 0, 0
+    if _is_sub(kind, dict):
+        return 0, _length(value) or 0
+    own = None if _is_class(value) else _own_dict(value)
+    return 0, len(own) if own else 0
+
+
+def _step(value: Any, step: Any) -> Any:
+    """The child `step` names: an index into a list or tuple, or a name of `_children`."""
+    kind = type(value)
+    if type(step) is int and (_is_sub(kind, list) or _is_sub(kind, tuple)):
+        return _item(value, step)
+    for name, child in _children(value) or ():
+        if name == step:
+            return child
+    return _MISSING
+
+
+def debug_children(
+    scope: Any, path: Any, start: int = 0, count: int = 0, names: Any = (), hide: bool = True
+) -> str:
+    """A debugger's page of variables as JSON: the children of what `path` (steps from the
+    frame's `scope`, its locals or globals) names, `count` of them (0: all) from `start`;
+    each with its type, preview, length or shape, and how many children it has in turn.
+    A secret's value is hidden as everywhere (`names`: the user's `secretNames`)."""
+    _Secrets.read(names)
+    _clock.until = time.monotonic() + 2 * DEADLINE
+    try:
+        value: Any = scope
+        for at, step in enumerate(path):
+            value = _scan(scope, step) if at == 0 else _step(value, step)
+            if value is _MISSING:
+                return json.dumps({"error": "that value is gone"})
+        if value is scope:
+            items = _str_items(scope, len(scope) + 1)
+            if hide:  # the globals: as the Variables list shows them (no modules, no IPython)
+                from IPython import get_ipython
+
+                hidden = _hidden(get_ipython())
+                items = [
+                    (k, v)
+                    for k, v in items
+                    if not k.startswith("_") and k not in hidden and not _is_module(v)
+                ]
+        else:
+            kind = type(value)
+            sequence = _is_sub(kind, list) or _is_sub(kind, tuple)
+            if sequence and count:
+                base = list if _is_sub(kind, list) else tuple
+                held = base.__getitem__(value, slice(start, start + count))
+                items = [(f"[{start + i}]", v) for i, v in enumerate(held)]
+                start = 0
+            else:
+                items = _children(value) or []
+        page = items[start : start + count] if count else items[start:]
+        out = []
+        for name, child in page:
+            indexed, named = _child_count(child)
+            entry = _variable(name, child)
+            entry.update(indexed=indexed, named=named, step=_step_of(name))
+            out.append(entry)
+        return json.dumps({"variables": out})
+    except _TooLong:
+        return json.dumps({"error": "reading these values took too long"})
+    finally:
+        _clock.until = float("inf")
+
+
+def _step_of(name: str) -> Any:
+    """The path step that finds a child again by its name (an index for `[3]`)."""
+    if name.startswith("[") and name.endswith("]") and name[1:-1].isdigit():
+        return int(name[1:-1])
+    return name

@@ -32,6 +32,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
+from executor.debugger import EventSink, KernelDebug
 from executor.events import (
     Error,
     Event,
@@ -1003,6 +1004,13 @@ class JupyterKernel(ABC, Generic[C]):
             note=note,
             span=collector.span if status != RunStatus.OK or collector.exited else None,
         )
+
+    async def debugger(self, on_event: EventSink) -> KernelDebug:
+        """A client of the kernel's own debugger, beside the run's channels (started first if
+        it is not); DebugUnavailable, in one sentence naming the kernel, where it has none."""
+        await self.start()
+        name = f"The {self.where} ({self.label})"
+        return await KernelDebug.open(self._channels, on_event, name)
 
     async def _helper(self, call: str) -> Any:
         """What a call of runfix's Python helper answers (JSON it returns as a string), asked

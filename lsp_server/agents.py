@@ -55,6 +55,8 @@ RESULTS_LIMIT = 4 * 1024 * 1024
 """Characters of output one `results` answer holds (the rest is counted, not sent)."""
 FILE_LIMIT = 8 * 1024 * 1024
 """Bytes of a file an agent's `run_file` reads from disk."""
+DAP_HELLO = b'{"op": "dap"'
+"""How `runfix dap` opens a connection: the rest of it is a debug session's."""
 NAME_LIMIT = 60
 """Characters of an agent's name shown and recorded."""
 
@@ -253,6 +255,8 @@ class AgentDoor:
         """One per agent's run under way: `cancel_all` (the server shutting down) sets them."""
         self.stopping = False
         self._in_flight = 0
+        self._debugging: set[Path] = set()
+        """Folders a debug session is open in (one each)."""
         self._ops: dict[str, Callable[[Path, dict[str, Any], str], Any]] = {
             "run": self._run,
             "code": self._code,
@@ -351,7 +355,8 @@ class AgentDoor:
     async def _serve(
         self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        """One agent's connection: its calls answered in turn (`in_turn`)."""
+        """One agent's connection: its calls answered in turn (`in_turn`); or, where its
+        first line asks for it, an editor's debug session (`runfix dap`: `_debug`)."""
 
         def answer(line: bytes) -> Coroutine[Any, Any, dict[str, Any]]:
             return self._answer(folder, line)
@@ -359,7 +364,56 @@ class AgentDoor:
         def busy(change: int) -> None:
             self._in_flight += change
 
-        await in_turn(answer, reader, writer, busy)
+        try:
+            first = await reader.readline()
+        except (ConnectionError, ValueError):
+            writer.close()
+            return
+        if first.startswith(DAP_HELLO):
+            await self._debug(folder, reader, writer)
+            return
+        await in_turn(answer, reader, writer, busy, first)
+
+    async def _debug(
+        self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """A debug session (`lsp_server.debug`): DAP messages as JSON lines both ways, until
+        the client disconnects or hangs up. One per folder: a second is refused, saying so."""
+        from lsp_server.debug.session import DebugSession
+
+        def send(message: dict[str, Any]) -> None:
+            writer.write(json.dumps(message).encode() + b"\n")
+
+        if folder in self._debugging:
+            send(
+                {"type": "event", "event": "output", "seq": 0, "body": {"category": "stderr",
+                 "output": f"runfix: {folder.name} is being debugged already (another "
+                 "session): end that one first\n"}}
+            )  # fmt: skip
+            send({"type": "event", "event": "terminated", "seq": 0})
+            writer.close()
+            return
+        self._debugging.add(folder)
+        session = DebugSession(self.flow, self.editor, folder, send)
+        try:
+            while not session.ended.is_set():
+                line = await reader.readline()
+                if not line:
+                    break
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    log.info("a debug client sent a line that is not JSON")
+                    continue
+                if isinstance(message, dict):
+                    await session.handle(message)
+                    await writer.drain()
+        except (ConnectionError, ValueError):
+            pass
+        finally:
+            await session.close()
+            self._debugging.discard(folder)
+            writer.close()
 
     async def _answer(self, folder: Path, line: bytes) -> dict[str, Any]:
         call: dict[str, Any] = {}
@@ -672,13 +726,15 @@ async def in_turn(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     busy: Callable[[int], None],
+    first: bytes | None = None,
 ) -> None:
-    """A connection's calls (a line each) answered in turn, `busy` told while one is. An
-    agent that hangs up during a call (it cancelled it) has its run cancelled: the kernel
-    is interrupted, not left running what nobody waits for (`until_gone`)."""
+    """A connection's calls (a line each; `first`: the first, read already) answered in
+    turn, `busy` told while one is. An agent that hangs up during a call (it cancelled it)
+    has its run cancelled: the kernel is interrupted, not left running what nobody waits
+    for (`until_gone`)."""
     following: asyncio.Future[bytes] | None = None
     try:
-        line = await reader.readline()
+        line = first if first is not None else await reader.readline()
         while line:
             busy(1)
             try:

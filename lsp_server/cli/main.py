@@ -271,6 +271,13 @@ COMMANDS: dict[str, Command] = {
         "check the interpreter, ipykernel and a kernel", "lsp_server.cli.doctor:command", _doctor
     ),
     "sandbox": Command("the Docker sandbox's image", "lsp_server.cli.sandbox:command", _sandbox),
+    "dap": Command(
+        "a debug adapter (DAP, stdio) for any editor, debugging in your editor's kernel",
+        "lsp_server.cli.dap:command",
+        lambda p: None,
+        "Debug Adapter Protocol clients (nvim-dap, dape, dap-mode, VS Code) start it; a "
+        "launch names a file (`program`) and a line of the cell to debug (`line`).",
+    ),
     "mcp": Command(
         "an MCP server (stdio) for coding agents, sharing your editor's kernel",
         "lsp_server.cli.mcp:command",

@@ -1,0 +1,150 @@
+"""The kernel's own debugger, reached beside the run's channels (the Jupyter debugger
+protocol: DAP inside `debug_request` / `debug_reply` on the control channel, its events as
+`debug_event` on IOPub; ipykernel 6 and later run debugpy inside).
+
+A client of its own, as the live door has: its control replies and its IOPub are read by
+it alone, so a run's messages are never taken from the run that waits for them, and the
+debugger is answered while a cell runs (ipykernel answers control on a thread of its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import queue
+from collections.abc import Callable
+from typing import Any
+
+from executor.kernel_socket import KernelSocket
+
+log = logging.getLogger(__name__)
+
+ANSWER_WITHIN = 15.0
+"""Seconds the kernel's debugger has to answer a request (debugpy answers in ~50 ms; its
+first `attach` starts debugpy in the kernel: ~0.2 s)."""
+INFO_WITHIN = 5.0
+"""Seconds a kernel has to say whether it has a debugger (`kernel_info` on control)."""
+
+EventSink = Callable[[dict[str, Any]], None]
+"""Told each DAP event the kernel's debugger sends (`stopped`, `output`, …)."""
+
+
+class DebugUnavailable(Exception):
+    """The kernel cannot be debugged; its message says why, in one sentence."""
+
+
+class KernelDebug:
+    """One debugging client of one kernel: DAP requests to its debugger, its events to
+    `on_event`."""
+
+    def __init__(self, kc: Any, on_event: EventSink) -> None:
+        self.kc = kc
+        self.on_event = on_event
+        self._seq = itertools.count(1)
+        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.closed = False
+
+    @classmethod
+    async def open(cls, main: Any, on_event: EventSink, name: str) -> KernelDebug:
+        """A debugging client beside the run's client `main`, once the kernel said it has a
+        debugger; DebugUnavailable (naming the kernel, `name`) where it has none or cannot
+        be reached so."""
+        if isinstance(main, KernelSocket):
+            raise DebugUnavailable(
+                f"{name} is a remote kernel: runfix debugs local and sandboxed kernels only, "
+                "not yet one on a Jupyter Server"
+            )
+        side = type(main)()
+        side.load_connection_info(main.get_connection_info())
+        side.session.key = main.session.key
+        side.start_channels(shell=False, stdin=False, hb=False)
+        debug = cls(side, on_event)
+        debug._tasks = [
+            asyncio.ensure_future(debug._read_control()),
+            asyncio.ensure_future(debug._read_iopub()),
+        ]
+        try:
+            info = await debug._ask("kernel_info_request", {}, INFO_WITHIN)
+        except DebugUnavailable:
+            debug.close()
+            raise DebugUnavailable(f"{name} did not answer on its control channel") from None
+        # ipykernel 6 says `debugger: true`; 7 lists it in `supported_features` (JEP 92)
+        if not info.get("debugger") and "debugger" not in (info.get("supported_features") or ()):
+            debug.close()
+            raise DebugUnavailable(
+                f"{name} has no debugger (its kernel_info says so): runfix can run its "
+                "cells, not stop in them"
+            )
+        return debug
+
+    async def request(
+        self, command: str, arguments: dict[str, Any] | None = None, within: float = ANSWER_WITHIN
+    ) -> dict[str, Any]:
+        """The kernel debugger's response to a DAP request (`success` false says why)."""
+        message = {
+            "type": "request",
+            "seq": next(self._seq),
+            "command": command,
+            "arguments": arguments or {},
+        }
+        return await self._ask("debug_request", message, within)
+
+    async def _ask(self, msg_type: str, content: dict[str, Any], within: float) -> dict[str, Any]:
+        if self.closed:
+            raise DebugUnavailable("the debugger's connection to the kernel is closed")
+        msg = self.kc.session.msg(msg_type, content)
+        answer = asyncio.get_running_loop().create_future()
+        self._waiting[msg["header"]["msg_id"]] = answer
+        self.kc.control_channel.send(msg)
+        try:
+            return await asyncio.wait_for(answer, within)
+        except asyncio.TimeoutError:
+            raise DebugUnavailable(
+                f"the kernel's debugger did not answer {content.get('command', msg_type)} "
+                f"within {within:.0f} s"
+            ) from None
+        finally:
+            self._waiting.pop(msg["header"]["msg_id"], None)
+
+    async def _read_control(self) -> None:
+        while not self.closed:
+            try:
+                reply = await self.kc.get_control_msg(timeout=0.5)
+            except queue.Empty:
+                continue
+            except Exception as exc:  # the channels closed under it
+                log.info("the debugger's control channel ended: %s", exc)
+                return
+            waiting = self._waiting.get((reply.get("parent_header") or {}).get("msg_id", ""))
+            if waiting is not None and not waiting.done():
+                waiting.set_result(reply.get("content") or {})
+
+    async def _read_iopub(self) -> None:
+        while not self.closed:
+            try:
+                msg = await self.kc.get_iopub_msg(timeout=0.5)
+            except queue.Empty:
+                continue
+            except Exception as exc:
+                log.info("the debugger's IOPub ended: %s", exc)
+                return
+            if msg.get("msg_type") == "debug_event":
+                try:
+                    self.on_event(msg.get("content") or {})
+                except Exception:  # one bad event never ends the reading
+                    log.exception("a debug event could not be passed on")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for task in self._tasks:
+            task.cancel()
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.cancel()
+        with contextlib.suppress(Exception):
+            self.kc.stop_channels()

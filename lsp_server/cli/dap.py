@@ -1,0 +1,144 @@
+"""`runfix dap`: a debug adapter on stdio for any DAP client (nvim-dap's and dape's
+`executable` adapters, dap-mode, VS Code's extension), debugging in the kernel the editor's
+`runfix serve` holds for the file's folder, never a kernel of its own.
+
+It answers `initialize` itself (the folder is not known before `launch` names the file),
+then reaches the editor's server through the folder's private socket (the one agents use)
+and passes DAP messages both ways as JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsp_server.agents import DAP_HELLO, AgentError, connect
+from lsp_server.cli.mcp import _held_folder
+from lsp_server.debug.wire import CAPABILITIES, WireError, framed, read_message
+
+
+class _Stdio:
+    """The DAP client's side: framed messages on stdin and stdout."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self.seq = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.seq += 1
+        sys.stdout.buffer.write(framed({**message, "seq": message.get("seq") or self.seq}))
+        sys.stdout.buffer.flush()
+
+    def respond(self, request: dict[str, Any], body: Any = None, error: str | None = None) -> None:
+        answer: dict[str, Any] = {
+            "type": "response",
+            "request_seq": request.get("seq", 0),
+            "command": request.get("command", ""),
+            "success": error is None,
+        }
+        if error is not None:
+            answer["message"] = error
+            answer["body"] = {"error": {"id": 1, "format": error, "showUser": True}}
+        elif body is not None:
+            answer["body"] = body
+        self.send(answer)
+
+
+async def _stdin() -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**26)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader
+
+
+def _program(arguments: dict[str, Any]) -> Path | None:
+    program = arguments.get("program")
+    if not isinstance(program, str) or not program:
+        return None
+    cwd = arguments.get("cwd")
+    base = cwd if isinstance(cwd, str) and cwd else os.getcwd()
+    return Path(os.path.abspath(os.path.join(base, program)))
+
+
+async def _adapter() -> int:
+    client = _Stdio(await _stdin())
+    try:
+        # Up to `launch` (or `attach`): answered here, the folder unknown yet.
+        while True:
+            request = await read_message(client.reader)
+            if request is None:
+                return 0
+            command = request.get("command")
+            if command == "initialize":
+                client.respond(request, CAPABILITIES)
+            elif command in ("launch", "attach"):
+                break
+            elif command == "disconnect":
+                client.respond(request)
+                return 0
+            else:
+                client.respond(request, error=f"{command}: launch first (no file is debugged)")
+        arguments = request.get("arguments") or {}
+        program = _program(arguments)
+        folder = _held_folder(program) if program is not None else None
+        if program is None or folder is None:
+            why = (
+                "program: the file whose cell to debug is needed"
+                if program is None
+                else f"no editor's runfix holds {program.parent}: open its folder in your "
+                "editor (runfix debugs in the editor's kernel, never a second one)"
+            )
+            client.respond(request, error=why)
+            client.send({"type": "event", "event": "terminated"})
+            return 1
+        try:
+            reader, writer = await connect(folder)
+        except (OSError, AgentError) as exc:
+            why = f"the editor's runfix for {folder} does not answer: {exc}"
+            client.respond(request, error=why)
+            client.send({"type": "event", "event": "terminated"})
+            return 1
+        arguments = {**arguments, "program": str(program)}
+        writer.write(DAP_HELLO + b"}\n")
+        writer.write(json.dumps({**request, "arguments": arguments}).encode() + b"\n")
+        await writer.drain()
+        return await _relay(client, reader, writer)
+    except WireError as exc:
+        print(f"runfix dap: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _relay(client: _Stdio, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+    """Messages both ways until either side ends."""
+
+    async def to_server() -> None:
+        while (message := await read_message(client.reader)) is not None:
+            writer.write(json.dumps(message).encode() + b"\n")
+            await writer.drain()
+
+    async def to_client() -> None:
+        while line := await reader.readline():
+            with contextlib.suppress(ValueError):
+                client.send(json.loads(line))
+
+    up, down = asyncio.ensure_future(to_server()), asyncio.ensure_future(to_client())
+    await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+    if up.done() and not down.done():
+        if writer.can_write_eof():
+            writer.write_eof()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(down, 5.0)  # the answers to the last requests
+    for task in (up, down):
+        task.cancel()
+    writer.close()
+    return 0
+
+
+def command(args: argparse.Namespace) -> int:
+    return asyncio.run(_adapter())

@@ -1,0 +1,518 @@
+"""One debug session (DAP) in a folder's kernel: the editor's DAP client on one side (through
+`runfix dap` and the folder's socket), the kernel's own debugger (debugpy inside ipykernel)
+on the other, and runfix's run in between.
+
+runfix compiles every statement it runs under the document's own path and line numbers
+(`_kernel_side`), so a breakpoint on a line of a percent file is set on that path and line
+as they are, and hits in a function a cell defined in an earlier run; a module imported the
+ordinary way is its own path. What runfix adds:
+
+- a breakpoint on a line whose text changed since the kernel ran it is not set (the kernel
+  holds the old code: it would stop on the old text), and says so;
+- the cell is run by runfix (its results land in the editor as any run's, it is recorded),
+  with no time limit while it is debugged;
+- the Variables view is read by runfix's own inspector in the stopped frame (nothing of the
+  user's code runs: no `__repr__`, no property), paged by `start` and `count`;
+- "Debug this error" (`stopOnError`) stops at an exception raised in the folder's own code,
+  not at the library-internal ones that are caught where they are raised;
+- frames of runfix's helper and of the kernel's machinery are left out of the call stack.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from executor.base import ExecutorUnavailable
+from executor.debugger import DebugUnavailable, KernelDebug
+from lsp_server.contract import Range
+from lsp_server.debug.wire import CAPABILITIES
+from lsp_server.editor import Editor
+from lsp_server.flow import Flow
+from lsp_server.runs import RunMode, Where
+from lsp_server.text.cells import cell_at, split_cells
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[dict[str, Any]], None]
+
+DEBUG_TIMEOUT = 7 * 24 * 3600.0
+"""A debugged run's time limit: the user stops it (a stop at a breakpoint is not a hang)."""
+
+_MACHINERY = ("/ipykernel/", "/IPython/", "/debugpy/", "/tornado/", "/asyncio/", "/zmq/")
+"""Frames of these are the kernel's own, left out of the call stack the user sees."""
+
+
+def _joined(folder: Path, raw: str) -> Path:
+    """A path a client gave, made absolute in `folder` (not resolved: a link is its name)."""
+    return Path(os.path.normpath(os.path.join(folder, raw)))
+
+
+class DebugError(Exception):
+    """A request that cannot be carried out; its message is the response's."""
+
+
+@dataclasses.dataclass
+class _Ref:
+    """What a `variablesReference` names: a path of steps from a frame's locals or globals."""
+
+    frame: int
+    scope: str
+    path: tuple[Any, ...] = ()
+
+
+class DebugSession:
+    """A DAP client's session in `folder`'s kernel: `handle` each of its messages, `send`
+    answers and events to it, `close` when it is gone."""
+
+    def __init__(self, flow: Flow, editor: Editor, folder: Path, send: Send) -> None:
+        self.flow, self.editor, self.folder = flow, editor, folder
+        self._send = send
+        self._seq = itertools.count(1)
+        self.kernel: KernelDebug | None = None
+        self.where: Where | None = None
+        self._cell: tuple[int, int] | None = None
+        """The debugged cell's lines (0-based, inclusive)."""
+        self._ran: dict[str, list[str]] = {}
+        """Each document's lines as the kernel ran them, read at launch."""
+        self._stop_on_error = False
+        self._run: asyncio.Task[None] | None = None
+        self._cancel = asyncio.Event()
+        self._refs: dict[int, _Ref] = {}
+        self._ref_ids = itertools.count(1)
+        self._frames: dict[int, str] = {}
+        """Frame id → its function's name, from the last stack trace."""
+        self._breakpoints: dict[str, list[dict[str, Any]]] = {}
+        self._filters: list[str] = []
+        self.ended = asyncio.Event()
+        self._cells_prefix: str | None = None
+        """Where the kernel files the cells it was sent (runfix's calls), from `debugInfo`."""
+        self._error_kind: str | None = None
+        """Under "Debug this error": the kind of error the cell last raised."""
+        self._error_stopped: tuple[str, str] | None = None
+        """The exception (kind, message) stopped at last under "Debug this error"."""
+
+    # -- the wire ---------------------------------------------------------------------
+
+    def _out(self, message: dict[str, Any]) -> None:
+        self._send({**message, "seq": next(self._seq)})
+
+    def event(self, name: str, body: dict[str, Any] | None = None) -> None:
+        self._out({"type": "event", "event": name, **({"body": body} if body else {})})
+
+    def _respond(self, request: dict[str, Any], body: Any = None, error: str | None = None) -> None:
+        answer: dict[str, Any] = {
+            "type": "response",
+            "request_seq": request.get("seq", 0),
+            "command": request.get("command", ""),
+            "success": error is None,
+        }
+        if error is not None:
+            answer["message"] = error
+            answer["body"] = {"error": {"id": 1, "format": error, "showUser": True}}
+        elif body is not None:
+            answer["body"] = body
+        self._out(answer)
+
+    async def handle(self, message: dict[str, Any]) -> None:
+        """One message of the client's: a request answered (an error said in its response,
+        never raised)."""
+        if message.get("type") != "request":
+            return
+        command = str(message.get("command", ""))
+        arguments = message.get("arguments") or {}
+        handler = getattr(self, f"_on_{command}", None)
+        try:
+            if handler is not None:
+                self._respond(message, await handler(arguments))
+            else:
+                self._respond(message, await self._forward(command, arguments))
+        except (DebugError, DebugUnavailable, ExecutorUnavailable) as exc:
+            self._respond(message, error=str(exc))
+        except Exception as exc:  # one bad request never ends the session
+            log.exception("the debug request %s failed", command)
+            self._respond(message, error=f"{type(exc).__name__}: {exc}")
+
+    async def _forward(self, command: str, arguments: dict[str, Any]) -> Any:
+        """A request the kernel's debugger answers as it is (step, continue, evaluate …)."""
+        answer = await self._kernel().request(command, arguments)
+        if not answer.get("success", False):
+            raise DebugError(str(answer.get("message") or f"{command} failed"))
+        return answer.get("body")
+
+    def _kernel(self) -> KernelDebug:
+        if self.kernel is None:
+            raise DebugError("launch first: no kernel is being debugged")
+        return self.kernel
+
+    # -- the session's course -----------------------------------------------------------
+
+    async def _on_initialize(self, arguments: dict[str, Any]) -> Any:
+        return CAPABILITIES
+
+    async def _on_launch(self, arguments: dict[str, Any]) -> Any:
+        program = arguments.get("program")
+        line = arguments.get("line")
+        if not isinstance(program, str) or not program:
+            raise DebugError("program: the file (or notebook) whose cell to debug is needed")
+        if not isinstance(line, int) or line < 1:
+            raise DebugError("line: a line (from 1) of the cell to debug is needed")
+        path = _joined(self.folder, program)
+        uri = path.as_uri()
+        if self.editor.text(uri) is None:
+            raise DebugError(f"{path.name} is not open in the editor: open it to debug its cells")
+        where = await self.flow.where(uri)
+        if where.language is None or where.language.id != "python":
+            name = where.language.id if where.language is not None else "this file's language"
+            raise DebugError(f"runfix debugs Python cells; {path.name} is {name}")
+        kernel = await self.flow.open_kernel(where)
+        if kernel is None:
+            raise DebugError(
+                f"{self.folder.name} is not trusted to run code yet: run a cell there first "
+                "(the same question as any run), then debug"
+            )
+        rows = where.text.lines
+        if line > len(rows):
+            raise DebugError(f"line: {path.name} has {len(rows)} lines")
+        cell = cell_at(split_cells(rows, where.settings.prompt_markers), line - 1)
+        assert cell is not None  # (every line is in a cell)
+        self._cell = (cell.code_first, max(cell.code_first, cell.last))
+        self._stop_on_error = bool(arguments.get("stopOnError"))
+        if self._stop_on_error:
+            self._error_kind = self._last_error(uri, self._cell)
+        settings = dataclasses.replace(where.settings, timeout=DEBUG_TIMEOUT)
+        self.where = dataclasses.replace(where, settings=settings)
+        self._ran = await self._read_ran(kernel, where.path)
+        self.kernel = await kernel.debugger(self._from_kernel)
+        attach = await self.kernel.request(
+            "initialize",
+            {"clientID": "runfix", "adapterID": "python", "pathFormat": "path",
+             "linesStartAt1": True, "columnsStartAt1": True},
+        )  # fmt: skip
+        if attach.get("success", False):
+            attach = await self.kernel.request("attach", {"justMyCode": False})
+        if not attach.get("success", False):
+            raise DebugError(f"the kernel's debugger did not start: {attach.get('message', '')}")
+        info = await self.kernel.request("debugInfo")
+        self._cells_prefix = str((info.get("body") or {}).get("tmpFilePrefix") or "") or None
+        if self._stop_on_error:
+            self._filters = ["raised"]
+            await self.kernel.request("setExceptionBreakpoints", {"filters": self._filters})
+        self.event("initialized")
+        return None
+
+    def _last_error(self, uri: str, cell: tuple[int, int]) -> str | None:
+        """The kind of error (`KeyError`) the cell's last run raised, as its problem says."""
+        for problem in self.flow.results(uri).problems:
+            inside = problem.piece is not None and cell[0] <= problem.piece[0] <= cell[1]
+            if problem.severity == "error" and problem.kind == "run" and inside:
+                kind = problem.message.split(":", 1)[0].strip().rsplit(".", 1)[-1]
+                return kind if kind.isidentifier() else None
+        return None
+
+    async def _read_ran(self, kernel: Any, path: str) -> dict[str, list[str]]:
+        """The document's lines as the kernel last ran them (runfix's helper keeps them)."""
+        call = f"__import__('json').dumps(__import__('_runfix_kernel')._sources.get({path!r}))"
+        with contextlib.suppress(Exception):
+            lines = await kernel._helper(call)
+            if isinstance(lines, list):
+                return {path: [str(x) for x in lines]}
+        return {}
+
+    async def _on_configurationDone(self, arguments: dict[str, Any]) -> Any:
+        if self.where is None or self._cell is None:
+            raise DebugError("launch first: no cell to debug")
+        if self._run is None:
+            self._run = asyncio.ensure_future(self._debugged_run())
+        return None
+
+    async def _debugged_run(self) -> None:
+        """The cell, run by runfix under the debugger; the session ends when it does."""
+        assert self.where is not None and self._cell is not None
+        first, last = self._cell
+        try:
+            answer = await self.flow.run(
+                self.where, Range.lines(first, last), self._cancel, RunMode(origin="user")
+            )
+            said = answer.message or answer.status.value
+            self.event("output", {"category": "console", "output": f"runfix: {said}\n"})
+        except Exception as exc:
+            log.exception("the debugged run failed")
+            self.event("output", {"category": "stderr", "output": f"runfix: {exc}\n"})
+        finally:
+            await self._detach()
+            self.event("terminated")
+
+    async def _on_terminate(self, arguments: dict[str, Any]) -> Any:
+        """Stop the debugged run: the kernel is interrupted (its state kept)."""
+        self._cancel.set()
+        await self._release()
+        return None
+
+    async def _on_disconnect(self, arguments: dict[str, Any]) -> Any:
+        """The client leaves: breakpoints cleared and a stop resumed, so the run goes on to
+        its end and the kernel keeps its state."""
+        await self._release()
+        await self._detach()
+        self.ended.set()
+        return None
+
+    async def _release(self) -> None:
+        """No breakpoint, no exception filter, nothing stopped: the run goes on to its end."""
+        if self.kernel is None or self.kernel.closed:
+            return
+        with contextlib.suppress(Exception):
+            for source in list(self._breakpoints):
+                await self.kernel.request(
+                    "setBreakpoints", {"source": {"path": source}, "breakpoints": []}
+                )
+            await self.kernel.request("setExceptionBreakpoints", {"filters": []})
+            await self.kernel.request("continue", {"threadId": 1})
+
+    async def _detach(self) -> None:
+        kernel, self.kernel = self.kernel, None
+        if kernel is None:
+            return
+        with contextlib.suppress(Exception):
+            await kernel.request("disconnect", {"restart": False, "terminateDebuggee": False})
+        kernel.close()
+
+    async def close(self) -> None:
+        """The client is gone without a word (its connection closed): as a disconnect."""
+        await self._on_disconnect({})
+
+    # -- breakpoints ----------------------------------------------------------------------
+
+    async def _on_setBreakpoints(self, arguments: dict[str, Any]) -> Any:
+        source = arguments.get("source") or {}
+        raw = source.get("path")
+        wanted = arguments.get("breakpoints") or []
+        if not isinstance(raw, str) or not raw:
+            raise DebugError("source.path: the file the breakpoints are in is needed")
+        path = str(_joined(self.folder, raw))
+        if Path(path) != self.folder and self.folder not in Path(path).parents:
+            return {
+                "breakpoints": [
+                    self._unverified(b, f"{raw} is outside {self.folder.name}: runfix "
+                                        "debugs the folder's own files")
+                    for b in wanted
+                ]
+            }  # fmt: skip
+        verdicts: list[dict[str, Any] | None] = [self._changed(path, b) for b in wanted]
+        sent = [b for b, v in zip(wanted, verdicts, strict=True) if v is None]
+        self._breakpoints[path] = sent
+        answered: list[dict[str, Any]] = []
+        if self.kernel is not None:
+            body = await self._forward(
+                "setBreakpoints", {"source": {"path": path}, "breakpoints": sent}
+            )
+            answered = list((body or {}).get("breakpoints") or [])
+        out: list[dict[str, Any]] = []
+        for verdict in verdicts:
+            if verdict is not None:
+                out.append(verdict)
+            elif answered:
+                out.append(self._said(answered.pop(0), path))
+            else:
+                out.append({"verified": False, "message": "launch first"})
+        return {"breakpoints": out}
+
+    def _changed(self, path: str, wanted: dict[str, Any]) -> dict[str, Any] | None:
+        """Why a breakpoint is not set (its line's text differs from what the kernel ran
+        there), or None: it is set."""
+        line = wanted.get("line")
+        if not isinstance(line, int) or line < 1:
+            return self._unverified(wanted, "a breakpoint needs a line from 1")
+        ran = self._ran.get(path)
+        if ran is None or self.where is None or path != self.where.path:
+            return None  # a file runfix did not run (a module): the kernel's own path
+        if self._cell is not None and self._cell[0] <= line - 1 <= self._cell[1]:
+            return None  # the debugged cell: it runs now, as it is
+        rows = self.where.text.lines
+        now = rows[line - 1].rstrip("\r\n") if line <= len(rows) else None
+        then = ran[line - 1].rstrip("\r\n") if line <= len(ran) else None
+        if then is None or not then.strip():
+            return None  # never ran there: it hits once its cell runs
+        if now != then:
+            return self._unverified(
+                wanted,
+                f"line {line} changed since it last ran (the kernel holds `{then.strip()[:60]}`):"
+                " run its cell again to stop there",
+            )
+        return None
+
+    @staticmethod
+    def _unverified(wanted: dict[str, Any], why: str) -> dict[str, Any]:
+        return {"verified": False, "line": wanted.get("line"), "message": why}
+
+    @staticmethod
+    def _said(answered: dict[str, Any], path: str) -> dict[str, Any]:
+        """The kernel's word on a breakpoint, in the user's terms."""
+        message = str(answered.get("message") or "")
+        if "does not exist" in message:
+            answered = {
+                **answered,
+                "message": f"{Path(path).name} is not on disk: save it, and the debugger "
+                "sets its breakpoints",
+            }
+        return answered
+
+    async def _on_setExceptionBreakpoints(self, arguments: dict[str, Any]) -> Any:
+        filters = [f for f in arguments.get("filters") or [] if f in ("raised", "uncaught")]
+        if self._stop_on_error and "raised" not in filters:
+            filters.append("raised")
+        self._filters = filters
+        if self.kernel is not None:
+            await self._forward("setExceptionBreakpoints", {"filters": filters})
+        return None
+
+    # -- stops and frames -------------------------------------------------------------------
+
+    def _from_kernel(self, event: dict[str, Any]) -> None:
+        """An event of the kernel's debugger, passed on (the kernel's own chatter left out)."""
+        name = event.get("event")
+        if name in ("stopped", "continued"):
+            self._refs.clear()
+        if name == "stopped":
+            self.editor.spawn(self._stopped(event), "debug stop")
+            return
+        if name in ("continued", "thread", "output", "breakpoint"):
+            if name == "output" and (event.get("body") or {}).get("category") == "telemetry":
+                return
+            self.event(str(name), event.get("body"))
+
+    async def _stopped(self, event: dict[str, Any]) -> None:
+        """A stop, said to the client; under "Debug this error", an exception raised outside
+        the folder's own code (caught inside a library) is gone past."""
+        body = event.get("body") or {}
+        if self._stop_on_error and body.get("reason") == "exception" and self.kernel:
+            thread = body.get("threadId", 1)
+            with contextlib.suppress(Exception):
+                if not await self._the_error(body):
+                    await self.kernel.request("continue", {"threadId": thread})
+                    return
+        self.event("stopped", body)
+
+    async def _the_error(self, body: dict[str, Any]) -> bool:
+        """Whether an exception stop is the error being debugged, raised: of the kind the
+        cell's last run raised (any kind where it did not), in the folder's own code, and
+        not the same exception again on its way up (the debugger stops in each frame)."""
+        assert self.kernel is not None
+        kind = str(body.get("text") or "").rsplit(".", 1)[-1]
+        if self._error_kind and kind != self._error_kind:
+            return False
+        said = (kind, str(body.get("description") or ""))
+        if said == self._error_stopped:
+            return False
+        trace = await self.kernel.request(
+            "stackTrace", {"threadId": body.get("threadId", 1), "levels": 1}
+        )
+        frames = (trace.get("body") or {}).get("stackFrames") or []
+        top = ((frames[0].get("source") or {}).get("path") or "") if frames else ""
+        if not self._users(top):
+            return False
+        self._error_stopped = said
+        return True
+
+    def _users(self, path: str) -> bool:
+        """A file of the folder's own code (not its environment's packages)."""
+        if not path or path.startswith("<"):
+            return False
+        found = Path(path)
+        if self.folder not in found.parents:
+            return False
+        inside = found.relative_to(self.folder).parts
+        return not any(p in ("site-packages", "dist-packages", ".venv") for p in inside)
+
+    async def _on_stackTrace(self, arguments: dict[str, Any]) -> Any:
+        body = await self._forward("stackTrace", arguments) or {}
+        frames = [f for f in body.get("stackFrames") or [] if self._shown(f)]
+        for frame in frames:
+            self._frames[frame["id"]] = str(frame.get("name", ""))
+            source = frame.get("source") or {}
+            if source.get("path"):
+                source["name"] = Path(source["path"]).name
+        return {"stackFrames": frames, "totalFrames": len(frames)}
+
+    def _shown(self, frame: dict[str, Any]) -> bool:
+        path = str((frame.get("source") or {}).get("path") or "")
+        if not path or path.startswith("<"):
+            return False  # runfix's helper (made from a string), the kernel's own code
+        if self._cells_prefix and path.startswith(self._cells_prefix):
+            return False  # the kernel's cell of runfix's call (`_runfix_kernel.run(…)`)
+        return not any(part in path for part in _MACHINERY)
+
+    # -- variables, read by runfix ----------------------------------------------------------
+
+    async def _on_scopes(self, arguments: dict[str, Any]) -> Any:
+        frame = arguments.get("frameId")
+        if not isinstance(frame, int):
+            raise DebugError("frameId: a frame of the last stack trace is needed")
+        scopes = []
+        if self._frames.get(frame) != "<module>":
+            scopes.append(self._scope("Locals", _Ref(frame, "locals"), "locals"))
+        scopes.append(self._scope("Globals", _Ref(frame, "globals"), None))
+        return {"scopes": scopes}
+
+    def _scope(self, name: str, ref: _Ref, hint: str | None) -> dict[str, Any]:
+        number = next(self._ref_ids)
+        self._refs[number] = ref
+        scope: dict[str, Any] = {"name": name, "variablesReference": number, "expensive": False}
+        if hint:
+            scope["presentationHint"] = hint
+        return scope
+
+    async def _on_variables(self, arguments: dict[str, Any]) -> Any:
+        ref = self._refs.get(arguments.get("variablesReference", 0))
+        if ref is None:
+            return {"variables": []}  # (from before the last step: gone)
+        start = max(0, int(arguments.get("start") or 0))
+        count = max(0, int(arguments.get("count") or 0))
+        names = sorted(self.where.settings.secret_names()) if self.where else []
+        scope = "locals()" if ref.scope == "locals" else "globals()"
+        expression = (
+            f"__import__('_runfix_live').debug_children({scope}, {list(ref.path)!r}, "
+            f"{start}, {count}, {names!r}, {ref.scope == 'globals' and not ref.path})"
+        )
+        body = await self._forward(
+            "evaluate", {"expression": expression, "frameId": ref.frame, "context": "clipboard"}
+        )
+        try:
+            said = json.loads(ast.literal_eval(str((body or {}).get("result", ""))))
+        except (ValueError, SyntaxError) as exc:
+            raise DebugError(f"the variables could not be read: {exc}") from None
+        if "error" in said:
+            raise DebugError(str(said["error"]))
+        out = []
+        for item in said.get("variables") or []:
+            indexed, named = item.get("indexed", 0), item.get("named", 0)
+            number = 0
+            if indexed or named:
+                number = next(self._ref_ids)
+                self._refs[number] = _Ref(ref.frame, ref.scope, (*ref.path, item["step"]))
+            kind = str(item.get("type", ""))
+            if item.get("length") is not None:
+                kind = f"{kind} · len {item['length']}"
+            elif item.get("shape") is not None:
+                kind = f"{kind} · shape {tuple(item['shape'])}"
+            variable: dict[str, Any] = {
+                "name": item["name"],
+                "value": item.get("summary", ""),
+                "type": kind,
+                "variablesReference": number,
+            }
+            if indexed:
+                variable["indexedVariables"] = indexed
+            if named:
+                variable["namedVariables"] = named
+            out.append(variable)
+        return {"variables": out}

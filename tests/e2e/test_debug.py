@@ -1,0 +1,270 @@
+"""A debugger in the live kernel (issue 60), over DAP through `runfix dap`, against a real
+`runfix serve` and a real ipykernel: breakpoints hit where the user set them — in a function
+another cell defined, in a module, after the defining cell was edited and run again —, the
+call stack and every stop point at the user's file and line, the Variables view runs
+nothing of the user's code, and "Debug this error" stops where the error was raised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SERVER_ENV, change, hints, open_doc, run
+from tests.support.dap_client import Dap, DapError, dap, said
+
+DOC = """\
+# %% defs
+def total(rows):
+    s = 0
+    for r in rows:
+        s += r["price"] * r["qty"]
+    return s
+# %% data
+rows = [{"price": 2.0, "qty": 3}, {"price": 1.5, "qty": 2}]
+# %% call
+print(total(rows))
+"""
+
+
+async def debugged(client: Any, folder: Path, text: str = DOC) -> tuple[str, Path]:
+    """The document open and run once (its functions defined in the kernel)."""
+    path = folder / "sales.py"
+    uri = open_doc(client, path, text)
+    assert (await run(client, uri))["status"] in ("ok", "error")
+    return uri, path
+
+
+async def test_a_breakpoint_in_another_cells_function_stops_there_with_its_locals(
+    initialized: Any, folder: Path
+) -> None:
+    """vscode-jupyter#17300: a breakpoint in a function a cell defined, hit from the cell
+    that calls it; the stop, the stack and the variables are the user's file and lines."""
+    uri, path = await debugged(initialized, folder)
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 10)
+        placed = await client.request(
+            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}]
+        )
+        assert placed["breakpoints"][0]["verified"], placed
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert stop["reason"] == "breakpoint"
+        assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(path), 5)
+        assert stop["frame"]["name"] == "total"
+        assert [f["line"] for f in stop["frames"]] == [5, 10]  # no helper, no kernel frame
+        local = said(await client.variables(stop["frame"]["id"]))
+        assert local["s"] == "0" and "price" in local["r"], local
+        await client.request("continue", threadId=stop["threadId"])
+        again = await client.stopped(stop["at"])
+        assert said(await client.variables(again["frame"]["id"]))["s"] == "6.0"
+        await client.request("setBreakpoints", source={"path": str(path)}, breakpoints=[])
+        await client.request("continue", threadId=again["threadId"])
+        await client.event("terminated")
+    # The run's result landed as any run's, and the kernel kept its state.
+    assert any(h.label == "→ 9.0" or "9.0" in str(h.label) for h in await hints(initialized, uri))
+
+
+async def test_a_line_changed_since_it_ran_says_so_instead_of_stopping_on_old_code(
+    initialized: Any, folder: Path
+) -> None:
+    uri, path = await debugged(initialized, folder)
+    change(initialized, uri, 2, (4, 0), (4, 39), '        s += r["qty"] * r["price"]')
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 10)
+        placed = await client.request(
+            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}, {"line": 3}]
+        )
+        changed, same = placed["breakpoints"]
+        assert not changed["verified"] and "changed since it last ran" in changed["message"]
+        assert same["verified"], same
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert stop["frame"]["line"] == 3
+
+
+async def test_after_the_defining_cell_is_edited_and_run_again_the_breakpoint_hits_the_new_code(
+    initialized: Any, folder: Path
+) -> None:
+    uri, path = await debugged(initialized, folder)
+    change(initialized, uri, 2, (4, 0), (4, 39), '        s += r["qty"] * r["price"] + 1')
+    assert (await run(initialized, uri, 1, 5))["status"] == "ok"
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 10)
+        await client.request(
+            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}]
+        )
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert stop["frame"]["line"] == 5
+        await client.request("next", threadId=stop["threadId"])
+        step = await client.stopped(stop["at"])
+        local = said(await client.variables(step["frame"]["id"]))
+        assert local["s"] == "7.0", local  # the new line ran: 3 * 2.0 + 1
+
+
+async def test_a_breakpoint_in_a_module_the_cell_imports(initialized: Any, folder: Path) -> None:
+    (folder / "pricing.py").write_text(
+        "def vat(amount):\n    rate = 0.2\n    return amount * rate\n", encoding="utf-8"
+    )
+    text = "# %% one\nimport pricing\nprint(pricing.vat(10))\n"
+    _, path = await debugged(initialized, folder, text)
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 3)
+        module = folder / "pricing.py"
+        placed = await client.request(
+            "setBreakpoints", source={"path": str(module)}, breakpoints=[{"line": 3}]
+        )
+        assert placed["breakpoints"][0]["verified"]
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(module), 3)
+        assert said(await client.variables(stop["frame"]["id"]))["rate"] == "0.2"
+
+
+ERROR_DOC = """\
+# %% defs
+import json
+
+def parse(raw):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {}
+
+def price(item):
+    return item["price"] * item["qty"]
+# %% call
+parse("not json")
+items = [{"price": 1, "qty": 2}, {"price": 3}]
+print(sum(price(i) for i in items))
+"""
+
+
+async def test_debug_this_error_stops_on_the_raising_line_in_another_cells_function(
+    initialized: Any, folder: Path
+) -> None:
+    """Caught exceptions inside json (a library) are gone past; the stop is the line that
+    raised, in the function another cell defined, with the item that lacked the key."""
+    _, path = await debugged(initialized, folder, ERROR_DOC)
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 14, stopOnError=True)
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert stop["reason"] == "exception"
+        # json's ValueError, caught in `parse`, is gone past: the cell's last run raised a
+        # KeyError, and the stop is where it was raised, once (not again in each caller).
+        assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(path), 11)
+        assert stop["frame"]["name"] == "price"
+        local = said(await client.variables(stop["frame"]["id"]))
+        assert local["item"] == "{'price': 3}", local
+        info = await client.request("exceptionInfo", threadId=stop["threadId"])
+        assert "KeyError" in str(info)
+        await client.request("continue", threadId=stop["threadId"])
+        await client.event("terminated", stop["at"])
+        assert [e for e in client.events[stop["at"] :] if e["event"] == "stopped"] == []
+
+
+HOSTILE = """\
+# %% defs
+class Loud:
+    def __repr__(self):
+        open("touched", "w").write("repr ran")
+        return "loud"
+
+    @property
+    def boom(self):
+        open("touched", "w").write("property ran")
+        return 1
+
+def look(x):
+    items = list(range(1_000_000))
+    return x
+# %% call
+result = look(Loud())
+"""
+
+
+async def test_variables_run_nothing_of_the_users_code_and_page_a_million_items(
+    initialized: Any, folder: Path
+) -> None:
+    _, path = await debugged(initialized, folder, HOSTILE)
+    (folder / "touched").unlink(missing_ok=True)
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 16)
+        await client.request(
+            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 14}]
+        )
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        frame = stop["frame"]["id"]
+        local = await client.variables(frame)
+        by_name = {v["name"]: v for v in local}
+        assert "Loud" in by_name["x"]["type"] and "loud" not in by_name["x"]["value"]
+        items = by_name["items"]
+        assert items["indexedVariables"] == 1_000_000
+        page = await client.request(
+            "variables", variablesReference=items["variablesReference"], start=999_990, count=5
+        )
+        assert [v["name"] for v in page["variables"]] == [f"[{n}]" for n in range(999_990, 999_995)]
+        assert page["variables"][0]["value"] == "999990"
+        await client.variables(frame, "Globals")
+    assert not (folder / "touched").exists()
+
+
+async def test_a_kernel_without_a_debugger_gets_one_sentence(
+    initialized: Any, folder: Path
+) -> None:
+    path = folder / "notes.sh"
+    open_doc(initialized, path, "echo hi\n", language="shellscript")
+    async with dap(SERVER_ENV) as client:
+        await client.request("initialize", clientID="tests", adapterID="runfix")
+        with pytest.raises(DapError, match="runfix debugs Python cells"):
+            await client.request("launch", program=str(path), line=1)
+
+
+async def test_a_second_session_on_the_folder_is_refused_and_the_first_goes_on(
+    initialized: Any, folder: Path
+) -> None:
+    _, path = await debugged(initialized, folder)
+    async with dap(SERVER_ENV) as first:
+        await first.start(path, 10)
+        async with dap(SERVER_ENV) as second:
+            await second.request("initialize", clientID="tests", adapterID="runfix")
+            await second.send("launch", program=str(path), line=10)
+            said_ = await second.event("output")
+            assert "being debugged already" in said_["body"]["output"]
+            await second.event("terminated")
+        await first.request("setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 3}])
+        await first.request("configurationDone")
+        assert (await first.stopped())["frame"]["line"] == 3
+
+
+async def test_no_editor_holds_the_folder_and_nothing_starts(tmp_path: Path) -> None:
+    path = tmp_path / "alone.py"
+    path.write_text("x = 1\n", encoding="utf-8")
+    async with dap(SERVER_ENV) as client:
+        await client.request("initialize", clientID="tests", adapterID="runfix")
+        with pytest.raises(DapError, match="no editor's runfix holds"):
+            await client.request("launch", program=str(path), line=1)
+
+
+async def test_disconnecting_mid_stop_lets_the_run_finish_and_keeps_the_state(
+    initialized: Any, folder: Path
+) -> None:
+    _, path = await debugged(initialized, folder)
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 10)
+        await client.request(
+            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}]
+        )
+        await client.request("configurationDone")
+        await client.stopped()
+        await client.request("disconnect")
+    probe = open_doc(initialized, folder / "probe.py", "total(rows)\n")
+    assert (await run(initialized, probe))["status"] == "ok"
+    assert "9.0" in str((await hints(initialized, probe))[0].label)
+
+
+__all__ = ["Dap"]
