@@ -796,3 +796,46 @@ def reap() -> int:
         if pid == 0:
             return collected
         collected += 1
+
+
+# -- the kernel's debugger (`lsp_server/debug`) ------------------------------------------
+
+
+def _held(filename: str) -> bool:
+    """A document runfix ran code of under `filename`, as the debugger may spell it: a name
+    that is no path (a notebook cell's URI) made absolute against a folder of `sys.path`."""
+    if filename in _sources:
+        return True
+    return any(
+        os.path.abspath(name) == filename
+        or (not os.path.isabs(name) and filename.endswith(os.sep + name))
+        for name in _sources
+    )
+
+
+def see_documents() -> str:
+    """Let the kernel's debugger (debugpy's pydevd, loaded once it listens) set breakpoints
+    in what runfix ran that is no file on disk: a notebook's cell named by its URI, a new
+    document never saved (pydevd refuses a breakpoint in a file it cannot find; the lines
+    are not checked against a file then). JSON: whether the debugger was there to be told."""
+    utils: Any = sys.modules.get("pydevd_file_utils")
+    api: Any = sys.modules.get("_pydevd_bundle.pydevd_api")
+    if utils is None or api is None:
+        return json.dumps(False)
+    if getattr(utils.exists, "_runfix", False):
+        return json.dumps(True)
+    exists, code_lines = utils.exists, api._get_code_lines
+
+    def held_exists(filename: Any) -> Any:
+        return (isinstance(filename, str) and _held(filename)) or exists(filename)
+
+    def held_code_lines(code: Any) -> Any:
+        # A notebook's file is JSON: its "code lines" would move every breakpoint to line 1.
+        # (pydevd leaves a breakpoint where it was set when its file's lines cannot be read.)
+        if isinstance(code, str) and not code.endswith(".py") and _held(code):
+            raise OSError(f"{code}: runfix ran it from the editor's text, not from this file")
+        return code_lines(code)
+
+    held_exists._runfix = True  # type: ignore[attr-defined]
+    utils.exists, api._get_code_lines = held_exists, held_code_lines
+    return json.dumps(True)

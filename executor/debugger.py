@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 ANSWER_WITHIN = 15.0
 """Seconds the kernel's debugger has to answer a request (debugpy answers in ~50 ms; its
 first `attach` starts debugpy in the kernel: ~0.2 s)."""
-INFO_WITHIN = 5.0
+INFO_WITHIN = 3.0
 """Seconds a kernel has to say whether it has a debugger (`kernel_info` on control)."""
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -66,19 +66,32 @@ class KernelDebug:
             asyncio.ensure_future(debug._read_control()),
             asyncio.ensure_future(debug._read_iopub()),
         ]
-        try:
-            info = await debug._ask("kernel_info_request", {}, INFO_WITHIN)
-        except DebugUnavailable:
-            debug.close()
-            raise DebugUnavailable(f"{name} did not answer on its control channel") from None
-        # ipykernel 6 says `debugger: true`; 7 lists it in `supported_features` (JEP 92)
-        if not info.get("debugger") and "debugger" not in (info.get("supported_features") or ()):
+        why = await debug._has_none()
+        if why is not None:
             debug.close()
             raise DebugUnavailable(
-                f"{name} has no debugger (its kernel_info says so): runfix can run its "
-                "cells, not stop in them"
+                f"{name} has no debugger ({why}): runfix runs its cells, and cannot stop in them"
             )
         return debug
+
+    async def _has_none(self) -> str | None:
+        """Why the kernel has no debugger, or None: it has one. Its word is not taken alone:
+        ipykernel's base class says `debugger` for every kernel built on it (bash_kernel),
+        so a `debugInfo` (which starts nothing) must be answered too."""
+        try:
+            info = await self._ask("kernel_info_request", {}, INFO_WITHIN)
+        except DebugUnavailable:
+            return f"it did not answer on its control channel within {INFO_WITHIN:g} s"
+        # ipykernel 6 says `debugger: true`; 7 lists it in `supported_features` (JEP 92)
+        if not info.get("debugger") and "debugger" not in (info.get("supported_features") or ()):
+            return "its kernel_info says so"
+        try:
+            said = await self.request("debugInfo", within=INFO_WITHIN)
+        except DebugUnavailable:
+            return "it did not answer the debugger's first request"
+        if not said.get("success"):
+            return "it does not answer the debugger's requests"
+        return None
 
     async def request(
         self, command: str, arguments: dict[str, Any] | None = None, within: float = ANSWER_WITHIN

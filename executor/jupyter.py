@@ -1009,7 +1009,8 @@ class JupyterKernel(ABC, Generic[C]):
         """A client of the kernel's own debugger, beside the run's channels (started first if
         it is not); DebugUnavailable, in one sentence naming the kernel, where it has none."""
         await self.start()
-        name = f"The {self.where} ({self.label})"
+        _, _, spec = self.label.partition(" · ")
+        name = f"The {spec} kernel" if spec else f"The {self.where}"
         return await KernelDebug.open(self._channels, on_event, name)
 
     async def _helper(self, call: str) -> Any:

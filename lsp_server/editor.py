@@ -118,6 +118,16 @@ class Editor(Protocol):
         """The workspace folder the document's code runs in."""
         ...
 
+    def cell_start(self, uri: str) -> tuple[str, int] | None:
+        """A notebook cell's notebook (its URI) and the line (0-based) of its notebook's
+        document its first line is on; None where `uri` is no open notebook's cell."""
+        ...
+
+    def cell_place(self, uri: str, line: int) -> tuple[str, int] | None:
+        """The notebook document `uri`'s `line` (0-based) as its cell's URI and its line
+        there; None where `uri` is no open notebook, or the line is on no code cell."""
+        ...
+
     def language_of(self, uri: str) -> Language | None:
         """The document's language (its `languageId`, else its extension; None: one runfix
         does not know)."""

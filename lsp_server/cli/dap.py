@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from lsp_server.agents import DAP_HELLO, AgentError, connect
 from lsp_server.cli.mcp import _held_folder
@@ -57,10 +58,20 @@ async def _stdin() -> asyncio.StreamReader:
     return reader
 
 
+def _uri(program: str) -> bool:
+    """`program` is a URI (`file:`, a notebook cell's), not a path."""
+    scheme, colon, _ = program.partition(":")
+    return bool(colon) and "/" not in scheme and len(scheme) > 1  # (not a Windows drive)
+
+
 def _program(arguments: dict[str, Any]) -> Path | None:
+    """The file `program` names (a path, a `file:` URI, a notebook cell's URI: its
+    notebook's path), made absolute against `cwd`."""
     program = arguments.get("program")
     if not isinstance(program, str) or not program:
         return None
+    if _uri(program):
+        program = unquote(urlparse(program).path)
     cwd = arguments.get("cwd")
     base = cwd if isinstance(cwd, str) and cwd else os.getcwd()
     return Path(os.path.abspath(os.path.join(base, program)))
@@ -104,7 +115,8 @@ async def _adapter() -> int:
             client.respond(request, error=why)
             client.send({"type": "event", "event": "terminated"})
             return 1
-        arguments = {**arguments, "program": str(program)}
+        if not _uri(str(arguments["program"])):  # (a URI goes as it came)
+            arguments = {**arguments, "program": str(program)}
         writer.write(DAP_HELLO + b"}\n")
         writer.write(json.dumps({**request, "arguments": arguments}).encode() + b"\n")
         await writer.drain()

@@ -240,6 +240,12 @@ class HeadlessEditor:
     def path_of(self, uri: str) -> str:
         return str(self.path)
 
+    def cell_start(self, uri: str) -> tuple[str, int] | None:
+        return None  # (no notebook is open as cells here)
+
+    def cell_place(self, uri: str, line: int) -> tuple[str, int] | None:
+        return None
+
     def language_of(self, uri: str) -> Language | None:
         if self.notebook is not None:
             return self.notebook.language

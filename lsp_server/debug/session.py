@@ -57,6 +57,11 @@ def _joined(folder: Path, raw: str) -> Path:
     return Path(os.path.normpath(os.path.join(folder, raw)))
 
 
+def _name(uri: str) -> str:
+    """What a document is called in a sentence: its file's name (a notebook's, for a cell)."""
+    return Path(uri.split("#", 1)[0]).name
+
+
 class DebugError(Exception):
     """A request that cannot be carried out; its message is the response's."""
 
@@ -91,7 +96,9 @@ class DebugSession:
         self._ref_ids = itertools.count(1)
         self._frames: dict[int, str] = {}
         """Frame id → its function's name, from the last stack trace."""
-        self._breakpoints: dict[str, list[dict[str, Any]]] = {}
+        self._breakpoints: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        """Each file's breakpoints (as the kernel names it), by the source the client set
+        them in (a notebook's cells are one file)."""
         self._filters: list[str] = []
         self.ended = asyncio.Event()
         self._cells_prefix: str | None = None
@@ -166,23 +173,29 @@ class DebugSession:
             raise DebugError("program: the file (or notebook) whose cell to debug is needed")
         if not isinstance(line, int) or line < 1:
             raise DebugError("line: a line (from 1) of the cell to debug is needed")
-        path = _joined(self.folder, program)
-        uri = path.as_uri()
+        uri, _, above = self._document(program)
+        line += above
+        name = _name(uri)
         if self.editor.text(uri) is None:
-            raise DebugError(f"{path.name} is not open in the editor: open it to debug its cells")
+            raise DebugError(f"{name} is not open in the editor: open it to debug its cells")
         where = await self.flow.where(uri)
-        if where.language is None or where.language.id != "python":
-            name = where.language.id if where.language is not None else "this file's language"
-            raise DebugError(f"runfix debugs Python cells; {path.name} is {name}")
+        if where.language is None:
+            raise DebugError(f"runfix does not know {name}'s language: nothing to debug")
         kernel = await self.flow.open_kernel(where)
         if kernel is None:
             raise DebugError(
                 f"{self.folder.name} is not trusted to run code yet: run a cell there first "
                 "(the same question as any run), then debug"
             )
+        if kernel.plain:  # another language's: its own sentence where it has no debugger
+            (await kernel.debugger(lambda event: None)).close()
+            raise DebugError(
+                f"the {where.language.id} kernel has a debugger, but runfix maps breakpoints "
+                "in Python cells only"
+            )
         rows = where.text.lines
         if line > len(rows):
-            raise DebugError(f"line: {path.name} has {len(rows)} lines")
+            raise DebugError(f"line: {name} has {len(rows)} lines")
         cell = cell_at(split_cells(rows, where.settings.prompt_markers), line - 1)
         assert cell is not None  # (every line is in a cell)
         self._cell = (cell.code_first, max(cell.code_first, cell.last))
@@ -191,7 +204,7 @@ class DebugSession:
             self._error_kind = self._last_error(uri, self._cell)
         settings = dataclasses.replace(where.settings, timeout=DEBUG_TIMEOUT)
         self.where = dataclasses.replace(where, settings=settings)
-        self._ran = await self._read_ran(kernel, where.path)
+        self._ran = await self._read_ran(kernel)
         self.kernel = await kernel.debugger(self._from_kernel)
         attach = await self.kernel.request(
             "initialize",
@@ -202,6 +215,9 @@ class DebugSession:
             attach = await self.kernel.request("attach", {"justMyCode": False})
         if not attach.get("success", False):
             raise DebugError(f"the kernel's debugger did not start: {attach.get('message', '')}")
+        with contextlib.suppress(Exception):  # (a cell named by its URI: no file on disk)
+            seen = await kernel._helper("__import__('_runfix_kernel').see_documents()")
+            log.info("the debugger sees documents runfix ran: %s %s", seen, list(self._ran))
         info = await self.kernel.request("debugInfo")
         self._cells_prefix = str((info.get("body") or {}).get("tmpFilePrefix") or "") or None
         if self._stop_on_error:
@@ -219,14 +235,33 @@ class DebugSession:
                 return kind if kind.isidentifier() else None
         return None
 
-    async def _read_ran(self, kernel: Any, path: str) -> dict[str, list[str]]:
-        """The document's lines as the kernel last ran them (runfix's helper keeps them)."""
-        call = f"__import__('json').dumps(__import__('_runfix_kernel')._sources.get({path!r}))"
+    async def _read_ran(self, kernel: Any) -> dict[str, list[str]]:
+        """Each document's lines as the kernel last ran them (runfix's helper keeps them)."""
+        call = "__import__('json').dumps(__import__('_runfix_kernel')._sources)"
         with contextlib.suppress(Exception):
-            lines = await kernel._helper(call)
-            if isinstance(lines, list):
-                return {path: [str(x) for x in lines]}
+            held = await kernel._helper(call)
+            if isinstance(held, dict):
+                return {str(k): [str(x) for x in v] for k, v in held.items()}
         return {}
+
+    def _document(self, raw: str) -> tuple[str, str, int]:
+        """A path or URI a client gave: the URI of the document runfix ran it as, the name
+        the kernel's code of it has, and the lines above it there (a notebook's cell is
+        its notebook's document, from the cell's first line)."""
+        if ":" in raw.split("/", 1)[0] and not raw.startswith("file:"):
+            found = self.editor.cell_start(raw)  # (VS Code's notebook cell)
+            if found is not None:
+                notebook, start = found
+                return notebook, self.editor.path_of(notebook), start
+            return raw, self.editor.path_of(raw), 0
+        uri = raw if raw.startswith("file:") else _joined(self.folder, raw).as_uri()
+        return uri, self.editor.path_of(uri), 0
+
+    def _shown_at(self, path: str, line: int) -> tuple[str, int]:
+        """The kernel's `path` and `line` (from 1) where the user sees them: a notebook's
+        line on its cell (its URI, its line)."""
+        place = self.editor.cell_place(Path(path).as_uri(), line - 1) if path[:1] == "/" else None
+        return (place[0], place[1] + 1) if place is not None else (path, line)
 
     async def _on_configurationDone(self, arguments: dict[str, Any]) -> Any:
         if self.where is None or self._cell is None:
@@ -271,9 +306,9 @@ class DebugSession:
         if self.kernel is None or self.kernel.closed:
             return
         with contextlib.suppress(Exception):
-            for source in list(self._breakpoints):
+            for path in list(self._breakpoints):
                 await self.kernel.request(
-                    "setBreakpoints", {"source": {"path": source}, "breakpoints": []}
+                    "setBreakpoints", {"source": {"path": path}, "breakpoints": []}
                 )
             await self.kernel.request("setExceptionBreakpoints", {"filters": []})
             await self.kernel.request("continue", {"threadId": 1})
@@ -295,49 +330,57 @@ class DebugSession:
     async def _on_setBreakpoints(self, arguments: dict[str, Any]) -> Any:
         source = arguments.get("source") or {}
         raw = source.get("path")
-        wanted = arguments.get("breakpoints") or []
+        wanted = [dict(b) for b in arguments.get("breakpoints") or [] if isinstance(b, dict)]
         if not isinstance(raw, str) or not raw:
             raise DebugError("source.path: the file the breakpoints are in is needed")
-        path = str(_joined(self.folder, raw))
-        if Path(path) != self.folder and self.folder not in Path(path).parents:
-            return {
-                "breakpoints": [
-                    self._unverified(b, f"{raw} is outside {self.folder.name}: runfix "
-                                        "debugs the folder's own files")
-                    for b in wanted
-                ]
-            }  # fmt: skip
-        verdicts: list[dict[str, Any] | None] = [self._changed(path, b) for b in wanted]
-        sent = [b for b, v in zip(wanted, verdicts, strict=True) if v is None]
-        self._breakpoints[path] = sent
-        answered: list[dict[str, Any]] = []
+        uri, path, above = self._document(raw)
+        if self.editor.folder_for(uri) != self.folder and self.folder not in Path(path).parents:
+            why = f"{_name(raw)} is outside {self.folder.name}: runfix debugs the folder's files"
+            return {"breakpoints": [self._unverified(b, why) for b in wanted]}
+        for b in wanted:
+            if isinstance(b.get("line"), int):
+                b["line"] += above
+        verdicts: list[dict[str, Any] | None] = [self._changed(uri, path, b) for b in wanted]
+        # One file's breakpoints go to the kernel together: a notebook's cells are one.
+        held = self._breakpoints.setdefault(path, {})
+        held[raw] = [b for b, v in zip(wanted, verdicts, strict=True) if v is None]
+        answered: dict[str, list[dict[str, Any]]] = {}
         if self.kernel is not None:
+            sent = [b for each in held.values() for b in each]
             body = await self._forward(
                 "setBreakpoints", {"source": {"path": path}, "breakpoints": sent}
             )
-            answered = list((body or {}).get("breakpoints") or [])
+            said = list((body or {}).get("breakpoints") or [])
+            for source_of, each in held.items():
+                answered[source_of], said = said[: len(each)], said[len(each) :]
+        mine = answered.get(raw, [])
         out: list[dict[str, Any]] = []
         for verdict in verdicts:
-            if verdict is not None:
-                out.append(verdict)
-            elif answered:
-                out.append(self._said(answered.pop(0), path))
-            else:
-                out.append({"verified": False, "message": "launch first"})
+            if verdict is None:
+                verdict = self._said(mine.pop(0), path) if mine else self._unverified({}, "")
+                if verdict.get("message") == "":
+                    verdict = {"verified": False, "message": "launch first"}
+            out.append(verdict)
+        for item in out:
+            if isinstance(item.get("line"), int):
+                item["line"] -= above
+            if isinstance(item.get("source"), dict):
+                item["source"] = {**item["source"], "path": raw}
         return {"breakpoints": out}
 
-    def _changed(self, path: str, wanted: dict[str, Any]) -> dict[str, Any] | None:
+    def _changed(self, uri: str, path: str, wanted: dict[str, Any]) -> dict[str, Any] | None:
         """Why a breakpoint is not set (its line's text differs from what the kernel ran
         there), or None: it is set."""
         line = wanted.get("line")
         if not isinstance(line, int) or line < 1:
             return self._unverified(wanted, "a breakpoint needs a line from 1")
-        ran = self._ran.get(path)
-        if ran is None or self.where is None or path != self.where.path:
+        ran, text = self._ran.get(path), self.editor.text(uri)
+        if ran is None or text is None:
             return None  # a file runfix did not run (a module): the kernel's own path
-        if self._cell is not None and self._cell[0] <= line - 1 <= self._cell[1]:
+        debugged = self.where is not None and self.where.uri == uri
+        if debugged and self._cell is not None and self._cell[0] <= line - 1 <= self._cell[1]:
             return None  # the debugged cell: it runs now, as it is
-        rows = self.where.text.lines
+        rows = text.lines
         now = rows[line - 1].rstrip("\r\n") if line <= len(rows) else None
         then = ran[line - 1].rstrip("\r\n") if line <= len(ran) else None
         if then is None or not then.strip():
@@ -386,9 +429,15 @@ class DebugSession:
             self.editor.spawn(self._stopped(event), "debug stop")
             return
         if name in ("continued", "thread", "output", "breakpoint"):
-            if name == "output" and (event.get("body") or {}).get("category") == "telemetry":
+            body = dict(event.get("body") or {})
+            if name == "output" and body.get("category") == "telemetry":
                 return
-            self.event(str(name), event.get("body"))
+            point = dict(body.get("breakpoint") or {})
+            path, line = (point.get("source") or {}).get("path"), point.get("line")
+            if isinstance(path, str) and isinstance(line, int):  # (moved or verified later)
+                shown, point["line"] = self._shown_at(path, line)
+                body["breakpoint"] = {**point, "source": {"path": shown, "name": _name(shown)}}
+            self.event(str(name), body)
 
     async def _stopped(self, event: dict[str, Any]) -> None:
         """A stop, said to the client; under "Debug this error", an exception raised outside
@@ -439,8 +488,9 @@ class DebugSession:
         for frame in frames:
             self._frames[frame["id"]] = str(frame.get("name", ""))
             source = frame.get("source") or {}
-            if source.get("path"):
-                source["name"] = Path(source["path"]).name
+            if source.get("path") and isinstance(frame.get("line"), int):
+                source["path"], frame["line"] = self._shown_at(source["path"], frame["line"])
+                source["name"] = _name(source["path"])
         return {"stackFrames": frames, "totalFrames": len(frames)}
 
     def _shown(self, frame: dict[str, Any]) -> bool:

@@ -218,6 +218,17 @@ class LspEditor:
     def path_of(self, uri: str) -> str:
         return (to_fs_path(uri) if uri.startswith("file:") else None) or uri
 
+    def cell_start(self, uri: str) -> tuple[str, int] | None:
+        notebook = self.notebooks.of_cell(uri)
+        if notebook is None or uri not in notebook:
+            return None
+        return notebook.uri, notebook.start(uri)
+
+    def cell_place(self, uri: str, line: int) -> tuple[str, int] | None:
+        notebook = self.notebooks.open.get(uri)
+        place = notebook.at(line) if notebook is not None else None
+        return (place.cell, place.line) if place is not None else None
+
     def language_of(self, uri: str) -> Language | None:
         doc = self.server.workspace.text_documents.get(uri)
         return language_of(doc.language_id if doc is not None else None, self.path_of(uri))

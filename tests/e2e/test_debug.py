@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SERVER_ENV, change, hints, open_doc, run
+from tests.conftest import (
+    SERVER_ENV,
+    UNTRUSTED_ENV,
+    change,
+    hints,
+    init_params,
+    open_doc,
+    run,
+)
 from tests.support.dap_client import Dap, DapError, dap, said
 
 DOC = """\
@@ -213,15 +221,40 @@ async def test_variables_run_nothing_of_the_users_code_and_page_a_million_items(
     assert not (folder / "touched").exists()
 
 
-async def test_a_kernel_without_a_debugger_gets_one_sentence(
-    initialized: Any, folder: Path
+@pytest.mark.parametrize(
+    ("fixture", "name", "language", "kernel"),
+    [("bash_kernel", "notes.sh", "shellscript", "Bash"), ("r_kernel", "a.R", "r", "R")],
+)
+async def test_a_kernel_without_a_debugger_gets_one_sentence_and_keeps_running(
+    initialized: Any,
+    folder: Path,
+    fixture: str,
+    name: str,
+    language: str,
+    kernel: str,
+    request: pytest.FixtureRequest,
 ) -> None:
-    path = folder / "notes.sh"
-    open_doc(initialized, path, "echo hi\n", language="shellscript")
+    request.getfixturevalue(fixture)  # (skipped, or failed in CI, where it is not installed)
+    uri = open_doc(initialized, folder / name, "x=1\n", language=language)
     async with dap(SERVER_ENV) as client:
         await client.request("initialize", clientID="tests", adapterID="runfix")
-        with pytest.raises(DapError, match="runfix debugs Python cells"):
-            await client.request("launch", program=str(path), line=1)
+        with pytest.raises(DapError) as said_:
+            await client.request("launch", program=str(folder / name), line=1)
+    sentence = str(said_.value)
+    assert sentence.lower().startswith(f"the {kernel.lower()} kernel has no debugger"), sentence
+    assert sentence.count(". ") == 0 and "cannot stop in them" in sentence
+    assert (await run(initialized, uri))["status"] == "ok"  # nothing else changed
+
+
+async def test_an_untrusted_folder_is_not_debugged(stranger: Any, folder: Path) -> None:
+    await stranger.initialize_session(init_params(folder, "neovim@v0.11.0"))
+    path = folder / "sales.py"
+    open_doc(stranger, path, DOC)
+    async with dap(UNTRUSTED_ENV) as client:
+        await client.request("initialize", clientID="tests", adapterID="runfix")
+        with pytest.raises(DapError, match="not trusted to run code yet"):
+            await client.request("launch", program=str(path), line=10)
+    assert not stranger.statuses or all(s["state"] != "busy" for s in stranger.statuses)
 
 
 async def test_a_second_session_on_the_folder_is_refused_and_the_first_goes_on(
@@ -268,3 +301,26 @@ async def test_disconnecting_mid_stop_lets_the_run_finish_and_keeps_the_state(
 
 
 __all__ = ["Dap"]
+
+
+async def test_a_breakpoint_in_a_notebook_cell_hits_from_another_cell(
+    initialized: Any, folder: Path
+) -> None:
+    """VS Code's notebook: each cell a document named by its URI (no file on disk), a
+    breakpoint in the cell that defined a function, Debug Cell on the cell that calls it."""
+    from tests.e2e.test_e2e_notebooks import open_notebook
+
+    defs = "def area(w, h):\n    size = w * h\n    return size\n"
+    _, cells = open_notebook(initialized, folder / "shapes.ipynb", [defs, "print(area(3, 4))"])
+    for cell in cells:
+        assert (await run(initialized, cell))["status"] == "ok"
+    async with dap(SERVER_ENV) as client:
+        await client.start(Path(cells[1]), 1)
+        placed = await client.request(
+            "setBreakpoints", source={"path": cells[0]}, breakpoints=[{"line": 3}]
+        )
+        assert placed["breakpoints"][0]["verified"], placed
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (cells[0], 3)
+        assert said(await client.variables(stop["frame"]["id"]))["size"] == "12"
