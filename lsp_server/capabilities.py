@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_server.contract import INPUT_CAPABILITY, OUTPUTS_CAPABILITY
+from lsp_server.contract import DEBUG_CAPABILITY, INPUT_CAPABILITY, OUTPUTS_CAPABILITY
 from lsp_server.text.positions import Width, width_for
 
 
@@ -35,6 +35,9 @@ class ClientFeatures:
     """It answers `runfix/input` (`experimental.runfixInput`)."""
     outputs: bool = False
     """It takes `runfix/outputs` (`experimental.runfixOutputs`): an output view."""
+    debug: bool = False
+    """It starts a debug session itself (`experimental.runfixDebug`): "Debug cell" and
+    "Debug this error" are offered."""
     position_encoding: str = "utf-16"
 
     @property
@@ -70,6 +73,7 @@ class ClientFeatures:
             show_document=bool(get("window", "show_document", "support")),
             input=isinstance(experimental, dict) and experimental.get(INPUT_CAPABILITY) is True,
             outputs=isinstance(experimental, dict) and experimental.get(OUTPUTS_CAPABILITY) is True,
+            debug=isinstance(experimental, dict) and experimental.get(DEBUG_CAPABILITY) is True,
             position_encoding=str(position_encoding or "utf-16"),
         )
 

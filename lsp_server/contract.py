@@ -43,6 +43,12 @@ UNTRUST = "runfix.untrust"
 RUN_TESTS = "runfix.runTests"
 FIX_TESTS = "runfix.fixTests"
 
+DEBUG_CELL = "runfix.debugCell"
+DEBUG_ERROR = "runfix.debugError"
+"""The editor's own commands (not the server's: it cannot start the editor's debugger), named
+by a lens and a code action where the client says it has them (`DEBUG_CAPABILITY`): a debug
+session of `runfix dap` on the cell of `{uri, line}` (0-based), stopping at the error."""
+
 COMMANDS: tuple[str, ...] = (RUN, RUN_AND_FIX, GENERATE, FIX_WITH_MODEL, INSTALL)
 COMMANDS += (INTERRUPT, RESTART, VARIABLES, CLEAR, STATUS, SHOW_OUTPUT, OUTPUTS, HISTORY)
 COMMANDS += (RUN_ABOVE, RUN_BELOW, RUN_DEPENDENTS, RESTART_AND_RUN_TO, EXPORT, TRUST, UNTRUST)
@@ -58,6 +64,9 @@ OUTPUTS_NOTIFICATION = "runfix/outputs"
 """Server → client, to a client that declares `experimental.runfixOutputs: true`: runs
 gave a document new outputs (`OutputsChanged`); an output view refreshes or opens."""
 OUTPUTS_CAPABILITY = "runfixOutputs"
+DEBUG_CAPABILITY = "runfixDebug"
+"""`experimental.runfixDebug: true`: the client runs `DEBUG_CELL` and `DEBUG_ERROR` itself
+(runfix's VS Code extension; its Neovim plugin where nvim-dap is installed)."""
 
 SOURCE = "runfix"
 """`Diagnostic.source` of everything runfix publishes."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types as lsp
 
 from tests.conftest import (
     SERVER_ENV,
@@ -324,3 +325,45 @@ async def test_a_breakpoint_in_a_notebook_cell_hits_from_another_cell(
         stop = await client.stopped()
         assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (cells[0], 3)
         assert said(await client.variables(stop["frame"]["id"]))["size"] == "12"
+
+
+async def test_a_client_that_debugs_gets_debug_cell_lenses_and_debug_this_error(
+    client: Any, folder: Path
+) -> None:
+    """A client declaring `experimental.runfixDebug` (runfix's VS Code extension, its Neovim
+    plugin with nvim-dap): "Debug cell" over each cell, "Debug this error" on an error; the
+    commands are the editor's (runfix serve cannot start its debugger), with `{uri, line}`."""
+    params = init_params(folder, "visual_studio_code")
+    params.capabilities.experimental = {"runfixDebug": True}
+    await client.initialize_session(params)
+    uri = open_doc(client, folder / "sales.py", ERROR_DOC)
+    assert (await run(client, uri))["status"] == "error"
+    doc = lsp.TextDocumentIdentifier(uri)
+    lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(doc))
+    debug = [(lens.range.start.line, lens.command) for lens in lenses or [] if lens.command]
+    assert [(line, c.title) for line, c in debug if c.command == "runfix.debugCell"] == [
+        (0, "Debug cell"),
+        (11, "Debug cell"),
+    ]
+    [error] = [d for d in client.diagnostics[uri] if d.severity == lsp.DiagnosticSeverity.Error]
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(doc, error.range, lsp.CodeActionContext([error]))
+    )
+    [action] = [a for a in actions or [] if a.title == "Debug this error"]
+    assert action.command is not None and action.command.command == "runfix.debugError"
+    assert list(action.command.arguments or []) == [{"uri": uri, "line": 12}]
+
+
+async def test_a_client_that_does_not_debug_gets_neither(initialized: Any, folder: Path) -> None:
+    uri = open_doc(initialized, folder / "sales.py", ERROR_DOC)
+    assert (await run(initialized, uri))["status"] == "error"
+    doc = lsp.TextDocumentIdentifier(uri)
+    lenses = await initialized.text_document_code_lens_async(lsp.CodeLensParams(doc))
+    assert all(lens.command and "debug" not in lens.command.command for lens in lenses or [])
+    [error] = [
+        d for d in initialized.diagnostics[uri] if d.severity == lsp.DiagnosticSeverity.Error
+    ]
+    actions = await initialized.text_document_code_action_async(
+        lsp.CodeActionParams(doc, error.range, lsp.CodeActionContext([error]))
+    )
+    assert "Debug this error" not in [a.title for a in actions or []]

@@ -19,6 +19,7 @@ from executor.cancel import graceful
 from executor.distributions import provider_for
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.contract import (
+    DEBUG_ERROR,
     FIX_TESTS,
     FIX_WITH_MODEL,
     GENERATE,
@@ -185,6 +186,11 @@ def quick_fixes(
             # The import runs too, so that re-running the cell works.
             add.command = run_command(add.title, uri, Range.lines(at, at))
             out.append(add)
+        if python and features.debug:  # the editor starts its debugger on the cell
+            debug = lsp.CodeAction(DEBUG_ERROR_TITLE, kind=QUICKFIX, diagnostics=[diagnostic])
+            where = {"uri": uri, "line": piece[0]}
+            debug.command = lsp.Command(DEBUG_ERROR_TITLE, DEBUG_ERROR, arguments=[where])
+            out.append(debug)
         fix_arg = to_json(FixArgs(uri, piece, message))
         fix = _quickfix(FIX_WITH_MODEL_TITLE, diagnostic, preferred=False)
         if features.code_action_resolve:
@@ -196,6 +202,7 @@ def quick_fixes(
 
 
 FIX_TESTS_TITLE = "Fix with model, checked by the tests"
+DEBUG_ERROR_TITLE = "Debug this error"
 
 
 def test_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.CodeAction]:

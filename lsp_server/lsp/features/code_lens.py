@@ -13,6 +13,7 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from lsp_server.contract import (
+    DEBUG_CELL,
     GENERATE,
     RUN,
     RUN_TESTS,
@@ -27,9 +28,11 @@ from lsp_server.lsp.prepared import Memo, Prepared
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.testing import is_test_file, tests_in
 from lsp_server.text.cells import split_cells
+from lsp_server.text.languages import is_python
 from lsp_server.text.prompts import prompt_at, prompt_lines
 
 TITLE = "▶ Run cell"
+DEBUG_TITLE = "Debug cell"
 TESTS_TITLE, TEST_TITLE = "▶ Run tests", "▶ Run test"
 GENERATE_TITLE, REGENERATE_TITLE = "✨ Generate", "✨ Regenerate"
 
@@ -49,8 +52,11 @@ def test_lenses(uri: str, lines: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
-def lenses(uri: str, lines: Sequence[str], markers: Sequence[str]) -> list[dict[str, Any]]:
-    """A lens over the first line of each cell with code, running that cell's code."""
+def lenses(
+    uri: str, lines: Sequence[str], markers: Sequence[str], debug: bool = False
+) -> list[dict[str, Any]]:
+    """A lens over the first line of each cell with code, running that cell's code; and,
+    for a client that debugs (`debug`), one debugging it (the editor's own command)."""
     out = []
     for cell in split_cells(lines, markers):
         if cell.code_first > cell.last and cell.has_marker:
@@ -59,6 +65,10 @@ def lenses(uri: str, lines: Sequence[str], markers: Sequence[str]) -> list[dict[
         argument = to_json(RunArgs(uri, Range.lines(cell.code_first, cell.last)))
         command = {"title": TITLE, "command": RUN, "arguments": [argument]}
         out.append({"range": {"start": at, "end": at}, "command": command})
+        if debug:
+            where = {"uri": uri, "line": cell.code_first}
+            command = {"title": DEBUG_TITLE, "command": DEBUG_CELL, "arguments": [where]}
+            out.append({"range": {"start": at, "end": at}, "command": command})
     for line in prompt_lines(lines, markers):
         prompt = prompt_at(lines, line, markers)
         title = REGENERATE_TITLE if prompt is not None and prompt.has_body else GENERATE_TITLE
@@ -81,4 +91,7 @@ def register(server: RunfixServer) -> None:
         if is_test_file(Path(ls.editor.path_of(uri))):
             return made.get(uri, (lines, ()), lambda: Prepared.of(test_lenses(uri, lines)))
         markers = ls.flow.display_settings(ls.editor.folder_for(uri)).prompt_markers
-        return made.get(uri, (lines, markers), lambda: Prepared.of(lenses(uri, lines, markers)))
+        debug = ls.editor.features.debug and is_python(ls.editor.language_of(uri))
+        return made.get(
+            uri, (lines, markers, debug), lambda: Prepared.of(lenses(uri, lines, markers, debug))
+        )
