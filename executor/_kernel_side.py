@@ -814,28 +814,63 @@ def _held(filename: str) -> bool:
 
 
 def see_documents() -> str:
-    """Let the kernel's debugger (debugpy's pydevd, loaded once it listens) set breakpoints
-    in what runfix ran that is no file on disk: a notebook's cell named by its URI, a new
-    document never saved (pydevd refuses a breakpoint in a file it cannot find; the lines
-    are not checked against a file then). JSON: whether the debugger was there to be told."""
+    """Let the kernel's debugger (debugpy's pydevd) set breakpoints in what runfix ran that
+    is no file on disk — a notebook's cell named by its URI, a new document never saved —
+    (pydevd refuses a breakpoint in a file it cannot find), and leave a breakpoint in a
+    notebook where it was set (pydevd reads a file's code lines to move a breakpoint onto
+    one: a notebook's JSON has none). Done now where pydevd is loaded, else the moment it
+    is (a debugger starts it after this). JSON: the documents' lines as the kernel ran them
+    (`_sources`), for the debugger to tell a line edited since it ran."""
+    if not _tell_pydevd():
+        sys.meta_path.insert(0, _PydevdFinder())
+    return json.dumps(_sources)
+
+
+def _tell_pydevd() -> bool:
     utils: Any = sys.modules.get("pydevd_file_utils")
     api: Any = sys.modules.get("_pydevd_bundle.pydevd_api")
     if utils is None or api is None:
-        return json.dumps(False)
+        return False
     if getattr(utils.exists, "_runfix", False):
-        return json.dumps(True)
+        return True
     exists, code_lines = utils.exists, api._get_code_lines
 
     def held_exists(filename: Any) -> Any:
         return (isinstance(filename, str) and _held(filename)) or exists(filename)
 
     def held_code_lines(code: Any) -> Any:
-        # A notebook's file is JSON: its "code lines" would move every breakpoint to line 1.
-        # (pydevd leaves a breakpoint where it was set when its file's lines cannot be read.)
         if isinstance(code, str) and not code.endswith(".py") and _held(code):
             raise OSError(f"{code}: runfix ran it from the editor's text, not from this file")
         return code_lines(code)
 
     held_exists._runfix = True  # type: ignore[attr-defined]
     utils.exists, api._get_code_lines = held_exists, held_code_lines
-    return json.dumps(True)
+    return True
+
+
+class _PydevdFinder:
+    """Finds nothing itself: tells pydevd (`_tell_pydevd`) once its API module is loaded,
+    then leaves `sys.meta_path`."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "_pydevd_bundle.pydevd_api":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, finder = spec.loader, self
+
+        class _Then:
+            def create_module(self, spec: Any) -> Any:
+                return loader.create_module(spec)
+
+            def exec_module(self, module: Any) -> None:
+                loader.exec_module(module)
+                with contextlib.suppress(ValueError):
+                    sys.meta_path.remove(finder)
+                _tell_pydevd()
+
+        spec.loader = _Then()  # type: ignore[assignment]
+        return spec

@@ -255,8 +255,7 @@ class AgentDoor:
         """One per agent's run under way: `cancel_all` (the server shutting down) sets them."""
         self.stopping = False
         self._in_flight = 0
-        self._debugging: set[Path] = set()
-        """Folders a debug session is open in (one each)."""
+        self.debugging: set[Path] = set()  # folders a debug session is open in (one each)
         self._ops: dict[str, Callable[[Path, dict[str, Any], str], Any]] = {
             "run": self._run,
             "code": self._code,
@@ -355,8 +354,7 @@ class AgentDoor:
     async def _serve(
         self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        """One agent's connection: its calls answered in turn (`in_turn`); or, where its
-        first line asks for it, an editor's debug session (`runfix dap`: `_debug`)."""
+        """One connection: an agent's calls in turn (`in_turn`), or a debug session's."""
 
         def answer(line: bytes) -> Coroutine[Any, Any, dict[str, Any]]:
             return self._answer(folder, line)
@@ -364,56 +362,12 @@ class AgentDoor:
         def busy(change: int) -> None:
             self._in_flight += change
 
-        try:
-            first = await reader.readline()
-        except (ConnectionError, ValueError):
-            writer.close()
-            return
+        first = await _first_line(reader)
         if first.startswith(DAP_HELLO):
-            await self._debug(folder, reader, writer)
-            return
+            from lsp_server.debug.door import serve_debug as debug  # (rarely: imported then)
+
+            return await debug(self.flow, self.editor, folder, (reader, writer), self.debugging)
         await in_turn(answer, reader, writer, busy, first)
-
-    async def _debug(
-        self, folder: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        """A debug session (`lsp_server.debug`): DAP messages as JSON lines both ways, until
-        the client disconnects or hangs up. One per folder: a second is refused, saying so."""
-        from lsp_server.debug.session import DebugSession
-
-        def send(message: dict[str, Any]) -> None:
-            writer.write(json.dumps(message).encode() + b"\n")
-
-        if folder in self._debugging:
-            send(
-                {"type": "event", "event": "output", "seq": 0, "body": {"category": "stderr",
-                 "output": f"runfix: {folder.name} is being debugged already (another "
-                 "session): end that one first\n"}}
-            )  # fmt: skip
-            send({"type": "event", "event": "terminated", "seq": 0})
-            writer.close()
-            return
-        self._debugging.add(folder)
-        session = DebugSession(self.flow, self.editor, folder, send)
-        try:
-            while not session.ended.is_set():
-                line = await reader.readline()
-                if not line:
-                    break
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    log.info("a debug client sent a line that is not JSON")
-                    continue
-                if isinstance(message, dict):
-                    await session.handle(message)
-                    await writer.drain()
-        except (ConnectionError, ValueError):
-            pass
-        finally:
-            await session.close()
-            self._debugging.discard(folder)
-            writer.close()
 
     async def _answer(self, folder: Path, line: bytes) -> dict[str, Any]:
         call: dict[str, Any] = {}
@@ -753,6 +707,14 @@ async def in_turn(
         if following is not None:
             following.cancel()
         writer.close()
+
+
+async def _first_line(reader: asyncio.StreamReader) -> bytes:
+    """A connection's first line; nothing where it is gone or the line too long."""
+    try:
+        return await reader.readline()
+    except (ConnectionError, ValueError):
+        return b""
 
 
 def _bounded(answer: dict[str, Any]) -> bytes:

@@ -20,14 +20,11 @@ ordinary way is its own path. What runfix adds:
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import dataclasses
 import itertools
-import json
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +32,8 @@ from typing import Any
 from executor.base import ExecutorUnavailable
 from executor.debugger import DebugUnavailable, KernelDebug
 from lsp_server.contract import Range
+from lsp_server.debug.breakpoints import Breakpoints, DebugError, name_of
+from lsp_server.debug.variables import Variables
 from lsp_server.debug.wire import CAPABILITIES
 from lsp_server.editor import Editor
 from lsp_server.flow import Flow
@@ -52,29 +51,6 @@ _MACHINERY = ("/ipykernel/", "/IPython/", "/debugpy/", "/tornado/", "/asyncio/",
 """Frames of these are the kernel's own, left out of the call stack the user sees."""
 
 
-def _joined(folder: Path, raw: str) -> Path:
-    """A path a client gave, made absolute in `folder` (not resolved: a link is its name)."""
-    return Path(os.path.normpath(os.path.join(folder, raw)))
-
-
-def _name(uri: str) -> str:
-    """What a document is called in a sentence: its file's name (a notebook's, for a cell)."""
-    return Path(uri.split("#", 1)[0]).name
-
-
-class DebugError(Exception):
-    """A request that cannot be carried out; its message is the response's."""
-
-
-@dataclasses.dataclass
-class _Ref:
-    """What a `variablesReference` names: a path of steps from a frame's locals or globals."""
-
-    frame: int
-    scope: str
-    path: tuple[Any, ...] = ()
-
-
 class DebugSession:
     """A DAP client's session in `folder`'s kernel: `handle` each of its messages, `send`
     answers and events to it, `close` when it is gone."""
@@ -87,19 +63,11 @@ class DebugSession:
         self.where: Where | None = None
         self._cell: tuple[int, int] | None = None
         """The debugged cell's lines (0-based, inclusive)."""
-        self._ran: dict[str, list[str]] = {}
-        """Each document's lines as the kernel ran them, read at launch."""
+        self.breakpoints = Breakpoints(editor, folder)
+        self.variables = Variables()
         self._stop_on_error = False
         self._run: asyncio.Task[None] | None = None
         self._cancel = asyncio.Event()
-        self._refs: dict[int, _Ref] = {}
-        self._ref_ids = itertools.count(1)
-        self._frames: dict[int, str] = {}
-        """Frame id → its function's name, from the last stack trace."""
-        self._breakpoints: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        """Each file's breakpoints (as the kernel names it), by the source the client set
-        them in (a notebook's cells are one file)."""
-        self._filters: list[str] = []
         self.ended = asyncio.Event()
         self._cells_prefix: str | None = None
         """Where the kernel files the cells it was sent (runfix's calls), from `debugInfo`."""
@@ -107,6 +75,8 @@ class DebugSession:
         """Under "Debug this error": the kind of error the cell last raised."""
         self._error_stopped: tuple[str, str] | None = None
         """The exception (kind, message) stopped at last under "Debug this error"."""
+        self._trace: tuple[int, dict[str, Any]] | None = None
+        """The stack trace fetched at the last stop (thread, its body), until it is asked."""
 
     # -- the wire ---------------------------------------------------------------------
 
@@ -173,9 +143,9 @@ class DebugSession:
             raise DebugError("program: the file (or notebook) whose cell to debug is needed")
         if not isinstance(line, int) or line < 1:
             raise DebugError("line: a line (from 1) of the cell to debug is needed")
-        uri, _, above = self._document(program)
+        uri, _, above = self.breakpoints.document(program)
         line += above
-        name = _name(uri)
+        name = name_of(uri)
         if self.editor.text(uri) is None:
             raise DebugError(f"{name} is not open in the editor: open it to debug its cells")
         where = await self.flow.where(uri)
@@ -204,7 +174,8 @@ class DebugSession:
             self._error_kind = self._last_error(uri, self._cell)
         settings = dataclasses.replace(where.settings, timeout=DEBUG_TIMEOUT)
         self.where = dataclasses.replace(where, settings=settings)
-        self._ran = await self._read_ran(kernel)
+        self.breakpoints.ran = await self._read_ran(kernel)
+        self.breakpoints.debugged = (uri, *self._cell)
         self.kernel = await kernel.debugger(self._from_kernel)
         attach = await self.kernel.request(
             "initialize",
@@ -215,9 +186,6 @@ class DebugSession:
             attach = await self.kernel.request("attach", {"justMyCode": False})
         if not attach.get("success", False):
             raise DebugError(f"the kernel's debugger did not start: {attach.get('message', '')}")
-        with contextlib.suppress(Exception):  # (a cell named by its URI: no file on disk)
-            seen = await kernel._helper("__import__('_runfix_kernel').see_documents()")
-            log.info("the debugger sees documents runfix ran: %s %s", seen, list(self._ran))
         info = await self.kernel.request("debugInfo")
         self._cells_prefix = str((info.get("body") or {}).get("tmpFilePrefix") or "") or None
         if self._stop_on_error:
@@ -236,32 +204,14 @@ class DebugSession:
         return None
 
     async def _read_ran(self, kernel: Any) -> dict[str, list[str]]:
-        """Each document's lines as the kernel last ran them (runfix's helper keeps them)."""
-        call = "__import__('json').dumps(__import__('_runfix_kernel')._sources)"
+        """Each document's lines as the kernel last ran them (runfix's helper keeps them);
+        the kernel's debugger told of documents that are no file on disk, as it starts."""
+        call = "__import__('_runfix_kernel').see_documents()"
         with contextlib.suppress(Exception):
             held = await kernel._helper(call)
             if isinstance(held, dict):
                 return {str(k): [str(x) for x in v] for k, v in held.items()}
         return {}
-
-    def _document(self, raw: str) -> tuple[str, str, int]:
-        """A path or URI a client gave: the URI of the document runfix ran it as, the name
-        the kernel's code of it has, and the lines above it there (a notebook's cell is
-        its notebook's document, from the cell's first line)."""
-        if ":" in raw.split("/", 1)[0] and not raw.startswith("file:"):
-            found = self.editor.cell_start(raw)  # (VS Code's notebook cell)
-            if found is not None:
-                notebook, start = found
-                return notebook, self.editor.path_of(notebook), start
-            return raw, self.editor.path_of(raw), 0
-        uri = raw if raw.startswith("file:") else _joined(self.folder, raw).as_uri()
-        return uri, self.editor.path_of(uri), 0
-
-    def _shown_at(self, path: str, line: int) -> tuple[str, int]:
-        """The kernel's `path` and `line` (from 1) where the user sees them: a notebook's
-        line on its cell (its URI, its line)."""
-        place = self.editor.cell_place(Path(path).as_uri(), line - 1) if path[:1] == "/" else None
-        return (place[0], place[1] + 1) if place is not None else (path, line)
 
     async def _on_configurationDone(self, arguments: dict[str, Any]) -> Any:
         if self.where is None or self._cell is None:
@@ -306,7 +256,7 @@ class DebugSession:
         if self.kernel is None or self.kernel.closed:
             return
         with contextlib.suppress(Exception):
-            for path in list(self._breakpoints):
+            for path in list(self.breakpoints.held):
                 await self.kernel.request(
                     "setBreakpoints", {"source": {"path": path}, "breakpoints": []}
                 )
@@ -327,88 +277,6 @@ class DebugSession:
 
     # -- breakpoints ----------------------------------------------------------------------
 
-    async def _on_setBreakpoints(self, arguments: dict[str, Any]) -> Any:
-        source = arguments.get("source") or {}
-        raw = source.get("path")
-        wanted = [dict(b) for b in arguments.get("breakpoints") or [] if isinstance(b, dict)]
-        if not isinstance(raw, str) or not raw:
-            raise DebugError("source.path: the file the breakpoints are in is needed")
-        uri, path, above = self._document(raw)
-        if self.editor.folder_for(uri) != self.folder and self.folder not in Path(path).parents:
-            why = f"{_name(raw)} is outside {self.folder.name}: runfix debugs the folder's files"
-            return {"breakpoints": [self._unverified(b, why) for b in wanted]}
-        for b in wanted:
-            if isinstance(b.get("line"), int):
-                b["line"] += above
-        verdicts: list[dict[str, Any] | None] = [self._changed(uri, path, b) for b in wanted]
-        # One file's breakpoints go to the kernel together: a notebook's cells are one.
-        held = self._breakpoints.setdefault(path, {})
-        held[raw] = [b for b, v in zip(wanted, verdicts, strict=True) if v is None]
-        answered: dict[str, list[dict[str, Any]]] = {}
-        if self.kernel is not None:
-            sent = [b for each in held.values() for b in each]
-            body = await self._forward(
-                "setBreakpoints", {"source": {"path": path}, "breakpoints": sent}
-            )
-            said = list((body or {}).get("breakpoints") or [])
-            for source_of, each in held.items():
-                answered[source_of], said = said[: len(each)], said[len(each) :]
-        mine = answered.get(raw, [])
-        out: list[dict[str, Any]] = []
-        for verdict in verdicts:
-            if verdict is None:
-                verdict = self._said(mine.pop(0), path) if mine else self._unverified({}, "")
-                if verdict.get("message") == "":
-                    verdict = {"verified": False, "message": "launch first"}
-            out.append(verdict)
-        for item in out:
-            if isinstance(item.get("line"), int):
-                item["line"] -= above
-            if isinstance(item.get("source"), dict):
-                item["source"] = {**item["source"], "path": raw}
-        return {"breakpoints": out}
-
-    def _changed(self, uri: str, path: str, wanted: dict[str, Any]) -> dict[str, Any] | None:
-        """Why a breakpoint is not set (its line's text differs from what the kernel ran
-        there), or None: it is set."""
-        line = wanted.get("line")
-        if not isinstance(line, int) or line < 1:
-            return self._unverified(wanted, "a breakpoint needs a line from 1")
-        ran, text = self._ran.get(path), self.editor.text(uri)
-        if ran is None or text is None:
-            return None  # a file runfix did not run (a module): the kernel's own path
-        debugged = self.where is not None and self.where.uri == uri
-        if debugged and self._cell is not None and self._cell[0] <= line - 1 <= self._cell[1]:
-            return None  # the debugged cell: it runs now, as it is
-        rows = text.lines
-        now = rows[line - 1].rstrip("\r\n") if line <= len(rows) else None
-        then = ran[line - 1].rstrip("\r\n") if line <= len(ran) else None
-        if then is None or not then.strip():
-            return None  # never ran there: it hits once its cell runs
-        if now != then:
-            return self._unverified(
-                wanted,
-                f"line {line} changed since it last ran (the kernel holds `{then.strip()[:60]}`):"
-                " run its cell again to stop there",
-            )
-        return None
-
-    @staticmethod
-    def _unverified(wanted: dict[str, Any], why: str) -> dict[str, Any]:
-        return {"verified": False, "line": wanted.get("line"), "message": why}
-
-    @staticmethod
-    def _said(answered: dict[str, Any], path: str) -> dict[str, Any]:
-        """The kernel's word on a breakpoint, in the user's terms."""
-        message = str(answered.get("message") or "")
-        if "does not exist" in message:
-            answered = {
-                **answered,
-                "message": f"{Path(path).name} is not on disk: save it, and the debugger "
-                "sets its breakpoints",
-            }
-        return answered
-
     async def _on_setExceptionBreakpoints(self, arguments: dict[str, Any]) -> Any:
         filters = [f for f in arguments.get("filters") or [] if f in ("raised", "uncaught")]
         if self._stop_on_error and "raised" not in filters:
@@ -424,7 +292,8 @@ class DebugSession:
         """An event of the kernel's debugger, passed on (the kernel's own chatter left out)."""
         name = event.get("event")
         if name in ("stopped", "continued"):
-            self._refs.clear()
+            self.variables.clear()
+            self._trace = None
         if name == "stopped":
             self.editor.spawn(self._stopped(event), "debug stop")
             return
@@ -435,8 +304,8 @@ class DebugSession:
             point = dict(body.get("breakpoint") or {})
             path, line = (point.get("source") or {}).get("path"), point.get("line")
             if isinstance(path, str) and isinstance(line, int):  # (moved or verified later)
-                shown, point["line"] = self._shown_at(path, line)
-                body["breakpoint"] = {**point, "source": {"path": shown, "name": _name(shown)}}
+                shown, point["line"] = self.breakpoints.shown_at(path, line)
+                body["breakpoint"] = {**point, "source": {"path": shown, "name": name_of(shown)}}
             self.event(str(name), body)
 
     async def _stopped(self, event: dict[str, Any]) -> None:
@@ -462,10 +331,10 @@ class DebugSession:
         said = (kind, str(body.get("description") or ""))
         if said == self._error_stopped:
             return False
-        trace = await self.kernel.request(
-            "stackTrace", {"threadId": body.get("threadId", 1), "levels": 1}
-        )
+        thread = body.get("threadId", 1)
+        trace = await self.kernel.request("stackTrace", {"threadId": thread})
         frames = (trace.get("body") or {}).get("stackFrames") or []
+        self._trace = (thread, trace.get("body") or {})  # (the client asks for it next)
         top = ((frames[0].get("source") or {}).get("path") or "") if frames else ""
         if not self._users(top):
             return False
@@ -483,14 +352,21 @@ class DebugSession:
         return not any(p in ("site-packages", "dist-packages", ".venv") for p in inside)
 
     async def _on_stackTrace(self, arguments: dict[str, Any]) -> Any:
-        body = await self._forward("stackTrace", arguments) or {}
+        kept, self._trace = self._trace, None
+        whole = not arguments.get("startFrame") and not arguments.get("levels")
+        if kept is not None and kept[0] == arguments.get("threadId") and whole:
+            body = kept[1]  # fetched at this stop already, to tell whether to stop
+        else:
+            body = await self._forward("stackTrace", arguments) or {}
         frames = [f for f in body.get("stackFrames") or [] if self._shown(f)]
         for frame in frames:
-            self._frames[frame["id"]] = str(frame.get("name", ""))
+            self.variables.frames[frame["id"]] = str(frame.get("name", ""))
             source = frame.get("source") or {}
             if source.get("path") and isinstance(frame.get("line"), int):
-                source["path"], frame["line"] = self._shown_at(source["path"], frame["line"])
-                source["name"] = _name(source["path"])
+                source["path"], frame["line"] = self.breakpoints.shown_at(
+                    source["path"], frame["line"]
+                )
+                source["name"] = name_of(source["path"])
         return {"stackFrames": frames, "totalFrames": len(frames)}
 
     def _shown(self, frame: dict[str, Any]) -> bool:
@@ -503,66 +379,15 @@ class DebugSession:
 
     # -- variables, read by runfix ----------------------------------------------------------
 
-    async def _on_scopes(self, arguments: dict[str, Any]) -> Any:
-        frame = arguments.get("frameId")
-        if not isinstance(frame, int):
-            raise DebugError("frameId: a frame of the last stack trace is needed")
-        scopes = []
-        if self._frames.get(frame) != "<module>":
-            scopes.append(self._scope("Locals", _Ref(frame, "locals"), "locals"))
-        scopes.append(self._scope("Globals", _Ref(frame, "globals"), None))
-        return {"scopes": scopes}
+    # -- breakpoints and variables (`breakpoints`, `variables`) -----------------------------
 
-    def _scope(self, name: str, ref: _Ref, hint: str | None) -> dict[str, Any]:
-        number = next(self._ref_ids)
-        self._refs[number] = ref
-        scope: dict[str, Any] = {"name": name, "variablesReference": number, "expensive": False}
-        if hint:
-            scope["presentationHint"] = hint
-        return scope
+    async def _on_setBreakpoints(self, arguments: dict[str, Any]) -> Any:
+        forward = self._forward if self.kernel is not None else None
+        return await self.breakpoints.set(arguments, forward)
+
+    async def _on_scopes(self, arguments: dict[str, Any]) -> Any:
+        return self.variables.scopes(arguments)
 
     async def _on_variables(self, arguments: dict[str, Any]) -> Any:
-        ref = self._refs.get(arguments.get("variablesReference", 0))
-        if ref is None:
-            return {"variables": []}  # (from before the last step: gone)
-        start = max(0, int(arguments.get("start") or 0))
-        count = max(0, int(arguments.get("count") or 0))
         names = sorted(self.where.settings.secret_names()) if self.where else []
-        scope = "locals()" if ref.scope == "locals" else "globals()"
-        expression = (
-            f"__import__('_runfix_live').debug_children({scope}, {list(ref.path)!r}, "
-            f"{start}, {count}, {names!r}, {ref.scope == 'globals' and not ref.path})"
-        )
-        body = await self._forward(
-            "evaluate", {"expression": expression, "frameId": ref.frame, "context": "clipboard"}
-        )
-        try:
-            said = json.loads(ast.literal_eval(str((body or {}).get("result", ""))))
-        except (ValueError, SyntaxError) as exc:
-            raise DebugError(f"the variables could not be read: {exc}") from None
-        if "error" in said:
-            raise DebugError(str(said["error"]))
-        out = []
-        for item in said.get("variables") or []:
-            indexed, named = item.get("indexed", 0), item.get("named", 0)
-            number = 0
-            if indexed or named:
-                number = next(self._ref_ids)
-                self._refs[number] = _Ref(ref.frame, ref.scope, (*ref.path, item["step"]))
-            kind = str(item.get("type", ""))
-            if item.get("length") is not None:
-                kind = f"{kind} · len {item['length']}"
-            elif item.get("shape") is not None:
-                kind = f"{kind} · shape {tuple(item['shape'])}"
-            variable: dict[str, Any] = {
-                "name": item["name"],
-                "value": item.get("summary", ""),
-                "type": kind,
-                "variablesReference": number,
-            }
-            if indexed:
-                variable["indexedVariables"] = indexed
-            if named:
-                variable["namedVariables"] = named
-            out.append(variable)
-        return {"variables": out}
+        return await self.variables.page(arguments, self._forward, names)

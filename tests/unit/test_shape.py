@@ -224,8 +224,10 @@ def test_only_the_context_maker_looks_a_document_folder_up_in_the_core() -> None
     once, at the front end's door, by `Flow.where`; the core takes it and never looks a
     document's folder or settings up again. The doors (the LSP front end, the CLI, agents'
     calls, which come with their folder) may."""
-    # (and the session: the state, where the settings are kept)
+    # (and the session: the state, where the settings are kept; a debug session is a door
+    # too: DAP's front end, its folder given by the socket it came through)
     doors = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents", "lsp_server.session")
+    doors += ("lsp_server.debug",)
     looked: dict[str, list[str]] = {}
     for attribute in (
         "folder_for",
@@ -365,7 +367,7 @@ def test_no_door_touches_the_session() -> None:
     """Issue 48: the doors (the LSP handlers, the command line, agents' calls) ask the face
     (`Flow`) and never reach past it into the state (35 lines of `lsp/` used `ls.session`)."""
     doors = [*(ROOT / "lsp_server/lsp/features").glob("*.py"), ROOT / "lsp_server/agents.py"]
-    doors += [*(ROOT / "lsp_server/cli").glob("*.py")]
+    doors += [*(ROOT / "lsp_server/cli").glob("*.py"), *(ROOT / "lsp_server/debug").glob("*.py")]
     touched = {
         str(path.relative_to(ROOT)): [
             n
@@ -408,11 +410,12 @@ def test_every_contract_command_has_one_face_method_and_no_door_reaches_past_the
         v for k, v in vars(contract).items() if k.isupper() and str(v).startswith("runfix.")
     }
     doors_own = {contract.EXPORT, contract.OUTPUTS, contract.SHOW_OUTPUT}
+    doors_own |= {contract.DEBUG_CELL, contract.DEBUG_ERROR}  # (the editor's own commands)
     assert set(COMMANDS) == commands - doors_own
     assert all(callable(getattr(Flow, method, None)) for method in COMMANDS.values())
     services = r"\bflow\.(gate|runner|fixes|generator|desk|reads|installer|session|editor)\."
     doors = [*(ROOT / "lsp_server/lsp").rglob("*.py"), ROOT / "lsp_server/agents.py"]
-    doors += [*(ROOT / "lsp_server/cli").glob("*.py")]
+    doors += [*(ROOT / "lsp_server/cli").glob("*.py"), *(ROOT / "lsp_server/debug").glob("*.py")]
     reaching = {
         str(path.relative_to(ROOT)): found
         for path in doors

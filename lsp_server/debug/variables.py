@@ -1,0 +1,102 @@
+"""A stopped frame's variables, read by runfix's own inspector in the kernel
+(`_runfix_live.debug_children`, evaluated in the frame): nothing of the user's code runs (no
+`__repr__`, no property), and a container pages by `start` and `count`."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import itertools
+import json
+from typing import Any
+
+from lsp_server.debug.breakpoints import DebugError, Forward
+
+
+@dataclasses.dataclass
+class _Ref:
+    """What a `variablesReference` names: a path of steps from a frame's locals or globals."""
+
+    frame: int
+    scope: str
+    path: tuple[Any, ...] = ()
+
+
+class Variables:
+    """The references the client pages through, valid until the kernel goes on."""
+
+    def __init__(self) -> None:
+        self.refs: dict[int, _Ref] = {}
+        self._ids = itertools.count(1)
+        self.frames: dict[int, str] = {}
+        """Frame id → its function's name, from the last stack trace."""
+
+    def clear(self) -> None:
+        self.refs.clear()
+
+    def scopes(self, arguments: dict[str, Any]) -> Any:
+        """`scopes`' answer: the frame's locals (not for a cell's own code: its locals are
+        its globals) and globals, each a reference to page."""
+        frame = arguments.get("frameId")
+        if not isinstance(frame, int):
+            raise DebugError("frameId: a frame of the last stack trace is needed")
+        scopes = []
+        if self.frames.get(frame) != "<module>":
+            scopes.append(self._scope("Locals", _Ref(frame, "locals"), "locals"))
+        scopes.append(self._scope("Globals", _Ref(frame, "globals"), None))
+        return {"scopes": scopes}
+
+    def _scope(self, name: str, ref: _Ref, hint: str | None) -> dict[str, Any]:
+        number = next(self._ids)
+        self.refs[number] = ref
+        scope: dict[str, Any] = {"name": name, "variablesReference": number, "expensive": False}
+        if hint:
+            scope["presentationHint"] = hint
+        return scope
+
+    async def page(self, arguments: dict[str, Any], forward: Forward, names: list[str]) -> Any:
+        """`variables`' answer, read by runfix's inspector in the frame (`forward` asks the
+        kernel's debugger to evaluate; `names`: the user's secret names)."""
+        ref = self.refs.get(arguments.get("variablesReference", 0))
+        if ref is None:
+            return {"variables": []}  # (from before the last step: gone)
+        start = max(0, int(arguments.get("start") or 0))
+        count = max(0, int(arguments.get("count") or 0))
+        scope = "locals()" if ref.scope == "locals" else "globals()"
+        expression = (
+            f"__import__('_runfix_live').debug_children({scope}, {list(ref.path)!r}, "
+            f"{start}, {count}, {names!r}, {ref.scope == 'globals' and not ref.path})"
+        )
+        body = await forward(
+            "evaluate", {"expression": expression, "frameId": ref.frame, "context": "clipboard"}
+        )
+        try:
+            said = json.loads(ast.literal_eval(str((body or {}).get("result", ""))))
+        except (ValueError, SyntaxError) as exc:
+            raise DebugError(f"the variables could not be read: {exc}") from None
+        if "error" in said:
+            raise DebugError(str(said["error"]))
+        out = []
+        for item in said.get("variables") or []:
+            indexed, named = item.get("indexed", 0), item.get("named", 0)
+            number = 0
+            if indexed or named:
+                number = next(self._ids)
+                self.refs[number] = _Ref(ref.frame, ref.scope, (*ref.path, item["step"]))
+            kind = str(item.get("type", ""))
+            if item.get("length") is not None:
+                kind = f"{kind} · len {item['length']}"
+            elif item.get("shape") is not None:
+                kind = f"{kind} · shape {tuple(item['shape'])}"
+            variable: dict[str, Any] = {
+                "name": item["name"],
+                "value": item.get("summary", ""),
+                "type": kind,
+                "variablesReference": number,
+            }
+            if indexed:
+                variable["indexedVariables"] = indexed
+            if named:
+                variable["namedVariables"] = named
+            out.append(variable)
+        return {"variables": out}
