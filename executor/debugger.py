@@ -52,11 +52,20 @@ class KernelDebug:
         """A debugging client beside the run's client `main`, once the kernel said it has a
         debugger; DebugUnavailable (naming the kernel, `name`) where it has none or cannot
         be reached so."""
-        if isinstance(main, KernelSocket):
+        if isinstance(main, KernelSocket):  # a remote kernel: its control over the WebSocket
+            debug: KernelDebug = _RemoteDebug(main, on_event)
+        else:
+            debug = await cls._beside(main, on_event)
+        why = await debug._has_none()
+        if why is not None:
+            debug.close()
             raise DebugUnavailable(
-                f"{name} is a remote kernel: runfix debugs local and sandboxed kernels only, "
-                "not yet one on a Jupyter Server"
+                f"{name} has no debugger ({why}): runfix runs its cells, and cannot stop in them"
             )
+        return debug
+
+    @classmethod
+    async def _beside(cls, main: Any, on_event: EventSink) -> KernelDebug:
         side = type(main)()
         side.load_connection_info(main.get_connection_info())
         side.session.key = main.session.key
@@ -66,12 +75,6 @@ class KernelDebug:
             asyncio.ensure_future(debug._read_control()),
             asyncio.ensure_future(debug._read_iopub()),
         ]
-        why = await debug._has_none()
-        if why is not None:
-            debug.close()
-            raise DebugUnavailable(
-                f"{name} has no debugger ({why}): runfix runs its cells, and cannot stop in them"
-            )
         return debug
 
     async def _has_none(self) -> str | None:
@@ -161,3 +164,37 @@ class KernelDebug:
                 waiting.cancel()
         with contextlib.suppress(Exception):
             self.kc.stop_channels()
+
+
+class _RemoteDebug(KernelDebug):
+    """The debugger of a kernel on a Jupyter Server: requests on the control channel of the
+    run's own WebSocket (one connection per kernel), events taken off its IOPub before the
+    runs' queue."""
+
+    def __init__(self, kc: KernelSocket, on_event: EventSink) -> None:
+        super().__init__(kc, on_event)
+        kc.on_debug_event = self._event
+
+    def _event(self, content: dict[str, Any]) -> None:
+        try:
+            self.on_event(content)
+        except Exception:
+            log.exception("a debug event could not be passed on")
+
+    async def _ask(self, msg_type: str, content: dict[str, Any], within: float) -> dict[str, Any]:
+        if self.closed or self.kc.closed:
+            raise DebugUnavailable("the debugger's connection to the kernel is closed")
+        try:
+            reply = await self.kc.control(msg_type, content, within)
+        except asyncio.TimeoutError:
+            raise DebugUnavailable(
+                f"the kernel's debugger did not answer {content.get('command', msg_type)} "
+                f"within {within:.0f} s (its server may have dropped the connection)"
+            ) from None
+        return dict(reply.get("content") or {})
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.kc.on_debug_event == self._event:
+                self.kc.on_debug_event = None

@@ -71,6 +71,9 @@ class KernelSocket:
         self.kernel_restarted: str | None = None
         """Once the kernel's state is gone: "restarting" or "dead" (the server said it died),
         "restarted" or "shutdown" (someone else did it; ipykernel said so)."""
+        self.on_debug_event: Callable[[dict[str, Any]], None] | None = None
+        """Told each `debug_event` the kernel publishes while its debugger is used (they never
+        reach the runs' queue then)."""
 
     # -- the connection ----------------------------------------------------------------
 
@@ -135,6 +138,9 @@ class KernelSocket:
         channel = msg.get("channel")
         parent = str((msg.get("parent_header") or {}).get("msg_id") or "")
         if channel == "iopub":
+            if msg.get("msg_type") == "debug_event" and self.on_debug_event is not None:
+                self.on_debug_event(msg.get("content") or {})
+                return
             if msg.get("msg_type") == "shutdown_reply" and parent not in self._quiet:
                 # Someone else shut the kernel down (the idle culler, a DELETE) or restarted it
                 # (JupyterLab's Restart): ipykernel says so to every client.
@@ -227,6 +233,16 @@ class KernelSocket:
         except BaseException:
             self._quiet.discard(msg_id)  # its idle may never come
             raise
+        finally:
+            self._waiting.pop(msg_id, None)
+
+    async def control(self, msg_type: str, content: dict[str, Any], timeout: float) -> Any:
+        """A control request's reply (answered while a cell runs: the debugger's)."""
+        msg_id = self._send(msg_type, content, "control")
+        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[msg_id] = waiting
+        try:
+            return await asyncio.wait_for(waiting, timeout)
         finally:
             self._waiting.pop(msg_id, None)
 

@@ -367,3 +367,22 @@ async def test_a_client_that_does_not_debug_gets_neither(initialized: Any, folde
         lsp.CodeActionParams(doc, error.range, lsp.CodeActionContext([error]))
     )
     assert "Debug this error" not in [a.title for a in actions or []]
+
+
+@pytest.mark.parametrize("executor", ["docker", "remote"], indirect=True)
+async def test_the_docker_sandbox_and_a_jupyter_server_stop_at_a_breakpoint(
+    initialized: Any, folder: Path, executor: str
+) -> None:
+    """The sandbox's kernel has its debugger (debugpy comes with ipykernel), reached over
+    the container's IPC sockets as its runs are: nothing opens the container's network. A
+    Jupyter Server's kernel is reached on the control channel of its WebSocket."""
+    _, path = await debugged(initialized, folder)
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 10)
+        await client.request(
+            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}]
+        )
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(path), 5)
+        assert said(await client.variables(stop["frame"]["id"]))["s"] == "0"
