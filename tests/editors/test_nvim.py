@@ -850,3 +850,66 @@ def test_test_failures_show_on_their_lines_in_neovim(nvim: str, tmp_path: Path, 
     assert lines[13] == "test_ratio_of_zero failed: ZeroDivisionError: division by zero"
     [raised] = report["module"]
     assert raised["line"] == 6 and raised["message"].startswith("ZeroDivisionError")
+
+
+DEBUGGED = """\
+# %% defs
+def total(rows):
+    s = 0
+    for r in rows:
+        s += r["price"] * r["qty"]
+    return s
+# %% data
+rows = [{"price": 2.0, "qty": 3}, {"price": 1.5, "qty": 2}]
+# %% call
+result = total(rows)
+"""
+
+
+@pytest.mark.parametrize("which", ["debian", "current"])
+def test_debug_cell_through_the_plugins_nvim_dap_adapter(
+    nvim: str, tmp_path: Path, which: str
+) -> None:
+    """Issue 60 in Neovim 0.7.2 and current: with nvim-dap there, the plugin registers
+    `runfix dap` as its adapter, the server offers "Debug cell", and :RunfixDebugCell asks
+    nvim-dap to launch the cell; that launch, spoken to that adapter as nvim-dap speaks DAP,
+    stops at a breakpoint in another cell's function in the kernel Neovim's runfix holds.
+    (nvim-dap is on no registry here: a stand-in keeps what the plugin asks of it.)"""
+    from tests.support.dap_client import dap, said
+
+    folder = tmp_path / "project"
+    (folder / ".git").mkdir(parents=True)  # (a project: Neovim 0.11 roots its server there)
+    file = folder / "sales.py"
+    file.write_text(DEBUGGED)
+    ready, done = tmp_path / "ready.json", tmp_path / "done"
+    more = {"RUNFIX_NVIM_READY": str(ready), "RUNFIX_NVIM_DONE": str(done)}
+    script = Path(__file__).parent / "nvim" / "debug.lua"
+    binary = _which(nvim, which)
+    with _started(binary, tmp_path, file, script, more_env=more) as (process, report):
+        deadline = time.monotonic() + 120
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        asked = json.loads(ready.read_text())
+        assert asked.get("attached") and asked.get("ran") == "ok", asked
+        assert asked["lenses"].count("Debug cell") == 3, asked["lenses"]
+        [launch] = asked["launched"]
+        assert (launch["program"], launch["line"], launch["type"]) == (str(file), 10, "runfix")
+        adapter = asked["adapter"]
+
+        async def debug() -> dict[str, str]:
+            command = [adapter["command"], *adapter["args"]]
+            async with dap(SERVER_ENV, command) as client:
+                await client.start(Path(launch["program"]), launch["line"])
+                await client.request(
+                    "setBreakpoints", source={"path": str(file)}, breakpoints=[{"line": 5}]
+                )
+                await client.request("configurationDone")
+                stop = await client.stopped()
+                assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(file), 5)
+                return said(await client.variables(stop["frame"]["id"]))
+
+        local = asyncio.run(debug())
+        done.touch()
+        process.wait(timeout=60)
+    assert local["s"] == "0"
+    assert json.loads(report.read_text()).get("done")

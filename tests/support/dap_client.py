@@ -121,12 +121,13 @@ class Dap:
 
 
 @contextlib.asynccontextmanager
-async def dap(env: dict[str, str]) -> AsyncIterator[Dap]:
-    """`runfix dap`, as an editor's DAP client starts it."""
+async def dap(env: dict[str, str], command: list[str] | None = None) -> AsyncIterator[Dap]:
+    """`runfix dap` (or the adapter `command` an editor's plugin names), as an editor's DAP
+    client starts it."""
+    command = command or [sys.executable, "-m", "lsp_server", "dap"]
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "lsp_server", "dap",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
+        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
+    )
     client = Dap(process)
     try:
         yield client

@@ -182,10 +182,18 @@ local function handlers()
   }
 end
 
---- Neovim's capabilities, plus: this client answers `runfix/input`.
+--- nvim-dap, where it is installed (nil: debugging is not offered).
+local function nvim_dap()
+  local ok, dap = pcall(require, "dap")
+  return ok and dap or nil
+end
+
+--- Neovim's capabilities, plus: this client answers `runfix/input`; with nvim-dap, it starts
+--- debug sessions itself (the server's "Debug cell" lenses and "Debug this error" actions).
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
-  caps.experimental = vim.tbl_extend("force", caps.experimental or {}, { runfixInput = true })
+  local ours = { runfixInput = true, runfixDebug = nvim_dap() ~= nil }
+  caps.experimental = vim.tbl_extend("force", caps.experimental or {}, ours)
   return caps
 end
 
@@ -597,6 +605,84 @@ function M.status(bufnr)
   return string.format("runfix %s (%s)", state.state, state.executor)
 end
 
+-- Debugging (issue 60): `runfix dap` is nvim-dap's adapter; it debugs in the kernel this
+-- Neovim's runfix holds for the folder. A launch names the file and a line of the cell.
+
+--- The runfix command line itself: the server's `cmd` up to its `serve` (`{ "runfix" }`).
+local function runfix_cli()
+  local cmd = {}
+  for _, arg in ipairs(M.config.cmd) do
+    if arg == "serve" then
+      break
+    end
+    cmd[#cmd + 1] = arg
+  end
+  return cmd
+end
+
+--- nvim-dap's adapter for type "runfix": `runfix dap` on stdio.
+function M.dap_adapter()
+  local cli = runfix_cli()
+  local args = {}
+  for i = 2, #cli do
+    args[#args + 1] = cli[i]
+  end
+  args[#args + 1] = "dap"
+  return { type = "executable", command = cli[1], args = args }
+end
+
+--- The launch of the cell holding `line` (from 1) of `file`; `error`: "Debug this error" (it
+--- stops where the cell's last error is raised).
+function M.debug_config(file, line, error)
+  return {
+    type = "runfix",
+    request = "launch",
+    name = error and "runfix: debug this error" or "runfix: debug cell",
+    program = file,
+    line = line,
+    stopOnError = error or nil,
+  }
+end
+
+local function debug_at(file, line, error)
+  local dap = nvim_dap()
+  if dap == nil then
+    notify("debugging needs nvim-dap (github.com/mfussenegger/nvim-dap): runfix dap is its adapter",
+      vim.log.levels.WARN)
+    return
+  end
+  dap.adapters.runfix = dap.adapters.runfix or M.dap_adapter()
+  dap.run(M.debug_config(file, line, error))
+end
+
+--- :RunfixDebugCell — the cell under the cursor, under nvim-dap with its breakpoints.
+function M.debug_cell()
+  debug_at(vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1], false)
+end
+
+--- :RunfixDebugError — the cell under the cursor again, stopping where its error is raised.
+function M.debug_error()
+  debug_at(vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1], true)
+end
+
+--- The server's lenses and code actions name the editor's commands: `{uri, line}` (0-based).
+local function debug_commands()
+  for name, error in pairs({ ["runfix.debugCell"] = false, ["runfix.debugError"] = true }) do
+    vim.lsp.commands[name] = function(command)
+      local where = (command.arguments or {})[1] or {}
+      debug_at(vim.uri_to_fname(where.uri), (where.line or 0) + 1, error)
+    end
+  end
+  local dap = nvim_dap()
+  if dap ~= nil then
+    dap.adapters.runfix = dap.adapters.runfix or M.dap_adapter()
+    dap.configurations.python = dap.configurations.python or {}
+    table.insert(dap.configurations.python, M.debug_config("${file}", function()
+      return vim.api.nvim_win_get_cursor(0)[1]
+    end, false))
+  end
+end
+
 local function user_commands()
   local add = vim.api.nvim_create_user_command
   add("RunfixRun", M.run, { range = true, desc = "runfix: run the file (or the range)" })
@@ -623,20 +709,8 @@ local function user_commands()
     desc = "runfix: let this folder run its code (trust | sandbox | own Python)",
   })
   add("RunfixUntrust", M.untrust, { desc = "runfix: stop trusting this folder (stops its kernel)" })
-end
-
---- The configuration for `vim.lsp.config` (Neovim 0.11+): what `lsp/runfix.lua` returns,
---- and what setup() registers. The folder comes from `root_markers`.
---- The runfix command line itself: the server's `cmd` up to its `serve` (`{ "runfix" }`).
-local function runfix_cli()
-  local cmd = {}
-  for _, arg in ipairs(M.config.cmd) do
-    if arg == "serve" then
-      break
-    end
-    cmd[#cmd + 1] = arg
-  end
-  return cmd
+  add("RunfixDebugCell", M.debug_cell, { desc = "runfix: debug the cell (nvim-dap)" })
+  add("RunfixDebugError", M.debug_error, { desc = "runfix: debug the cell's error (nvim-dap)" })
 end
 
 local function with_args(cmd, ...)
@@ -692,6 +766,8 @@ local function notebooks(group)
   })
 end
 
+--- The configuration for `vim.lsp.config` (Neovim 0.11+): what `lsp/runfix.lua` returns,
+--- and what setup() registers. The folder comes from `root_markers`.
 function M.lsp_config()
   local config = client_config(nil)
   config.root_dir = nil
@@ -711,6 +787,7 @@ function M.setup(opts)
     end
   end
   user_commands()
+  debug_commands()
   local group = vim.api.nvim_create_augroup("runfix", { clear = true })
   notebooks(group)
   if vim.lsp.config and vim.lsp.enable then
