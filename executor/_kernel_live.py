@@ -1443,6 +1443,27 @@ def _step(value: Any, step: Any) -> Any:
     return _MISSING
 
 
+def debug_frame(where: Any, scope: str, *rest: Any) -> str:
+    """`debug_children` of a stopped frame's `scope` ("locals" or "globals"): the `nth` from
+    the top that runs function `name` at `line` of `filename` (`where`, as the debugger's
+    stack trace says). Found on the stacks of the kernel's threads: the debugger evaluates in
+    a namespace of its own making, whose `locals()` is the frame's globals and locals
+    merged."""
+    filename, name, line, nth = where
+    for top in sys._current_frames().values():
+        frame: Any = top
+        seen = 0
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == name and frame.f_lineno == line and code.co_filename == filename:
+                if seen == nth:
+                    space = frame.f_locals if scope == "locals" else frame.f_globals
+                    return debug_children(space, *rest)
+                seen += 1
+            frame = frame.f_back
+    return json.dumps({"error": "that frame is gone (the code went on)"})
+
+
 def debug_children(
     scope: Any, path: Any, start: int = 0, count: int = 0, names: Any = (), hide: bool = True
 ) -> str:

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,10 @@ DEBUG_TIMEOUT = 7 * 24 * 3600.0
 
 _MACHINERY = ("/ipykernel/", "/IPython/", "/debugpy/", "/tornado/", "/asyncio/", "/zmq/")
 """Frames of these are the kernel's own, left out of the call stack the user sees."""
+
+
+_MACHINE_THREAD = re.compile(r"^IPythonHistorySavingThread$|\(_watch_pipe_fd\)")
+"""Threads of the kernel's own (their code is IPython's and ipykernel's)."""
 
 
 class DebugSession:
@@ -139,6 +144,8 @@ class DebugSession:
     async def _on_launch(self, arguments: dict[str, Any]) -> Any:
         program = arguments.get("program")
         line = arguments.get("line")
+        if isinstance(line, str) and line.isdigit():  # (VS Code's `${lineNumber}` is text)
+            line = int(line)
         if not isinstance(program, str) or not program:
             raise DebugError("program: the file (or notebook) whose cell to debug is needed")
         if not isinstance(line, int) or line < 1:
@@ -359,8 +366,8 @@ class DebugSession:
         else:
             body = await self._forward("stackTrace", arguments) or {}
         frames = [f for f in body.get("stackFrames") or [] if self._shown(f)]
+        self.variables.seen(frames, first=not arguments.get("startFrame"))
         for frame in frames:
-            self.variables.frames[frame["id"]] = str(frame.get("name", ""))
             source = frame.get("source") or {}
             if source.get("path") and isinstance(frame.get("line"), int):
                 source["path"], frame["line"] = self.breakpoints.shown_at(
@@ -368,6 +375,13 @@ class DebugSession:
                 )
                 source["name"] = name_of(source["path"])
         return {"stackFrames": frames, "totalFrames": len(frames)}
+
+    async def _on_threads(self, arguments: dict[str, Any]) -> Any:
+        """The threads but the kernel's own (IPython's history saver, its pipe watchers)."""
+        body = await self._forward("threads", arguments) or {}
+        threads = body.get("threads") or []
+        mine = [t for t in threads if not _MACHINE_THREAD.search(str(t.get("name", "")))]
+        return {"threads": mine}
 
     def _shown(self, frame: dict[str, Any]) -> bool:
         path = str((frame.get("source") or {}).get("path") or "")

@@ -28,8 +28,21 @@ class Variables:
     def __init__(self) -> None:
         self.refs: dict[int, _Ref] = {}
         self._ids = itertools.count(1)
-        self.frames: dict[int, str] = {}
-        """Frame id → its function's name, from the last stack trace."""
+        self._count: dict[tuple[str, str, int], int] = {}
+        self.frames: dict[int, tuple[str, str, int, int]] = {}
+        """Frame id → where it is, as the kernel names it (its file, its function, its line,
+        and how many frames above it on the stack are there too), from the last stack trace."""
+
+    def seen(self, frames: list[dict[str, Any]], first: bool) -> None:
+        """A stack trace's frames (the kernel's paths and lines), top first; `first`: from
+        the top of the stack (else the page below the last one)."""
+        if first:
+            self._count.clear()
+        for frame in frames:
+            path = str((frame.get("source") or {}).get("path") or "")
+            at = (path, str(frame.get("name", "")), int(frame.get("line") or 0))
+            self.frames[frame["id"]] = (*at, self._count.get(at, 0))
+            self._count[at] = self._count.get(at, 0) + 1
 
     def clear(self) -> None:
         self.refs.clear()
@@ -41,7 +54,7 @@ class Variables:
         if not isinstance(frame, int):
             raise DebugError("frameId: a frame of the last stack trace is needed")
         scopes = []
-        if self.frames.get(frame) != "<module>":
+        if (self.frames.get(frame) or ("", ""))[1] != "<module>":
             scopes.append(self._scope("Locals", _Ref(frame, "locals"), "locals"))
         scopes.append(self._scope("Globals", _Ref(frame, "globals"), None))
         return {"scopes": scopes}
@@ -62,10 +75,13 @@ class Variables:
             return {"variables": []}  # (from before the last step: gone)
         start = max(0, int(arguments.get("start") or 0))
         count = max(0, int(arguments.get("count") or 0))
-        scope = "locals()" if ref.scope == "locals" else "globals()"
+        where = self.frames.get(ref.frame)
+        if where is None:
+            return {"variables": []}
         expression = (
-            f"__import__('_runfix_live').debug_children({scope}, {list(ref.path)!r}, "
-            f"{start}, {count}, {names!r}, {ref.scope == 'globals' and not ref.path})"
+            f"__import__('_runfix_live').debug_frame({list(where)!r}, {ref.scope!r}, "
+            f"{list(ref.path)!r}, {start}, {count}, {names!r}, "
+            f"{ref.scope == 'globals' and not ref.path})"
         )
         body = await forward(
             "evaluate", {"expression": expression, "frameId": ref.frame, "context": "clipboard"}

@@ -64,6 +64,7 @@ async def test_a_breakpoint_in_another_cells_function_stops_there_with_its_local
         assert stop["frame"]["name"] == "total"
         assert [f["line"] for f in stop["frames"]] == [5, 10]  # no helper, no kernel frame
         local = said(await client.variables(stop["frame"]["id"]))
+        assert sorted(local) == ["r", "rows", "s"], local  # the frame's own, not its globals
         assert local["s"] == "0" and "price" in local["r"], local
         await client.request("continue", threadId=stop["threadId"])
         again = await client.stopped(stop["at"])

@@ -332,3 +332,28 @@ async def test_debug_this_error_stops_on_the_line_that_raised(
         assert stop["reason"] == "exception"
         top = stop["frame"]
         assert (top["source"]["path"], top["line"]) == (str(folder / name), raised)
+
+
+async def test_each_frame_of_a_recursion_shows_its_own_locals(
+    initialized: Any, folder: Path
+) -> None:
+    """The same function on the stack three times at the same line: each frame's Locals are
+    its own (`n` 1, 2, 3 from the top), read by runfix's inspector in that frame."""
+    text = (
+        "# %% defs\ndef fact(n):\n    if n <= 1:\n        return 1\n"
+        "    return n * fact(n - 1)\n# %% go\nf = fact(3)\n"
+    )
+    path = folder / "rec.py"
+    uri = open_doc(initialized, path, text)
+    assert (await run(initialized, uri))["status"] == "ok"
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 7)
+        await client.request(
+            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 4}]
+        )
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        frames = [f for f in stop["frames"] if f["name"] == "fact"]
+        assert [f["line"] for f in frames] == [4, 5, 5]
+        seen = [said(await client.variables(f["id"]))["n"] for f in frames]
+        assert seen == ["1", "2", "3"]

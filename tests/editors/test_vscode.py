@@ -433,3 +433,34 @@ def test_test_failures_show_in_the_problems_panel_of_code_server(tmp_path: Path)
     assert "test_mean failed: AssertionError: assert 2.0 == 3" in problems, problems
     assert "where 2.0 = mean([2, 4])" in problems
     assert "ZeroDivisionError: division by zero (in ratio, when test_ratio_of_zero ran)" in problems
+
+
+@pytest.mark.timeout(360)
+def test_debug_cell_stops_at_a_breakpoint_in_another_cells_function_in_code_server(
+    tmp_path: Path,
+) -> None:
+    """Issue 60: a breakpoint in the function one cell defines, the "Debug cell" lens of the
+    cell that calls it: VS Code stops there (runfix's debug adapter, the folder's kernel) with
+    the Variables view; continue, and the run's result lands on its line."""
+    source = (
+        "# %% defs\ndef total(rows):\n    s = 0\n    for r in rows:\n"
+        '        s += r["price"] * r["qty"]\n    return s\n'
+        '# %% call\nrows = [{"price": 2.0, "qty": 3}, {"price": 1.5, "qty": 2}]\n'
+        'print("total", total(rows))\n'
+    )
+
+    def prepare(workspace: Path) -> None:
+        (workspace / "debugged.py").write_text(source)
+
+    report, out = _code_server(tmp_path, "debug", prepare)
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    for name in ("vscode-debug.png", "vscode-debug-done.png", "report.json"):
+        if (out / name).exists():
+            shutil.copy(out / name, saved / ("debug-" + name if name == "report.json" else name))
+    assert "error" not in report, report["error"]
+    assert report["lenses"] == 2, report
+    assert report["stopped"], report
+    assert "rows" in report["variables"] and "s" in report["variables"], report["variables"]
+    assert report["stoppedLine"] >= 1, report
+    assert report["landed"], report.get("editorText")

@@ -41,6 +41,10 @@ import { notebookController, type RunfixKernel } from "./notebooks";
 import { type OutputsAnswer, OutputViews } from "./outputView";
 
 let client: LanguageClient | undefined;
+/** The runfix command the server was started with: `runfix dap` is its debug adapter. */
+let runfixCommand: string | undefined;
+/** The runfix.path setting the server was started with. */
+let startedPath: string | undefined;
 let output: vscode.LogOutputChannel | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
 let views: OutputViews | undefined;
@@ -280,6 +284,8 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     return;
   }
   output?.appendLine(`runfix: starting ${found.command} serve (from ${found.source})`);
+  runfixCommand = found.command;
+  startedPath = setting;
   const keys = settingKeys(context);
   const serverOptions: ServerOptions = { command: found.command, args: ["serve"] };
   const clientOptions: LanguageClientOptions = {
@@ -345,6 +351,7 @@ const experimentalFeature: StaticFeature = {
       ...(capabilities.experimental as object | undefined),
       runfixInput: true,
       runfixOutputs: true,
+      runfixDebug: true,
     };
   },
   initialize(): void {},
@@ -658,6 +665,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       );
     }
   });
+  register("runfix.debugCell", (where?: DebugWhere) => debugAt(where, false));
+  register("runfix.debugError", (where?: DebugWhere) => debugAt(where, true));
+  context.subscriptions.push(
+    vscode.debug.registerDebugAdapterDescriptorFactory("runfix", {
+      createDebugAdapterDescriptor() {
+        if (!runfixCommand) {
+          throw new Error("runfix is not running yet: open a Python file of the folder first");
+        }
+        return new vscode.DebugAdapterExecutable(runfixCommand, ["dap"]);
+      },
+    }),
+    vscode.debug.registerDebugConfigurationProvider("runfix", {
+      // F5 without a launch.json: the cell at the cursor.
+      resolveDebugConfiguration(_folder, config) {
+        if (!config.type && !config.request) {
+          const editor = vscode.window.activeTextEditor;
+          return editor ? debugConfiguration(editor.document.uri, editor.selection.active.line, false) : undefined;
+        }
+        return config;
+      },
+    }),
+  );
   register("runfix.vscode.kernelMenu", async () => {
     const choice = await vscode.window.showQuickPick(["Interrupt", "Restart Kernel", "Show Log"], {
       title: `runfix kernel: ${currentState()?.state ?? "not started"}`,
@@ -676,7 +705,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidGrantWorkspaceTrust(() => void start(context)),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       // A new runfix.path restarts the server, or starts it when none could be found before.
-      if (event.affectsConfiguration("runfix.path")) {
+      // (When a debug session starts, code-server says the setting changed and reads it blank
+      // for a moment: a running server, its kernel and the session are kept then.)
+      const now = vscode.workspace.getConfiguration("runfix").get<string>("path");
+      const changed = now ? now !== startedPath : !client;
+      if (event.affectsConfiguration("runfix.path") && changed) {
+        output?.appendLine(`runfix: runfix.path is now ${now || "unset"}: restarting the server`);
         const old = client;
         client = undefined;
         await old?.stop();
@@ -692,8 +726,39 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   await start(context);
 }
 
+/** Where a lens or a code action debugs: a document (a notebook cell's URI too) and a line (0-based). */
+interface DebugWhere {
+  uri?: string;
+  line?: number;
+}
+
+/** A launch of runfix's debug adapter on the cell holding `line` (0-based) of `uri`. */
+function debugConfiguration(uri: vscode.Uri, line: number, stopOnError: boolean): vscode.DebugConfiguration {
+  return {
+    type: "runfix",
+    request: "launch",
+    name: stopOnError ? "runfix: Debug This Error" : "runfix: Debug Cell",
+    program: uri.scheme === "file" ? uri.fsPath : uri.toString(),
+    line: line + 1,
+    stopOnError,
+  };
+}
+
+/** Debug Cell / Debug This Error: the lens's or action's cell, else the cursor's. */
+async function debugAt(where: DebugWhere | undefined, stopOnError: boolean): Promise<boolean> {
+  const editor = vscode.window.activeTextEditor;
+  const uri = where?.uri ? vscode.Uri.parse(where.uri) : editor?.document.uri;
+  const line = where?.line ?? editor?.selection.active.line;
+  if (!uri || line === undefined) {
+    return false;
+  }
+  const folder = vscode.workspace.getWorkspaceFolder(uri);
+  return vscode.debug.startDebugging(folder, debugConfiguration(uri, line, stopOnError));
+}
+
 export async function deactivate(): Promise<void> {
   if (client) {
+    output?.appendLine("runfix: the extension is deactivated: stopping the server");
     await client.stop();
     client = undefined;
   }

@@ -393,6 +393,7 @@ const userSettings = {
   "editor.inlayHints.enabled": "on",
   "runfix.python": env("RUNFIX_E2E_PYTHON"),
   "runfix.openOutput": "always",
+  "runfix.trace.server": "messages",
 };
 const writeSettings = (extra) =>
   fs.writeFileSync(
@@ -640,6 +641,77 @@ try {
   }
   if (scenario === "tests") {
     await testsScenario(page);
+    throw new Done();
+  }
+
+  if (scenario === "debug") {
+    // Issue 60: a breakpoint in the function one cell defines, "Debug cell" on the cell that
+    // calls it: the stop shows in the editor with the Variables view; continue, and the
+    // run's result lands on its line.
+    const command = async (name) => {
+      await page.keyboard.press("F1");
+      await page.keyboard.type(name);
+      await pick(page, name);
+    };
+    const goTo = async (line) => {
+      await page.keyboard.press("Control+G");
+      await page.keyboard.type(String(line));
+      await page.keyboard.press("Enter");
+    };
+    await page.keyboard.press("Control+P");
+    await page.keyboard.type("debugged.py");
+    await pick(page, "debugged.py");
+    await page.waitForFunction(
+      () => (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+        .replace(/[\s\u00a0]+/g, " ").includes("def total"),
+      null,
+      { timeout: 30000 },
+    );
+    await page.locator(".editor-instance .monaco-editor").first().click();
+    await goTo(2);
+    await command("runfix: Run Cell"); // defines `total` in the kernel
+    await page.waitForFunction(
+      () => document.querySelector("footer, .part.statusbar")?.textContent?.includes("runfix: idle"),
+      null,
+      { timeout: 60000 },
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    await goTo(5);
+    await command("Debug: Toggle Breakpoint");
+    const lens = page.locator(".contentWidgets .codelens-decoration a", { hasText: "Debug cell" });
+    await lens.nth(1).waitFor({ timeout: 30000 });
+    step("lenses", await lens.count());
+    await lens.nth(1).click(); // the calling cell's
+    // The stop: the editor marks the line it stopped on, the Variables view lists the frame's.
+    await page.waitForFunction(
+      () => document.querySelectorAll(".debug-top-stack-frame-line").length > 0,
+      null,
+      { timeout: 60000 },
+    ).then(() => step("stopped"), () => step("stopped", false));
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".debug-pane .monaco-list-row")]
+        .some((row) => row.textContent.includes("rows")),
+      null,
+      { timeout: 30000 },
+    ).catch(() => {});
+    await new Promise((r) => setTimeout(r, 1000));
+    report.variables = await page.locator(".debug-pane").first().innerText().catch(() => "");
+    report.stoppedLine = await page.locator(".debug-top-stack-frame-line").count();
+    await page.screenshot({ path: path.join(out, "vscode-debug.png") });
+    // Continue (the toolbar's button) through the loop's two stops: the run goes on to its end.
+    const go = page.locator(".debug-toolbar .codicon-debug-continue").first();
+    for (let i = 0; i < 2; i++) {
+      await go.click({ timeout: 10000 }).catch(() => {});
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    await page.waitForFunction(
+      () => (document.querySelector(".editor-instance .view-lines")?.textContent ?? "")
+        .replace(/[\s\u00a0]+/g, " ").includes("→ total 9.0"),
+      null,
+      { timeout: 60000 },
+    ).then(() => step("landed"), () => step("landed", false));
+    report.editorText = await editor.innerText();
+    await page.screenshot({ path: path.join(out, "vscode-debug-done.png") });
     throw new Done();
   }
 

@@ -8,12 +8,16 @@ folder's kernel at its next use.
 
 from __future__ import annotations
 
+import logging
+
 from lsprotocol import types as lsp
 
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.lsp.text import DocumentWorkspace
 from lsp_server.settings import CLIENT_TRUST
+
+log = logging.getLogger(__name__)
 
 RESTRICTED = (
     "VS Code's Restricted Mode runs nothing; trust the workspace "
@@ -55,6 +59,7 @@ def register(server: RunfixServer) -> None:
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: RunfixServer, params: None) -> None:
+        log.info("the client asked the server to shut down")
         await ls.shut_down()
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
