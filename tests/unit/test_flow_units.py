@@ -89,6 +89,12 @@ class FakeEditor:
     def path_of(self, uri: str) -> str:
         return "/ws/doc.py"
 
+    def cell_start(self, uri: str) -> tuple[str, int] | None:
+        return None
+
+    def cell_place(self, uri: str, line: int) -> tuple[str, int] | None:
+        return None
+
     def language_of(self, uri: str) -> Language | None:
         return PYTHON
 

@@ -226,8 +226,8 @@ def test_only_the_context_maker_looks_a_document_folder_up_in_the_core() -> None
     calls, which come with their folder) may."""
     # (and the session: the state, where the settings are kept; a debug session is a door
     # too: DAP's front end, its folder given by the socket it came through)
-    doors = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents", "lsp_server.session")
-    doors += ("lsp_server.debug",)
+    doors: tuple[str, ...] = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents")
+    doors += ("lsp_server.session", "lsp_server.debug")
     looked: dict[str, list[str]] = {}
     for attribute in (
         "folder_for",

@@ -93,6 +93,12 @@ class FakeEditor:
     def path_of(self, uri: str) -> str:
         return str(self.folder / "job.py")
 
+    def cell_start(self, uri: str) -> tuple[str, int] | None:
+        return None
+
+    def cell_place(self, uri: str, line: int) -> tuple[str, int] | None:
+        return None
+
     def folder_for(self, uri: str) -> Path:
         return self.folder
 

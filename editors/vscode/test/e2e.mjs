@@ -393,7 +393,6 @@ const userSettings = {
   "editor.inlayHints.enabled": "on",
   "runfix.python": env("RUNFIX_E2E_PYTHON"),
   "runfix.openOutput": "always",
-  "runfix.trace.server": "messages",
 };
 const writeSettings = (extra) =>
   fs.writeFileSync(
