@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 from lsp_server.agents import DAP_HELLO, AgentError, connect
 from lsp_server.cli.mcp import _held_folder
-from lsp_server.debug.wire import CAPABILITIES, WireError, framed, read_message
+from lsp_server.debug.wire import CAPABILITIES, WireError, framed, read_message, response
 
 
 class _Stdio:
@@ -37,18 +37,7 @@ class _Stdio:
         sys.stdout.buffer.flush()
 
     def respond(self, request: dict[str, Any], body: Any = None, error: str | None = None) -> None:
-        answer: dict[str, Any] = {
-            "type": "response",
-            "request_seq": request.get("seq", 0),
-            "command": request.get("command", ""),
-            "success": error is None,
-        }
-        if error is not None:
-            answer["message"] = error
-            answer["body"] = {"error": {"id": 1, "format": error, "showUser": True}}
-        elif body is not None:
-            answer["body"] = body
-        self.send(answer)
+        self.send(response(request, body, error))
 
 
 async def _stdin() -> asyncio.StreamReader:

@@ -35,7 +35,7 @@ from executor.debugger import DebugUnavailable, KernelDebug
 from lsp_server.contract import Range
 from lsp_server.debug.breakpoints import Breakpoints, DebugError, name_of
 from lsp_server.debug.variables import Variables
-from lsp_server.debug.wire import CAPABILITIES
+from lsp_server.debug.wire import CAPABILITIES, response
 from lsp_server.editor import Editor
 from lsp_server.flow import Flow
 from lsp_server.runs import RunMode, Where
@@ -92,18 +92,7 @@ class DebugSession:
         self._out({"type": "event", "event": name, **({"body": body} if body else {})})
 
     def _respond(self, request: dict[str, Any], body: Any = None, error: str | None = None) -> None:
-        answer: dict[str, Any] = {
-            "type": "response",
-            "request_seq": request.get("seq", 0),
-            "command": request.get("command", ""),
-            "success": error is None,
-        }
-        if error is not None:
-            answer["message"] = error
-            answer["body"] = {"error": {"id": 1, "format": error, "showUser": True}}
-        elif body is not None:
-            answer["body"] = body
-        self._out(answer)
+        self._out(response(request, body, error))
 
     async def handle(self, message: dict[str, Any]) -> None:
         """One message of the client's: a request answered (an error said in its response,
@@ -275,7 +264,10 @@ class DebugSession:
         if kernel is None:
             return
         with contextlib.suppress(Exception):
-            await kernel.request("disconnect", {"restart": False, "terminateDebuggee": False})
+            # (bounded: a kernel restarted under the session has no debugger to answer it)
+            await kernel.request(
+                "disconnect", {"restart": False, "terminateDebuggee": False}, within=3.0
+            )
         kernel.close()
 
     async def close(self) -> None:

@@ -66,6 +66,22 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     return message
 
 
+def response(request: dict[str, Any], body: Any = None, error: str | None = None) -> dict[str, Any]:
+    """The response to `request` (without its `seq`): `body`, or `error` shown to the user."""
+    answer: dict[str, Any] = {
+        "type": "response",
+        "request_seq": request.get("seq", 0),
+        "command": request.get("command", ""),
+        "success": error is None,
+    }
+    if error is not None:
+        answer["message"] = error
+        answer["body"] = {"error": {"id": 1, "format": error, "showUser": True}}
+    elif body is not None:
+        answer["body"] = body
+    return answer
+
+
 def framed(message: dict[str, Any]) -> bytes:
     body = json.dumps(message).encode()
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

@@ -101,12 +101,7 @@ async def test_after_the_defining_cell_is_edited_and_run_again_the_breakpoint_hi
     change(initialized, uri, 2, (4, 0), (4, 39), '        s += r["qty"] * r["price"] + 1')
     assert (await run(initialized, uri, 1, 5))["status"] == "ok"
     async with dap(SERVER_ENV) as client:
-        await client.start(path, 10)
-        await client.request(
-            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}]
-        )
-        await client.request("configurationDone")
-        stop = await client.stopped()
+        stop = await client.stop_at(path, 10, path, 5)
         assert stop["frame"]["line"] == 5
         await client.request("next", threadId=stop["threadId"])
         step = await client.stopped(stop["at"])
@@ -202,12 +197,7 @@ async def test_variables_run_nothing_of_the_users_code_and_page_a_million_items(
     _, path = await debugged(initialized, folder, HOSTILE)
     (folder / "touched").unlink(missing_ok=True)
     async with dap(SERVER_ENV) as client:
-        await client.start(path, 16)
-        await client.request(
-            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 14}]
-        )
-        await client.request("configurationDone")
-        stop = await client.stopped()
+        stop = await client.stop_at(path, 16, path, 14)
         frame = stop["frame"]["id"]
         local = await client.variables(frame)
         by_name = {v["name"]: v for v in local}
@@ -290,12 +280,7 @@ async def test_disconnecting_mid_stop_lets_the_run_finish_and_keeps_the_state(
 ) -> None:
     _, path = await debugged(initialized, folder)
     async with dap(SERVER_ENV) as client:
-        await client.start(path, 10)
-        await client.request(
-            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}]
-        )
-        await client.request("configurationDone")
-        await client.stopped()
+        await client.stop_at(path, 10, path, 5)
         await client.request("disconnect")
     probe = open_doc(initialized, folder / "probe.py", "total(rows)\n")
     assert (await run(initialized, probe))["status"] == "ok"
@@ -379,11 +364,6 @@ async def test_the_docker_sandbox_and_a_jupyter_server_stop_at_a_breakpoint(
     Jupyter Server's kernel is reached on the control channel of its WebSocket."""
     _, path = await debugged(initialized, folder)
     async with dap(SERVER_ENV) as client:
-        await client.start(path, 10)
-        await client.request(
-            "setBreakpoints", source={"path": str(path)}, breakpoints=[{"line": 5}]
-        )
-        await client.request("configurationDone")
-        stop = await client.stopped()
+        stop = await client.stop_at(path, 10, path, 5)
         assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(path), 5)
         assert said(await client.variables(stop["frame"]["id"]))["s"] == "0"

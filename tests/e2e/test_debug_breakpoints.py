@@ -14,6 +14,7 @@ import pytest
 from lsprotocol import types as lsp
 
 from tests.conftest import SERVER_ENV, apply_edits, open_doc, run
+from tests.e2e.test_debug import DOC
 from tests.e2e.test_e2e_notebooks import open_notebook
 from tests.support.dap_client import dap, said
 
@@ -41,19 +42,6 @@ class Case:
     """The kernel restarted after the first runs, and everything run again."""
     condition: str | None = None
 
-
-DEFS = """\
-# %% defs
-def total(rows):
-    s = 0
-    for r in rows:
-        s += r["price"] * r["qty"]
-    return s
-# %% data
-rows = [{"price": 2.0, "qty": 3}, {"price": 1.5, "qty": 2}]
-# %% call
-result = total(rows)
-"""
 
 CLASSES = """\
 # %% model
@@ -117,18 +105,18 @@ LONG_DEEP = LONG.splitlines().index("    far = x * 2") + 1
 LONG_GO = len(LONG.splitlines())
 
 CASES: dict[str, Case] = {
-    "same cell": Case({"sales.py": DEFS}, ("sales.py", 10), ("sales.py", 10), ("sales.py", 10)),
+    "same cell": Case({"sales.py": DOC}, ("sales.py", 10), ("sales.py", 10), ("sales.py", 10)),
     "a function another cell defined (vscode-jupyter#17300)": Case(
-        {"sales.py": DEFS}, ("sales.py", 10), ("sales.py", 5), ("sales.py", 5), {"s": "0"}
+        {"sales.py": DOC}, ("sales.py", 10), ("sales.py", 5), ("sales.py", 5), {"s": "0"}
     ),
     "its first line": Case(
-        {"sales.py": DEFS}, ("sales.py", 10), ("sales.py", 3), ("sales.py", 3)
+        {"sales.py": DOC}, ("sales.py", 10), ("sales.py", 3), ("sales.py", 3)
     ),
     "its return": Case(
-        {"sales.py": DEFS}, ("sales.py", 10), ("sales.py", 6), ("sales.py", 6), {"s": "9.0"}
+        {"sales.py": DOC}, ("sales.py", 10), ("sales.py", 6), ("sales.py", 6), {"s": "9.0"}
     ),
     "a conditional breakpoint in another cell's loop": Case(
-        {"sales.py": DEFS}, ("sales.py", 10), ("sales.py", 5), ("sales.py", 5), {"s": "6.0"},
+        {"sales.py": DOC}, ("sales.py", 10), ("sales.py", 5), ("sales.py", 5), {"s": "6.0"},
         condition="s > 0",
     ),
     "a method of a class another cell defined": Case(
@@ -180,11 +168,11 @@ CASES: dict[str, Case] = {
         {"x": "21"},
     ),
     "after the defining cell was edited and run again": Case(
-        {"sales.py": DEFS}, ("sales.py", 10), ("sales.py", 6), ("sales.py", 6), {"s": "2"},
+        {"sales.py": DOC}, ("sales.py", 10), ("sales.py", 6), ("sales.py", 6), {"s": "2"},
         edit=("sales.py", 5, "        s += 1"),
     ),
     "after a restart": Case(
-        {"sales.py": DEFS}, ("sales.py", 10), ("sales.py", 5), ("sales.py", 5), {"s": "0"},
+        {"sales.py": DOC}, ("sales.py", 10), ("sales.py", 5), ("sales.py", 5), {"s": "0"},
         restart=True,
     ),
     "a notebook: the same cell": Case(

@@ -852,20 +852,6 @@ def test_test_failures_show_on_their_lines_in_neovim(nvim: str, tmp_path: Path, 
     assert raised["line"] == 6 and raised["message"].startswith("ZeroDivisionError")
 
 
-DEBUGGED = """\
-# %% defs
-def total(rows):
-    s = 0
-    for r in rows:
-        s += r["price"] * r["qty"]
-    return s
-# %% data
-rows = [{"price": 2.0, "qty": 3}, {"price": 1.5, "qty": 2}]
-# %% call
-result = total(rows)
-"""
-
-
 @pytest.mark.parametrize("which", ["debian", "current"])
 def test_debug_cell_through_the_plugins_nvim_dap_adapter(
     nvim: str, tmp_path: Path, which: str
@@ -875,12 +861,13 @@ def test_debug_cell_through_the_plugins_nvim_dap_adapter(
     nvim-dap to launch the cell; that launch, spoken to that adapter as nvim-dap speaks DAP,
     stops at a breakpoint in another cell's function in the kernel Neovim's runfix holds.
     (nvim-dap is on no registry here: a stand-in keeps what the plugin asks of it.)"""
+    from tests.e2e.test_debug import DOC
     from tests.support.dap_client import dap, said
 
     folder = tmp_path / "project"
     (folder / ".git").mkdir(parents=True)  # (a project: Neovim 0.11 roots its server there)
     file = folder / "sales.py"
-    file.write_text(DEBUGGED)
+    file.write_text(DOC)
     ready, done = tmp_path / "ready.json", tmp_path / "done"
     more = {"RUNFIX_NVIM_READY": str(ready), "RUNFIX_NVIM_DONE": str(done)}
     script = Path(__file__).parent / "nvim" / "debug.lua"

@@ -93,6 +93,16 @@ class Dap:
         await self.event("initialized")
         return dict(capabilities or {})
 
+    async def stop_at(self, program: Path, line: int, source: Path, breakpoint: int) -> Any:
+        """Debug the cell of `program`'s `line` with one breakpoint (`source`, `breakpoint`):
+        the stop (`stopped`)."""
+        await self.start(program, line)
+        await self.request(
+            "setBreakpoints", source={"path": str(source)}, breakpoints=[{"line": breakpoint}]
+        )
+        await self.request("configurationDone")
+        return await self.stopped()
+
     async def stopped(self, after: int = 0) -> dict[str, Any]:
         """The next stop: its event's body with the top frame (`frame`) and the stack."""
         event = await self.event("stopped", after)

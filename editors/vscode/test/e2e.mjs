@@ -50,6 +50,20 @@ async function pickExactly(page, label) {
   await rows.nth(Math.max(at, 0)).click();
 }
 
+/** Run the palette's command `name`. */
+async function palette(page, name) {
+  await page.keyboard.press("F1");
+  await page.keyboard.type(name);
+  await pick(page, name);
+}
+
+/** Put the cursor on `line` (Go to Line). */
+async function goToLine(page, line) {
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type(String(line));
+  await page.keyboard.press("Enter");
+}
+
 /** Open `file` through Quick Open, wait for `shows` in it, and run its first cell. */
 async function runFirstCell(page, file, shows) {
   await page.keyboard.press("Control+P");
@@ -647,16 +661,8 @@ try {
     // Issue 60: a breakpoint in the function one cell defines, "Debug cell" on the cell that
     // calls it: the stop shows in the editor with the Variables view; continue, and the
     // run's result lands on its line.
-    const command = async (name) => {
-      await page.keyboard.press("F1");
-      await page.keyboard.type(name);
-      await pick(page, name);
-    };
-    const goTo = async (line) => {
-      await page.keyboard.press("Control+G");
-      await page.keyboard.type(String(line));
-      await page.keyboard.press("Enter");
-    };
+    const command = (name) => palette(page, name);
+    const goTo = (line) => goToLine(page, line);
     await page.keyboard.press("Control+P");
     await page.keyboard.type("debugged.py");
     await pick(page, "debugged.py");
@@ -718,11 +724,7 @@ try {
     // Issue 59: Run and Fix where the model's candidate silences the error: the file stays
     // as it is, and the notification holds the rule and the change as a diff; then a real
     // fix, whose notification says what the code now prints.
-    const run = async (name) => {
-      await page.keyboard.press("F1");
-      await page.keyboard.type(name);
-      await pick(page, name);
-    };
+    const run = (name) => palette(page, name);
     await page.keyboard.press("Control+P");
     await page.keyboard.type("first.py");
     await pick(page, "first.py");
@@ -760,16 +762,8 @@ try {
   }
 
   if (live) {
-    const command = async (name) => {
-      await page.keyboard.press("F1");
-      await page.keyboard.type(name);
-      await pick(page, name);
-    };
-    const goTo = async (line) => {
-      await page.keyboard.press("Control+G");
-      await page.keyboard.type(String(line));
-      await page.keyboard.press("Enter");
-    };
+    const command = (name) => palette(page, name);
+    const goTo = (line) => goToLine(page, line);
     await page.keyboard.press("Control+P");
     await page.keyboard.type("sales.py");
     await pick(page, "sales.py");
