@@ -1519,3 +1519,48 @@ def _step_of(name: str) -> Any:
     if name.startswith("[") and name.endswith("]") and name[1:-1].isdigit():
         return int(name[1:-1])
     return name
+
+
+def debug_postmortem(op: str, *rest: Any) -> str:
+    """The kernel's last error (`sys.last_traceback`) as a debugger's stopped thread that
+    runs nothing. "frames": the error and its frames in the user's code, innermost first
+    (file, function, line); "children": `debug_children` of one of them (`debug_frame`'s
+    arguments: where, scope, then the page)."""
+    exc, tb = getattr(sys, "last_value", None), getattr(sys, "last_traceback", None)
+    system = _system_paths()
+    kept: list[Any] = []
+    while tb is not None:
+        if _users(tb.tb_frame.f_code.co_filename, system):
+            kept.append(tb)
+        tb = tb.tb_next
+    kept.reverse()
+    if op == "frames":
+        if exc is None or not kept:
+            return json.dumps(None)
+        frames = [
+            [t.tb_frame.f_code.co_filename, t.tb_frame.f_code.co_name, t.tb_lineno] for t in kept
+        ]
+        kind, said = _short_name(exc), _message(exc)
+        text = _said("", f"{kind}: {said}" if said else kind)
+        return json.dumps({"kind": kind, "error": text, "frames": frames})
+    where, scope, *page = rest
+    filename, name, line, nth = where
+    matching = [
+        t
+        for t in kept
+        if (t.tb_frame.f_code.co_filename, t.tb_frame.f_code.co_name, t.tb_lineno)
+        == (filename, name, line)
+    ]
+    if nth >= len(matching):
+        return json.dumps({"error": "that error is gone (a later run replaced it)"})
+    frame = matching[nth].tb_frame
+    return debug_children(frame.f_locals if scope == "locals" else frame.f_globals, *page)
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's message where it is plain text (its one argument, a `str`): nothing of
+    the user's code runs to read it (no `__str__`, no argument's)."""
+    args = BaseException.__dict__["args"].__get__(exc)
+    if type(args) is tuple and len(args) == 1 and type(args[0]) is str:
+        return repr(args[0][:300]) if _is_sub(type(exc), KeyError) else args[0][:300]
+    return ""

@@ -20,10 +20,12 @@ ordinary way is its own path. What runfix adds:
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import dataclasses
 import itertools
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -34,7 +36,8 @@ from executor.base import ExecutorUnavailable
 from executor.debugger import DebugUnavailable, KernelDebug
 from lsp_server.contract import Range
 from lsp_server.debug.breakpoints import Breakpoints, DebugError, name_of
-from lsp_server.debug.variables import Variables
+from lsp_server.debug.postmortem import PostMortem
+from lsp_server.debug.variables import Place, Ref, Variables
 from lsp_server.debug.wire import CAPABILITIES, response
 from lsp_server.editor import Editor
 from lsp_server.flow import Flow
@@ -45,6 +48,10 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[dict[str, Any]], None]
 
+NO_ERROR = (
+    "the kernel holds no error now (none since it started, or a later run replaced it): "
+    "Debug this error runs the cell again instead"
+)
 DEBUG_TIMEOUT = 7 * 24 * 3600.0
 """A debugged run's time limit: the user stops it (a stop at a breakpoint is not a hang)."""
 
@@ -70,6 +77,8 @@ class DebugSession:
         """The debugged cell's lines (0-based, inclusive)."""
         self.breakpoints = Breakpoints(editor, folder)
         self.variables = Variables()
+        self.post: PostMortem | None = None
+        """A post-mortem session's answers (`postMortem`: the last error, nothing runs)."""
         self._stop_on_error = False
         self._run: asyncio.Task[None] | None = None
         self._cancel = asyncio.Event()
@@ -103,7 +112,9 @@ class DebugSession:
         arguments = message.get("arguments") or {}
         handler = getattr(self, f"_on_{command}", None)
         try:
-            if handler is not None:
+            if self.post is not None and command in self.post.answers:
+                self._respond(message, await self.post.answer(command, arguments))
+            elif handler is not None:
                 self._respond(message, await handler(arguments))
             else:
                 self._respond(message, await self._forward(command, arguments))
@@ -170,6 +181,16 @@ class DebugSession:
             self._error_kind = self._last_error(uri, self._cell)
         settings = dataclasses.replace(where.settings, timeout=DEBUG_TIMEOUT)
         self.where = dataclasses.replace(where, settings=settings)
+        if arguments.get("postMortem"):  # the last error's frames, kept: nothing runs
+            error = await PostMortem.error_of(kernel)
+            if error is None:
+                raise DebugError(NO_ERROR)
+            names = sorted(settings.secret_names())
+            self.post = PostMortem(
+                kernel, error, self.breakpoints, self.variables, names, self.event
+            )
+            self.event("initialized")
+            return None
         self.breakpoints.ran = await self._read_ran(kernel)
         self.breakpoints.debugged = (uri, *self._cell)
         self.kernel = await kernel.debugger(self._from_kernel)
@@ -395,5 +416,18 @@ class DebugSession:
         return self.variables.scopes(arguments)
 
     async def _on_variables(self, arguments: dict[str, Any]) -> Any:
+        return await self.variables.page(arguments, self._read)
+
+    async def _read(self, ref: Ref, where: Place, start: int, count: int) -> dict[str, Any]:
+        """A page of `ref`, read by runfix's inspector in the stopped frame `where`."""
         names = sorted(self.where.settings.secret_names()) if self.where else []
-        return await self.variables.page(arguments, self._forward, names)
+        call = self.variables.call(ref, where, start, count, names)
+        expression = f"__import__('_runfix_live').debug_frame({call})"
+        body = await self._forward(
+            "evaluate", {"expression": expression, "frameId": ref.frame, "context": "clipboard"}
+        )
+        try:
+            said = json.loads(ast.literal_eval(str((body or {}).get("result", ""))))
+        except (ValueError, SyntaxError) as exc:
+            raise DebugError(f"the variables could not be read: {exc}") from None
+        return said if isinstance(said, dict) else {"error": "the kernel did not answer"}

@@ -4,17 +4,21 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import itertools
-import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from lsp_server.debug.breakpoints import DebugError, Forward
+from lsp_server.debug.breakpoints import DebugError
+
+Place = tuple[str, str, int, int]
+"""A frame as the kernel names it: its file, function, line, and its depth among its likes."""
+Reader = Callable[["Ref", Place, int, int], Awaitable[dict[str, Any]]]
+"""Reads a page of a reference's children (from, how many) in a frame: the inspector's JSON."""
 
 
 @dataclasses.dataclass
-class _Ref:
+class Ref:
     """What a `variablesReference` names: a path of steps from a frame's locals or globals."""
 
     frame: int
@@ -26,12 +30,19 @@ class Variables:
     """The references the client pages through, valid until the kernel goes on."""
 
     def __init__(self) -> None:
-        self.refs: dict[int, _Ref] = {}
+        self.refs: dict[int, Ref] = {}
         self._ids = itertools.count(1)
         self._count: dict[tuple[str, str, int], int] = {}
-        self.frames: dict[int, tuple[str, str, int, int]] = {}
+        self.frames: dict[int, Place] = {}
         """Frame id → where it is, as the kernel names it (its file, its function, its line,
         and how many frames above it on the stack are there too), from the last stack trace."""
+
+    def call(self, ref: Ref, where: Place, start: int, count: int, names: list[str]) -> str:
+        """The arguments of `_runfix_live.debug_frame` (and `debug_postmortem`'s after its
+        first) for a page of `ref` in the frame `where`."""
+        hide = ref.scope == "globals" and not ref.path
+        page = f"{start}, {count}, {names!r}, {hide}"
+        return f"{list(where)!r}, {ref.scope!r}, {list(ref.path)!r}, {page}"
 
     def seen(self, frames: list[dict[str, Any]], first: bool) -> None:
         """A stack trace's frames (the kernel's paths and lines), top first; `first`: from
@@ -55,11 +66,11 @@ class Variables:
             raise DebugError("frameId: a frame of the last stack trace is needed")
         scopes = []
         if (self.frames.get(frame) or ("", ""))[1] != "<module>":
-            scopes.append(self._scope("Locals", _Ref(frame, "locals"), "locals"))
-        scopes.append(self._scope("Globals", _Ref(frame, "globals"), None))
+            scopes.append(self._scope("Locals", Ref(frame, "locals"), "locals"))
+        scopes.append(self._scope("Globals", Ref(frame, "globals"), None))
         return {"scopes": scopes}
 
-    def _scope(self, name: str, ref: _Ref, hint: str | None) -> dict[str, Any]:
+    def _scope(self, name: str, ref: Ref, hint: str | None) -> dict[str, Any]:
         number = next(self._ids)
         self.refs[number] = ref
         scope: dict[str, Any] = {"name": name, "variablesReference": number, "expensive": False}
@@ -67,29 +78,15 @@ class Variables:
             scope["presentationHint"] = hint
         return scope
 
-    async def page(self, arguments: dict[str, Any], forward: Forward, names: list[str]) -> Any:
-        """`variables`' answer, read by runfix's inspector in the frame (`forward` asks the
-        kernel's debugger to evaluate; `names`: the user's secret names)."""
+    async def page(self, arguments: dict[str, Any], read: Reader) -> Any:
+        """`variables`' answer: what `read` says runfix's inspector found (in the stopped
+        frame, or in the kept frame of the kernel's last error)."""
         ref = self.refs.get(arguments.get("variablesReference", 0))
-        if ref is None:
+        if ref is None or ref.frame not in self.frames:
             return {"variables": []}  # (from before the last step: gone)
         start = max(0, int(arguments.get("start") or 0))
         count = max(0, int(arguments.get("count") or 0))
-        where = self.frames.get(ref.frame)
-        if where is None:
-            return {"variables": []}
-        expression = (
-            f"__import__('_runfix_live').debug_frame({list(where)!r}, {ref.scope!r}, "
-            f"{list(ref.path)!r}, {start}, {count}, {names!r}, "
-            f"{ref.scope == 'globals' and not ref.path})"
-        )
-        body = await forward(
-            "evaluate", {"expression": expression, "frameId": ref.frame, "context": "clipboard"}
-        )
-        try:
-            said = json.loads(ast.literal_eval(str((body or {}).get("result", ""))))
-        except (ValueError, SyntaxError) as exc:
-            raise DebugError(f"the variables could not be read: {exc}") from None
+        said = await read(ref, self.frames[ref.frame], start, count)
         if "error" in said:
             raise DebugError(str(said["error"]))
         out = []
@@ -98,7 +95,7 @@ class Variables:
             number = 0
             if indexed or named:
                 number = next(self._ids)
-                self.refs[number] = _Ref(ref.frame, ref.scope, (*ref.path, item["step"]))
+                self.refs[number] = Ref(ref.frame, ref.scope, (*ref.path, item["step"]))
             kind = str(item.get("type", ""))
             if item.get("length") is not None:
                 kind = f"{kind} · len {item['length']}"

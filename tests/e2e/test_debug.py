@@ -367,3 +367,41 @@ async def test_the_docker_sandbox_and_a_jupyter_server_stop_at_a_breakpoint(
         stop = await client.stop_at(path, 10, path, 5)
         assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(path), 5)
         assert said(await client.variables(stop["frame"]["id"]))["s"] == "0"
+
+
+async def test_a_post_mortem_view_of_the_last_error_runs_nothing_again(
+    initialized: Any, folder: Path
+) -> None:
+    """`postMortem`: the kernel's last error as a stopped thread — its frames in the user's
+    code (the function another cell defined on top), their values, nothing run again (the
+    cell's side effect happens once), and no step."""
+    text = ERROR_DOC.replace("print(sum(", 'open("ran", "a").write("x")\nprint(sum(')
+    path = folder / "sales.py"
+    uri = open_doc(initialized, path, text)
+    assert (await run(initialized, uri))["status"] == "error"
+    assert (folder / "ran").read_text() == "x"
+    async with dap(SERVER_ENV) as client:
+        await client.start(path, 14, postMortem=True)
+        await client.request("configurationDone")
+        stop = await client.stopped()
+        assert stop["reason"] == "exception" and stop["text"] == "KeyError"
+        assert stop["description"] == "KeyError: 'qty'"
+        assert [(f["name"], f["line"]) for f in stop["frames"]] == [
+            ("price", 11),
+            ("<genexpr>", 16),
+            ("<module>", 16),
+        ]
+        assert said(await client.variables(stop["frame"]["id"]))["item"] == "{'price': 3}"
+        with pytest.raises(DapError, match="post-mortem: the code has ended"):
+            await client.request("next", threadId=stop["threadId"])
+        await client.request("continue", threadId=stop["threadId"])
+        await client.event("terminated")
+    assert (folder / "ran").read_text() == "x"  # the cell did not run again
+
+
+async def test_a_post_mortem_with_no_error_held_says_so(initialized: Any, folder: Path) -> None:
+    _, path = await debugged(initialized, folder)
+    async with dap(SERVER_ENV) as client:
+        await client.request("initialize", clientID="tests", adapterID="runfix")
+        with pytest.raises(DapError, match="the kernel holds no error now"):
+            await client.request("launch", program=str(path), line=10, postMortem=True)

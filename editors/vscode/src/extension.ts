@@ -667,6 +667,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   register("runfix.debugCell", (where?: DebugWhere) => debugAt(where, false));
   register("runfix.debugError", (where?: DebugWhere) => debugAt(where, true));
+  register("runfix.vscode.postMortem", () => debugAt(undefined, false, true));
   context.subscriptions.push(
     vscode.debug.registerDebugAdapterDescriptorFactory("runfix", {
       createDebugAdapterDescriptor() {
@@ -732,20 +733,28 @@ interface DebugWhere {
   line?: number;
 }
 
-/** A launch of runfix's debug adapter on the cell holding `line` (0-based) of `uri`. */
-function debugConfiguration(uri: vscode.Uri, line: number, stopOnError: boolean): vscode.DebugConfiguration {
+/** A launch of runfix's debug adapter on the cell holding `line` (0-based) of `uri`
+ *  (`postMortem`: the kernel's last error, nothing run again). */
+function debugConfiguration(
+  uri: vscode.Uri,
+  line: number,
+  stopOnError: boolean,
+  postMortem = false,
+): vscode.DebugConfiguration {
+  const name = postMortem ? "runfix: The Last Error" : stopOnError ? "runfix: Debug This Error" : "runfix: Debug Cell";
   return {
     type: "runfix",
     request: "launch",
-    name: stopOnError ? "runfix: Debug This Error" : "runfix: Debug Cell",
+    name,
     program: uri.scheme === "file" ? uri.fsPath : uri.toString(),
     line: line + 1,
     stopOnError,
+    postMortem,
   };
 }
 
 /** Debug Cell / Debug This Error: the lens's or action's cell, else the cursor's. */
-async function debugAt(where: DebugWhere | undefined, stopOnError: boolean): Promise<boolean> {
+async function debugAt(where: DebugWhere | undefined, stopOnError: boolean, postMortem = false): Promise<boolean> {
   const editor = vscode.window.activeTextEditor;
   const uri = where?.uri ? vscode.Uri.parse(where.uri) : editor?.document.uri;
   const line = where?.line ?? editor?.selection.active.line;
@@ -753,7 +762,7 @@ async function debugAt(where: DebugWhere | undefined, stopOnError: boolean): Pro
     return false;
   }
   const folder = vscode.workspace.getWorkspaceFolder(uri);
-  return vscode.debug.startDebugging(folder, debugConfiguration(uri, line, stopOnError));
+  return vscode.debug.startDebugging(folder, debugConfiguration(uri, line, stopOnError, postMortem));
 }
 
 export async function deactivate(): Promise<void> {

@@ -632,19 +632,22 @@ function M.dap_adapter()
 end
 
 --- The launch of the cell holding `line` (from 1) of `file`; `error`: "Debug this error" (it
---- stops where the cell's last error is raised).
-function M.debug_config(file, line, error)
+--- stops where the cell's last error is raised); `post_mortem`: the kernel's last error,
+--- its frames and values, nothing run again.
+function M.debug_config(file, line, error, post_mortem)
   return {
     type = "runfix",
     request = "launch",
-    name = error and "runfix: debug this error" or "runfix: debug cell",
+    name = post_mortem and "runfix: the last error" or error and "runfix: debug this error"
+      or "runfix: debug cell",
     program = file,
     line = line,
     stopOnError = error or nil,
+    postMortem = post_mortem or nil,
   }
 end
 
-local function debug_at(file, line, error)
+local function debug_at(file, line, error, post_mortem)
   local dap = nvim_dap()
   if dap == nil then
     notify("debugging needs nvim-dap (github.com/mfussenegger/nvim-dap): runfix dap is its adapter",
@@ -652,7 +655,7 @@ local function debug_at(file, line, error)
     return
   end
   dap.adapters.runfix = dap.adapters.runfix or M.dap_adapter()
-  dap.run(M.debug_config(file, line, error))
+  dap.run(M.debug_config(file, line, error, post_mortem))
 end
 
 --- :RunfixDebugCell — the cell under the cursor, under nvim-dap with its breakpoints.
@@ -660,9 +663,11 @@ function M.debug_cell()
   debug_at(vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1], false)
 end
 
---- :RunfixDebugError — the cell under the cursor again, stopping where its error is raised.
-function M.debug_error()
-  debug_at(vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1], true)
+--- :RunfixDebugError — the cell under the cursor again, stopping where its error is raised;
+--- with !, the kernel's last error as it is (post-mortem: nothing runs again).
+function M.debug_error(opts)
+  local bang = opts ~= nil and opts.bang
+  debug_at(vim.api.nvim_buf_get_name(0), vim.api.nvim_win_get_cursor(0)[1], not bang, bang)
 end
 
 --- The server's lenses and code actions name the editor's commands: `{uri, line}` (0-based).
@@ -710,7 +715,10 @@ local function user_commands()
   })
   add("RunfixUntrust", M.untrust, { desc = "runfix: stop trusting this folder (stops its kernel)" })
   add("RunfixDebugCell", M.debug_cell, { desc = "runfix: debug the cell (nvim-dap)" })
-  add("RunfixDebugError", M.debug_error, { desc = "runfix: debug the cell's error (nvim-dap)" })
+  add("RunfixDebugError", M.debug_error, {
+    bang = true,
+    desc = "runfix: debug the cell's error (! the last error as it is) (nvim-dap)",
+  })
 end
 
 local function with_args(cmd, ...)
