@@ -130,6 +130,11 @@ class Flow:
         """Run the range's lines, or every cell `mode` takes (`Runner.run_range`)."""
         return await self.runner.run_range(where, line_range, cancel, mode, runs)
 
+    def held_by(self, folder: Path, why: str | None) -> None:
+        """The folder's run in progress is held (a debugger's stop: `why`), or no longer
+        (None): the runs queued behind it say so while they wait."""
+        self.runner.doing(folder, why)
+
     async def run_cells(
         self, where: Where, line: int, which: str, cancel: asyncio.Event
     ) -> RunAnswer:

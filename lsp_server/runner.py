@@ -121,6 +121,14 @@ class Runner:
         """How many runs each document's lines have had (a run's late outputs are shown only
         while no other has started since)."""
 
+    def doing(self, folder: Path, why: str | None) -> None:
+        """What the folder's run in progress waits for now (None: nothing), said by the
+        runs queued behind it."""
+        if why is None:
+            self._doing.pop(folder, None)
+        else:
+            self._doing[folder] = why
+
     async def locked(self, where: Where, cancel: asyncio.Event) -> asyncio.Lock | None:
         """The folder's run lock, held; None if cancelled while waiting for it."""
         lock = self.session.run_lock(where.folder)

@@ -251,6 +251,7 @@ class DebugSession:
             log.exception("the debugged run failed")
             self.event("output", {"category": "stderr", "output": f"runfix: {exc}\n"})
         finally:
+            self.flow.held_by(self.folder, None)
             await self._detach()
             self.event("terminated")
 
@@ -314,6 +315,8 @@ class DebugSession:
         if name in ("stopped", "continued"):
             self.variables.clear()
             self._trace = None
+            stopped = "it is stopped in a debugger (runfix dap)" if name == "stopped" else None
+            self.flow.held_by(self.folder, stopped)
         if name == "stopped":
             self.editor.spawn(self._stopped(event), "debug stop")
             return

@@ -69,6 +69,9 @@ async def test_a_run_asked_for_during_a_stop_waits_and_runs_once_the_session_let
         answer = await asyncio.wait_for(waiting, 30)
     assert answer["status"] == "ok"
     assert str((await hints(initialized, other))[0].label) == "→ 42"
+    # Meanwhile the queued run said what it waited for.
+    said = [str(r.message) for rs in initialized.progress_reports.values() for r in rs]
+    assert any("stopped in a debugger" in m for m in said), said
 
 
 async def test_a_restart_under_a_stop_ends_the_session_without_a_hang(
