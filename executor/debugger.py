@@ -80,13 +80,16 @@ class KernelDebug:
     async def _has_none(self) -> str | None:
         """Why the kernel has no debugger, or None: it has one. Its word is not taken alone:
         ipykernel's base class says `debugger` for every kernel built on it (bash_kernel),
-        so a `debugInfo` (which starts nothing) must be answered too."""
+        and a server between may leave it out, so a `debugInfo` (which starts nothing) must
+        be answered."""
         try:
             info = await self._ask("kernel_info_request", {}, INFO_WITHIN)
         except DebugUnavailable:
             return f"it did not answer on its control channel within {INFO_WITHIN:g} s"
-        # ipykernel 6 says `debugger: true`; 7 lists it in `supported_features` (JEP 92)
-        if not info.get("debugger") and "debugger" not in (info.get("supported_features") or ()):
+        # ipykernel 6 says `debugger: true`; 7 lists it in `supported_features` (JEP 92); a
+        # Jupyter server between may say neither (Enterprise Gateway's): then ask.
+        features = info.get("supported_features") or ()
+        if info.get("debugger") is False and "debugger" not in features:
             return "its kernel_info says so"
         try:
             said = await self.request("debugInfo", within=INFO_WITHIN)

@@ -89,3 +89,23 @@ def test_runfix_deletes_its_gateway_kernel_when_it_ends(
         assert gateway.kernels() == []
     finally:
         server.kill()
+
+
+async def test_a_gateways_kernel_stops_at_a_breakpoint(
+    client: LanguageClient, folder: Path, gateway: EnterpriseGateway
+) -> None:
+    """Issue 60: the debugger of a kernel the gateway launched, on the control channel of
+    its WebSocket (the gateway relays control as it relays the rest)."""
+    from tests.conftest import SERVER_ENV
+    from tests.e2e.test_debug import DOC
+    from tests.support.dap_client import dap, said
+
+    options = gateway.options(kernelEnv={"KERNEL_USERNAME": "ada"})
+    await client.initialize_session(init_params(folder, options=options))
+    path = folder / "sales.py"
+    uri = open_doc(client, path, DOC)
+    assert (await run(client, uri))["status"] == "ok", errors(client, uri)
+    async with dap(SERVER_ENV) as debugger:
+        stop = await debugger.stop_at(path, 10, path, 5)
+        assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (str(path), 5)
+        assert said(await debugger.variables(stop["frame"]["id"]))["s"] == "0"
