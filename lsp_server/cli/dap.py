@@ -22,12 +22,13 @@ from urllib.parse import unquote, urlparse
 from lsp_server.agents import DAP_HELLO, AgentError, connect
 from lsp_server.cli.mcp import _held_folder
 from lsp_server.debug.wire import CAPABILITIES, WireError, framed, read_message, response
+from lsp_server.lsp.frames import LineReader, stdin_reader
 
 
 class _Stdio:
     """The DAP client's side: framed messages on stdin and stdout."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: LineReader) -> None:
         self.reader = reader
         self.seq = 0
 
@@ -38,13 +39,6 @@ class _Stdio:
 
     def respond(self, request: dict[str, Any], body: Any = None, error: str | None = None) -> None:
         self.send(response(request, body, error))
-
-
-async def _stdin() -> asyncio.StreamReader:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    return reader
 
 
 def _uri(program: str) -> bool:
@@ -67,7 +61,7 @@ def _program(arguments: dict[str, Any]) -> Path | None:
 
 
 async def _adapter() -> int:
-    client = _Stdio(await _stdin())
+    client = _Stdio(await stdin_reader())
     try:
         # Up to `launch` (or `attach`): answered here, the folder unknown yet.
         while True:

@@ -1,15 +1,14 @@
-"""DAP's wire (a `Content-Length` header, then the JSON body) and what runfix's debug adapter
-says before it knows the folder (`initialize`'s answer). Light: `runfix dap` imports it
-without the server."""
+"""DAP's wire — LSP's frames (`lsp.frames`: a `Content-Length` header, then the body), each
+body a JSON object — and what runfix's debug adapter says before it knows the folder
+(`initialize`'s answer). Light: `runfix dap` imports it without the server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-HEADER_LIMIT = 64 * 1024
-"""Bytes of headers one message may have (a client that sends more is broken)."""
+from lsp_server.lsp import frames
+
 BODY_LIMIT = 64 * 1024 * 1024
 """Bytes one message's body may have."""
 
@@ -35,28 +34,14 @@ class WireError(Exception):
     """The stream is not DAP (no length, too long, not JSON): it cannot be read on."""
 
 
-async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    """The next message; None at the stream's end."""
-    length: int | None = None
-    seen = 0
-    while True:
-        line = await reader.readline()
-        if not line:
-            return None
-        seen += len(line)
-        if seen > HEADER_LIMIT:
-            raise WireError("a message's headers were over 64 KiB")
-        if line in (b"\r\n", b"\n"):
-            break
-        name, _, value = line.decode("latin-1").partition(":")
-        if name.strip().lower() == "content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                raise WireError(f"Content-Length is not a number: {value.strip()!r}") from None
-    if length is None or not 0 <= length <= BODY_LIMIT:
-        raise WireError("a message without a Content-Length, or one over 64 MiB")
-    body = await reader.readexactly(length)
+async def read_message(reader: frames.LineReader) -> dict[str, Any] | None:
+    """The next message; None at the stream's end (what is no frame is skipped, as on the
+    server's own wire)."""
+    body = await frames.read_frame(reader)
+    if body is None:
+        return None
+    if len(body) > BODY_LIMIT:
+        raise WireError("a message over 64 MiB")
     try:
         message = json.loads(body)
     except ValueError:
@@ -83,5 +68,4 @@ def response(request: dict[str, Any], body: Any = None, error: str | None = None
 
 
 def framed(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return frames.framed(json.dumps(message).encode())
