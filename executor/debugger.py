@@ -9,12 +9,14 @@ debugger is answered while a cell runs (ipykernel answers control on a thread of
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import queue
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from executor.kernel_socket import KernelSocket
@@ -28,6 +30,20 @@ INFO_WITHIN = 3.0
 """Seconds a kernel has to say whether it has a debugger (`kernel_info` on control)."""
 
 EventSink = Callable[[dict[str, Any]], None]
+
+Page = tuple[Sequence[Any], str, Sequence[Any], int, int, Sequence[str]]
+"""A page of a frame's values: the frame (file, function, line, depth among its likes), its
+scope ("locals" or "globals"), the steps to a value in it, from, how many, secret names."""
+
+
+def page_call(page: Page) -> str:
+    """`page` as the arguments of `_runfix_live.debug_frame` (and of `debug_postmortem`,
+    after its first)."""
+    where, scope, path, start, count, names = page
+    hide = scope == "globals" and not path  # (a frame's globals: the user's names alone)
+    return f"{list(where)!r}, {scope!r}, {list(path)!r}, {start}, {count}, {list(names)!r}, {hide}"
+
+
 """Told each DAP event the kernel's debugger sends (`stopped`, `output`, …)."""
 
 
@@ -110,6 +126,21 @@ class KernelDebug:
             "arguments": arguments or {},
         }
         return await self._ask("debug_request", message, within)
+
+    async def frame_page(self, frame: int, page: Page) -> dict[str, Any]:
+        """A page of values in the stopped `frame`, read by runfix's inspector evaluated there
+        (`_runfix_live.debug_frame`: nothing of the user's code runs): its JSON."""
+        expression = f"__import__('_runfix_live').debug_frame({page_call(page)})"
+        answer = await self.request(
+            "evaluate", {"expression": expression, "frameId": frame, "context": "clipboard"}
+        )
+        if not answer.get("success", False):
+            raise DebugUnavailable(str(answer.get("message") or "the values could not be read"))
+        try:
+            said = json.loads(ast.literal_eval(str((answer.get("body") or {}).get("result", ""))))
+        except (ValueError, SyntaxError) as exc:
+            raise DebugUnavailable(f"the variables could not be read: {exc}") from None
+        return said if isinstance(said, dict) else {"error": "the kernel did not answer"}
 
     async def _ask(self, msg_type: str, content: dict[str, Any], within: float) -> dict[str, Any]:
         if self.closed:

@@ -32,7 +32,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from executor.base import ExecutorState, ExecutorUnavailable
 from executor.cancel import CANCELLED, or_cancelled
-from executor.debugger import EventSink, KernelDebug
+from executor.debugger import EventSink, KernelDebug, Page, page_call
 from executor.events import (
     Error,
     Event,
@@ -1012,6 +1012,27 @@ class JupyterKernel(ABC, Generic[C]):
         _, _, spec = self.label.partition(" · ")
         name = f"The {spec} kernel" if spec else f"The {self.where}"
         return await KernelDebug.open(self._channels, on_event, name)
+
+    async def debug_documents(self) -> dict[str, list[str]]:
+        """Each document's lines as the kernel last ran them; its debugger told of those that
+        are no file on disk, as it starts (`_runfix_kernel.see_documents`). Empty where the
+        helper could not say."""
+        held = await self._helper("__import__('_runfix_kernel').see_documents()")
+        if not isinstance(held, dict):
+            return {}
+        return {str(k): [str(x) for x in v] for k, v in held.items()}
+
+    async def last_error(self) -> dict[str, Any] | None:
+        """The kernel's last error (kind, text) and its frames in the user's code, from the
+        traceback it keeps; None where it holds none."""
+        found = await self._helper("__import__('_runfix_live').debug_postmortem('frames')")
+        return found if isinstance(found, dict) and found.get("frames") else None
+
+    async def last_error_page(self, page: Page) -> dict[str, Any]:
+        """A page of values in a frame of the kernel's last error (`debug_postmortem`)."""
+        call = f"__import__('_runfix_live').debug_postmortem('children', {page_call(page)})"
+        said = await self._helper(call)
+        return said if isinstance(said, dict) else {"error": "the kernel did not answer"}
 
     async def _helper(self, call: str) -> Any:
         """What a call of runfix's Python helper answers (JSON it returns as a string), asked

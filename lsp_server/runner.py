@@ -371,11 +371,11 @@ class Runner:
         the runs queued behind it say what they wait for."""
 
         async def ask(prompt: str, password: bool) -> str | None:
-            self._doing[where.folder] = f"it waits for input() at {line}"
+            self.doing(where.folder, f"it waits for input() at {line}")
             try:
                 return await self.editor.ask_input(prompt, password, where.settings.input_timeout)
             finally:
-                self._doing.pop(where.folder, None)
+                self.doing(where.folder, None)
 
         return ask
 

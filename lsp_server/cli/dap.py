@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlparse
 from lsp_server.agents import DAP_HELLO, AgentError, connect
 from lsp_server.cli.mcp import _held_folder
 from lsp_server.debug.wire import CAPABILITIES, WireError, framed, read_message, response
-from lsp_server.lsp.frames import LineReader, stdin_reader
+from lsp_server.text.frames import LineReader, stdin_reader
 
 
 class _Stdio:

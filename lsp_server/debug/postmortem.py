@@ -35,12 +35,6 @@ class PostMortem:
         self.places, self.variables, self.names = places, variables, names
         self.event = event
 
-    @staticmethod
-    async def error_of(kernel: Any) -> dict[str, Any] | None:
-        """The kernel's last error and its frames in the user's code (None: it has none)."""
-        found = await kernel._helper("__import__('_runfix_live').debug_postmortem('frames')")
-        return found if isinstance(found, dict) and found.get("frames") else None
-
     async def answer(self, command: str, arguments: dict[str, Any]) -> Any:
         """The response's body to a request of a post-mortem session."""
         if command == "configurationDone":
@@ -90,8 +84,6 @@ class PostMortem:
         return {"stackFrames": frames, "totalFrames": len(frames)}
 
     async def _read(self, ref: Ref, where: Place, start: int, count: int) -> dict[str, Any]:
-        call = self.variables.call(ref, where, start, count, self.names)
-        said = await self.kernel._helper(
-            f"__import__('_runfix_live').debug_postmortem('children', {call})"
-        )
-        return said if isinstance(said, dict) else {"error": "the kernel did not answer"}
+        page = (where, ref.scope, ref.path, start, count, self.names)
+        said: dict[str, Any] = await self.kernel.last_error_page(page)
+        return said

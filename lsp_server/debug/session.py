@@ -20,12 +20,10 @@ ordinary way is its own path. What runfix adds:
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import dataclasses
 import itertools
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -182,7 +180,7 @@ class DebugSession:
         settings = dataclasses.replace(where.settings, timeout=DEBUG_TIMEOUT)
         self.where = dataclasses.replace(where, settings=settings)
         if arguments.get("postMortem"):  # the last error's frames, kept: nothing runs
-            error = await PostMortem.error_of(kernel)
+            error = await kernel.last_error()
             if error is None:
                 raise DebugError(NO_ERROR)
             names = sorted(settings.secret_names())
@@ -191,7 +189,8 @@ class DebugSession:
             )
             self.event("initialized")
             return None
-        self.breakpoints.ran = await self._read_ran(kernel)
+        with contextlib.suppress(Exception):  # (nothing known: no line says it changed)
+            self.breakpoints.ran = await kernel.debug_documents()
         self.breakpoints.debugged = (uri, *self._cell)
         self.kernel = await kernel.debugger(self._from_kernel)
         attach = await self.kernel.request(
@@ -219,16 +218,6 @@ class DebugSession:
                 kind = problem.message.split(":", 1)[0].strip().rsplit(".", 1)[-1]
                 return kind if kind.isidentifier() else None
         return None
-
-    async def _read_ran(self, kernel: Any) -> dict[str, list[str]]:
-        """Each document's lines as the kernel last ran them (runfix's helper keeps them);
-        the kernel's debugger told of documents that are no file on disk, as it starts."""
-        call = "__import__('_runfix_kernel').see_documents()"
-        with contextlib.suppress(Exception):
-            held = await kernel._helper(call)
-            if isinstance(held, dict):
-                return {str(k): [str(x) for x in v] for k, v in held.items()}
-        return {}
 
     async def _on_configurationDone(self, arguments: dict[str, Any]) -> Any:
         if self.where is None or self._cell is None:
@@ -424,13 +413,5 @@ class DebugSession:
     async def _read(self, ref: Ref, where: Place, start: int, count: int) -> dict[str, Any]:
         """A page of `ref`, read by runfix's inspector in the stopped frame `where`."""
         names = sorted(self.where.settings.secret_names()) if self.where else []
-        call = self.variables.call(ref, where, start, count, names)
-        expression = f"__import__('_runfix_live').debug_frame({call})"
-        body = await self._forward(
-            "evaluate", {"expression": expression, "frameId": ref.frame, "context": "clipboard"}
-        )
-        try:
-            said = json.loads(ast.literal_eval(str((body or {}).get("result", ""))))
-        except (ValueError, SyntaxError) as exc:
-            raise DebugError(f"the variables could not be read: {exc}") from None
-        return said if isinstance(said, dict) else {"error": "the kernel did not answer"}
+        page = (where, ref.scope, ref.path, start, count, names)
+        return await self._kernel().frame_page(ref.frame, page)

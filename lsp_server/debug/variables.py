@@ -37,13 +37,6 @@ class Variables:
         """Frame id → where it is, as the kernel names it (its file, its function, its line,
         and how many frames above it on the stack are there too), from the last stack trace."""
 
-    def call(self, ref: Ref, where: Place, start: int, count: int, names: list[str]) -> str:
-        """The arguments of `_runfix_live.debug_frame` (and `debug_postmortem`'s after its
-        first) for a page of `ref` in the frame `where`."""
-        hide = ref.scope == "globals" and not ref.path
-        page = f"{start}, {count}, {names!r}, {hide}"
-        return f"{list(where)!r}, {ref.scope!r}, {list(ref.path)!r}, {page}"
-
     def seen(self, frames: list[dict[str, Any]], first: bool) -> None:
         """A stack trace's frames (the kernel's paths and lines), top first; `first`: from
         the top of the stack (else the page below the last one)."""

@@ -1,13 +1,14 @@
-"""DAP's wire — LSP's frames (`lsp.frames`: a `Content-Length` header, then the body), each
-body a JSON object — and what runfix's debug adapter says before it knows the folder
-(`initialize`'s answer). Light: `runfix dap` imports it without the server."""
+"""DAP's wire — the frames LSP's wire has too (`lsp_server.text.frames`: a `Content-Length`
+header, then the body), each body a JSON object — and what runfix's debug adapter says
+before it knows the folder (`initialize`'s answer). Light: `runfix dap` imports it without
+the server."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from lsp_server.lsp import frames
+from lsp_server.text import frames
 
 BODY_LIMIT = 64 * 1024 * 1024
 """Bytes one message's body may have."""

@@ -16,9 +16,9 @@ from lsprotocol import types as lsp
 
 from executor.pool import KernelPool
 from lsp_server.lsp.features import register_all
-from lsp_server.lsp.frames import LineReader
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.lsp.transport import handle_frame, run_frames
+from lsp_server.text.frames import LineReader
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from executor.files import replace_file
 from lsp_server import __version__
-from lsp_server.lsp.frames import framed, response_body
+from lsp_server.text.frames import framed, response_body
 
 log = logging.getLogger(__name__)
 

@@ -35,8 +35,8 @@ from executor.configs import LocalConfig
 from executor.pool import KernelPool
 from executor.trust import TrustStore
 from lsp_server.lsp.first_answer import first_initialize
-from lsp_server.lsp.frames import MAX_BODY, LineReader, read_frame, stdin_reader
 from lsp_server.settings import folder_settings
+from lsp_server.text.frames import MAX_BODY, LineReader, read_frame, stdin_reader
 
 log = logging.getLogger(__name__)
 

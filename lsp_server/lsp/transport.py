@@ -14,8 +14,8 @@ from typing import Any
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcParseError
 from pygls.protocol import JsonRPCProtocol
 
-from lsp_server.lsp.frames import LineReader, framed, read_frame, response_body
 from lsp_server.lsp.uris import ClientUris
+from lsp_server.text.frames import LineReader, framed, read_frame, response_body
 
 log = logging.getLogger(__name__)
 

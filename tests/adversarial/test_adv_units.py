@@ -13,8 +13,8 @@ from lsprotocol import types as lsp
 from executor.cancel import CANCELLED, or_cancelled
 from executor.text import split_lines
 from lsp_server.lsp.app import create_server
-from lsp_server.lsp.frames import read_frame
 from lsp_server.outputs.results import terminal_text
+from lsp_server.text.frames import read_frame
 
 
 def _reader(data: bytes) -> asyncio.StreamReader:

@@ -1,5 +1,5 @@
-"""Frames of the LSP wire, read from stdin or a socket (no pygls: `launch` reads the
-first frame before the server, and pygls, are imported).
+"""Frames of the wire LSP and DAP share, read from stdin or a socket (no pygls: `launch`
+reads the first frame before the server, and pygls, are imported).
 
 pygls's own read loop trusts every `Content-Length`: one frame whose length is a
 few bytes short (a client counting characters, not bytes, of `héllo`) glues the
