@@ -223,12 +223,7 @@ def cell_text_edit(
     start, end = edit.range.start, edit.range.end
     place = notebook.at(start.line)
     if place is None and start == end and start.character == 0:
-        below = notebook.below(start.line)  # an insertion at a marker: the top of its cell
-        if below is None:
-            return None
-        return below.cell, lsp.TextEdit(
-            lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), edit.new_text
-        )
+        return _inserted_between(notebook, cell_lines, start.line, edit.new_text, width)
     if place is None:
         return None
     cell, first = place.cell, notebook.start(place.cell)
@@ -236,12 +231,10 @@ def cell_text_edit(
     text = edit.new_text
     if end.line == first + size and end.character == 0:
         # to the end of the cell's last line (its newline is the document's, not the cell's)
-        lines = cell_lines(cell)
-        last = strip_eol(lines[-1]) if lines else ""
-        end_at = lsp.Position(size - 1, width(last))
+        end_at = lsp.Position(size - 1, width(_last_line(cell_lines(cell))))
         if text.endswith("\n"):
             text = text[:-1]
-        elif start.line - first < size - 1 or start.character < width(last):
+        elif start.line - first < size - 1 or start.character < end_at.character:
             return None  # it would join the cell with the next one
     else:
         if not first <= end.line < first + size:
@@ -249,6 +242,35 @@ def cell_text_edit(
         end_at = lsp.Position(end.line - first, end.character)
     start_at = lsp.Position(start.line - first, start.character)
     return cell, lsp.TextEdit(lsp.Range(start_at, end_at), text)
+
+
+def _inserted_between(
+    notebook: Notebook,
+    cell_lines: Callable[[str], Sequence[str]],
+    line: int,
+    text: str,
+    width: Width,
+) -> tuple[str, lsp.TextEdit] | None:
+    """Lines inserted at a marker line or at the document's end: as the document's text has
+    them, the end of the cell above (a one-line prompt cell's generated body, an import
+    after a cell of imports); the top of the first cell when there is none above."""
+    above = notebook.at(line - 1) if line > 0 else None
+    if above is not None and not text.endswith("\n"):
+        return None  # it would join the marker's line
+    if above is None:
+        below = notebook.below(line)
+        if below is None or line != notebook.start(below.cell) - 1:
+            return None
+        return below.cell, lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), text)
+    at = lsp.Position(above.line, width(_last_line(cell_lines(above.cell))))
+    return above.cell, lsp.TextEdit(lsp.Range(at, at), "\n" + text[:-1])
+
+
+def _last_line(lines: Sequence[str]) -> str:
+    """A cell's last line as its editor shows it (empty after a final newline)."""
+    if not lines or lines[-1] != strip_eol(lines[-1]):
+        return ""
+    return lines[-1]
 
 
 def cell_diagnostics(

@@ -501,3 +501,40 @@ async def test_a_split_and_a_join_keep_the_results_of_the_lines_they_take_along(
     _edit_cell(c, uri, cells[1], (1, 0, 1, 0), "oth")
     await asyncio.sleep(0.3)
     assert await hints(notebook_client, cells[1]) == []
+
+
+async def test_generate_in_a_one_line_prompt_cell_writes_the_body_into_that_cell(
+    notebook_client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """A notebook user's prompt is a cell of one line (issue 61, 1): the body goes under
+    it in the same cell, between cells and in the last one, and is run there."""
+    _, cells = open_notebook(
+        notebook_client,
+        folder / "gen.ipynb",
+        ["units = [3, 4]", "# ai: the total of units", "print('after')", "# ai: twice the total"],
+    )
+    c: Any = notebook_client
+    await run(notebook_client, cells[0])
+    model.script(code("total = sum(units)\nprint(total)"))
+    answer = await notebook_client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(
+            "runfix.generate",
+            [{"uri": cells[1], "position": {"line": 0, "character": 0}, "run": True}],
+        )
+    )
+    assert answer["status"] == "ok", answer
+    assert c.texts[cells[1]] == "# ai: the total of units\ntotal = sum(units)\nprint(total)"
+    assert c.texts[cells[2]] == "print('after')"  # the next cell untouched
+    model.script(code("print(2 * total)"))
+    answer = await notebook_client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(
+            "runfix.generate",
+            [{"uri": cells[3], "position": {"line": 0, "character": 0}, "run": True}],
+        )
+    )
+    assert answer["status"] == "ok", answer
+    assert c.texts[cells[3]] == "# ai: twice the total\nprint(2 * total)"
+    assert errors(notebook_client, cells[3]) == []
+    assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[3])] == [
+        (1, "→ 14")
+    ]

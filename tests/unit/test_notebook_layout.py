@@ -49,11 +49,26 @@ def test_an_edit_of_the_document_is_an_edit_of_the_cell_it_changes() -> None:
     assert (edit.range.end.line, edit.range.end.character) == (1, 1)
     across = lsp.TextEdit(lsp.Range(lsp.Position(2, 0), lsp.Position(5, 0)), "")
     assert cell_text_edit(nb, lines.__getitem__, across, width) is None  # never across cells
+    # lines inserted at a marker are the cell above's last lines, as the document has them
+    # (a one-line prompt cell's generated body)
     at_marker = lsp.TextEdit(lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0)), "import os\n")
     assert cell_text_edit(nb, lines.__getitem__, at_marker, width) == (
-        "c1",
+        "c0",
+        lsp.TextEdit(lsp.Range(lsp.Position(1, 1), lsp.Position(1, 1)), "\nimport os"),
+    )
+    at_end = lsp.TextEdit(lsp.Range(lsp.Position(8, 0), lsp.Position(8, 0)), "c = 2\n")
+    assert cell_text_edit(nb, lines.__getitem__, at_end, width) == (
+        "c2",
+        lsp.TextEdit(lsp.Range(lsp.Position(1, 0), lsp.Position(1, 0)), "\nc = 2"),
+    )
+    # above the first cell's marker there is no cell: the top of the first one
+    at_top = lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), "import os\n")
+    assert cell_text_edit(nb, lines.__getitem__, at_top, width) == (
+        "c0",
         lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), "import os\n"),
     )
+    joined = lsp.TextEdit(lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0)), "x")
+    assert cell_text_edit(nb, lines.__getitem__, joined, width) is None  # onto the marker
 
 
 def test_diagnostics_go_to_the_cells_that_hold_them_and_every_cell_gets_its_list() -> None:
