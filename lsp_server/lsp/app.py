@@ -54,6 +54,7 @@ class _ClientLogHandler(logging.Handler):
             if kind is not None:
                 message = self.format(record)
                 self.server.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+                record.sent_to_client = True  # (`launch`: not written to stderr again)
         except Exception:
             pass
         finally:

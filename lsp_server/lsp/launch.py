@@ -166,11 +166,14 @@ def _exit_code(main: Callable[[], Coroutine[Any, Any, None]]) -> int:
 
 
 def _log_to_stderr(level: int) -> None:
-    """Logs go to stderr (the editor's log of the server); `app.log_to_client` adds the
-    client's `window/logMessage` once there is a server."""
-    logging.basicConfig(
-        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    """Logs go to stderr (the editor's log of the server) until `app.log_to_client` sends
+    them as the client's `window/logMessage`: a line the client got is not written to
+    stderr too (VS Code's output would show it twice, once as an error; Neovim 0.7 files
+    all of stderr under ERROR)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(lambda record: not getattr(record, "sent_to_client", False))
+    logging.basicConfig(level=level, handlers=[handler])
     for noisy in ("pygls", "httpx", "httpcore", "openai"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -491,3 +492,64 @@ def test_a_second_start_answers_initialize_before_it_builds_itself(tmp_path: Pat
     assert "answered as this server answered this client before" not in logs[0]
     assert "answered as this server answered this client before" in logs[1]
     assert len(list((tmp_path / "cache" / "runfix" / "initialize").glob("*.json"))) == 1
+
+
+def _serve_for(folder: Path, seconds: float) -> tuple[list[str], str]:
+    """Run `runfix serve` on `folder` as an editor would for `seconds`: the log messages
+    it sent (`window/logMessage`) and what it wrote to stderr."""
+    env = {**SERVER_ENV, "XDG_RUNTIME_DIR": str(folder.parent / "run")}
+    server = subprocess.Popen(
+        SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    init = {
+        "processId": None,
+        "rootUri": folder.as_uri(),
+        "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}],
+        "capabilities": {},
+    }
+    server.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+    server.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    server.stdin.flush()
+    logged: list[str] = []
+    stdout = server.stdout
+
+    def read() -> None:
+        with contextlib.suppress(Exception):
+            while True:
+                message = _read_frame(stdout)
+                if message.get("method") == "window/logMessage":
+                    logged.append(message["params"]["message"])
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(seconds)
+    server.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+    server.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    server.stdin.close()
+    server.wait(timeout=30)
+    reader.join(timeout=5)
+    return logged, server.stderr.read().decode()
+
+
+def test_the_log_of_a_second_editor_of_a_folder_says_each_thing_once(tmp_path: Path) -> None:
+    """Issue 61, 5: a line the client was sent is not written to stderr again (VS Code's
+    output showed each twice, once as an error), and a server standing by for another
+    editor's says so once, not every time it looks (210 of 221 lines before)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (tmp_path / "run").mkdir(mode=0o700)
+
+    first: list[tuple[list[str], str]] = []
+    holder = threading.Thread(target=lambda: first.append(_serve_for(folder, 14)))
+    holder.start()
+    time.sleep(3)  # the first server holds the folder's agents' socket
+    logged, stderr = _serve_for(folder, 10)
+    holder.join()
+    standing = [m for m in logged if "stands by" in m]
+    assert len(standing) == 1, logged
+    assert len(logged) == len(set(logged)), logged  # no line said twice
+    for message in logged:
+        assert message not in stderr, stderr  # each line once: to the client
+    for said, err in first:
+        assert len(said) == len(set(said)) and not any(m in err for m in said)
