@@ -43,7 +43,7 @@ def test_the_cli_page_has_every_command_and_option_of_the_parser() -> None:
     sections = re.split(r"^### ", page, flags=re.MULTILINE)
     for name in COMMANDS:
         [section] = [s for s in sections if s.startswith(f"`runfix {name}`")]
-        for action in choices[name]._actions:  # type: ignore[attr-defined]
+        for action in choices[name]._actions:
             for option in action.option_strings:
                 assert option in section, (name, option)
     if sys.version_info[:2] == (3, 11):  # argparse's layout changes between versions
