@@ -89,6 +89,18 @@ async def _doctor_model(settings: Settings) -> None:
     if (why := config.missing()) is not None:
         print(f"  {why}")
         return
+    client = ModelClient(config)
+    try:
+        served = await client.served()
+    finally:
+        await client.close()
+    if served and not {config.name, f"{config.name}:latest"} & set(served):  # (Ollama's tags)
+        names = ", ".join(served[:8]) + (" …" if len(served) > 8 else "")
+        print(
+            f"  the endpoint serves {names}; not {config.name}: set model.name (or RUNFIX_MODEL) "
+            f"to {'it' if len(served) == 1 else 'one of them'}"
+        )
+        return
     for stream in (True, False):
         said = await _completion(replace(config, stream=stream, timeout=BUSY_WAIT))
         print(f"  {'streamed' if stream else 'not streamed'}: {said}")
@@ -127,7 +139,7 @@ async def _completion(config: ModelConfig) -> str:
     used = client.last_usage
     speed = f", {used[1] / took:.1f} tokens/s" if used and used[1] and took > 0 else ""
     wait = f", first text after {first[0]:.2f} s" if first and config.stream else ""
-    slow = " (busy: it took a while)" if took > 5 else ""
+    slow = " (slow: a local model reads the prompt before it writes)" if took > 5 else ""
     return f"{words!r} in {took:.2f} s{wait}{speed}{slow}"
 
 

@@ -188,6 +188,18 @@ class ModelClient:
             return f"{type(exc).__name__}: {str(exc)[:200]}"
         return None
 
+    async def served(self, timeout: float = 5.0) -> list[str] | None:
+        """The names of the models the endpoint lists (`/v1/models`); None when it does
+        not answer the listing (some endpoints have none)."""
+        await load_sdk()
+        import openai
+
+        try:
+            page = await self._openai().models.list(timeout=timeout)
+        except openai.OpenAIError:
+            return None
+        return [model.id for model in page.data if isinstance(getattr(model, "id", None), str)]
+
     def prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
         """About how many tokens `messages` are: a local model on a CPU reads 60–150 a
         second, so this is the wait before the first token (learned from the endpoint's

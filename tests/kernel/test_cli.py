@@ -400,13 +400,15 @@ def test_cell_n_says_the_cells_above_did_not_run_and_above_runs_them(tmp_path: P
     assert runfix("run", str(script), "--above").returncode == 2  # --above needs --cell
 
 
-def _doctor_with(model_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """`runfix doctor` on a trusted-by-typing folder whose model is at `model_url`, with
-    no key in the environment (a local endpoint needs none)."""
+def _doctor_with(
+    model_url: str, tmp_path: Path, name: str = "test-model"
+) -> subprocess.CompletedProcess[str]:
+    """`runfix doctor` on a trusted-by-typing folder whose model is at `model_url` (named
+    `name`), with no key in the environment (a local endpoint needs none)."""
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    env.update({"OPENAI_BASE_URL": model_url, "RUNFIX_MODEL": "test-model"})
+    env.update({"OPENAI_BASE_URL": model_url, "RUNFIX_MODEL": name})
     return subprocess.run(
         [*RUNFIX, "doctor", str(tmp_path)], capture_output=True, text=True, timeout=120, env=env
     )
@@ -430,6 +432,23 @@ def test_doctor_proves_the_model_with_a_completion_streamed_and_not(tmp_path: Pa
 
 
 @pytest.mark.model
+@pytest.mark.model
+def test_doctor_names_what_the_endpoint_serves_when_the_model_name_is_not_one(
+    tmp_path: Path,
+) -> None:
+    """Issue 61, 8: a wrong model name passed doctor (a local server answers whatever the
+    name); the endpoint's model list says what it serves."""
+    from tests.support.model_server import ModelServer
+
+    with ModelServer() as model:
+        done = _doctor_with(model.url, tmp_path, name="qwen-coder")
+    assert (
+        "  the endpoint serves test-model; not qwen-coder: set model.name (or RUNFIX_MODEL) "
+        "to it" in done.stdout
+    ), done.stdout
+    assert model.requests == []  # no completion asked of a model it does not serve
+
+
 def test_doctor_tells_a_busy_endpoint_from_one_that_is_down(tmp_path: Path) -> None:
     import socket
 
@@ -439,7 +458,10 @@ def test_doctor_tells_a_busy_endpoint_from_one_that_is_down(tmp_path: Path) -> N
         model.script(Reply("ok", hang=6.0), Reply("ok"))
         busy = _doctor_with(model.url, tmp_path)
     assert re.search(
-        r"^  streamed: 'ok' in [6-9]\.\d\d s.*\(busy: it took a while\)$", busy.stdout, re.M
+        r"^  streamed: 'ok' in [6-9]\.\d\d s.*\(slow: a local model reads the prompt before it "
+        r"writes\)$",
+        busy.stdout,
+        re.M,
     ), busy.stdout
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
