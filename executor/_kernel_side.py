@@ -482,8 +482,26 @@ def _parse(code: str, filename: str, first_line: int) -> tuple[str, Any]:
         exc.filename = filename
         _publish_syntax_error(exc, code, first_line, indent)
         return "error", None
+    _mark_quiet(tree, transformed)
     ast.increment_lineno(tree, first_line - 1)
     return "ast", tree
+
+
+_QUIET = "_runfix_quiet"
+"""Set on an expression statement ending in `;`: its value is not shown (IPython's rule)."""
+
+
+def _mark_quiet(tree: Any, source: str) -> None:
+    """Mark the expression statements a `;` ends (the last thing on their line, a comment
+    aside), whose value IPython does not show."""
+    lines = source.splitlines()
+    for node in tree.body:
+        end, column = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if not isinstance(node, ast.Expr) or end is None or column is None or end > len(lines):
+            continue
+        rest = lines[end - 1].encode()[column:].decode(errors="replace").strip()
+        if rest.startswith(";") and (not rest[1:].strip() or rest[1:].strip().startswith("#")):
+            setattr(node, _QUIET, True)
 
 
 def _publish_syntax_error(exc: SyntaxError, code: str, first_line: int, indent: int) -> None:
@@ -544,7 +562,7 @@ def _steps(
         value = eval(code, namespace)
         if code.co_flags & inspect.CO_COROUTINE:
             value = yield value
-        if isinstance(node, ast.Expr) and value is not None:
+        if isinstance(node, ast.Expr) and value is not None and not getattr(node, _QUIET, 0):
             _show(value, budget)
         if getattr(shell, "exit_now", False):
             _current.announce()  # the statement that ended the kernel; nothing after it runs
@@ -573,12 +591,25 @@ def _cell_info(code: str) -> Any:
     return None
 
 
-def _cell_done(info: Any, error: BaseException | None) -> None:
+def _into_history(shell: Any, code: str) -> int:
+    """The run enters IPython's history as a cell Jupyter ran would (`In`, `_i`, `%history`,
+    the execution count its value's `Out` entry and the reply carry): the request itself
+    is silent, which IPython leaves out of all of these. Its count; counted now where this
+    IPython counts before a cell runs (its displayhook's `Out[n]` is one behind then)."""
+    count = int(shell.execution_count)
+    if getattr(shell.displayhook, "prompt_count", count) == count - 1:
+        shell.execution_count = count + 1
+    with contextlib.suppress(Exception):
+        shell.history_manager.store_inputs(count, code)
+    return count
+
+
+def _cell_done(info: Any, error: BaseException | None, count: int) -> None:
     from IPython.core import interactiveshell
 
     shell = _shell()
     result: Any = interactiveshell.ExecutionResult(info)  # type: ignore[no-untyped-call]
-    result.execution_count = shell.execution_count
+    result.execution_count = count
     result.error_in_exec = error
     shell.events.trigger("post_run_cell", result)
 
@@ -623,6 +654,7 @@ class _Run:
     def __enter__(self) -> _Run:
         self.usage = _usage_start()
         shell = _shell()
+        self.count = _into_history(shell, self.code)
         self.info = _cell_info(self.code)
         if self.info is not None:
             shell.events.trigger("pre_run_cell", self.info)
@@ -660,7 +692,9 @@ class _Run:
         self.out.stop()
         self.err.stop()
         if self.info is not None:
-            _cell_done(self.info, exc)
+            _cell_done(self.info, exc, self.count)
+        if shell.execution_count == self.count:  # (an IPython that counts at the end)
+            shell.execution_count += 1  # (the kernel's reply says the one this run had)
         if self.budget.dropped:
             _publish({"truncated": self.budget.dropped})
         strays = self.out.strays + self.err.strays

@@ -190,6 +190,8 @@ class RunOutcome:
     """CPU time and memory of the run, where the kernel could say."""
     refused: tuple[Refusal, ...] = ()
     """What the runtime guard stopped the model's code doing in this run."""
+    execution_count: int | None = None
+    """The kernel's count of this run (`In[n]`), where its reply said it."""
 
     @property
     def error(self) -> Error | None:

@@ -974,7 +974,11 @@ class JupyterKernel(ABC, Generic[C]):
         outcome = self._ended(status, collector, began, lost=False, note=note)
         if collector.refused:
             outcome = replace(outcome, refused=tuple(collector.refused))
-        return replace(outcome, usage=_usage(reply)) if reply is not None else outcome
+        if reply is None:
+            return outcome
+        count = reply.get("content", {}).get("execution_count")
+        count = count if isinstance(count, int) and count > 0 else None
+        return replace(outcome, usage=_usage(reply), execution_count=count)
 
     async def _drain_reply(self, msg_id: str) -> dict[str, Any] | None:
         """Take our shell reply off the channel (and any stale ones before it)."""

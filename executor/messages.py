@@ -38,6 +38,10 @@ class MessageCollector:
         self.refused: list[Refusal] = []
         """What the runtime guard stopped (model-written code)."""
         self._left = output_limit
+        self._displays: dict[str, int] = {}
+        """Where each display with a `display_id` stands in `events` (its updates go there)."""
+        self._clear_next = False
+        """`clear_output(wait=True)` came: what was shown goes when the next output comes."""
 
     def _take(self, text: str) -> str:
         if len(text) <= self._left:
@@ -65,6 +69,17 @@ class MessageCollector:
     def feed(self, msg: Mapping[str, Any]) -> None:
         kind = msg["header"]["msg_type"]
         content = msg.get("content", {})
+        if kind == "clear_output":
+            if content.get("wait"):
+                self._clear_next = True
+            else:
+                self._clear()
+            return
+        if kind == "update_display_data":
+            self._update(content)
+            return
+        if self._clear_next and kind in ("stream", "display_data", "execute_result"):
+            self._clear()
         if kind == "stream":
             text = self._take(content.get("text", ""))
             if text:
@@ -73,6 +88,9 @@ class MessageCollector:
             data = content.get("data", {})
             control = data.get(MIME)
             if control is None:
+                display_id = (content.get("transient") or {}).get("display_id")
+                if isinstance(display_id, str):
+                    self._displays[display_id] = len(self.events)
                 self.events.append(Display(self._bundle(data), self.span))
             else:
                 self._control(control, data)
@@ -83,6 +101,23 @@ class MessageCollector:
             ename = str(content.get("ename", "Error"))
             evalue = cap(str(content.get("evalue", "")), MESSAGE_LIMIT)
             self.events.append(Error(ename, evalue, (), text, self.span))
+
+    def _clear(self) -> None:
+        """`clear_output()`: what the run showed so far goes, as Jupyter clears the cell's
+        output area (its error, which ends the run, comes after)."""
+        self.events = [e for e in self.events if not isinstance(e, (Stream, Display, Value))]
+        self._displays.clear()
+        self._clear_next = False
+
+    def _update(self, content: Mapping[str, Any]) -> None:
+        """`update_display_data`: the display it names shows the new bundle where it stands;
+        one this run did not show (an earlier cell's) is left as it was."""
+        display_id = (content.get("transient") or {}).get("display_id")
+        at = self._displays.get(display_id) if isinstance(display_id, str) else None
+        if at is None or at >= len(self.events) or not isinstance(self.events[at], Display):
+            return
+        was = self.events[at]
+        self.events[at] = Display(self._bundle(content.get("data", {})), was.span)
 
     def _add_stream(self, name: str, text: str) -> None:
         last = self.events[-1] if self.events else None

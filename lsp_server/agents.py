@@ -271,23 +271,17 @@ class AgentDoor:
             if folder in self._servers or folder in self._waiting:
                 continue
             if not await self._take(folder):
-                self._waiting.add(folder)  # another editor serves it: this one stands by
+                log.info("another runfix serve answers agents for %s: this one stands by", folder)
+                self._waiting.add(folder)  # (said once: not at each look of `_stand_by`)
                 self.editor.spawn(self._stand_by(folder), "agents")
 
-    async def _take(self, folder: Path, again: bool = False) -> bool:
+    async def _take(self, folder: Path) -> bool:
         """Serve agents `folder` on its socket, unless another `runfix serve` (a second
         editor of the folder) answers there: its socket is never taken from it. Whether
-        this server serves it now (also False when it cannot: said in the log, once:
-        `again` is a look while standing by, said only when it takes the folder)."""
+        this server serves it now (also False when it cannot: said in the log)."""
         try:
             where = socket_path(folder)
             if await _answers(where):
-                if not again:
-                    log.info(
-                        "another runfix serve answers agents for %s: this one stands by "
-                        "(and serves them if that one goes)",
-                        folder,
-                    )
                 return False
             with contextlib.suppress(FileNotFoundError):
                 if stat.S_ISSOCK(os.lstat(where).st_mode):
@@ -310,12 +304,9 @@ class AgentDoor:
         holds it (and asks there), never a kernel of its own unasked."""
         while folder in self._waiting and not self.stopping:
             await asyncio.sleep(STAND_BY)
-            if folder in self._waiting and await self._take(folder, again=True):
+            if folder in self._waiting and await self._take(folder):
                 self._waiting.discard(folder)
-                if folder in self._servers:
-                    log.info(
-                        "the other runfix serve has gone: this one answers agents for %s", folder
-                    )
+                log.info("the other runfix serve went: this one serves agents for %s", folder)
 
     def folders(self) -> list[Path]:
         """The folders agents can reach now."""

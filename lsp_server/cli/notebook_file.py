@@ -48,7 +48,8 @@ class NotebookFile:
 
     @property
     def code(self) -> list[Any]:
-        return [cell for cell in self.notebook.cells if cell.cell_type == "code"]
+        """The code cells that run (the document's), in order."""
+        return [cell for cell in self.notebook.cells if runs(cell)]
 
     @classmethod
     def read(cls, path: Path) -> NotebookFile:
@@ -58,9 +59,7 @@ class NotebookFile:
         if said and not any(said.lower() in lang.kernel_languages for lang in LANGUAGES):
             known = ", ".join(lang.name for lang in LANGUAGES)
             raise ValueError(f"its kernel runs {said}; runfix runs {known} notebooks")
-        cells = [
-            (str(i), cell.cell_type == "code", cell.source) for i, cell in enumerate(notebook.cells)
-        ]
+        cells = [(str(i), runs(cell), cell.source) for i, cell in enumerate(notebook.cells)]
         layout = Notebook(path.as_uri(), cells)
         return cls(path, notebook, layout, notebook_language(notebook), raw)
 
@@ -123,7 +122,9 @@ class NotebookFile:
             at = last + 1
             now = ran_here[bisect.bisect_left(starts, first) : bisect.bisect_right(starts, last)]
             if now:
-                out[index] = [o for r in now for o in cell_outputs(r.outcome)]
+                shown = last_statement(text) if self.language.python else None
+                value_at = first + 1 + shown if shown is not None else None  # (spans from 1)
+                out[index] = [o for r in now for o in cell_outputs(r.outcome, value_at)]
             elif recorded := standing(runs, lines, first, last):
                 out[index] = [o for run in recorded for o in outputs_of(run, folder)]
         return out
@@ -135,7 +136,7 @@ class NotebookFile:
         written is not a valid notebook."""
         notebook = copy.deepcopy(self.notebook)
         count = 0
-        for index, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+        for index, cell in enumerate(c for c in notebook.cells if runs(c)):
             if sources is not None:
                 cell.source = sources[index]
             if outputs is not None and index in outputs:
@@ -155,14 +156,44 @@ class NotebookFile:
         return True
 
 
-def cell_outputs(outcome: RunOutcome) -> list[Any]:
+SKIP_TAG = "skip-execution"
+"""A cell tagged so is not run (nbclient's `skip_cells_with_tag`, Jupyter Book's tag)."""
+
+
+def runs(cell: Any) -> bool:
+    """Whether a notebook's cell is code that runs: not markdown or raw, not tagged
+    `skip-execution` (its code and outputs are left as they are)."""
+    if cell.cell_type != "code":
+        return False
+    tags = cell.get("metadata", {}).get("tags")
+    return not (isinstance(tags, list) and SKIP_TAG in tags)
+
+
+def last_statement(source: str) -> int | None:
+    """The line (from 0) a Python cell's last statement starts on: the one whose value
+    Jupyter keeps (IPython's `last_expr`); None when the cell does not parse as Python."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return None
+    return body[-1].lineno - 1 if body else None
+
+
+def cell_outputs(outcome: RunOutcome, value_at: int | None = None) -> list[Any]:
     """What a run produced, as a notebook's code cell keeps it (nbformat 4): what it
     printed (one output per stream and run of it), its values (`execute_result`), what it
-    displayed (plots, tables), the error it raised with its traceback."""
+    displayed (plots, tables), the error it raised with its traceback. `value_at`: the
+    document's line (from 1) of the cell's last statement, the only one whose value
+    Jupyter keeps (runfix shows every expression statement's on its line)."""
     from nbformat import v4
 
     out: list[Any] = []
     for event in outcome.events:
+        span = event.span if isinstance(event, Value) else None
+        if value_at is not None and span is not None and span.first != value_at:
+            continue  # an expression statement's value mid-cell
         if isinstance(event, Stream):
             last = out[-1] if out else None
             if last is not None and last.output_type == "stream" and last.name == event.name:

@@ -138,9 +138,12 @@ def write_notebook(
 def kernel_language(notebook: Any) -> str | None:
     """The language a notebook's kernelspec (else its language_info) says its code is in."""
     metadata = notebook.metadata
-    said = metadata.get("kernelspec", {}).get("language") or metadata.get("language_info", {}).get(
-        "name"
-    )
+
+    def of(key: str, field: str) -> Any:
+        part = metadata.get(key)  # (a stranger's metadata: any shape)
+        return part.get(field) if isinstance(part, dict) else None
+
+    said = of("kernelspec", "language") or of("language_info", "name")
     return str(said) if said else None
 
 
@@ -295,17 +298,31 @@ def load(path: Path) -> tuple[Any, bytes]:
         with warnings.catch_warnings():  # cells without ids (nbformat < 4.5): all the same
             warnings.simplefilter("ignore")
             notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)  # type: ignore[no-untyped-call]
-            nbformat.validate(notebook)
+            validate(notebook)
     except Exception as exc:  # nbformat's own errors, whatever their class
         said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"not a valid notebook: {said}") from None
     return notebook, raw
 
 
+def validate(notebook: Any) -> None:
+    """nbformat's ValidationError for the first thing wrong with `notebook` that Jupyter
+    would not run or save it with; the notebook's own metadata is Jupyter's to read
+    leniently (a kernelspec without a `name`, as some tools write it, runs there)."""
+    from nbformat.validator import iter_validate
+
+    for error in iter_validate(notebook):  # type: ignore[no-untyped-call]
+        path = list(getattr(error, "absolute_path", ()) or ())
+        if path[:1] != ["metadata"]:
+            raise error
+
+
 def written(notebook: Any) -> bytes:
     """A notebook's file, as Jupyter writes it (validated first: nbformat's ValidationError)."""
     import nbformat
 
-    nbformat.validate(notebook)
-    text: str = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
+    validate(notebook)
+    with warnings.catch_warnings():  # (what `validate` let pass, nbformat warns of again)
+        warnings.simplefilter("ignore")
+        text: str = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
     return (text if text.endswith("\n") else text + "\n").encode()

@@ -1,0 +1,116 @@
+"""A notebook `runfix run --inplace` saves holds what Jupyter saves for the same run
+(issue 61, 3 and 9): nbclient — what `jupyter nbconvert --execute` runs — runs each
+notebook too, and the two files are compared cell by cell: the same outputs (types, mime
+types, texts), execution counts and cell ids. The notebooks cover what runfix did not do
+as Jupyter does: `clear_output` in a loop, display updates, a kernelspec without a name, a
+`skip-execution` tag, IPython's history (`In`, `Out`, `_i`), only the last expression's
+value kept, a `;` that hides it, and pandas' own HTML for a table."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbformat import v4
+
+RUNFIX = [sys.executable, "-m", "lsp_server"]
+PYTHON3 = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+def _notebook(*cells: Any, kernelspec: dict[str, str] | None = None) -> Any:
+    book = v4.new_notebook()
+    book.cells = list(cells)
+    book.metadata["kernelspec"] = kernelspec or PYTHON3
+    book.metadata["language_info"] = {"name": "python"}
+    return book
+
+
+c = v4.new_code_cell
+
+NOTEBOOKS = {
+    "clearing": _notebook(
+        c(
+            "from IPython.display import clear_output\n"
+            "for i in range(3):\n    clear_output(wait=True)\n    print('step', i)"
+        ),
+        c("print('gone')\nclear_output()\nprint('kept')"),
+    ),
+    "updates": _notebook(
+        c("from IPython.display import display\nh = display('first', display_id=True)"),
+        c("h2 = display({'a': 1}, display_id=True)\nprint('between')\nh2.update({'a': 2})"),
+    ),
+    "no-name": _notebook(c("x = 40\nx + 2"), kernelspec={"display_name": "Python 3"}),
+    "tags": _notebook(
+        c("ran = 1"),
+        c("ran = 2\nprint('skipped')", metadata={"tags": ["skip-execution"]}),
+        c("ran"),
+    ),
+    "history": _notebook(c("1 + 1"), c("len(In), In[1], Out[1]"), c("_i")),
+    "last-value": _notebook(
+        c("x = 1\nx\nx + 1"),
+        c("y = 3\ny;"),
+        c(
+            "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n"
+            "fig, ax = plt.subplots()\nax.set_ylabel('revenue')\nplt.close(fig)\n'done'"
+        ),
+    ),
+    "table": _notebook(
+        c("import pandas as pd\ndf = pd.DataFrame({'month': range(6), 'units': range(6)})\ndf")
+    ),
+}
+
+
+def _said(output: Any) -> dict[str, Any]:
+    """What of an output a reader of the notebook sees (an image's bytes and a table's HTML
+    vary with the run: their mime types are compared, and the texts)."""
+    said: dict[str, Any] = {"output_type": output.output_type}
+    for key in ("name", "text", "ename", "evalue", "execution_count"):
+        if key in output:
+            said[key] = output[key]
+    if "data" in output:
+        said["data"] = {
+            mime: value if mime == "text/plain" else "…" for mime, value in output.data.items()
+        }
+    return said
+
+
+def _cells(book: Any) -> list[tuple[str, str, int | None, list[dict[str, Any]]]]:
+    return [
+        (
+            cell.id,
+            cell.cell_type,
+            cell.get("execution_count"),
+            [_said(o) for o in cell.get("outputs", [])],
+        )
+        for cell in book.cells
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(NOTEBOOKS))
+def test_inplace_saves_what_jupyter_saves(name: str, tmp_path: Path) -> None:
+    from nbclient import NotebookClient
+
+    book = NOTEBOOKS[name]
+    jupyter = copy.deepcopy(book)
+    NotebookClient(jupyter, kernel_name="python3", timeout=60).execute()
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(book, path)
+    done = subprocess.run(
+        [*RUNFIX, "run", str(path), "--inplace"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    saved = nbformat.read(path, as_version=4)
+    assert _cells(saved) == _cells(jupyter)
+    assert saved.metadata == book.metadata  # (a kernelspec without a name kept as it was)
+    if name == "table":
+        [value] = saved.cells[0].outputs
+        assert "<table" in value.data["text/html"] and "5" in value.data["text/plain"]
