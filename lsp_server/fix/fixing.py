@@ -609,6 +609,9 @@ class Ports(Protocol):
     fixes_modules: bool
     """Whether a candidate for a module file's code can be put into that module in the
     kernel (`redefine`); False: a fix stays in the document."""
+    origin: str
+    """Who wrote the code `run` runs, for the record: "model", or "offline" while the loop
+    tries a fix read from the error (Python's suggestion, a column the kernel has)."""
 
     async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
         """The model's reply to `messages` (`what`: the attempt, for progress; `bound`: the
@@ -820,7 +823,11 @@ class Fixer:
     ) -> FixResult | None:
         """Python's own suggestion (`typo`: the code, what it is), run as an attempt."""
         self.ports.report(f"trying {typo[1]}")
-        done = await self._attempt(loop, typo[0], 0, lines)
+        self.ports.origin = "offline"
+        try:
+            done = await self._attempt(loop, typo[0], 0, lines)
+        finally:
+            self.ports.origin = "model"
         if done is not None and done.status == "fixed":
             done.message = f"{typo[1]}; no model asked"
         return done

@@ -59,6 +59,8 @@ class FixPorts:
     """What asking for the candidate about to run took (its run's record keeps it)."""
     fixes_modules: bool = True
     """A module file's candidate is put into its module in the kernel (`redefine`)."""
+    origin: str = "model"
+    """Who wrote what `run` runs ("offline": a fix read from the error; `Ports.origin`)."""
 
     @property
     def place(self) -> Place:
@@ -123,7 +125,7 @@ class FixPorts:
         async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
             ran = await self.runner.run(
                 replace(attempt, settings=admitted.settings), piece, kernel, self.cancel,
-                origin="model", keep=False, fix_of=self.fix_of,
+                origin=self.origin, keep=False, fix_of=self.fix_of,
                 model=self.asked.pop() if self.asked else None,
             )  # fmt: skip
             return ran.outcome

@@ -235,6 +235,7 @@ class TestFixPorts:
     """What the runtime guard lets the candidate's code do in the test run."""
     secret_names: Sequence[str] = ()
     fixes_modules: bool = True
+    origin: str = "model"  # (`Ports.origin`: the tests' runs are not recorded as runs)
 
     async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
         self.say(f"{what}: asking the model")

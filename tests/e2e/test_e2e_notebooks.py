@@ -538,3 +538,70 @@ async def test_generate_in_a_one_line_prompt_cell_writes_the_body_into_that_cell
     assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[3])] == [
         (1, "→ 14")
     ]
+
+
+async def _actions(
+    client: LanguageClient, cell: str, line: int, only: list[str] | None = None
+) -> list[lsp.CodeAction]:
+    here = lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0))
+    shown = [d for d in client.diagnostics.get(cell, []) if d.range.start.line == line]
+    params = lsp.CodeActionParams(
+        lsp.TextDocumentIdentifier(cell), here, lsp.CodeActionContext(shown, only=only)
+    )
+    found = await client.text_document_code_action_async(params) or []
+    return [a for a in found if isinstance(a, lsp.CodeAction)]
+
+
+async def test_the_preferred_fix_of_a_name_a_cell_above_defines_runs_that_cell_no_model(
+    notebook_client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """Issue 61, 2: the NameError whose cause is a cell above that had not run is fixed by
+    its preferred quick fix offline — the model is never asked (it took ~50 s and failed)."""
+    _, cells = open_notebook(notebook_client, folder / "above.ipynb", ["total = 3", "total * 2"])
+    await run(notebook_client, cells[1], 0, 0)  # the cell alone, in a fresh kernel
+    assert [m for _, m in _on(notebook_client, cells[1])] == [
+        "NameError: name 'total' is not defined"
+    ]
+    [preferred] = [
+        a for a in await _actions(notebook_client, cells[1], 0, ["quickfix"]) if a.is_preferred
+    ]
+    assert preferred.title == "Fix: run the cells above that define `total` (no model)"
+    assert preferred.command is not None
+    answer = await notebook_client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(preferred.command.command, preferred.command.arguments)
+    )
+    assert answer["status"] == "fixed", answer
+    assert model.requests == []
+    assert errors(notebook_client, cells[1]) == []
+    assert [(h.position.line, h.label) for h in await hints(notebook_client, cells[1])] == [
+        (0, "→ 6")
+    ]
+
+
+async def test_run_and_fix_on_the_error_line_of_a_defining_cell_fixes_it(
+    notebook_client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """Issue 61, 2: the error shows on the line of the cell that defines the function;
+    Run and fix asked there runs the cell whose run raised (the defining cell alone raises
+    nothing), and the fix goes into the defining cell."""
+    _, cells = open_notebook(
+        notebook_client,
+        folder / "where.ipynb",
+        ["def mean(xs):\n    return sum(xs) / count", "print(mean([2, 4]))"],
+    )
+    await run(notebook_client, cells[0])
+    await run(notebook_client, cells[1])
+    assert [m for _, m in _on(notebook_client, cells[0])] == [
+        "NameError: name 'count' is not defined"
+    ]
+    actions = await _actions(notebook_client, cells[0], 1, ["runfix.run.fix"])
+    [fix] = [a for a in actions if a.command and a.command.command == RUN_AND_FIX]
+    assert fix.title == "Run and fix the cell whose run raised this"
+    model.script(code("def mean(xs):\n    return sum(xs) / len(xs)"))
+    answer = await notebook_client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(RUN_AND_FIX, fix.command.arguments if fix.command else [])
+    )
+    assert answer["status"] == "fixed", answer
+    c: Any = notebook_client
+    assert c.texts[cells[0]] == "def mean(xs):\n    return sum(xs) / len(xs)"
+    assert errors(notebook_client, cells[0]) == []

@@ -221,6 +221,15 @@ def test_a_misspelt_name_is_fixed_with_pythons_suggestion_before_any_model(
     assert asked == 0
     assert "fixed with Python's suggestion (`value` → `values`); no model asked" in done.stdout
     assert f"{path}:6:1: note: 13.25" in done.stdout
+    # the record says who wrote the candidate: no model (issue 61, 2)
+    history = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "history", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    origins = {run["origin"] for run in json.loads(history.stdout)}
+    assert "offline" in origins and "model" not in origins, history.stdout
 
 
 def test_an_echo_of_the_request_is_never_written_and_a_deletion_is_not_a_fix(

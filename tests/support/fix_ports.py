@@ -31,6 +31,7 @@ class CalledPorts:
     confirm_with: Callable[[str, list[Finding]], Awaitable[bool]] = _yes
     variables_with: Callable[[], Awaitable[list[Variable]]] = _no_variables
     fixes_modules: bool = False
+    origin: str = "model"
 
     async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
         return await self.ask_with(messages, what, bound, asked)

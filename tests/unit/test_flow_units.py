@@ -26,6 +26,7 @@ from lsp_server.cli.run import HeadlessEditor
 from lsp_server.contract import (
     FIX_WITH_MODEL,
     INSTALL,
+    RUN_AND_FIX,
     SOURCE,
     VARIABLE_FIELDS,
     FixArgs,
@@ -217,12 +218,26 @@ def _diagnostic(message: str, piece: tuple[int, int] = (0, 0)) -> lsp.Diagnostic
     )
 
 
+LOCAL_MODEL = resolve(("initializationOptions", {"model": {"baseUrl": "http://127.0.0.1:9/v1"}}))
+"""Settings with a model configured (a local endpoint needs no key)."""
+
+
 @pytest.mark.parametrize("resolve", [True, False])
 def test_fix_with_model_is_resolved_lazily_or_a_command(resolve: bool) -> None:
     features = ClientFeatures(code_action_resolve=resolve)
     diagnostic = _diagnostic("ValueError: no", (2, 3))
-    [fix] = quick_fixes(URI, ["a\n"] * 4, [diagnostic], features, Settings())
+    [first, fix] = quick_fixes(URI, ["a\n"] * 4, [diagnostic], features, LOCAL_MODEL)
+    # the preferred one tries the offline steps before the model: Run and fix on the piece
+    assert first.title == "Fix: offline fixes first, then the model" and first.is_preferred
+    assert first.command is not None and first.command.command == RUN_AND_FIX
+    assert first.command.arguments == [
+        {
+            "uri": URI,
+            "range": {"start": {"line": 2, "character": 0}, "end": {"line": 4, "character": 0}},
+        }
+    ]
     assert fix.title == "Fix with model" and fix.kind == lsp.CodeActionKind.QuickFix
+    assert not fix.is_preferred
     if resolve:
         assert fix.command is None and fix.edit is None
         assert structure(fix.data, FixArgs) == FixArgs(URI, (2, 3), "ValueError: no")
@@ -237,15 +252,18 @@ def test_quick_fixes_for_a_missing_module_and_a_missing_name() -> None:
         _diagnostic("ModuleNotFoundError: No module named 'sklearn'", (2, 2)),
         lsp.Diagnostic(range=diagnostics_range(), message="not ours", source="pyright"),
     ]
-    actions = quick_fixes(URI, lines, diagnostics, ClientFeatures(), Settings())
+    actions = quick_fixes(URI, lines, diagnostics, ClientFeatures(), LOCAL_MODEL)
     titles = [a.title for a in actions]
     assert titles == [
         "Add `import numpy as np`",
+        "Fix: offline fixes first, then the model",
         "Fix with model",
         "Install scikit-learn",
+        "Fix: offline fixes first, then the model",
         "Fix with model",
     ]
-    add, install = actions[0], actions[2]
+    assert [a.is_preferred for a in actions] == [True, None, None, True, None, None]
+    add, install = actions[0], actions[3]
     assert add.edit is not None and add.edit.changes is not None
     [edit] = add.edit.changes[URI]
     assert edit.range.start.line == 1 and edit.new_text == "import numpy as np\n"
@@ -257,6 +275,25 @@ def test_quick_fixes_for_a_missing_module_and_a_missing_name() -> None:
             "range": {"start": {"line": 2, "character": 0}, "end": {"line": 3, "character": 0}},
         }
     ]
+
+
+def test_one_preferred_fix_named_by_what_it_will_do_and_none_of_a_model_not_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 61, 2: a NameError whose name a cell above defines is fixed by running that
+    cell (the quick fix says so: no model); with no model configured there is no "Fix with
+    model", and the one fix says it works offline."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    lines = ["# %%\n", "total = 3\n", "# %%\n", "print(total * 2)\n", "# %%\n", "1 / 0\n"]
+    above = _diagnostic("NameError: name 'total' is not defined", (3, 3))
+    zero = _diagnostic("ZeroDivisionError: division by zero", (5, 5))
+    for settings in (LOCAL_MODEL, Settings()):
+        [run_above, *_] = quick_fixes(URI, lines, [above], ClientFeatures(), settings)
+        assert run_above.title == "Fix: run the cells above that define `total` (no model)"
+        assert run_above.is_preferred and run_above.command is not None
+        assert run_above.command.command == RUN_AND_FIX
+    [alone] = quick_fixes(URI, lines, [zero], ClientFeatures(), Settings())
+    assert alone.title == "Fix offline (no model is configured)" and alone.is_preferred
 
 
 def test_an_install_the_sandbox_cannot_do_is_disabled_where_the_client_shows_why() -> None:

@@ -46,6 +46,7 @@ from lsp_server.lsp.convert import data_of
 from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.features.trust import trust_fixes
 from lsp_server.lsp.server import RunfixServer
+from lsp_server.model.client import ModelConfig
 from lsp_server.services.tests import CALLED_BY
 from lsp_server.services.tests import KIND as TESTED_KIND
 from lsp_server.settings import Settings
@@ -59,6 +60,7 @@ FIX_KIND = "runfix.run.fix"
 GENERATE_KIND = "runfix.generate"
 QUICKFIX = lsp.CodeActionKind.QuickFix.value
 FIX_WITH_MODEL_TITLE = "Fix with model"
+RAISED_BY_TITLE = "Run and fix the cell whose run raised this"
 
 
 def _kind(kind: str | lsp.CodeActionKind) -> str:
@@ -84,7 +86,12 @@ def actions_for(
     rng: lsp.Range,
     markers: Sequence[str] = (),
     flow: DocumentMap | None = None,
+    raised_by: tuple[int, int] | None = None,
 ) -> list[lsp.CodeAction]:
+    """The runs of the cell, the selection and the file. `raised_by`: the piece whose run
+    raised the error shown here, when that is another cell (a function defined here,
+    called there): Run and fix runs that piece, where the error comes from."""
+
     def action(title: str, arg: Range | None, command: str = RUN) -> lsp.CodeAction:
         kind = FIX_KIND if command == RUN_AND_FIX else KIND
         return lsp.CodeAction(title=title, kind=kind, command=run_command(title, uri, arg, command))
@@ -100,8 +107,13 @@ def actions_for(
         selection = _range(rng)
         out.append(action("Run selection", selection))
     out.append(action("Run file", None))
+    other_cell = raised_by is not None and (
+        cell is None or not cell.code_first <= raised_by[0] <= cell.last
+    )
     if selection is not None:
         out.append(action("Run and fix selection", selection, RUN_AND_FIX))
+    elif other_cell and raised_by is not None:
+        out.append(action(RAISED_BY_TITLE, Range.lines(*raised_by), RUN_AND_FIX))
     elif cell_lines is not None:
         out.append(action("Run and fix cell", cell_lines, RUN_AND_FIX))
     if flow is not None and flow.python and len(flow) > 1:
@@ -152,10 +164,14 @@ def quick_fixes(
     settings: Settings,
     python: bool = True,
 ) -> list[lsp.CodeAction]:
-    """The fixes for runfix's error diagnostics, rebuilt from their `data` alone (in a
-    document of another language than Python, only "Fix with model": the offline fixes
-    read Python's errors)."""
+    """The fixes for runfix's error diagnostics, rebuilt from their `data` alone: the
+    install or import it needs, then one fix named by what it will do, preferred unless one
+    of those is — Run and fix on the piece whose run raised, which tries the offline steps
+    (the cells above that define a missing name, the import, Python's suggestion) before a
+    model — and "Fix with model" where a model is configured (in a document of another
+    language than Python, the offline steps are none: they read Python's errors)."""
     out: list[lsp.CodeAction] = []
+    model_ready = ModelConfig.from_settings(settings).missing() is None
     for diagnostic in diagnostics:
         data = _ours(diagnostic)
         if data is None:
@@ -191,6 +207,13 @@ def quick_fixes(
             where = {"uri": uri, "line": piece[0]}
             debug.command = lsp.Command(DEBUG_ERROR_TITLE, DEBUG_ERROR, arguments=[where])
             out.append(debug)
+        specific = any(a.is_preferred and a.diagnostics == [diagnostic] for a in out)
+        title = _fix_title(lines, message, piece, python, model_ready)
+        offline = _quickfix(title, diagnostic, preferred=not specific)
+        offline.command = run_command(title, uri, rerun, RUN_AND_FIX)
+        out.append(offline)
+        if not model_ready:
+            continue  # (the one above tries the offline fixes; a model cannot be asked)
         fix_arg = to_json(FixArgs(uri, piece, message))
         fix = _quickfix(FIX_WITH_MODEL_TITLE, diagnostic, preferred=False)
         if features.code_action_resolve:
@@ -199,6 +222,20 @@ def quick_fixes(
             fix.command = lsp.Command(FIX_WITH_MODEL_TITLE, FIX_WITH_MODEL, arguments=[fix_arg])
         out.append(fix)
     return out
+
+
+def _fix_title(
+    lines: Sequence[str], message: str, piece: tuple[int, int], python: bool, model_ready: bool
+) -> str:
+    """What Run and fix will do for this error, as its quick fix says it."""
+    name = missing_name(message) if python else None
+    if name is not None:
+        flow = DocumentMap(lines)
+        if any(name in flow.flow(i).defines for i in range(flow.index(piece[0]))):
+            return f"Fix: run the cells above that define `{name}` (no model)"
+    if not model_ready:
+        return "Fix offline (no model is configured)" if python else "Run and fix"
+    return "Fix: offline fixes first, then the model" if python else "Fix: ask the model"
 
 
 FIX_TESTS_TITLE = "Fix with model, checked by the tests"
@@ -310,9 +347,13 @@ def register(server: RunfixServer) -> None:
         if _wanted(only, GENERATE_KIND):
             out.extend(prompt_actions(uri, doc.lines, params.range.start.line, markers))
         if _wanted(only, KIND) or _wanted(only, FIX_KIND):
+            ours = [d for d in map(_ours, params.context.diagnostics) if d is not None]
+            raised_by = ours[0].piece if ours else None
             out.extend(
                 a
-                for a in actions_for(uri, doc.lines, params.range, markers, _map(ls, uri))
+                for a in actions_for(
+                    uri, doc.lines, params.range, markers, _map(ls, uri), raised_by
+                )
                 if a.kind is not None and _wanted(only, _kind(a.kind))
             )
         return out
