@@ -502,7 +502,7 @@ def _serve_for(folder: Path, seconds: float) -> tuple[list[str], str]:
         SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     assert server.stdin is not None and server.stdout is not None and server.stderr is not None
-    init = {
+    init: dict[str, Any] = {
         "processId": None,
         "rootUri": folder.as_uri(),
         "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}],
