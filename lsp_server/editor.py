@@ -158,6 +158,11 @@ class Editor(Protocol):
         """A note about a place that is worth a line in a terminal, not a popup."""
         ...
 
+    def line_name(self, uri: str, line: int) -> str:
+        """How messages name the document's 0-based `line`: "line 17", or in a notebook
+        "cell 4, line 2" (a notebook has cells and lines within them)."""
+        ...
+
     async def confirm(self, reason: str, place: Place) -> bool:
         """Whether flagged model-written code may run in the local kernel (no answer = no)."""
         ...

@@ -238,7 +238,8 @@ class Runner:
     async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
         code = code_of(where.text.lines, piece.first, piece.last)
         reasons = "; ".join(dict.fromkeys(p.message.removeprefix(SAFETY) for p in flagged))
-        reason = f"The model-written code at line {flagged[0].first + 1} {reasons}."
+        at = self.editor.line_name(where.uri, flagged[0].first)
+        reason = f"The model-written code at {at} {reasons}."
         place = Place(where.uri, flagged[0].first)
         return await self.gate.confirm_run(code, reason, where.settings, place)
 

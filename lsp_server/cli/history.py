@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sqlite3
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from lsp_server.cli.notebook_file import NotebookFile
 from lsp_server.record.store import (
     FILE,
     NotARecord,
@@ -19,20 +21,46 @@ from lsp_server.record.store import (
     recent,
     record_folder,
 )
+from lsp_server.text.notebooks import Notebook
 
 
 def line_of(run: RecordedRun, folder: Path | None) -> str:
     """One run as a line: when, where, who, how it ended, its figures, what it showed."""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started))
     path = Path(run.path)
+    lines = _lines(path, run.first, run.last)
     if folder is not None and path.is_relative_to(folder):
         path = path.relative_to(folder)
-    lines = f"{run.first + 1}" if run.first == run.last else f"{run.first + 1}-{run.last + 1}"
     said = run.said
     asked = f" · {run.model.text}" if run.model is not None else ""
     return f"#{run.id} {when} {path}:{lines} {run.origin} {run.status} {run.figures}{asked}" + (
         f"  {said}" if said else ""
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _layout(path: Path) -> Notebook | None:
+    """A notebook's cells as they are now (None: not a notebook runfix can read)."""
+    if path.suffix != ".ipynb":
+        return None
+    try:
+        return NotebookFile.read(path).layout
+    except (OSError, ValueError):
+        return None
+
+
+def _lines(path: Path, first: int, last: int) -> str:
+    """Where a run was, as `path:` goes on: lines (from 1), or in a notebook its cells and
+    their lines (`cell 4:2-5`), as the notebook's cells stand now."""
+    layout = _layout(path)
+    if layout is None:
+        return f"{first + 1}" if first == last else f"{first + 1}-{last + 1}"
+    start, end = layout.name(first), layout.name(last)  # "cell 4, line 2"
+    if start == end:
+        return start.replace(", line ", ":")
+    if start.split(",")[0] == end.split(",")[0]:
+        return start.replace(", line ", ":") + "-" + end.rsplit(" ", 1)[-1]
+    return start.replace(", line ", ":") + "-" + end.replace(", line ", ":")
 
 
 def shown_in_full(run: RecordedRun, folder: Path | None) -> str:

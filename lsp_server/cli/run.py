@@ -302,6 +302,11 @@ class HeadlessEditor:
     def remark(self, place: Place, message: str) -> None:
         self.note(f"{self._where(place)}: note: {message}")
 
+    def line_name(self, uri: str, line: int) -> str:
+        if self.notebook is not None:
+            return self.notebook.layout.name(line)
+        return f"line {line + 1}"
+
     async def confirm(self, reason: str, place: Place) -> bool:
         self.note(
             f"{self._where(place)}: warning: {reason.rstrip('.')}; not run headless "

@@ -254,7 +254,8 @@ class FixFlow:
         defined = flow.bounds(above[-1])[0]
         self.editor.remark(
             Place(where.uri, defined),
-            f"`{name}` is defined at line {defined + 1}, in a cell that had not run: running "
+            f"`{name}` is defined at {self.editor.line_name(where.uri, defined)}, in a cell "
+            "that had not run: running "
             "the cells above first (no model needed)",
         )
         mode = RunMode(before=first, say_stop=False)
@@ -393,20 +394,21 @@ class FixFlow:
             return FixReport(FixAnswer(Status.ERROR, result.attempts, message))
         edit = LineEdit(target.first, target.last, result.code)
         checked = result.label or None
+        name = functools.partial(self.editor.line_name, uri)
         if target.path is not None:
             raised_at = (
                 f"in `{_head(target.code)}` at {target.path.name}:{target.first + 1}, where the "
                 "error was raised"
             )
-            checked = f"{raised_at}; line {first + 1} ran again clean" + (
+            checked = f"{raised_at}; {name(first)} ran again clean" + (
                 f"; {checked}" if checked else ""
             )
         elif not target.holds(first, last):
             place = Place(uri, target.first)
             raised_at = (
-                f"in `{_head(target.code)}` at line {target.first + 1}, where the error was raised"
+                f"in `{_head(target.code)}` at {name(target.first)}, where the error was raised"
             )
-            checked = f"{raised_at}; line {first + 1} ran again clean" + (
+            checked = f"{raised_at}; {name(first)} ran again clean" + (
                 f"; {checked}" if checked else ""
             )
         if apply and result.held:  # never applied without a look

@@ -207,8 +207,7 @@ class LspEditor:
         doc = self.server.workspace.text_documents.get(uri)
         return None if doc is None else Snapshot(doc.version or 0, tuple(doc.lines))
 
-    def live(self, uri: str) -> None:
-        """An editor shows a run's output with its results (a hint per statement)."""
+    def live(self, uri: str) -> None:  # (its results show a run's output: hints)
         return None
 
     def open_documents(self) -> list[str]:
@@ -372,16 +371,17 @@ class LspEditor:
     def tell_once(self, message: str, level: Level) -> None:
         """Shown once per server life (repeats go to the server's log only)."""
         if message in self._told:
-            log.log(
-                logging.INFO if level == Level.INFO else logging.WARNING, "%s", message, extra=SHOWN
-            )
-            return
+            level_of = logging.INFO if level == Level.INFO else logging.WARNING
+            return log.log(level_of, "%s", message, extra=SHOWN)
         self._told.add(message)
         self.tell(message, level)
 
     def remark(self, place: Place, message: str) -> None:
-        line = f":{place.line + 1}" if place.line is not None else ""
-        log.info("%s%s: %s", place.uri, line, message)
+        at = "" if place.line is None else f", {self.line_name(place.uri, place.line)}"
+        log.info("%s%s: %s", place.uri, at, message)
+
+    def line_name(self, uri: str, line: int) -> str:
+        return nb.name(line) if (nb := self.notebooks.open.get(uri)) else f"line {line + 1}"
 
     async def _question(self, message: str, titles: Sequence[str]) -> tuple[str | None, str]:
         """`window/showMessageRequest`: the title chosen, else None and why there is none

@@ -5,6 +5,7 @@ changed, and marked stale where code above them changed or ran again."""
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import sys
 import time
@@ -223,6 +224,9 @@ class ResultStore:
         by its edits."""
         self._not_python: set[str] = set()
         """Documents of another language: their maps never parse them (`DocumentMap.python`)."""
+        self.line_name: Callable[[str, int], str] = lambda uri, line: f"line {line + 1}"
+        """How a stale result's reason names a line (`Editor.line_name`: a notebook's are
+        "cell 4, line 2"; the desk sets it)."""
 
     def not_python(self, uri: str) -> None:
         """The document is in another language than Python (as it opens)."""
@@ -291,7 +295,7 @@ class ResultStore:
         self.clear(uri, first, last)
         results = self._docs.get(uri)
         if results is not None and results.statements and results.statements[-1].first > last:
-            reason = f"the code at line {first + 1} ran again at {_now()}"
+            reason = f"the code at {self.line_name(uri, first)} ran again at {_now()}"
             results.changed(first, reason, frozenset())  # what it defines now, from the map
 
     def edited_above(self, uri: str, line: int) -> str | None:
@@ -314,7 +318,7 @@ class ResultStore:
                 continue  # that run did not reach this line
             for change, code, before in reversed(touched):
                 if code and change.first < before:
-                    return f"line {change.first + 1} was edited since it ran"
+                    return f"{self.line_name(uri, change.first)} was edited since it ran"
             return None
         return None
 
@@ -358,7 +362,8 @@ class ResultStore:
         moved = _edit_statements(results, changes, lines)
         problems, moved_problems = _edit_items(results.problems, changes, lines, _move_problem)
         results.problems = problems
-        stale = _edit_fronts(results, changes, lines, names)
+        name = functools.partial(self.line_name, uri)
+        stale = _edit_fronts(results, changes, lines, names, name)
         return moved or moved_problems or stale
 
     def add(self, uri: str, made_at: int, new: DocumentResults, lines: Sequence[str]) -> None:
@@ -414,6 +419,7 @@ def _edit_fronts(
     changes: Sequence[LineChange],
     lines: Sequence[str],
     names: Sequence[frozenset[str] | None] = (),
+    name: Callable[[int], str] = lambda line: f"line {line + 1}",
 ) -> bool:
     """Move the fronts through `changes`, and add one where code was edited above a result
     (typing in a comment or a blank line changes no state), with what its cell defined
@@ -438,7 +444,7 @@ def _edit_fronts(
             below = results.after(change.first)
             was = below < count and results.stale(results.item(below))
             before = names[n] if n < len(names) else None
-            results.changed(change.first, f"line {change.first + 1} was edited at {_now()}", before)
+            results.changed(change.first, f"{name(change.first)} was edited at {_now()}", before)
             stale = stale or not was  # newly stale: worth saying now
     return stale
 

@@ -42,6 +42,7 @@ class Desk:
 
     def __init__(self, session: Session, editor: Editor) -> None:
         self.session, self.editor = session, editor
+        session.store.line_name = editor.line_name
         self._noted: dict[str, Path] = {}
         """The documents that say nothing ran, and the folder each waits on."""
         self._setting: dict[str, str | None] = {}
@@ -73,8 +74,8 @@ class Desk:
         front = results.stale(problem) if problem is not None and results.fronts else None
         if front is not None:
             self.editor.tell(
-                f"runfix: the code above line {line + 1} changed after this error "
-                f"({front.reason}): the kernel's state is not what the file says. "
+                f"runfix: the code above {self.editor.line_name(uri, line)} changed after this "
+                f"error ({front.reason}): the kernel's state is not what the file says. "
                 "Run the cells above again (runfix: Run Cells Above) before trusting a fix.",
                 Level.WARNING,
                 Place(uri, line),

@@ -91,6 +91,16 @@ class Notebook:
             found = self.at(line + 1)
         return found
 
+    def name(self, line: int) -> str:
+        """The document's `line` as a notebook's reader names it: "cell 4, line 2" (the
+        cell counted among all the notebook's cells, as it shows them; a marker line is
+        its cell's first line)."""
+        place = self.below(line)
+        if place is None:
+            return f"line {line + 1}"
+        number = next(i for i, (cell, _) in enumerate(self.all) if cell == place.cell) + 1
+        return f"cell {number}, line {place.line + 1}"
+
     # -- changes ---------------------------------------------------------------------------
 
     def resized(self, cell: str, lines: int) -> None:

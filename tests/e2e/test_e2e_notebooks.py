@@ -605,3 +605,9 @@ async def test_run_and_fix_on_the_error_line_of_a_defining_cell_fixes_it(
     c: Any = notebook_client
     assert c.texts[cells[0]] == "def mean(xs):\n    return sum(xs) / len(xs)"
     assert errors(notebook_client, cells[0]) == []
+    # a notebook's places are its cells and their lines, in the log too (issue 61, 4)
+    logged = "\n".join(m.message for m in notebook_client.log_messages)
+    assert (
+        "where.ipynb, cell 1, line 1: fixed on attempt 1 (in `def mean(xs):` at cell 1, "
+        "line 1, where the error was raised; cell 2, line 1 ran again clean"
+    ) in logged, logged

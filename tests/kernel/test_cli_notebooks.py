@@ -93,6 +93,16 @@ def test_a_notebook_runs_its_cells_and_inplace_writes_their_outputs(folder: Path
     assert later.outputs == before.cells[6].outputs and later.execution_count == 7  # not run
 
 
+def test_history_names_a_notebooks_runs_by_cell_and_line(folder: Path) -> None:
+    """Issue 61, 4: a notebook has cells and lines within them (`sales.ipynb:22-25` named
+    lines of runfix's own document)."""
+    path = notebook(folder / "sales.ipynb", md("# Sales"), cell("a = 1"), cell("b = 2\nc = 3"))
+    assert runfix("run", path, cwd=folder).returncode == 0
+    done = runfix("history", path, cwd=folder)
+    said = [" ".join(line.split()[3:5]) for line in done.stdout.splitlines()]
+    assert said == ["sales.ipynb:cell 3:1-2", "sales.ipynb:cell 2:1"], done.stdout
+
+
 def test_without_inplace_the_notebook_is_not_written(folder: Path) -> None:
     path = notebook(folder / "read.ipynb", cell("1 + 1"))
     raw = path.read_bytes()

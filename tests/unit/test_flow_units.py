@@ -117,6 +117,9 @@ class FakeEditor:
     def remark(self, place: Place, message: str) -> None:
         self.remarks.append(message)
 
+    def line_name(self, uri: str, line: int) -> str:
+        return f"line {line + 1}"
+
     async def confirm(self, reason: str, place: Place) -> bool:
         self.asked.append(reason)
         return self.answer

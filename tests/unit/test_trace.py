@@ -123,6 +123,9 @@ class FakeEditor:
     def remark(self, place: Place, message: str) -> None:
         pass
 
+    def line_name(self, uri: str, line: int) -> str:
+        return f"line {line + 1}"
+
     async def confirm(self, reason: str, place: Place) -> bool:
         return True
 
