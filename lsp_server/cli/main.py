@@ -133,6 +133,12 @@ def _test(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout", type=_seconds, help="seconds one test may run (default: the setting, 120)"
     )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="with --fix: print each request to the model and its answer as it came (to stderr)",
+    )
     _format(p, "failures", "every test's outcome and each failure's places")
     _remote(p)
 

@@ -376,13 +376,26 @@ INTERRUPTED = 130
 """The exit status of a run stopped with Ctrl-C (as a shell's 128 + SIGINT)."""
 
 
-def command(args: argparse.Namespace) -> int:
-    if args.verbose:  # what the model was asked and said (`ModelClient.said`), to stderr
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("runfix: %(message)s"))
+def terminal_log(verbose: bool) -> None:
+    """What runfix logs, in a terminal: its warnings as `runfix: warning: …` lines on stderr
+    (a model's stream cut short, a kernel that would not stop); with `verbose`, what the
+    model was asked and said too (`ModelClient.said`)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("runfix: %(message)s"))
+    warnings = logging.StreamHandler(sys.stderr)
+    warnings.setFormatter(logging.Formatter("runfix: warning: %(message)s"))
+    warnings.setLevel(logging.WARNING)
+    for name in ("lsp_server", "executor"):
+        logging.getLogger(name).addHandler(warnings)
+    if verbose:
         said = logging.getLogger("lsp_server.model")
+        handler.addFilter(lambda record: record.levelno < logging.WARNING)  # (`warnings`')
         said.addHandler(handler)
         said.setLevel(logging.INFO)
+
+
+def command(args: argparse.Namespace) -> int:
+    terminal_log(args.verbose)
     try:
         code = run_file(
             args.file,

@@ -25,17 +25,20 @@ from lsp_server.cli.run import (
     ctrl_c,
     project_folder,
     project_settings,
+    terminal_log,
     write_edit,
 )
 from lsp_server.editor import LineEdit
 from lsp_server.fix.fixing import Target
 from lsp_server.fix.tests_fix import TestFixer
+from lsp_server.record.store import RecordedRun
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.testing import failures, recorded, render, summary, text_lines
 
 
 def command(args: argparse.Namespace) -> int:
+    terminal_log(args.verbose)
     # A test's node id (`tests/test_stats.py::test_mean`) names its file, then the test.
     named = [str(p).partition("::") for p in args.paths]
     paths = [Path(file).resolve() for file, _, _ in named]
@@ -91,7 +94,10 @@ async def _test(
             if fix and run.failed and run.problem() is None and not pressed():
                 model = session.model_for(settings)
                 allowed = session.allowances.of(folder)
-                fixer = TestFixer(kernel, model, settings, folder, cancel, timeout, allowed)
+                fixer = TestFixer(
+                    kernel, model, settings, folder, cancel, timeout, allowed,
+                    record=lambda ran: _record_runs(session, folder, settings, [ran]),
+                )  # fmt: skip
                 # what the fixes came to: with the text, else (a report on stdout) on stderr
                 selected = bool(args) and args != ["."]
                 if await fixer.fix(run, _write, _printer(kind == "text"), selected=selected):
@@ -124,7 +130,13 @@ async def _test(
 
 def _record(session: Session, folder: Path, settings: Settings, run: TestRun) -> None:
     """Each test that ran, into the folder's run record (`runfix history` lists them)."""
-    session.recorded_all(folder, settings, recorded(run))
+    _record_runs(session, folder, settings, recorded(run))
+
+
+def _record_runs(
+    session: Session, folder: Path, settings: Settings, runs: list[RecordedRun]
+) -> None:
+    session.recorded_all(folder, settings, runs)
 
 
 async def _write(target: Target, code: str, label: str) -> bool:

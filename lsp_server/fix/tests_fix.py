@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from lsp_server.fix.kept_tests import KeptTests
 from lsp_server.fix.ports import retry_temperature
 from lsp_server.folder_files import read_regular_file
 from lsp_server.model.client import ModelClient
+from lsp_server.record.store import RecordedRun
 from lsp_server.settings import Settings
 from lsp_server.testing import Failure, failures, is_test_file
 from lsp_server.text.cells import code_of
@@ -235,7 +237,11 @@ class TestFixPorts:
     """What the runtime guard lets the candidate's code do in the test run."""
     secret_names: Sequence[str] = ()
     fixes_modules: bool = True
-    origin: str = "model"  # (`Ports.origin`: the tests' runs are not recorded as runs)
+    origin: str = "model"
+    record: Callable[[RecordedRun], object] | None = None
+    """Where each candidate's run goes (the folder's run record: `runfix history` lists the
+    model's candidates, what it was asked and how the failing tests did with each)."""
+    _tried: tuple[Target, str] | None = field(default=None, init=False, repr=False)
 
     async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
         self.say(f"{what}: asking the model")
@@ -275,6 +281,7 @@ class TestFixPorts:
             error = Error("SyntaxError", str(exc.msg), (), f"SyntaxError: {exc}")
             return RunOutcome(RunStatus.ERROR, (error,), 0.0)
         self.sources = {str(target.path): text}
+        self._tried = (target, candidate)
         return RunOutcome(RunStatus.OK, (), 0.0)
 
     async def _tests(self, ids: Sequence[str]) -> tuple[list[TestResult], str | None]:
@@ -310,13 +317,31 @@ class TestFixPorts:
         if self.cancel.is_set():
             return RunOutcome(RunStatus.CANCELLED, (), 0.0)
         self.say(f"running {len(self.failing)} failing test(s) with the candidate")
+        began = time.time()
         results, refused = await self._tests(self.failing)
+        self._recorded(began, [r for r in results if r.failed], refused)
         if self.cancel.is_set():
             return RunOutcome(RunStatus.CANCELLED, (), 0.0)
         if refused is not None and not refused.startswith("the tests did not all run"):
             error = Error("GuardStop", refused, (), f"GuardStop: {refused}")
             return RunOutcome(RunStatus.ERROR, (error,), 0.0)
         return _outcome([r for r in results if r.failed], "")
+
+    def _recorded(self, began: float, failed: list[TestResult], refused: str | None) -> None:
+        """The candidate just tried, into the run record as the model's run on its lines."""
+        if self.record is None or self._tried is None or self._tried[0].path is None:
+            return
+        target, candidate = self._tried
+        error = refused or next((r.error or r.outcome for r in failed), None)
+        self.record(
+            RecordedRun(
+                path=str(target.path), first=target.first,
+                last=target.first + max(candidate.rstrip("\n").count("\n"), 0), code=candidate,
+                origin=self.origin, status="error" if error else "ok", started=began,
+                duration=time.time() - began, model=self.model.last_asked,
+                error=error.strip().splitlines()[0] if error and error.strip() else None,
+            )
+        )  # fmt: skip
 
     async def verify(self, candidate: str, target: Target) -> Check | None:
         """Every test that passed before, with the candidate in place. A run that was not
@@ -366,6 +391,8 @@ class TestFixer:
     timeout: float
     allowed: tuple[str, ...] = ()
     """What the user allowed model-written code to do in the folder for good (the guard)."""
+    record: Callable[[RecordedRun], object] | None = None
+    """Where the candidates' runs go (`TestFixPorts.record`)."""
     results: list[FixResult] = field(default_factory=list)
     """Each target's result, in order."""
     ids: list[list[str]] = field(default_factory=list)
@@ -380,6 +407,9 @@ class TestFixer:
         the one failing test alone could break the rest."""
         passing = run.passed
         self.unchecked = None
+        if (why := self.model.config.missing()) is not None:
+            say(f"runfix: note: the failing tests were not fixed: {why}", False)  # (once)
+            return 0
         if selected and run.failed and not self.cancel.is_set():
             say("running the folder's tests: those that pass must still pass", True)
             whole = await self.kernel.run_tests(
@@ -430,7 +460,7 @@ class TestFixer:
             lambda message: say(f"{where}: note: fixing: {message}", True),
             self.cancel, self.timeout, folder=self.folder,
             guard=Guard(allow=self.allowed, keep=self.allowed),
-            secret_names=self.settings.secret_extra_names,
+            secret_names=self.settings.secret_extra_names, record=self.record,
         )  # fmt: skip
         settings = self.settings
         fixer = Fixer(

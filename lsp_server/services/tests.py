@@ -174,6 +174,7 @@ class TestRuns:
         fixer = TestFixer(
             admitted.kernel, model, settings, where.folder, cancel, settings.timeout,
             allowed=self.session.allowances.of(where.folder),
+            record=lambda ran: self.session.recorded_all(where.folder, settings, [ran]),
         )  # fmt: skip
         notes: list[str] = []
         async with self.editor.progress(cancel) as progress:

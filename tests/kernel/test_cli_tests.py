@@ -252,6 +252,48 @@ def test_fix_writes_the_module_once_the_failing_tests_pass_and_the_passing_still
     second = json.dumps(asked[1]["messages"])
     assert "test_empty_mean_is_zero" in second or "test_ratio" in second, second
     assert out[-1].startswith("runfix: 3 passed in "), out
+    # each candidate is in the run record, the model's, with how the failing test did
+    history = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "history", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    )
+    candidates = [r for r in json.loads(history.stdout) if r["origin"] == "model"]
+    assert [(r["path"], r["first"], r["status"]) for r in reversed(candidates)] == [
+        (str(folder / "pkg" / "stats.py"), 1, "ok"),
+        (str(folder / "pkg" / "stats.py"), 1, "ok"),
+    ], history.stdout
+    assert candidates[0]["code"] == FIXED_MEAN and candidates[0]["model"] is not None
+
+
+@pytest.mark.model
+def test_fix_verbose_prints_the_exchanges_and_no_model_is_said_once(tmp_path: Path) -> None:
+    """Issue 61, 6: `runfix test --fix -v` shows what the model was asked and said; with no
+    model configured, why nothing was fixed is said once, not once per failure."""
+    folder = project(tmp_path, TESTS.replace("def test_ratio_of_zero", "def _not_a_test"))
+    with ModelServer() as model:
+        model.script(code(FIXED_MEAN))
+        done = fix_tests(folder, model, "-v")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "runfix: model test-model: asked" in done.stderr, done.stderr
+    bare = project(tmp_path / "none", TESTS)  # two failing tests
+    environ = {
+        k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+    }
+    (bare / "pyproject.toml").write_text(
+        f'[project]\nname = "pkg"\n[tool.runfix]\npython = "{sys.executable}"\n'
+    )
+    alone = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "test", "--fix"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=environ,
+        cwd=bare,
+    )
+    assert alone.returncode == 1
+    assert alone.stdout.count("No model is configured") == 1, alone.stdout
 
 
 @pytest.mark.model
