@@ -611,3 +611,19 @@ async def test_run_and_fix_on_the_error_line_of_a_defining_cell_fixes_it(
         "where.ipynb, cell 1, line 1: fixed on attempt 1 (in `def mean(xs):` at cell 1, "
         "line 1, where the error was raised; cell 2, line 1 ran again clean"
     ) in logged, logged
+
+
+async def test_a_notebooks_cells_get_no_run_lens_beside_the_editors_run_button(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    """Issue 61, 8: VS Code shows its own run button on each cell; a "▶ Run cell" lens
+    beside it said the same twice. A prompt's lens stays, in plain text."""
+    _, cells = open_notebook(notebook_client, folder / "lens.ipynb", ["x = 1", "# ai: a chart"])
+    titles = []
+    for cell in cells:
+        found = await notebook_client.text_document_code_lens_async(
+            lsp.CodeLensParams(lsp.TextDocumentIdentifier(cell))
+        )
+        titles += [(cell, lens.command.title) for lens in found or [] if lens.command]
+    assert (cells[1], "Generate") in titles, titles
+    assert not [t for _, t in titles if t.startswith("▶")], titles

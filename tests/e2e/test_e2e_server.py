@@ -147,12 +147,12 @@ async def test_a_prompt_on_a_cell_marker_or_its_own_line_gets_a_generate_lens(
         lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri=uri))
     )
     shown = [(lens.range.start.line, lens.command and lens.command.title) for lens in lenses or []]
-    assert (7, "✨ Generate") in shown and (9, "✨ Regenerate") in shown
+    assert (7, "Generate") in shown and (9, "Regenerate") in shown
     assert [line for line, title in shown if title == "▶ Run cell"] == [0, 4, 7, 9]
     generate = next(
         lens.command
         for lens in lenses or []
-        if lens.range.start.line == 7 and lens.command and lens.command.title == "✨ Generate"
+        if lens.range.start.line == 7 and lens.command and lens.command.title == "Generate"
     )
     assert generate is not None and generate.command == "runfix.generate"
     assert list(generate.arguments or []) == [

@@ -1,5 +1,7 @@
-"""Code lens "▶ Run cell" over each `# %%` marker (line 0 of a file without markers), and
-"✨ Generate" (or "✨ Regenerate") over each prompt (`# ai: …`, `# %% ai: …`).
+"""Code lens "▶ Run cell" over each `# %%` marker (line 0 of a file without markers) —
+not on a notebook's cells, which have the editor's own run button — and "Generate" (or
+"Regenerate") over each prompt (`# ai: …`, `# %% ai: …`): plain text, which every editor
+font has (an emoji showed as a box without an emoji font).
 
 The lenses of a document are made once per text and prompt markers
 (`prepared.Memo`) and sent as the JSON they already are."""
@@ -34,7 +36,7 @@ from lsp_server.text.prompts import prompt_at, prompt_lines
 TITLE = "▶ Run cell"
 DEBUG_TITLE = "Debug cell"
 TESTS_TITLE, TEST_TITLE = "▶ Run tests", "▶ Run test"
-GENERATE_TITLE, REGENERATE_TITLE = "✨ Generate", "✨ Regenerate"
+GENERATE_TITLE, REGENERATE_TITLE = "Generate", "Regenerate"
 
 
 def test_lenses(uri: str, lines: Sequence[str]) -> list[dict[str, Any]]:
@@ -53,10 +55,11 @@ def test_lenses(uri: str, lines: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def lenses(
-    uri: str, lines: Sequence[str], markers: Sequence[str], debug: bool = False
+    uri: str, lines: Sequence[str], markers: Sequence[str], debug: bool = False, run: bool = True
 ) -> list[dict[str, Any]]:
-    """A lens over the first line of each cell with code, running that cell's code; and,
-    for a client that debugs (`debug`), one debugging it (the editor's own command)."""
+    """A lens over the first line of each cell with code, running that cell's code (not
+    with `run` False: a notebook's cells have the editor's own); and, for a client that
+    debugs (`debug`), one debugging it (the editor's own command)."""
     out = []
     for cell in split_cells(lines, markers):
         if cell.code_first > cell.last and cell.has_marker:
@@ -64,7 +67,8 @@ def lenses(
         at = {"line": cell.first, "character": 0}
         argument = to_json(RunArgs(uri, Range.lines(cell.code_first, cell.last)))
         command = {"title": TITLE, "command": RUN, "arguments": [argument]}
-        out.append({"range": {"start": at, "end": at}, "command": command})
+        if run:
+            out.append({"range": {"start": at, "end": at}, "command": command})
         if debug:
             where = {"uri": uri, "line": cell.code_first}
             command = {"title": DEBUG_TITLE, "command": DEBUG_CELL, "arguments": [where]}
@@ -92,6 +96,9 @@ def register(server: RunfixServer) -> None:
             return made.get(uri, (lines, ()), lambda: Prepared.of(test_lenses(uri, lines)))
         markers = ls.flow.display_settings(ls.editor.folder_for(uri)).prompt_markers
         debug = ls.editor.features.debug and is_python(ls.editor.language_of(uri))
+        run = uri not in ls.editor.notebooks.open  # (a notebook's cells have a run button)
         return made.get(
-            uri, (lines, markers, debug), lambda: Prepared.of(lenses(uri, lines, markers, debug))
+            uri,
+            (lines, markers, debug, run),
+            lambda: Prepared.of(lenses(uri, lines, markers, debug, run)),
         )
