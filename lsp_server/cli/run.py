@@ -519,6 +519,8 @@ def run_file(
             return 2
         prompts = found
     code = asyncio.run(_run(editor, settings, line_range, fix, at, cells, prompts))
+    plain = prompts is None and not fix and report == "text"
+    _say_empty_prompts(editor, settings, line_range, plain)
     if code == 1 and cell is not None and cell > 1 and not above:
         first = line_range.start.line + 1 if line_range is not None else 1
         above_it = "cell 1 above it" if cell == 2 else f"cells 1–{cell - 1} above it"
@@ -621,12 +623,33 @@ def _prompts(lines: Sequence[str], settings: Settings, line: int | None) -> list
         if prompt is None:
             return f"line {line} is not a prompt (`# ai: …`)"
         return [lines[line - 1]]
-    empty = [
-        lines[i]
+    empty = [lines[i] for i in _empty_prompts(lines, markers)]
+    return empty or "no prompt without code under it (`# ai: …`); --line N writes one again"
+
+
+def _say_empty_prompts(
+    editor: HeadlessEditor, settings: Settings, line_range: Range | None, plain: bool
+) -> None:
+    """A note on each prompt with no code under it in what a `plain` run ran (it skips
+    them; --generate and --fix say what they do)."""
+    if not plain:
+        return
+    lines = editor.lines
+    start, end = (line_range.start.line, line_range.end.line) if line_range else (0, len(lines))
+    for i in _empty_prompts(lines, settings.prompt_markers):
+        if start <= i <= end:
+            editor.note(
+                f"{editor.place(i)}:1: note: a prompt with no code yet; --generate writes it"
+            )
+
+
+def _empty_prompts(lines: Sequence[str], markers: Sequence[str]) -> list[int]:
+    """The lines of the prompts with no code under them yet."""
+    return [
+        i
         for i in prompt_lines(lines, markers)
         if (found := prompt_at(lines, i, markers)) is not None and not found.has_body
     ]
-    return empty or "no prompt without code under it (`# ai: …`); --line N writes one again"
 
 
 async def _generate(

@@ -103,6 +103,16 @@ def test_history_names_a_notebooks_runs_by_cell_and_line(folder: Path) -> None:
     assert said == ["sales.ipynb:cell 3:1-2", "sales.ipynb:cell 2:1"], done.stdout
 
 
+def test_a_plain_run_says_a_prompt_cell_has_no_code_yet(folder: Path) -> None:
+    """Issue 61, 8: a plain run skipped an empty prompt cell silently."""
+    path = notebook(folder / "ask.ipynb", cell("x = 1"), cell("# ai: a bar chart of x"))
+    done = runfix("run", path, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"{path}:cell 2:1:1: note: a prompt with no code yet; --generate writes it"
+    ]
+
+
 def test_without_inplace_the_notebook_is_not_written(folder: Path) -> None:
     path = notebook(folder / "read.ipynb", cell("1 + 1"))
     raw = path.read_bytes()
