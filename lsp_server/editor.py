@@ -69,6 +69,24 @@ class TrustQuestion:
     """Where that choice came from (`the folder's .venv/`)."""
     sandbox: bool
     """Whether the sandbox (the Docker executor) can run here."""
+    own: str | None = None
+    """runfix's own interpreter, where choosing it starts another one than `python` (None:
+    the same one would start, or the folder's code is not Python's)."""
+
+    def said(self) -> str:
+        """The question as it is put: what each answer starts."""
+        own = (
+            f" Or runfix's own Python ({self.own}): not the folder's interpreter, though its "
+            "modules beside your code still import."
+            if self.own
+            else ""
+        )
+        return (
+            f"runfix: run code from {self.folder}? Its kernel would start {self.python} "
+            f"({self.source}).{own} What a folder ships (its interpreter, .pth files, modules "
+            "beside your code) runs with your rights: trust it only if you trust where it "
+            "came from."
+        )
 
 
 @dataclass(frozen=True)

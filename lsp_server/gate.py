@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -167,7 +169,8 @@ class Gate:
             )
         except Exception:  # no engine, no image, no docker package: no sandbox to offer
             sandbox = False
-        question = TrustQuestion(folder, starts, source, sandbox)
+        own = sys.executable if language.python and not _same(starts, sys.executable) else None
+        question = TrustQuestion(folder, starts, source, sandbox, own)
         return await self.editor.ask_trust(question)
 
     def decided(self, folder: Path, choice: Choice, *, keep: bool = True) -> None:
@@ -308,3 +311,9 @@ class Gate:
                 "them until the user allows one"
             )
         return None
+
+
+def _same(one: str, other: str) -> bool:
+    """Whether two interpreters are one: the same path (links are not followed: a virtual
+    environment's `python` links to the one it was made with, and is another environment)."""
+    return os.path.normpath(os.path.abspath(one)) == os.path.normpath(os.path.abspath(other))

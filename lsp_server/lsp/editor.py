@@ -422,14 +422,9 @@ class LspEditor:
         """`window/showMessageRequest` naming the folder and the interpreter that would run."""
         if self.restricted is not None:
             return TrustAnswer(None, self.restricted)
-        titles = [t for t, c in TRUST_ACTIONS.items() if question.sandbox or c != Choice.SANDBOX]
-        message = (
-            f"runfix: run code from {question.folder}? Its kernel would start "
-            f"{question.python} ({question.source}). What a folder ships (its interpreter, "
-            ".pth files, modules beside your code) runs with your rights: trust it only if "
-            "you trust where it came from."
-        )
-        title, why = await self._question(message, [*titles, DONT_RUN])
+        kept = {Choice.SANDBOX: question.sandbox, Choice.OWN: bool(question.own)}
+        titles = [t for t, c in TRUST_ACTIONS.items() if kept.get(c, True)]
+        title, why = await self._question(question.said(), [*titles, DONT_RUN])
         if title in TRUST_ACTIONS:
             return TrustAnswer(TRUST_ACTIONS[title])
         return TrustAnswer(None, "you chose Don't run" if title == DONT_RUN else why)

@@ -132,6 +132,30 @@ async def test_opening_and_reading_an_untrusted_folder_runs_nothing(
     assert status == []  # no kernel
 
 
+async def test_a_folder_without_an_interpreter_is_not_offered_the_same_one_twice(
+    stranger: Any, folder: Path
+) -> None:
+    """Issue 61, 8: with no interpreter of its own, "Trust folder" and "Use runfix's own
+    Python" both started runfix's own, and the question did not say so: one is offered.
+    Where the folder has one, the question says what each starts."""
+    await stranger.initialize_session(untrusted_params(folder, "neovim@v0.11.0"))
+    uri = open_doc(stranger, folder / "doc.py", DOC)
+    stranger.answer = None
+    await run(stranger, uri)
+    [question] = stranger.questions
+    titles = [a.title for a in question.actions or []]
+    assert "Trust folder" in titles and "Use runfix's own Python" not in titles
+    assert "the interpreter runfix runs on" in question.message
+    other = folder.parent / "with-venv"
+    other.mkdir()
+    hostile(other)
+    uri = open_doc(stranger, other / "doc.py", DOC)
+    await run(stranger, uri)
+    asked = stranger.questions[-1]
+    assert "Use runfix's own Python" in [a.title for a in asked.actions or []]
+    assert f"Or runfix's own Python ({sys.executable})" in asked.message
+
+
 async def test_an_early_kernel_never_starts_in_an_untrusted_folder(folder: Path) -> None:
     """A client without `workspace/configuration` used to get a kernel at `initialize`."""
     marks = hostile(folder)
