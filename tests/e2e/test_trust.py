@@ -314,7 +314,7 @@ async def test_a_shipped_record_is_never_shown_and_is_moved_aside_once_trusted(
     await settle(1.0)
     assert await hints(stranger, uri) == []  # untrusted: nothing restored
 
-    stranger.answer = "Use runfix's own Python"
+    stranger.answer = "Trust folder"  # (it has no interpreter of its own: runfix's starts)
     assert (await run(stranger, uri, 0, 0))["status"] == "ok"
     uri2 = open_doc(stranger, folder / "doc2.py", DOC)
     await settle(1.0)
