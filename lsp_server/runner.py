@@ -26,12 +26,14 @@ from lsp_server.editor import Editor, Level, Place
 from lsp_server.gate import Gate
 from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.outputs.results import DocumentResults, Problem, build
+from lsp_server.record.notebooks import with_cell
 from lsp_server.record.store import Asked, RecordedRun, entry, ran_text
 from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
 from lsp_server.services.desk import SAFETY, Desk
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
+from lsp_server.text.languages import is_python
 
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
 NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
@@ -313,7 +315,9 @@ class Runner:
         span = (piece.first, piece.last)
 
         def recorded(outcome: RunOutcome, results: DocumentResults) -> RecordedRun:
-            return entry(where.path, span, code, origin, outcome, results, fix_of, model)
+            run = entry(where.path, span, code, origin, outcome, results, fix_of, model)
+            cell = keep and where.path.endswith(".ipynb") and is_python(where.language)
+            return with_cell(run, outcome, files) if cell else run  # (what Jupyter keeps)
 
         run_id = self.record(where, recorded(outcome, results))
         if late is not None:

@@ -71,7 +71,8 @@ def shown_in_full(run: RecordedRun, folder: Path | None) -> str:
         out.append(f"a fix attempt for run #{run.fix_of}")
     out += ["", "code:", *_indented(run.code)]
     for output in run.outputs:
-        out.append(f"line {output.line + 1}: {output.text}")
+        if output.text:  # (a notebook cell's saved outputs have none: `record.notebooks`)
+            out.append(f"line {output.line + 1}: {output.text}")
     if run.error:
         out += ["", "raised:", *_indented(run.error)]
     if run.model is not None:

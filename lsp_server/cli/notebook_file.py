@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.files import replace_file
 from executor.text import split_lines
 from lsp_server.folder_files import read_regular
 from lsp_server.record.notebooks import (
     NOTEBOOK_LIMIT,
+    cell_outputs,
     kernel_language,
+    last_statement,
     load,
     notebook_language,
     outputs_of,
@@ -167,46 +168,3 @@ def runs(cell: Any) -> bool:
         return False
     tags = cell.get("metadata", {}).get("tags")
     return not (isinstance(tags, list) and SKIP_TAG in tags)
-
-
-def last_statement(source: str) -> int | None:
-    """The line (from 0) a Python cell's last statement starts on: the one whose value
-    Jupyter keeps (IPython's `last_expr`); None when the cell does not parse as Python."""
-    import ast
-
-    try:
-        body = ast.parse(source).body
-    except (SyntaxError, ValueError):
-        return None
-    return body[-1].lineno - 1 if body else None
-
-
-def cell_outputs(outcome: RunOutcome, value_at: int | None = None) -> list[Any]:
-    """What a run produced, as a notebook's code cell keeps it (nbformat 4): what it
-    printed (one output per stream and run of it), its values (`execute_result`), what it
-    displayed (plots, tables), the error it raised with its traceback. `value_at`: the
-    document's line (from 1) of the cell's last statement, the only one whose value
-    Jupyter keeps (runfix shows every expression statement's on its line)."""
-    from nbformat import v4
-
-    out: list[Any] = []
-    for event in outcome.events:
-        span = event.span if isinstance(event, Value) else None
-        if value_at is not None and span is not None and span.first != value_at:
-            continue  # an expression statement's value mid-cell
-        if isinstance(event, Stream):
-            last = out[-1] if out else None
-            if last is not None and last.output_type == "stream" and last.name == event.name:
-                last.text += event.text
-            else:
-                out.append(v4.new_output("stream", name=event.name, text=event.text))  # type: ignore[no-untyped-call]
-        elif isinstance(event, Value):
-            out.append(v4.new_output("execute_result", data=dict(event.data)))  # type: ignore[no-untyped-call]
-        elif isinstance(event, Display):
-            out.append(v4.new_output("display_data", data=dict(event.data)))  # type: ignore[no-untyped-call]
-        elif isinstance(event, Error):
-            traceback = event.text.splitlines() or [f"{event.ename}: {event.evalue}"]
-            out.append(
-                v4.new_output("error", ename=event.ename, evalue=event.evalue, traceback=traceback)  # type: ignore[no-untyped-call]
-            )
-    return out

@@ -19,14 +19,19 @@ import json
 import re
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.files import replace_file
 from lsp_server.folder_files import read_regular, safe_target, stored_output
 from lsp_server.record.store import RecordedOutput, RecordedRun, standing
 from lsp_server.text.cells import code_of, split_cells
 from lsp_server.text.languages import PYTHON, Language, of_kernel
+
+if TYPE_CHECKING:
+    from lsp_server.outputs.bundles import OutputFiles
 
 _IMAGES = {".png": "image/png", ".jpg": "image/jpeg"}
 NOTEBOOK_LIMIT = 256 * 1024 * 1024
@@ -39,7 +44,8 @@ def outputs_of(run: RecordedRun, folder: Path | None) -> list[dict[str, Any]]:
 
     outputs = []
     for output in run.outputs:
-        outputs.append(_output(output, v4, folder))
+        if output.kind != CELL_KIND:
+            outputs.append(_output(output, v4, folder))
     if run.error:
         name, _, value = run.error.partition(": ")
         error = v4.new_output("error", ename=name, evalue=value, traceback=[run.error])  # type: ignore[no-untyped-call]
@@ -233,10 +239,11 @@ def _uncommented(line: str) -> str:
 
 def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path | None) -> Any:
     """The notebook the buffer's `text` makes of `notebook`: a cell whose type and source
-    are unchanged keeps its id, metadata, attachments, outputs and count; a code cell whose
-    code ran (the latest of `runs`, newest first, of exactly its code) gets what that run
-    showed; a new or edited cell is a new cell (its outputs: its run's, else none). The
-    notebook's own metadata is kept."""
+    are unchanged keeps its id, metadata, attachments, outputs and count; an edited cell
+    keeps its id and metadata; a code cell whose code ran (the latest of `runs`, newest
+    first, of exactly its code) gets what that run showed — as Jupyter saves it, where the
+    run kept that (`with_cell`); a new cell is a new cell. The notebook's own metadata is
+    kept."""
     import copy
 
     from nbformat import v4
@@ -244,7 +251,8 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
     result = copy.deepcopy(notebook)
     result.cells = []
     at = 0
-    for kind, source in cells_of(text):
+    parts = cells_of(text)
+    for n, (kind, source) in enumerate(parts):
         match = next(
             (
                 i
@@ -255,6 +263,13 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
         )
         if match is not None:
             cell, at = copy.deepcopy(notebook.cells[match]), match + 1
+        elif _edited(notebook.cells, at, kind, parts[n + 1 : n + 2]):
+            # the cell that stood here, edited: its id and metadata kept (as Jupyter and VS
+            # Code keep them), its outputs gone with the code that made them
+            cell, at = copy.deepcopy(notebook.cells[at]), at + 1
+            cell.source = source
+            if kind == "code":
+                cell.outputs, cell.execution_count = [], None
         elif kind == "markdown":
             cell = v4.new_markdown_cell(source)  # type: ignore[no-untyped-call]
         elif kind == "raw":
@@ -265,11 +280,23 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
             # its latest run of this code, wherever the cell stood then (lines above it may
             # have been added since)
             ran = next((r for r in runs if r.code.rstrip("\n") == source.rstrip("\n")), None)
-            if ran is not None:
+            kept = cell_of(ran, folder) if ran is not None else None
+            if kept is not None:  # as Jupyter saves the cell (its kernel's mime bundles)
+                cell.outputs, cell.execution_count = kept
+            elif ran is not None:
                 cell.outputs = outputs_of(ran, folder)
                 cell.execution_count = None
         result.cells.append(cell)
     return result
+
+
+def _edited(cells: Sequence[Any], at: int, kind: str, after: Sequence[tuple[str, str]]) -> bool:
+    """Whether a buffer's cell of `kind` with no match is the notebook's cell `at`, edited:
+    one of its kind stands there, and it is not the buffer's next cell (this one was
+    inserted before it)."""
+    if at >= len(cells) or cells[at].cell_type != kind:
+        return False
+    return not (after and after[0] == (cells[at].cell_type, cells[at].source))
 
 
 def load(path: Path) -> tuple[Any, bytes]:
@@ -326,3 +353,90 @@ def written(notebook: Any) -> bytes:
         warnings.simplefilter("ignore")
         text: str = nbformat.writes(notebook)  # type: ignore[no-untyped-call]
     return (text if text.endswith("\n") else text + "\n").encode()
+
+
+def last_statement(source: str) -> int | None:
+    """The line (from 0) a Python cell's last statement starts on: the one whose value
+    Jupyter keeps (IPython's `last_expr`); None when the cell does not parse as Python."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError):
+        return None
+    return body[-1].lineno - 1 if body else None
+
+
+def cell_outputs(outcome: RunOutcome, value_at: int | None = None) -> list[Any]:
+    """What a run produced, as a notebook's code cell keeps it (nbformat 4): what it
+    printed (one output per stream and run of it), its values (`execute_result`), what it
+    displayed (plots, tables), the error it raised with its traceback. `value_at`: the
+    document's line (from 1) of the cell's last statement, the only one whose value
+    Jupyter keeps (runfix shows every expression statement's on its line)."""
+    from nbformat import v4
+
+    out: list[Any] = []
+    for event in outcome.events:
+        span = event.span if isinstance(event, Value) else None
+        if value_at is not None and span is not None and span.first != value_at:
+            continue  # an expression statement's value mid-cell
+        if isinstance(event, Stream):
+            last = out[-1] if out else None
+            if last is not None and last.output_type == "stream" and last.name == event.name:
+                last.text += event.text
+            else:
+                out.append(v4.new_output("stream", name=event.name, text=event.text))  # type: ignore[no-untyped-call]
+        elif isinstance(event, Value):
+            out.append(v4.new_output("execute_result", data=dict(event.data)))  # type: ignore[no-untyped-call]
+        elif isinstance(event, Display):
+            out.append(v4.new_output("display_data", data=dict(event.data)))  # type: ignore[no-untyped-call]
+        elif isinstance(event, Error):
+            traceback = event.text.splitlines() or [f"{event.ename}: {event.evalue}"]
+            out.append(
+                v4.new_output("error", ename=event.ename, evalue=event.evalue, traceback=traceback)  # type: ignore[no-untyped-call]
+            )
+    return out
+
+
+CELL_KIND = "notebook"
+"""A recorded output that is a notebook cell's outputs as Jupyter keeps them (a stored
+JSON file: `{"execution_count": n, "outputs": [...]}`), not a statement's."""
+
+
+def with_cell(run: RecordedRun, outcome: RunOutcome, files: OutputFiles | None) -> RecordedRun:
+    """A notebook's run, recorded with what Jupyter would save in its cell (the kernel's own
+    mime bundles, the last statement's value only, its execution count), stored beside
+    the run's other outputs: `runfix notebook write` (Neovim's `:w`) saves it."""
+    last = last_statement(run.code)
+    value_at = run.first + 1 + last if last is not None else None  # (spans count from 1)
+    outputs = cell_outputs(outcome, value_at)
+    for output in outputs:
+        if output.output_type == "execute_result":
+            output["execution_count"] = outcome.execution_count
+    kept = {"execution_count": outcome.execution_count, "outputs": outputs}
+    stored = files.save(json.dumps(kept).encode(), ".json") if files is not None else None
+    if stored is None:
+        return run
+    cell = RecordedOutput(run.first, "", CELL_KIND, str(stored))
+    return replace(run, outputs=(*run.outputs, cell))
+
+
+def cell_of(run: RecordedRun, folder: Path | None) -> tuple[list[Any], int | None] | None:
+    """The outputs and execution count Jupyter would save for the run's cell (`with_cell`);
+    None where the run kept none (an older record, or not a notebook's run)."""
+    from nbformat import from_dict
+
+    for output in run.outputs:
+        if output.kind != CELL_KIND:
+            continue
+        path = stored_output(folder, output.file)
+        try:
+            kept = json.loads(read_regular(path)) if path is not None else None
+        except (OSError, ValueError):
+            return None
+        if not isinstance(kept, dict) or not isinstance(kept.get("outputs"), list):
+            return None
+        count = kept.get("execution_count")
+        outputs = [from_dict(o) for o in kept["outputs"]]  # type: ignore[no-untyped-call]
+        return outputs, count if isinstance(count, int) else None
+    return None

@@ -808,8 +808,8 @@ def restored(runs: Sequence[RecordedRun], lines: Sequence[str], folder: Path) ->
         ran = f"{when}, before the file was opened · {run.figures}"
         for output in run.outputs:
             last = output.last if output.last is not None else output.line
-            if not (run.first <= output.line <= last <= run.last):
-                continue
+            if not (run.first <= output.line <= last <= run.last) or output.kind == "notebook":
+                continue  # (a notebook cell's outputs as Jupyter saves them: not a statement's)
             stored = stored_output(folder, output.file)
             image = stored if output.kind in ("image", "figure", "svg") else None
             shown = Output(

@@ -91,8 +91,17 @@ def _cells(book: Any) -> list[tuple[str, str, int | None, list[dict[str, Any]]]]
     ]
 
 
+def _runfix(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*RUNFIX, *args], capture_output=True, text=True, cwd=cwd, timeout=120, input=stdin
+    )
+
+
+@pytest.mark.parametrize("way", ["inplace", "neovim"])
 @pytest.mark.parametrize("name", sorted(NOTEBOOKS))
-def test_inplace_saves_what_jupyter_saves(name: str, tmp_path: Path) -> None:
+def test_runfix_saves_what_jupyter_saves(name: str, way: str, tmp_path: Path) -> None:
+    """`way`: `runfix run --inplace`, or a run and then Neovim's `:w` (the plugin's
+    `runfix notebook read`, then `runfix notebook write` of the buffer's text)."""
     from nbclient import NotebookClient
 
     book = NOTEBOOKS[name]
@@ -100,13 +109,13 @@ def test_inplace_saves_what_jupyter_saves(name: str, tmp_path: Path) -> None:
     NotebookClient(jupyter, kernel_name="python3", timeout=60).execute()
     path = tmp_path / f"{name}.ipynb"
     nbformat.write(book, path)
-    done = subprocess.run(
-        [*RUNFIX, "run", str(path), "--inplace"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    if way == "inplace":
+        done = _runfix("run", str(path), "--inplace", cwd=tmp_path)
+    else:
+        done = _runfix("run", str(path), cwd=tmp_path)
+        buffer = _runfix("notebook", "read", str(path), cwd=tmp_path).stdout
+        wrote = _runfix("notebook", "write", str(path), cwd=tmp_path, stdin=buffer)
+        assert wrote.returncode == 0, wrote.stderr
     assert done.returncode == 0, done.stdout + done.stderr
     saved = nbformat.read(path, as_version=4)
     assert _cells(saved) == _cells(jupyter)

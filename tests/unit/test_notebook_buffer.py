@@ -34,7 +34,7 @@ def test_the_text_reads_back_to_the_same_cells_and_an_untouched_notebook_is_the_
     assert merged(nb, text, [], None) == nb
 
 
-def test_an_edit_makes_a_new_cell_and_a_run_gives_a_cell_its_outputs() -> None:
+def test_an_edit_keeps_the_cell_and_a_run_gives_a_cell_its_outputs() -> None:
     nb = _notebook()
     text = buffer_text(nb).replace("print(a)", "print(a + 1)")
     text = text.replace("# %%\na = 1", "# %%\nz = 0\n# %%\na = 1")  # a cell inserted above
@@ -48,7 +48,9 @@ def test_an_edit_makes_a_new_cell_and_a_run_gives_a_cell_its_outputs() -> None:
     assert made.cells[0].id == nb.cells[0].id  # unchanged: the same cell
     assert made.cells[2].id == nb.cells[1].id and made.cells[2].outputs == nb.cells[1].outputs
     assert made.cells[1].source == "z = 0" and made.cells[1].outputs == []  # new
-    assert made.cells[5].id != nb.cells[4].id  # edited: a new cell, with its run's output
+    # edited: the same cell (its id kept, as Jupyter and VS Code keep it), with its run's
+    # output (issue 61, 3: Neovim's :w gave it a new id)
+    assert made.cells[5].id == nb.cells[4].id
     assert [o.text for o in made.cells[5].outputs] == ["2\n"]
     assert made.metadata == nb.metadata
 
