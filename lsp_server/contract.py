@@ -368,6 +368,10 @@ class OutputsAnswer:
     images: list[str]
     outputs_dir: str
     """Where the stored outputs are (what a view may read, nothing else)."""
+    cell: str | None = None
+    """For a notebook's cell: the stored JSON of what Jupyter saves in it for its latest run
+    (`{"execution_count": n, "outputs": [...]}`: the kernel's own mime bundles), under
+    `outputs_dir` — what VS Code writes into the cell, and so into the file."""
 
 
 @attrs.frozen

@@ -440,3 +440,20 @@ def cell_of(run: RecordedRun, folder: Path | None) -> tuple[list[Any], int | Non
         outputs = [from_dict(o) for o in kept["outputs"]]  # type: ignore[no-untyped-call]
         return outputs, count if isinstance(count, int) else None
     return None
+
+
+def latest_cell(folder: Path, path: str, code: str) -> str | None:
+    """The stored file of what Jupyter would save for the latest run of a notebook cell
+    whose code is `code` (`with_cell`), from the folder's record; None: none kept."""
+    from lsp_server.record.store import RESTORE_RUNS, RunRecord
+
+    record = RunRecord(folder)
+    try:
+        runs = record.recent(path, RESTORE_RUNS)
+    finally:
+        record.close()
+    for run in runs:
+        if run.code.rstrip("\n") == code.rstrip("\n"):
+            kept = next((o.file for o in run.outputs if o.kind == CELL_KIND), None)
+            return str(stored_output(folder, kept) or "") or None
+    return None

@@ -45,9 +45,11 @@ class Wire:
         self.received: list[dict[str, Any]] = []
 
     def log(self) -> str:
-        """What the server logged on stderr so far."""
+        """What the server logged so far: on stderr, and to the client (`window/logMessage`:
+        a line sent there is not written to stderr too)."""
         self._log.seek(0)
-        return self._log.read().decode(errors="replace")
+        said = [m["params"]["message"] for m in self.notifications("window/logMessage")]
+        return self._log.read().decode(errors="replace") + "\n".join(said)
 
     # -- writing ----------------------------------------------------------------------
 

@@ -627,3 +627,23 @@ async def test_a_notebooks_cells_get_no_run_lens_beside_the_editors_run_button(
         titles += [(cell, lens.command.title) for lens in found or [] if lens.command]
     assert (cells[1], "Generate") in titles, titles
     assert not [t for _, t in titles if t.startswith("▶")], titles
+
+
+async def test_a_cells_outputs_name_what_jupyter_saves_in_it_the_kernels_own_bundles(
+    notebook_client: LanguageClient, folder: Path
+) -> None:
+    """Issue 61, 3: what VS Code writes into a cell (and so into the .ipynb) is what
+    Jupyter would save: pandas' text/html of a 6-row DataFrame with its text/plain (not
+    runfix's 5-row markdown summary), the execution count, the last value only."""
+    frame = "import pandas as pd\ndf = pd.DataFrame({'units': range(6)})\nlen(df)\ndf"
+    _, cells = open_notebook(notebook_client, folder / "saved.ipynb", [frame])
+    await run(notebook_client, cells[0], 0, 3)
+    shown = await command_at(notebook_client, OUTPUTS, cells[0], -1)
+    cell = Path(shown["cell"])
+    assert cell.parent == Path(shown["outputsDir"])
+    kept = json.loads(cell.read_text())
+    [value] = kept["outputs"]
+    assert value["output_type"] == "execute_result" and kept["execution_count"] == 1
+    assert value["execution_count"] == 1
+    assert '<table border="1" class="dataframe">' in value["data"]["text/html"]
+    assert value["data"]["text/plain"].splitlines()[-1].split() == ["5", "5"]  # the sixth row

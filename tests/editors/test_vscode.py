@@ -81,7 +81,9 @@ def _code_server(
         **({"RUNFIX_E2E_R": "1"} if find_spec(("r",)) is not None else {}),
         **(more_env or {}),
     }
-    timeout = {"live-model": 900, "install": 900, "notebook": 600}.get(scenario, 300)
+    timeout = {"live-model": 900, "install": 900, "notebook": 600, "first-hour": 600}.get(
+        scenario, 300
+    )
     subprocess.run(
         ["node", str(VSCODE / "test" / "e2e.mjs")], env=env, timeout=timeout, check=False
     )
@@ -404,6 +406,93 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
     assert edited == fresh, (edited, fresh)
     # The notebook Neovim wrote opens with its outputs
     assert report["neovimOutputsShown"], report["steps"]
+
+
+@pytest.mark.timeout(600)
+def test_a_notebook_users_first_hour_in_code_server(tmp_path: Path) -> None:
+    """Issue 61: in VS Code with only runfix's extension — a 6-row DataFrame's cell saved
+    with pandas' own text/html and its execution count; the preferred quick fix of a
+    NameError whose name a cell above defines runs that cell (no model asked); Run and Fix
+    asked on the error's line in the defining cell fixes it; Generate and run in a one-line
+    prompt cell writes and runs the code in that cell. Screenshots of each."""
+    import nbformat
+    from nbformat import v4
+
+    from tests.conftest import API_KEY_ENV
+    from tests.support.model_server import ModelServer, code
+
+    def prepare(workspace: Path) -> None:
+        nb = v4.new_notebook()
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.metadata["language_info"] = {"name": "python"}
+        nb.cells = [
+            v4.new_code_cell(
+                "import pandas as pd\ndf = pd.DataFrame({'month': range(6), 'units': range(6)})\ndf"
+            ),
+            v4.new_code_cell("total = 3"),
+            v4.new_code_cell("total * 2"),
+            v4.new_code_cell("def mean(xs):\n    return sum(xs) / count"),
+            v4.new_code_cell("print(mean([2, 4]))"),
+            v4.new_code_cell("# ai: twice the units of df, summed"),
+        ]
+        nbformat.write(nb, workspace / "first.ipynb")
+
+    with ModelServer() as model:
+        model.script(
+            code("def mean(xs):\n    return sum(xs) / len(xs)"),
+            code("print((df.units * 2).sum())"),
+        )
+        settings = {
+            "runfix.model.baseUrl": model.url,
+            "runfix.model.name": "test-model",
+            "runfix.model.apiKeyEnv": API_KEY_ENV,
+        }
+        report, out = _code_server(
+            tmp_path, "first-hour", prepare, {"RUNFIX_E2E_MODEL": json.dumps(settings)}
+        )
+        asked = len(model.requests)
+    saved = VSCODE / "test-output"
+    saved.mkdir(exist_ok=True)
+    for name in [p.name for p in out.glob("vscode-first-hour-*.png")] + ["failure.png"]:
+        if (out / name).exists():
+            shutil.copy(out / name, saved / name)
+    if (out / "report.json").exists():
+        shutil.copy(out / "report.json", saved / "first-hour-report.json")
+    assert "error" not in report, report["error"]
+    frame = report["savedFrame"]
+    [value] = [o for o in frame["outputs"] if o["output_type"] == "execute_result"]
+    assert "text/html" in value["data"] and "<table" in "".join(value["data"]["text/html"])
+    assert "".join(value["data"]["text/plain"]).splitlines()[-1].split() == ["5", "5", "5"]
+    assert frame["execution_count"] == value["execution_count"] == 1  # the kernel's count
+    # … the same outputs Jupyter saves for the cell (nbclient runs it: nbconvert's engine)
+    from nbclient import NotebookClient
+
+    jupyter = v4.new_notebook()
+    jupyter.cells = [v4.new_code_cell("".join(frame["source"]))]
+    NotebookClient(jupyter, kernel_name="python3", timeout=60).execute()
+    [expected] = jupyter.cells[0].outputs
+
+    def said(output: dict[str, Any]) -> tuple[str, Any, list[str], str]:
+        data = output["data"]
+        return (
+            output["output_type"],
+            output.get("execution_count"),
+            sorted(data),
+            "".join(data["text/plain"]),
+        )
+
+    assert said(value) == said(expected)
+    assert report["aboveOffered"] and report["aboveFixed"], report["savedAbove"]
+    assert report["whereOffered"] and report["whereFixed"], report["savedWhere"]
+    assert report["savedWhere"][1] == "print(mean([2, 4]))"  # the caller unchanged
+    assert report["generateOffered"] and report["generated"], report["savedGenerated"]
+    generated = "".join(report["savedGenerated"]["source"])
+    assert generated.startswith("# ai: twice the units of df, summed\n"), generated
+    assert asked == 2  # the fix of the defining cell and Generate; the NameError none
 
 
 @pytest.mark.timeout(400)

@@ -4,9 +4,12 @@
 // a cell runs with `runfix.run` on its URI, so a run from here and one from runfix's own
 // commands are the same run (one kernel, one record, one set of results, fixes and hints
 // on the cell). What the cell showed comes back with `runfix.outputs` and is written into
-// the cell: text, images, tables and markdown; an error with its message. Kernel HTML is
-// shown as its text summary (the output view shows it sandboxed): a notebook's renderer
-// would run the kernel's scripts.
+// the cell as Jupyter saves it — the kernel's own mime bundles (pandas' HTML table with its
+// text), the last statement's value as the cell's result, the kernel's execution count —
+// so the `.ipynb` VS Code saves is the one Jupyter would; runfix's summaries (a table's
+// first rows, a value's one line) stay in the editor's hints, hovers and output panel.
+// Where the server kept no such record of the run (another language's kernel), the cell
+// gets runfix's summaries: text, images, tables and markdown; an error with its message.
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
@@ -59,6 +62,83 @@ export function cellOutput(dir: string, item: OutputItem): vscode.NotebookCellOu
   return new vscode.NotebookCellOutput(items);
 }
 
+/** A stored cell's outputs as Jupyter saves them (nbformat 4), as VS Code's own `.ipynb`
+ *  serializer reads them back: its `outputType`, `executionCount` and the error's traceback
+ *  in each output's metadata. */
+export function jupyterOutputs(outputs: JupyterOutput[]): vscode.NotebookCellOutput[] {
+  const joined = (value: unknown): string => (Array.isArray(value) ? value.join("") : String(value ?? ""));
+  const made: vscode.NotebookCellOutput[] = [];
+  for (const output of outputs) {
+    if (output.output_type === "stream") {
+      const text = joined(output.text);
+      const item =
+        output.name === "stderr"
+          ? vscode.NotebookCellOutputItem.stderr(text)
+          : vscode.NotebookCellOutputItem.stdout(text);
+      made.push(new vscode.NotebookCellOutput([item], { outputType: "stream" }));
+    } else if (output.output_type === "error") {
+      const traceback = Array.isArray(output.traceback) ? output.traceback : [];
+      const error = { name: String(output.ename ?? ""), message: String(output.evalue ?? ""), stack: traceback.join("\n") };
+      made.push(
+        new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(error)], {
+          outputType: "error",
+          originalError: output,
+        }),
+      );
+    } else {
+      const items: vscode.NotebookCellOutputItem[] = [];
+      for (const [mime, value] of Object.entries(output.data ?? {})) {
+        if (mime.startsWith("image/") && mime !== "image/svg+xml") {
+          items.push(new vscode.NotebookCellOutputItem(Buffer.from(joined(value), "base64"), mime));
+        } else if (typeof value === "string" || Array.isArray(value)) {
+          items.push(vscode.NotebookCellOutputItem.text(joined(value), mime));
+        } else {
+          items.push(vscode.NotebookCellOutputItem.json(value, mime));
+        }
+      }
+      made.push(
+        new vscode.NotebookCellOutput(items, {
+          outputType: output.output_type,
+          executionCount: output.execution_count ?? null,
+          metadata: output.metadata ?? {},
+        }),
+      );
+    }
+  }
+  return made;
+}
+
+/** An output as nbformat 4 keeps it (what the server stores for a notebook's cell). */
+export interface JupyterOutput {
+  output_type: string;
+  name?: string;
+  text?: string | string[];
+  data?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+  execution_count?: number | null;
+  ename?: string;
+  evalue?: string;
+  traceback?: string[];
+}
+
+/** What the server stored for a cell's latest run: its outputs and count, or undefined. */
+function savedCell(shown: OutputsAnswer | undefined): { outputs: JupyterOutput[]; count: number | null } | undefined {
+  const raw = shown?.cell ? stored(shown.outputsDir, shown.cell) : undefined;
+  if (!raw) {
+    return undefined;
+  }
+  try {
+    const kept = JSON.parse(Buffer.from(raw).toString("utf8")) as { outputs?: unknown; execution_count?: unknown };
+    if (!Array.isArray(kept.outputs)) {
+      return undefined;
+    }
+    const count = typeof kept.execution_count === "number" ? kept.execution_count : null;
+    return { outputs: kept.outputs as JupyterOutput[], count };
+  } catch {
+    return undefined;
+  }
+}
+
 /** The errors a cell's run raised: on the cell, or on another cell (in a function it
  *  defines) with this cell among the places that called it. */
 function errorsOf(cell: vscode.NotebookCell): vscode.Diagnostic[] {
@@ -78,15 +158,23 @@ function errorsOf(cell: vscode.NotebookCell): vscode.Diagnostic[] {
   return found;
 }
 
-/** What a cell shows of its latest run: the outputs of its statements (printed text
+/** What a cell shows of its latest run: as Jupyter saves it where the server kept that
+ *  (with the kernel's execution count), else the outputs of its statements (printed text
  *  joined as Jupyter joins a stream), then its errors. */
-async function outputsOf(call: Call, cell: vscode.NotebookCell): Promise<vscode.NotebookCellOutput[]> {
+async function outputsOf(
+  call: Call,
+  cell: vscode.NotebookCell,
+): Promise<{ outputs: vscode.NotebookCellOutput[]; count?: number }> {
   // Line -1 of the cell is its marker line in the server's document of the notebook:
   // the outputs of every statement of the cell, not only of its first line's.
   const uri = cell.document.uri.toString();
   const shown = (await call("runfix.outputs", { uri, position: { line: -1, character: 0 } })) as
     | OutputsAnswer
     | undefined;
+  const saved = savedCell(shown);
+  if (saved) {
+    return { outputs: jupyterOutputs(saved.outputs), count: saved.count ?? undefined };
+  }
   const outputs: vscode.NotebookCellOutput[] = [];
   let printed = "";
   const flush = (): void => {
@@ -110,7 +198,7 @@ async function outputsOf(call: Call, cell: vscode.NotebookCell): Promise<vscode.
     error.stack = problem.message;
     outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.error(error)]));
   }
-  return outputs;
+  return { outputs };
 }
 
 /** The runfix notebook kernel, and what it does when a run it did not start (an agent's,
@@ -157,7 +245,10 @@ export function notebookController(call: Call, languages: string[]): RunfixKerne
         | { status?: string; message?: string }
         | undefined;
       ok = answer?.status === "ok";
-      const outputs = await outputsOf(call, cell);
+      const { outputs, count } = await outputsOf(call, cell);
+      if (count !== undefined) {
+        execution.executionOrder = count; // the kernel's own count, as Jupyter saves it
+      }
       if (!ok && answer?.message && outputs.length === 0) {
         outputs.push(new vscode.NotebookCellOutput([vscode.NotebookCellOutputItem.stderr(answer.message)]));
       }
@@ -187,7 +278,10 @@ export function notebookController(call: Call, languages: string[]): RunfixKerne
     execution.start(Date.now());
     let ok = true;
     try {
-      const outputs = await outputsOf(call, cell);
+      const { outputs, count } = await outputsOf(call, cell);
+      if (count !== undefined) {
+        execution.executionOrder = count;
+      }
       ok = !outputs.some((o) => o.items.some((i) => i.mime === "application/vnd.code.notebook.error"));
       await execution.replaceOutput(outputs);
     } finally {

@@ -30,6 +30,8 @@ export interface OutputsAnswer {
   outputs: OutputItem[];
   images: string[];
   outputsDir: string;
+  /** A notebook cell's: the stored JSON of what Jupyter saves in it for its latest run. */
+  cell?: string | null;
 }
 
 /** Asks the server what the view shows for a line (undefined: no server, or it failed). */

@@ -32,6 +32,7 @@ const report = { steps: [] };
 const step = (name, value = true) => {
   report.steps.push(name);
   report[name] = value;
+  console.error(`e2e: ${name}: ${JSON.stringify(value)}`); // (the scenario's progress, in pytest's log)
 };
 
 /** Wait for the quick-input row that names `label`, then choose it. */
@@ -214,6 +215,118 @@ async function notebookScenario(page) {
 
   await structuralEdits(page, command, saved);
   await notebookFromNeovim(page);
+}
+
+/** "first-hour" (issue 61): a notebook user's first hour. A 6-row DataFrame's cell run and
+ *  saved holds pandas' own HTML; a NameError whose name a cell above defines is fixed by the
+ *  preferred quick fix with no model; Run and Fix asked on the line of a cell whose function
+ *  raised fixes that cell; Generate and run in a one-line prompt cell writes and runs the
+ *  code in that cell. Each checked in the file VS Code's own serializer saves. */
+async function firstHourScenario(page) {
+  const command = (name) => palette(page, name);
+  const notebookFile = path.join(workspace, "first.ipynb");
+  const saved = async () => {
+    await page.keyboard.press("Control+S");
+    await new Promise((r) => setTimeout(r, 1000));
+    try {
+      return JSON.parse(fs.readFileSync(notebookFile, "utf8"));
+    } catch {
+      return null;
+    }
+  };
+  const until = async (done, seconds = 90) => {
+    let notebook = null;
+    for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
+      notebook = await saved();
+      if (notebook && done(notebook)) {
+        return notebook;
+      }
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    return notebook;
+  };
+  const text = (cell) =>
+    (cell?.outputs ?? []).map((o) => [].concat(o.text ?? [], o.data?.["text/plain"] ?? []).join("")).join("|");
+  const source = (cell) => [].concat(cell?.source ?? []).join("");
+  /** The editor of cell `n` (from 0), its cursor on its `line`. */
+  const focus = async (n, line = 1) => {
+    await page.keyboard.press("Escape");
+    await page.locator(".notebook-editor .code-cell-row .monaco-editor").nth(n).click();
+    await page.keyboard.press("Control+Home");
+    for (let i = 1; i < line; i++) {
+      await page.keyboard.press("ArrowDown");
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  };
+  /** Run cell `n` as VS Code runs a cell (its run button: the picked kernel). */
+  const runCell = async (n) => {
+    await focus(n);
+    const button = page.locator(".code-cell-row.focused .run-button-container .action-label").first();
+    await button.click({ timeout: 10000 });
+  };
+  /** The code action titled `title` at the cursor (Ctrl+.), chosen. */
+  const act = async (title) => {
+    for (let tries = 0; tries < 5; tries++) {
+      await page.keyboard.press("Control+.");
+      const row = page.locator(".action-widget").getByText(title).first();
+      try {
+        await row.waitFor({ timeout: 5000 });
+        await row.click();
+        return true;
+      } catch {
+        report.actions = await page.locator(".action-widget").allInnerTexts().catch(() => []);
+        await page.screenshot({ path: path.join(out, `vscode-first-hour-actions-${tries}.png`) });
+        await page.keyboard.press("Escape");
+        await new Promise((r) => setTimeout(r, 1500));
+      }
+    }
+    return false;
+  };
+  await page.keyboard.press("Control+P");
+  await page.keyboard.type("first.ipynb");
+  await pick(page, "first.ipynb");
+  await page.waitForSelector(".notebook-editor .cell-editor-container .monaco-editor", { timeout: 60000 });
+  await command("Notebook: Select Notebook Kernel");
+  await pick(page, "runfix — this folder's kernel");
+  await new Promise((r) => setTimeout(r, 1000));
+
+  // The DataFrame's cell, run: what VS Code saves is what Jupyter would (pandas' HTML).
+  await runCell(0);
+  let notebook = await until((nb) => nb.cells[0].outputs?.some((o) => o.data?.["text/html"]), 60);
+  report.savedFrame = notebook?.cells[0] ?? null;
+  step("frameSaved", Boolean(notebook?.cells[0].outputs?.some((o) => o.data?.["text/html"])));
+  await page.screenshot({ path: path.join(out, "vscode-first-hour-frame.png") });
+
+  // `total * 2` run alone: the cell above that defines `total` had not run. The preferred
+  // quick fix says it runs that cell, and does, with no model.
+  await runCell(2);
+  await until((nb) => nb.cells[2].outputs?.some((o) => o.output_type === "error"), 60);
+  await focus(2);
+  step("aboveOffered", await act("Fix: run the cells above that define"));
+  notebook = await until((nb) => text(nb.cells[2]).includes("6"), 60);
+  report.savedAbove = notebook?.cells[2] ?? null;
+  step("aboveFixed", Boolean(notebook && text(notebook.cells[2]).includes("6")));
+  await page.screenshot({ path: path.join(out, "vscode-first-hour-above.png") });
+
+  // The caller's run raises in the function's cell: Run and Fix asked on that error's line
+  // (in the defining cell) runs the caller, and the fix lands in the defining cell.
+  await runCell(4);
+  await until((nb) => nb.cells[4].outputs?.some((o) => o.output_type === "error"), 60);
+  await focus(3, 2);
+  step("whereOffered", await act("Run and fix the cell whose run raised this"));
+  notebook = await until((nb) => source(nb.cells[3]).includes("len(xs)"), 90);
+  report.savedWhere = notebook ? [source(notebook.cells[3]), source(notebook.cells[4])] : null;
+  step("whereFixed", Boolean(notebook && source(notebook.cells[3]).includes("len(xs)")));
+  await page.screenshot({ path: path.join(out, "vscode-first-hour-fixed.png") });
+
+  // Generate and run in a one-line prompt cell: the code goes under the prompt, in its cell.
+  await focus(5);
+  step("generateOffered", await act("Generate and run"));
+  notebook = await until((nb) => source(nb.cells[5]).includes("units") && text(nb.cells[5]).includes("30"), 90);
+  report.savedGenerated = notebook?.cells[5] ?? null;
+  step("generated", Boolean(notebook && source(notebook.cells[5]).split("\n").length > 1));
+  await new Promise((r) => setTimeout(r, 1000));
+  await page.screenshot({ path: path.join(out, "vscode-first-hour-generated.png") });
 }
 
 /** What each code cell of the open notebook shows in its editor, in notebook order: its
@@ -654,6 +767,10 @@ try {
   }
   if (scenario === "tests") {
     await testsScenario(page);
+    throw new Done();
+  }
+  if (scenario === "first-hour") {
+    await firstHourScenario(page);
     throw new Done();
   }
 

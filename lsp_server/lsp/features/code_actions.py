@@ -202,25 +202,25 @@ def quick_fixes(
             # The import runs too, so that re-running the cell works.
             add.command = run_command(add.title, uri, Range.lines(at, at))
             out.append(add)
-        if python and features.debug:  # the editor starts its debugger on the cell
-            debug = lsp.CodeAction(DEBUG_ERROR_TITLE, kind=QUICKFIX, diagnostics=[diagnostic])
-            where = {"uri": uri, "line": piece[0]}
-            debug.command = lsp.Command(DEBUG_ERROR_TITLE, DEBUG_ERROR, arguments=[where])
-            out.append(debug)
         specific = any(a.is_preferred and a.diagnostics == [diagnostic] for a in out)
         title = _fix_title(lines, message, piece, python, model_ready)
         offline = _quickfix(title, diagnostic, preferred=not specific)
         offline.command = run_command(title, uri, rerun, RUN_AND_FIX)
         out.append(offline)
-        if not model_ready:
-            continue  # (the one above tries the offline fixes; a model cannot be asked)
-        fix_arg = to_json(FixArgs(uri, piece, message))
-        fix = _quickfix(FIX_WITH_MODEL_TITLE, diagnostic, preferred=False)
-        if features.code_action_resolve:
-            fix.data = fix_arg  # the edit comes in codeAction/resolve
-        else:
-            fix.command = lsp.Command(FIX_WITH_MODEL_TITLE, FIX_WITH_MODEL, arguments=[fix_arg])
-        out.append(fix)
+        if model_ready:  # (else the one above tries the offline fixes alone)
+            fix_arg = to_json(FixArgs(uri, piece, message))
+            fix = _quickfix(FIX_WITH_MODEL_TITLE, diagnostic, preferred=False)
+            if features.code_action_resolve:
+                fix.data = fix_arg  # the edit comes in codeAction/resolve
+            else:
+                command = lsp.Command(FIX_WITH_MODEL_TITLE, FIX_WITH_MODEL, arguments=[fix_arg])
+                fix.command = command
+            out.append(fix)
+        if python and features.debug:  # the editor starts its debugger on the cell
+            debug = lsp.CodeAction(DEBUG_ERROR_TITLE, kind=QUICKFIX, diagnostics=[diagnostic])
+            where = {"uri": uri, "line": piece[0]}
+            debug.command = lsp.Command(DEBUG_ERROR_TITLE, DEBUG_ERROR, arguments=[where])
+            out.append(debug)
     return out
 
 

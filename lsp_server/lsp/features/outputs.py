@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 from lsprotocol import types as lsp
 
 from lsp_server.contract import OUTPUTS, SHOW_OUTPUT, RunArgs, ShowOutputAnswer, to_json
@@ -24,6 +25,8 @@ from lsp_server.outputs.bundles import Output
 from lsp_server.outputs.page import OutputPage
 from lsp_server.outputs.results import StatementResult
 from lsp_server.outputs.view import answer, outputs_of, statements_at
+from lsp_server.record.notebooks import latest_cell
+from lsp_server.text.cells import cell_at, code_of, split_cells
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,16 @@ def register(server: RunfixServer) -> None:
         arg = argument(ls, OUTPUTS, args, RunArgs)
         where = arg.position or (arg.range.start if arg.range else None)
         line = where.line if where else 0
-        return to_json(answer(arg.uri, ls.editor.folder_for(arg.uri), _found(ls, arg.uri, line)))
+        folder = ls.editor.folder_for(arg.uri)
+        said = answer(arg.uri, folder, _found(ls, arg.uri, line))
+        if arg.uri in ls.editor.notebooks.open:  # what Jupyter saves in the cell, as is
+            lines = ls.workspace.get_text_document(arg.uri).lines
+            cell = cell_at(split_cells(lines), max(line, 0))
+            code = code_of(lines, cell.code_first, cell.last) if cell is not None else None
+            path = ls.editor.path_of(arg.uri)
+            kept = await asyncio.to_thread(latest_cell, folder, path, code) if code else None
+            said = attrs.evolve(said, cell=kept)
+        return to_json(said)
 
     @server.command(SHOW_OUTPUT)
     async def show_output(ls: RunfixServer, *args: Any) -> Any:
