@@ -250,12 +250,24 @@ async function firstHourScenario(page) {
   const source = (cell) => [].concat(cell?.source ?? []).join("");
   /** The editor of cell `n` (from 0), its cursor on its `line`. */
   const focus = async (n, line = 1) => {
+    // Into the notebook's list (command mode), to its first cell, down to cell n (the list
+    // renders only the cells in view: they are reached as a user reaches them), into its editor.
+    await page
+      .locator(".notebook-editor .code-cell-row .monaco-editor")
+      .first()
+      .click({ timeout: 3000 })
+      .catch(() => {}); // (scrolled out of view: the notebook has the focus already)
     await page.keyboard.press("Escape");
-    await page.locator(".notebook-editor .code-cell-row .monaco-editor").nth(n).click();
+    await page.keyboard.press("Control+Home");
+    for (let i = 0; i < n; i++) {
+      await page.keyboard.press("ArrowDown");
+    }
+    await page.keyboard.press("Enter");
     await page.keyboard.press("Control+Home");
     for (let i = 1; i < line; i++) {
       await page.keyboard.press("ArrowDown");
     }
+    await page.keyboard.press("End"); // (on the line's code: where an error's squiggle is)
     await new Promise((r) => setTimeout(r, 500));
   };
   /** Run cell `n` as VS Code runs a cell (its run button: the picked kernel). */
@@ -264,21 +276,30 @@ async function firstHourScenario(page) {
     const button = page.locator(".code-cell-row.focused .run-button-container .action-label").first();
     await button.click({ timeout: 10000 });
   };
-  /** The code action titled `title` at the cursor (Ctrl+.), chosen. */
+  /** The code action titled `title` at the cursor (Ctrl+.), chosen with the keyboard as a
+   *  user does: down the menu to it, then Enter. */
   const act = async (title) => {
+    report.actionsSeen = report.actionsSeen ?? {};
+    const seen = (report.actionsSeen[title] = []);
     for (let tries = 0; tries < 5; tries++) {
       await page.keyboard.press("Control+.");
-      const row = page.locator(".action-widget").getByText(title).first();
-      try {
-        await row.waitFor({ timeout: 5000 });
-        await row.click();
-        return true;
-      } catch {
-        report.actions = await page.locator(".action-widget").allInnerTexts().catch(() => []);
-        await page.screenshot({ path: path.join(out, `vscode-first-hour-actions-${tries}.png`) });
-        await page.keyboard.press("Escape");
-        await new Promise((r) => setTimeout(r, 1500));
+      await new Promise((r) => setTimeout(r, 1500));
+      for (let i = 0; i < 12; i++) {
+        const focused = await page
+          .locator(".action-widget .focused")
+          .first()
+          .innerText({ timeout: 2000 })
+          .catch(() => "");
+        seen.push(focused);
+        if (focused.includes(title)) {
+          await page.keyboard.press("Enter");
+          return true;
+        }
+        await page.keyboard.press("ArrowDown");
       }
+      await page.screenshot({ path: path.join(out, `vscode-first-hour-actions-${tries}.png`) });
+      await page.keyboard.press("Escape");
+      await new Promise((r) => setTimeout(r, 1500));
     }
     return false;
   };
@@ -310,6 +331,8 @@ async function firstHourScenario(page) {
 
   // The caller's run raises in the function's cell: Run and Fix asked on that error's line
   // (in the defining cell) runs the caller, and the fix lands in the defining cell.
+  await runCell(3); // defines `mean`
+  await new Promise((r) => setTimeout(r, 2000));
   await runCell(4);
   await until((nb) => nb.cells[4].outputs?.some((o) => o.output_type === "error"), 60);
   await focus(3, 2);
