@@ -445,13 +445,20 @@ def cell_of(run: RecordedRun, folder: Path | None) -> tuple[list[Any], int | Non
 def latest_cell(folder: Path, path: str, code: str) -> str | None:
     """The stored file of what Jupyter would save for the latest run of a notebook cell
     whose code is `code` (`with_cell`), from the folder's record; None: none kept."""
-    from lsp_server.record.store import RESTORE_RUNS, RunRecord
+    import sqlite3
 
-    record = RunRecord(folder)
-    try:
-        runs = record.recent(path, RESTORE_RUNS)
-    finally:
-        record.close()
+    from lsp_server.record.store import RESTORE_RUNS, NotARecord, open_for_reading, recent
+
+    try:  # (read only: a folder without a record gets none made)
+        db = open_for_reading(folder)
+        if db is None:
+            return None
+        try:
+            runs = recent(db, path, RESTORE_RUNS)
+        finally:
+            db.close()
+    except (OSError, NotARecord, sqlite3.DatabaseError):
+        return None
     for run in runs:
         if run.code.rstrip("\n") == code.rstrip("\n"):
             kept = next((o.file for o in run.outputs if o.kind == CELL_KIND), None)
