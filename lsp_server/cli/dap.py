@@ -60,6 +60,23 @@ def _program(arguments: dict[str, Any]) -> Path | None:
     return Path(os.path.abspath(os.path.join(base, program)))
 
 
+CONNECT_WAIT = 3.0
+"""Seconds `runfix dap` waits for the editor's server to listen on the folder's socket (it
+may be starting, or taking the socket over from one that died)."""
+
+
+async def _connect(folder: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """`agents.connect`, again while nobody listens yet, for up to `CONNECT_WAIT` seconds."""
+    deadline = asyncio.get_running_loop().time() + CONNECT_WAIT
+    while True:
+        try:
+            return await connect(folder)
+        except (ConnectionRefusedError, FileNotFoundError):
+            if asyncio.get_running_loop().time() >= deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
 async def _adapter() -> int:
     client = _Stdio(await stdin_reader())
     try:
@@ -92,7 +109,7 @@ async def _adapter() -> int:
             client.send({"type": "event", "event": "terminated"})
             return 1
         try:
-            reader, writer = await connect(folder)
+            reader, writer = await _connect(folder)
         except (OSError, AgentError) as exc:
             why = f"the editor's runfix for {folder} does not answer: {exc}"
             client.respond(request, error=why)
