@@ -93,6 +93,18 @@ async function framesImages(page) {
   return count;
 }
 
+/** Save the open notebook (VS Code's own serializer writes the cells' outputs) and read
+ *  `file` back (null: not readable yet). */
+async function savedNotebook(page, file) {
+  await page.keyboard.press("Control+S");
+  await new Promise((r) => setTimeout(r, 1000));
+  try {
+    return JSON.parse(fs.readFileSync(file, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
 /** "notebook": open a Jupyter notebook, pick runfix's kernel, Run All: text, a plot and an
  *  error land in their cells; then Run and Fix on the cell that calls a broken function of
  *  another cell: that cell is fixed (the scripted model's answer), and the caller runs. */
@@ -113,16 +125,7 @@ async function notebookScenario(page) {
   await new Promise((r) => setTimeout(r, 1000));
   await command("Notebook: Run All", "Run All");
   const notebookFile = path.join(workspace, "analysis.ipynb");
-  /** Save the notebook (VS Code's own serializer writes the cells' outputs) and read it. */
-  const saved = async () => {
-    await page.keyboard.press("Control+S");
-    await new Promise((r) => setTimeout(r, 1000));
-    try {
-      return JSON.parse(fs.readFileSync(notebookFile, "utf8"));
-    } catch {
-      return null;
-    }
-  };
+  const saved = () => savedNotebook(page, notebookFile);
   const ranAll = (nb) => nb && nb.cells.at(-1).outputs?.some((o) => o.output_type === "error");
   let notebook = null;
   for (const until = Date.now() + 120000; Date.now() < until && !ranAll(notebook); ) {
@@ -224,16 +227,7 @@ async function notebookScenario(page) {
  *  code in that cell. Each checked in the file VS Code's own serializer saves. */
 async function firstHourScenario(page) {
   const command = (name) => palette(page, name);
-  const notebookFile = path.join(workspace, "first.ipynb");
-  const saved = async () => {
-    await page.keyboard.press("Control+S");
-    await new Promise((r) => setTimeout(r, 1000));
-    try {
-      return JSON.parse(fs.readFileSync(notebookFile, "utf8"));
-    } catch {
-      return null;
-    }
-  };
+  const saved = () => savedNotebook(page, path.join(workspace, "first.ipynb"));
   const until = async (done, seconds = 90) => {
     let notebook = null;
     for (const end = Date.now() + seconds * 1000; Date.now() < end; ) {
