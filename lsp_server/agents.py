@@ -35,7 +35,8 @@ from executor.base import ExecutorUnavailable
 from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.text import split_lines
 from executor.trust import Choice
-from lsp_server.contract import Range
+from lsp_server.commands import Call, dispatch
+from lsp_server.contract import RUN, Range, RunArgs
 from lsp_server.editor import Editor, Snapshot
 from lsp_server.flow import Flow
 from lsp_server.folder_files import read_regular
@@ -490,10 +491,16 @@ class AgentDoor:
         where = await self.flow.where(uri)  # (the settings its lines are found by, and run by)
         lines = self._lines(numbers, open_text.lines, where.settings.prompt_markers)
         span = Range.lines(*lines) if lines is not None else None
+        return await self._run_open(where, span, agent)
+
+    async def _run_open(self, where: Where, span: Range | None, agent: str) -> Any:
+        """Lines of a document an editor has open (None: all of it), run as the editor's
+        runs are: their results show on its lines."""
         ran: list[Any] = []
         with self._cancellable() as cancel:
             mode = RunMode(origin=f"agent: {agent}", say_stop=False)
-            answer = await self.flow.run(where, span, cancel, mode, ran)
+            call = Call(RunArgs(where.uri, span), cancel, where, mode, ran)
+            answer = await dispatch(self.flow, RUN, call)
         output = "".join(text_of(piece.outcome) for piece in ran)
         return {"status": answer.status.value, "output": output, "message": answer.message}
 
@@ -511,13 +518,7 @@ class AgentDoor:
         if open_text is None:
             where = await self._where(folder, uri, str(path), rows)
             return await self._execute(where, Piece(first, last), agent)
-        ran: list[Any] = []
-        with self._cancellable() as cancel:
-            mode = RunMode(origin=f"agent: {agent}", say_stop=False)
-            where = await self.flow.where(uri)
-            answer = await self.flow.run(where, Range.lines(first, last), cancel, mode, ran)
-        output = "".join(text_of(piece.outcome) for piece in ran)
-        return {"status": answer.status.value, "output": output, "message": answer.message}
+        return await self._run_open(await self.flow.where(uri), Range.lines(first, last), agent)
 
     async def _code(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         code = args.get("code")

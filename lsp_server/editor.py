@@ -246,6 +246,9 @@ def apply_to_lines(lines: Sequence[str], first: int, last: int, code: str) -> li
     return out
 
 
+KERNEL_RESTARTED = "runfix: kernel restarted; its state was cleared."
+"""What the user is told once a kernel restarted on their command."""
+
 SHOWN_TEXT = 80
 """Characters of streamed text shown in progress."""
 STREAM_REPORTS = 0.1

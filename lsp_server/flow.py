@@ -1,19 +1,11 @@
-"""The run flow, one for the editor, agents and `runfix run`: running, generating,
-installing, and the trust gate in front of a kernel.
+"""The face: one method per command of the contract, each handing it to the verb that does
+it (`lsp_server.verbs`), and what the doors (the LSP front end, agents, the command line)
+ask of the state, handed to the service that keeps it (`lsp_server.services`).
 
-Running: the pieces (cells, or the lines of a range) of the text as it stood
-when the run was asked for, one folder's runs at a time, stopping at the first
-that fails; results are kept and shown after each piece.
-
-Fixing lives in `fix.flow.FixFlow` (`Flow.fixes`): the model writes a candidate, it
-runs where the failing piece stands, and only a candidate that ran clean is applied.
-Generating writes a prompt's body; model-written code the scan flags needs the user's
-"Run" before it runs in the local kernel; in the sandbox the container is the control.
-
-Every request comes with its document's context (`runs.Where`, made once at the front
-end's door by `Flow.where`); every piece runs through the `runner.Runner`. The flow talks
-to the editor only through `editor.Editor`, and to everything else through the
-`session.Session`.
+Every request comes with its document's context (`runs.Where`, made once at the door by
+`Flow.where`); every piece of code runs through the runner (`services.runner`). The face
+talks to the editor only through `editor.Editor`, and to everything else through the
+`session.Session`. Which door command meets which face method: `commands.TABLE`.
 """
 
 from __future__ import annotations
@@ -21,45 +13,36 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from contextlib import suppress
 from pathlib import Path
 
-from executor.base import ExecutorUnavailable
-from executor.events import RunRequest, Variable
+from executor.events import Variable
 from executor.jupyter import Kernel
-from executor.trust import Choice, resolved
-from lsp_server import contract
-from lsp_server.contract import (
-    FixAnswer,
-    GenerateAnswer,
-    InstallAnswer,
-    Range,
-    RunAnswer,
-    Status,
-)
-from lsp_server.editor import Editor, Level, Place
+from executor.trust import Choice
+from lsp_server.contract import FixAnswer, GenerateAnswer, InstallAnswer, Range, RunAnswer
+from lsp_server.editor import Editor
 from lsp_server.fix import fixcheck
-from lsp_server.fix.flow import FixFlow, FixReport
-from lsp_server.gate import Gate
-from lsp_server.generate import Generator
 from lsp_server.outputs.results import DocumentResults
 from lsp_server.outputs.store import LineChange
 from lsp_server.record.store import RunRecord
-from lsp_server.runner import PieceRun, Runner
 from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
 from lsp_server.services.desk import Desk
+from lsp_server.services.gate import Gate
 from lsp_server.services.installs import Installer
 from lsp_server.services.reads import KernelReads
-from lsp_server.services.tests import TestRuns
+from lsp_server.services.runner import PieceRun, Runner
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from lsp_server.testing import is_test_file, test_at
-from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
-from lsp_server.text.languages import PYTHON, is_python
+from lsp_server.text.languages import PYTHON
+from lsp_server.verbs.cells import CellRuns
+from lsp_server.verbs.fix import FixFlow, FixReport
+from lsp_server.verbs.generate import Generator
+from lsp_server.verbs.install import InstallAndRerun
+from lsp_server.verbs.kernel import KernelControl
+from lsp_server.verbs.tests import TestRuns, selection
+from lsp_server.verbs.trust import TrustDecisions
 
 log = logging.getLogger(__name__)
-INVALIDATE_CACHES = "import importlib\nimportlib.invalidate_caches()\n"
 
 
 class Flow:
@@ -71,21 +54,28 @@ class Flow:
         self.desk = Desk(session, editor)
         """What documents show, its one writer; a document's text (`services.desk`)."""
         self.gate = Gate(session, editor, self.desk)
-        """Trust before a kernel, confirmation before flagged code (`gate`)."""
+        """Trust before a kernel, confirmation before flagged code (`services.gate`)."""
         self.runner = Runner(session, editor, self.gate, self.desk)
-        """Where every piece runs, its results kept and recorded (`runner`)."""
+        """Where every piece runs, its results kept and recorded (`services.runner`)."""
         self.reads = KernelReads(session)
         """What the kernel holds, for the model (`reads`)."""
-        self.installer = Installer(editor, self.gate, self.desk)
-        """Installing into the folder's kernel (`installs`)."""
+        installer = Installer(editor, self.gate, self.desk)
+        self.installs = InstallAndRerun(installer, self.runner, self.desk)
+        """Installing into the folder's kernel, then re-running (`verbs.install`)."""
         self.generator = Generator(session, editor, self.runner, self.desk, self.reads)
-        """Writing a prompt's body (`generate`)."""
+        """Writing a prompt's body (`verbs.generate`)."""
         self.fixes = FixFlow(
-            session, editor, self.gate, self.runner, self.desk, self.reads, self.installer
+            session, editor, self.gate, self.runner, self.desk, self.reads, installer
         )
-        """Run and fix, fixing a piece (`fix.flow`)."""
+        """Run and fix, fixing a piece (`verbs.fix`)."""
         self.tests = TestRuns(session, editor, self.gate, self.desk)
-        """The project's tests, their failures on their lines (`services.tests`)."""
+        """The project's tests, their failures on their lines (`verbs.tests`)."""
+        self.cells = CellRuns(editor, self.gate, self.runner, self.desk)
+        """The cells around one, run (`verbs.cells`)."""
+        self.kernel = KernelControl(session, editor, self.gate)
+        """The folder's kernel controlled (`verbs.kernel`)."""
+        self.trust = TrustDecisions(session, editor, self.gate, self.desk)
+        """How a folder's code may run, as decided (`verbs.trust`)."""
 
     # -- reading ------------------------------------------------------------------------
 
@@ -138,50 +128,15 @@ class Flow:
     async def run_cells(
         self, where: Where, line: int, which: str, cancel: asyncio.Event
     ) -> RunAnswer:
-        """Cells around the one holding `line`: `above` (the cells before it), `below` (it
-        and the cells after it), `dependents` (the cells below that read what it defines,
-        transitively, in file order: `dataflow`), or `to` (restart the kernel, then every
-        cell up to and including it: the state a fresh notebook would have there)."""
-        if which == "dependents":
-            return await self.run_dependents(where, line, cancel)
-        cell = cell_at(split_cells(where.text.lines, where.settings.prompt_markers), line)
-        if cell is None:
-            return RunAnswer(Status.OK, 0)
-        if which == "above":
-            return await self.run(where, None, cancel, RunMode(before=cell.first))
-        if which == "below":
-            return await self.run(where, None, cancel, RunMode(after=cell.first - 1))
-        try:
-            admitted = await self.gate.admit(where, line)
-        except ExecutorUnavailable as exc:
-            self.explain_unavailable(where.uri, str(exc))
-            return RunAnswer(Status.ERROR, 0, str(exc))
-        if admitted is None:
-            return RunAnswer(Status.CANCELLED, 0, "not run: the folder is not trusted")
-        await admitted.kernel.restart()
-        self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
-        return await self.run(admitted.where, None, cancel, RunMode(before=cell.last + 1))
+        """Cells around the one holding `line` (`CellRuns.around`)."""
+        return await self.cells.around(where, line, which, cancel)
 
     async def run_dependents(
         self, where: Where, line: int, cancel: asyncio.Event, *, with_above: bool = False
     ) -> RunAnswer:
-        """The cells below the one holding `line` that read what it defines, directly or
-        through the cells between, in file order (`with_above`: first every cell up to and
-        including it, as a fresh kernel needs: `runfix run --dependents-of`)."""
-        python = is_python(where.language)
-        flow = DocumentMap(where.text.lines, python=python)
-        index = flow.index(line)
-        cells = [flow.bounds(i) for i in flow.dependents(index)] if python else []
-        if not cells and not with_above:
-            place = Place(where.uri, flow.bounds(index)[0])
-            said = "no cell below reads what this cell defines"
-            if not python:
-                said = "which cells read what a cell defines is known for Python documents only"
-            self.editor.remark(place, said)
-            return RunAnswer(Status.OK, 0)
-        if with_above:
-            cells = [flow.bounds(i) for i in range(index + 1)] + cells
-        return await self.run(where, None, cancel, RunMode(within=tuple(cells)))
+        """The cells below that read what the one holding `line` defines
+        (`CellRuns.dependents`)."""
+        return await self.cells.dependents(where, line, cancel, with_above=with_above)
 
     # -- fixing and generating -----------------------------------------------------------
 
@@ -207,34 +162,25 @@ class Flow:
     # -- the kernel -----------------------------------------------------------------------
 
     async def variables(self, where: Where) -> list[Variable]:
-        """What the document's kernel holds, where its folder's code may run (none is
-        started where it may not: nothing is asked)."""
-        try:
-            admitted = await self.gate.admit(where)
-        except ExecutorUnavailable:
-            return []  # (said when the document runs)
-        if admitted is None:
-            return []
-        return await admitted.kernel.variables(admitted.where.settings.secret_extra_names)
+        """What the document's kernel holds (`KernelControl.variables`)."""
+        return await self.kernel.variables(where)
 
-    def _kernels(self, folder: Path | None, language: str) -> list[Kernel]:
-        if folder is None:
-            return self.session.kernels.all()
-        kernel = self.session.kernels.find(folder, language)
-        return [kernel] if kernel is not None else []
+    async def interrupt(self, uri: str | None = None) -> int:
+        """Interrupt the kernel of the document's folder and language (none: every kernel);
+        how many (`KernelControl.interrupt`)."""
+        return await self.kernel.interrupt(*self._kernel_of(uri))
 
-    async def interrupt(self, folder: Path | None = None, language: str = PYTHON.id) -> int:
-        """Interrupt the folder's kernel of `language` (no folder: every kernel); how many."""
-        kernels = self._kernels(folder, language)
-        await asyncio.gather(*(k.interrupt() for k in kernels))
-        return len(kernels)
+    async def restart(self, uri: str | None = None) -> int:
+        """Restart the kernel of the document's folder and language (none: every kernel);
+        how many (`KernelControl.restart`)."""
+        return await self.kernel.restart(*self._kernel_of(uri))
 
-    async def restart(self, folder: Path | None = None, language: str = PYTHON.id) -> int:
-        """Restart the folder's kernel of `language` (no folder: every kernel); how many."""
-        kernels = self._kernels(folder, language)
-        await asyncio.gather(*(k.restart() for k in kernels))
-        self.editor.tell_once("runfix: kernel restarted; its state was cleared.", Level.INFO)
-        return len(kernels)
+    def _kernel_of(self, uri: str | None) -> tuple[Path | None, str]:
+        """The folder and language of a document's kernel (none: every kernel)."""
+        if uri is None:
+            return None, PYTHON.id
+        language = self.editor.language_of(uri)
+        return self.editor.folder_for(uri), language.id if language else ""
 
     async def run_code(
         self, where: Where, piece: Piece, cancel: asyncio.Event, origin: str
@@ -247,7 +193,7 @@ class Flow:
 
     def decide(self, folder: Path, choice: Choice, keep: bool = True) -> None:
         """The user decided how the folder's code runs (`keep`: beyond this session)."""
-        self.gate.decided(folder, choice, keep=keep)
+        self.trust.decide(folder, choice, keep)
 
     def allow_agents(self, folder: Path) -> None:
         """Agents may run in `folder` without asking (trust still applies)."""
@@ -256,8 +202,7 @@ class Flow:
     async def agent_may_run(self, folder: Path, agent: str) -> str | None:
         """Whether `agent` may run code in the folder's kernel (asked at the editor); None:
         it may, else why not."""
-        settings, choice = await self.folder_settings(folder)
-        return await self.gate.agent_may_run(folder, settings, choice, agent)
+        return await self.trust.agent_may_run(folder, agent)
 
     def agent_may_read(self, folder: Path) -> str | None:
         """Whether an agent may read the folder's kernel (None: it may, else why not)."""
@@ -266,24 +211,12 @@ class Flow:
     # -- the project's tests -------------------------------------------------------------
 
     async def run_tests(self, where: Where, line: int | None, cancel: asyncio.Event) -> RunAnswer:
-        """The project's tests (pytest): the test function holding `line` of a test file,
-        else the test file's, else (another file) all of the folder's."""
-        return await self.tests.run(where, self._tests_at(where, line), cancel)
+        """The project's tests for a document's line (`TestRuns.run`)."""
+        return await self.tests.run(where, selection(where, line), cancel)
 
     async def fix_tests(self, where: Where, line: int | None, cancel: asyncio.Event) -> FixAnswer:
-        """The tests `run_tests` would run, then each failure's module function fixed by the
-        model, the tests as the check; a fix is applied as an edit of its module."""
-        return await self.tests.fix(where, self._tests_at(where, line), cancel)
-
-    @staticmethod
-    def _tests_at(where: Where, line: int | None) -> list[str]:
-        """pytest's selection for a document's line (none: every test of the folder)."""
-        path = Path(where.path)
-        if not (is_test_file(path) and path.is_relative_to(where.folder)):
-            return []
-        relative = path.relative_to(where.folder).as_posix()
-        name = test_at(where.text.lines, line) if line is not None else None
-        return [f"{relative}::{name}" if name else relative]
+        """The tests `run_tests` would run, their failures fixed (`TestRuns.fix`)."""
+        return await self.tests.fix(where, selection(where, line), cancel)
 
     # -- install --------------------------------------------------------------------------
 
@@ -295,15 +228,8 @@ class Flow:
         cancel: asyncio.Event,
         ask: str | None = None,
     ) -> InstallAnswer:
-        """Install distributions into the folder's kernel (`Installer`); then re-run what
-        failed. With `ask` (why no data vouches for the name), only once the user says so."""
-        line = rerun.start.line if rerun else None
-        answer, kernel = await self.installer.install(where, packages, line, cancel, ask)
-        if answer.status != Status.OK or rerun is None or kernel is None:
-            return answer
-        with suppress(Exception):
-            await self.runner.quietly(kernel, RunRequest(INVALIDATE_CACHES, "<runfix>", 1, 30))
-        return InstallAnswer(Status.OK, run=await self.run(self.now(where), rerun, cancel))
+        """Install into the folder's kernel, then re-run (`InstallAndRerun.install`)."""
+        return await self.installs.install(where, packages, rerun, cancel, ask)
 
     # -- what the doors ask of the state (they never touch it themselves) ---------------------
 
@@ -400,50 +326,12 @@ class Flow:
 
     def trust_workspace(self, folders: Sequence[Path]) -> None:
         """The client decided these folders are trusted (VS Code's Workspace Trust)."""
-        self.session.decided = Choice.TRUST
-        self.session.decided_for = tuple(resolved(f) for f in folders)
+        self.trust.trust_workspace(folders)
 
     async def settings_changed(self, uris: Sequence[str]) -> None:
-        """The client's settings changed: read again; a folder's kernel whose settings now
-        say another interpreter is replaced; the documents show their results as the
-        settings now say."""
-        self.session.forget_settings()
-        for uri in uris:
-            folder = self.editor.folder_for(uri)
-            if self.session.kernels.find(folder) is not None:
-                settings = await self.session.settings(folder)  # as the client says them now
-                await self.session.kernel_for(folder, settings)  # replaced if they changed
-        for uri in uris:
-            self.desk.show((await self.where(uri)).uri)  # (its results as they now say)
+        """The client's settings changed (`TrustDecisions.settings_changed`)."""
+        await self.trust.settings_changed(uris, self.where)
 
     async def revoke(self, folder: Path) -> Choice | None:
         """Forget the folder's trust decision (its kernel stops); the decision left."""
-        await self.session.revoke(folder)
-        return self.session.choice(folder)
-
-
-COMMANDS: dict[str, str] = {
-    contract.RUN: Flow.run.__name__,
-    contract.RUN_AND_FIX: Flow.run_and_fix.__name__,
-    contract.GENERATE: Flow.generate.__name__,
-    contract.FIX_WITH_MODEL: Flow.fix_reported.__name__,
-    contract.INSTALL: Flow.install.__name__,
-    contract.INTERRUPT: Flow.interrupt.__name__,
-    contract.RESTART: Flow.restart.__name__,
-    contract.VARIABLES: Flow.variables.__name__,
-    contract.CLEAR: Flow.clear.__name__,
-    contract.STATUS: Flow.kernels.__name__,
-    contract.HISTORY: Flow.record_of.__name__,
-    contract.RUN_ABOVE: Flow.run_cells.__name__,
-    contract.RUN_BELOW: Flow.run_cells.__name__,
-    contract.RUN_DEPENDENTS: Flow.run_cells.__name__,
-    contract.RESTART_AND_RUN_TO: Flow.run_cells.__name__,
-    contract.TRUST: Flow.decide.__name__,
-    contract.UNTRUST: Flow.revoke.__name__,
-    contract.RUN_TESTS: Flow.run_tests.__name__,
-    contract.FIX_TESTS: Flow.fix_tests.__name__,
-}
-"""Each contract command that asks the core for something, and the one face method that
-does it (the doors, LSP and command line and agents, call only those). `runfix.export`,
-`runfix.outputs` and `runfix.showOutput` are the doors' own (a notebook's conversion, the
-output page)."""
+        return await self.trust.revoke(folder)

@@ -56,12 +56,12 @@ from executor.text import split_lines  # noqa: E402
 from executor.trust import Choice  # noqa: E402
 from lsp_server.cli.run import HeadlessEditor, project_folder, project_settings, run_file  # noqa: E402
 from lsp_server.fix.evidence import STYLES  # noqa: E402
-from lsp_server.fix.flow import FixFlow  # noqa: E402
 from lsp_server.flow import Flow  # noqa: E402
 from lsp_server.model.context import LAYOUTS  # noqa: E402
 from lsp_server.session import Session  # noqa: E402
 from lsp_server.settings import Settings  # noqa: E402
 from lsp_server.text.prompts import prompt_at  # noqa: E402
+from lsp_server.verbs.fix import FixFlow  # noqa: E402
 from tests.support.real_model import Proxy, Seen, chat  # noqa: E402
 from tests.support.real_model import start as start_model  # noqa: E402
 

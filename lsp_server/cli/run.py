@@ -29,7 +29,17 @@ from executor.text import split_lines
 from executor.trust import Choice
 from lsp_server.capabilities import ClientFeatures
 from lsp_server.cli.notebook_file import NotebookFile
-from lsp_server.contract import Range, Status
+from lsp_server.commands import Call, dispatch
+from lsp_server.contract import (
+    GENERATE,
+    RUN,
+    RUN_AND_FIX,
+    GenerateArgs,
+    Position,
+    Range,
+    RunArgs,
+    Status,
+)
 from lsp_server.editor import (
     Level,
     LineEdit,
@@ -48,8 +58,8 @@ from lsp_server.folder_files import read_regular, rewrite_regular, safe_target
 from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
-from lsp_server.runner import PieceRun
 from lsp_server.runs import RunMode, Where, pieces_for
+from lsp_server.services.runner import PieceRun
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
 from lsp_server.text.languages import Language, language_of
@@ -667,9 +677,11 @@ async def _generate(
         if at < 0:
             continue
         mode = RunMode(after=ran_to, before=at, say_stop=False)
-        if (await flow.run(where, None, cancel, mode)).status == Status.CANCELLED:
+        ran = await dispatch(flow, RUN, Call(RunArgs(where.uri), cancel, where, mode))
+        if ran.status == Status.CANCELLED:
             return False
-        answer = await flow.generate(flow.now(where), at, True, cancel)
+        asked = GenerateArgs(where.uri, Position(at), run=True)
+        answer = await dispatch(flow, GENERATE, Call(asked, cancel, flow.now(where)))
         if answer.status == Status.CANCELLED:
             return False
         written = answer.range
@@ -731,11 +743,13 @@ async def _run(
                 ran = await flow.run_dependents(where, dependents_of, cancel, with_above=True)
                 ok = ran.status == Status.OK
             elif fix:
-                fixed = await flow.run_and_fix(where, line_range, cancel)
+                call = Call(RunArgs(where.uri, line_range), cancel, where)
+                fixed = await dispatch(flow, RUN_AND_FIX, call)
                 ok = fixed.status in (Status.OK, Status.FIXED)
             else:
                 mode = RunMode(within=cells)
-                ran = await flow.run(where, line_range, cancel, mode, editor.ran)
+                call = Call(RunArgs(where.uri, line_range), cancel, where, mode, editor.ran)
+                ran = await dispatch(flow, RUN, call)
                 ok = ran.status == Status.OK
         return INTERRUPTED if pressed() else 0 if ok else 1
     finally:

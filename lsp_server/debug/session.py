@@ -32,7 +32,8 @@ from typing import Any
 
 from executor.base import ExecutorUnavailable
 from executor.debugger import DebugUnavailable, KernelDebug
-from lsp_server.contract import Range
+from lsp_server.commands import Call, dispatch
+from lsp_server.contract import RUN, Range, RunArgs
 from lsp_server.debug.breakpoints import Breakpoints, DebugError, name_of
 from lsp_server.debug.postmortem import PostMortem
 from lsp_server.debug.variables import Place, Ref, Variables
@@ -231,9 +232,9 @@ class DebugSession:
         assert self.where is not None and self._cell is not None
         first, last = self._cell
         try:
-            answer = await self.flow.run(
-                self.where, Range.lines(first, last), self._cancel, RunMode(origin="user")
-            )
+            arg = RunArgs(self.where.uri, Range.lines(first, last))
+            call = Call(arg, self._cancel, self.where, RunMode(origin="user"))
+            answer = await dispatch(self.flow, RUN, call)
             said = answer.message or answer.status.value
             self.event("output", {"category": "console", "output": f"runfix: {said}\n"})
         except Exception as exc:

@@ -22,11 +22,11 @@ from lsp_server.executors import kernel_config
 from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
 from lsp_server.fix.fixcheck import check as check_against
 from lsp_server.fix.fixing import RETRY_TEMPERATURE, Target, redefinition
-from lsp_server.gate import Gate
 from lsp_server.model.client import ModelClient
 from lsp_server.record.store import Asked
-from lsp_server.runner import Runner, run_request
 from lsp_server.runs import Piece, Where
+from lsp_server.services.gate import Gate
+from lsp_server.services.runner import Runner, run_request
 from lsp_server.session import Session
 from lsp_server.text.languages import is_python
 

@@ -9,9 +9,9 @@ from executor.base import ExecutorUnavailable
 from executor.jupyter import Kernel
 from lsp_server.contract import InstallAnswer, Status
 from lsp_server.editor import SHOWN_TEXT, Editor, Level
-from lsp_server.gate import Gate
 from lsp_server.runs import Where
 from lsp_server.services.desk import Desk
+from lsp_server.services.gate import Gate
 
 INSTALL_ANYWAY = "Install"
 NO_INSTALL = "Don't install"

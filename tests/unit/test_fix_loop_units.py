@@ -330,7 +330,7 @@ def test_a_module_swapped_for_a_fifo_during_a_fix_is_not_waited_on(tmp_path: Pat
     import os
     import threading
 
-    from lsp_server.fix.flow import _file_holds
+    from lsp_server.verbs.fix import _file_holds
 
     fifo = tmp_path / "helpers.py"
     os.mkfifo(fifo)

@@ -6,11 +6,8 @@ own: the LSP and headless implementations are tested end to end elsewhere).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Coroutine, Sequence
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +36,7 @@ from lsp_server.editor import (
     Level,
     LineEdit,
     Place,
-    Shown,
     Snapshot,
-    TrustAnswer,
-    TrustQuestion,
-    apply_to_lines,
 )
 from lsp_server.fix.fixing import Fixer, FixResult
 from lsp_server.flow import Flow
@@ -52,121 +45,13 @@ from lsp_server.lsp.features.code_actions import quick_fixes
 from lsp_server.lsp.launch import root_folder
 from lsp_server.lsp.prepared import ByLine, Memo, Prepared
 from lsp_server.model.client import ModelCancelled
-from lsp_server.outputs.results import DocumentResults, build
+from lsp_server.outputs.results import build
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
-from lsp_server.text.languages import PYTHON, Language
 from lsp_server.text.positions import utf16_len
 from tests.conftest import CLIENTS
+from tests.support.editors import URI, FakeEditor
 from tests.support.fix_ports import CalledPorts
-
-URI = "file:///ws/doc.py"
-
-
-class FakeEditor:
-    """Records what the flow asked of the editor; applies edits to its text at once."""
-
-    def __init__(self, text: str, answer: bool = False) -> None:
-        self.features = ClientFeatures()
-        self.lines = text.splitlines(True)
-        self.version = 1
-        self.answer = answer
-        self.told: list[tuple[str, Level]] = []
-        self.remarks: list[str] = []
-        self.asked: list[str] = []
-        self.applied: list[LineEdit] = []
-        self.published_results: list[DocumentResults] = []
-        self.tasks: list[asyncio.Task[Any]] = []
-
-    def text(self, uri: str) -> Snapshot | None:
-        return Snapshot(self.version, tuple(self.lines))
-
-    def open_documents(self) -> list[str]:
-        return [URI]
-
-    def live(self, uri: str) -> None:
-        return None
-
-    def path_of(self, uri: str) -> str:
-        return "/ws/doc.py"
-
-    def cell_start(self, uri: str) -> tuple[str, int] | None:
-        return None
-
-    def cell_place(self, uri: str, line: int) -> tuple[str, int] | None:
-        return None
-
-    def language_of(self, uri: str) -> Language | None:
-        return PYTHON
-
-    def folder_for(self, uri: str) -> Path:
-        return Path("/ws")
-
-    def show(self, change: Shown) -> None:
-        self.published_results.append(change.added)
-
-    def runs_done(self) -> None:
-        pass
-
-    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
-        self.told.append((message, level))
-
-    def tell_once(self, message: str, level: Level) -> None:
-        self.tell(message, level)
-
-    def remark(self, place: Place, message: str) -> None:
-        self.remarks.append(message)
-
-    def line_name(self, uri: str, line: int) -> str:
-        return f"line {line + 1}"
-
-    async def confirm(self, reason: str, place: Place) -> bool:
-        self.asked.append(reason)
-        return self.answer
-
-    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
-        self.asked.append(message)
-        return choices[0] if self.answer else None
-
-    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
-        self.asked.append(f"trust {question.folder}")
-        return TrustAnswer(Choice.TRUST if self.answer else None, "you chose Don't run")
-
-    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
-        self.applied.append(edit)
-        self.lines = apply_to_lines(self.lines, edit.first, edit.last, edit.code)
-        self.version += 1
-        return True
-
-    async def apply_file(
-        self,
-        path: Path,
-        lines: Sequence[str],
-        edit: LineEdit,
-        label: str,
-        file: tuple[int, int] | None = None,
-    ) -> bool:
-        self.applied.append(edit)
-        return True
-
-    @asynccontextmanager
-    async def _progress(self) -> AsyncIterator[Any]:
-        yield self
-
-    def progress(self, cancel: asyncio.Event) -> Any:
-        return self._progress()
-
-    def report(self, message: str, percentage: int | None = None) -> None:
-        self.remarks.append(f"progress: {message}")
-
-    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
-        return None
-
-    def kernel_state(self, folder: Path, kernel: Any) -> None:
-        pass
-
-    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
-        self.tasks.append(asyncio.ensure_future(work))
 
 
 def flow_for(editor: FakeEditor, settings: Settings | None = None) -> Flow:

@@ -213,7 +213,7 @@ def test_only_the_runner_runs_code_in_a_kernel() -> None:
     calls = {
         name: found
         for name, found in _calls("execute").items()
-        if name not in ("lsp_server.runner", "lsp_server.fix.fixcheck")
+        if name not in ("lsp_server.services.runner", "lsp_server.fix.fixcheck")
         and not name.startswith("lsp_server.record")
     }
     assert calls == {}
@@ -242,10 +242,12 @@ def test_only_the_context_maker_looks_a_document_folder_up_in_the_core() -> None
     # The face's own: the context it makes (`where`), and what it answers the doors that
     # name a folder rather than a document (issue 48: the doors never touch the session).
     face = {"where", "folder_settings", "display_settings", "cached_settings", "record_of"}
-    face |= {"record_for", "settings_changed"}
+    face = {f"Flow.{name}" for name in (*face, "record_for", "_kernel_of")}
+    # (and the verb of a folder's trust and settings: the settings read again when the
+    # client's change, the trust decision an agent's leave depends on)
+    face |= {"TrustDecisions.settings_changed", "TrustDecisions.agent_may_run"}
     core = {
-        name: [f for f in found if f.split(":")[0].removeprefix("Flow.") not in face]
-        for name, found in looked.items()
+        name: [f for f in found if f.split(":")[0] not in face] for name, found in looked.items()
     }
     assert {name: found for name, found in core.items() if found} == {}
     assert "Flow.where: self.session" in looked["lsp_server.flow"]
@@ -309,57 +311,96 @@ def test_a_command_of_another_shape_is_refused_when_it_is_registered() -> None:
     assert "runfix.example" in server.protocol.fm.commands
 
 
-DOORS = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents")
-"""What calls the core: the LSP front end, the command line, agents' calls."""
-VERBS = ("lsp_server.generate", "lsp_server.fix")
-"""What the core does over its services (running is the runner's, a service)."""
+DOORS = ("lsp_server.lsp", "lsp_server.cli", "lsp_server.agents", "lsp_server.debug")
+"""What calls the core: the LSP front end, the command line, agents' calls, the debugger."""
+FACE = ("lsp_server.flow", "lsp_server.commands")
+"""The face the doors call (one method a command) and the table they find commands in."""
+VERBS = "lsp_server.verbs"
+"""What a command does, one module a verb."""
+FIXING = "lsp_server.fix"
+"""What makes and proves a fix, over the services (the fix verb's and the tests verb's)."""
+SERVICES = "lsp_server.services"
+"""What the verbs share: the runner, the gate, the results desk, kernel reads, installs."""
+STATE = "lsp_server.session"
+
+
+def _in(module: str, *places: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in places)
+
+
+def _server_graph() -> dict[str, set[str]]:
+    """`lsp_server/`'s imports among its own modules, TYPE_CHECKING ones too."""
+    return {
+        k: {m for m in v if m.startswith("lsp_server")}
+        for k, v in _graph(typing=True).items()
+        if k.startswith("lsp_server")
+    }
 
 
 def test_no_import_circle_even_for_the_type_checker_and_none_back_up_to_a_door() -> None:
     """Issue 48: `lsp_server/` has no import circle, TYPE_CHECKING imports included (the
     core's one circle was `flow` ↔ `fix.flow` ↔ `generate`), and nothing below the doors
     imports a door."""
-    graph = {
-        k: {m for m in v if m.startswith("lsp_server")}
-        for k, v in _graph(typing=True).items()
-        if k.startswith("lsp_server")
-    }
+    graph = _server_graph()
     assert _cycle(graph) is None, " → ".join(_cycle(graph) or [])
     up = {
-        name: sorted(m for m in imported if m.startswith(DOORS))
+        name: sorted(m for m in imported if _in(m, *DOORS))
         for name, imported in graph.items()
-        if not name.startswith(DOORS) and name not in ("lsp_server.__main__",)
+        if not _in(name, *DOORS) and name not in ("lsp_server.__main__",)
     }
     assert {k: v for k, v in up.items() if v} == {}
 
 
-def test_a_verb_imports_no_verb_nor_the_face_and_the_state_imports_no_service() -> None:
-    """Issue 48: generating and fixing each depend on the services (gate, runner, desk,
-    reads, installs) and the editor port, never on `Flow` (the face) or on each other; the
-    state (`session`) imports none of the services."""
-    graph = _graph(typing=True)
-
-    def verb(name: str) -> str | None:
-        return next((v for v in VERBS if name == v or name.startswith(v + ".")), None)
-
-    crossing = {
-        name: sorted(
-            m for m in imported if m == "lsp_server.flow" or verb(m) not in (None, verb(name))
-        )
+def _crossing(rule: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """For each folder of `rule`, its modules' imports of what the folder may not import."""
+    graph = _server_graph()
+    return {
+        name: found
         for name, imported in graph.items()
-        if verb(name) is not None
+        for place, banned in rule.items()
+        if _in(name, place) and (found := sorted(m for m in imported if _in(m, *banned)))
+    }
+
+
+def test_the_rooms_are_layered_doors_face_verbs_fixing_services_state() -> None:
+    """Issue 62: the folders are the layers, each importing only those below it — the
+    doors, the face (`flow`, `commands`), the verbs (`verbs/`), what makes a fix (`fix/`),
+    the services (`services/`), the state (`session`) — so where a change goes reads from
+    the tree. Made from the imports, TYPE_CHECKING ones too."""
+    assert (
+        _crossing(
+            {
+                VERBS: FACE,
+                FIXING: (*FACE, VERBS),
+                SERVICES: (*FACE, VERBS, FIXING),
+                STATE: (*FACE, VERBS, FIXING, SERVICES),
+            }
+        )
+        == {}
+    )
+    folders = {p.name for p in (ROOT / "lsp_server").iterdir() if p.is_dir()}
+    assert {"verbs", "services"} <= folders
+    top = {p.stem for p in (ROOT / "lsp_server").glob("*.py")}
+    assert not top & {"runner", "gate", "generate"}, "services and verbs live in their folders"
+
+
+def test_a_verb_imports_no_other_verb() -> None:
+    """Issue 48, 62: each verb depends on the services and the editor port, never on
+    another verb (the face composes them)."""
+    graph = _server_graph()
+    crossing = {
+        name: sorted(m for m in imported if _in(m, VERBS))
+        for name, imported in graph.items()
+        if _in(name, VERBS) and name != VERBS
     }
     assert {k: v for k, v in crossing.items() if v} == {}
-    services = ("lsp_server.gate", "lsp_server.runner", "lsp_server.services", "lsp_server.flow")
-    state = sorted(m for m in graph["lsp_server.session"] if m.startswith((*services, *VERBS)))
-    assert state == []
 
 
 def test_only_the_runner_takes_a_folders_run_lock() -> None:
     """Issue 48: runs of a folder go one at a time; the lock is the runner's to take (a
     fix's candidate and an agent's run ask the runner for it)."""
     assert {name: found for name, found in _calls("run_lock").items()} == {
-        "lsp_server.runner": ["Runner.locked: self.session"]
+        "lsp_server.services.runner": ["Runner.locked: self.session"]
     }
 
 
@@ -400,28 +441,52 @@ def test_one_desk_writes_what_documents_show_and_the_editor_never_reads_it_back(
     assert "session" not in editor.lower()
 
 
-def test_every_contract_command_has_one_face_method_and_no_door_reaches_past_the_face() -> None:
-    """Issue 48, 1: the face's table (`flow.COMMANDS`) names, for each command of the
-    contract that asks the core, the one `Flow` method that does it; the doors call the
-    face's methods, never a service behind it (`flow.gate.…`, `flow.fixes.…`)."""
-    from lsp_server.flow import COMMANDS, Flow
+def test_every_contract_command_has_one_row_and_no_door_reaches_past_the_face() -> None:
+    """Issue 48, 1 and 62, 2: the one table (`commands.TABLE`) has a row for each command of
+    the contract that asks the core to do something (the rest are a door's own: the editor's
+    workspace and views); the doors call the face, never a service behind it (`flow.gate.…`,
+    `flow.fixes.…`), and no door runs, fixes or generates past the table."""
+    from lsp_server.commands import TABLE
 
     commands = {
         v for k, v in vars(contract).items() if k.isupper() and str(v).startswith("runfix.")
     }
     doors_own = {contract.EXPORT, contract.OUTPUTS, contract.SHOW_OUTPUT}
     doors_own |= {contract.DEBUG_CELL, contract.DEBUG_ERROR}  # (the editor's own commands)
-    assert set(COMMANDS) == commands - doors_own
-    assert all(callable(getattr(Flow, method, None)) for method in COMMANDS.values())
-    services = r"\bflow\.(gate|runner|fixes|generator|desk|reads|installer|session|editor)\."
+    doors_own |= {contract.TRUST, contract.UNTRUST, contract.HISTORY}  # (workspace folders)
+    doors_own |= {contract.STATUS, contract.CLEAR}  # (what the editor shows)
+    assert set(TABLE) == commands - doors_own
+    services = r"\bflow\.(gate|runner|fixes|generator|desk|reads|installs|session|editor)\."
+    # (a code action's resolve asks the face for a fix it does not apply: no command)
+    verbs = r"\bflow\.(run|run_and_fix|generate|install|run_tests|fix_tests)\("
     doors = [*(ROOT / "lsp_server/lsp").rglob("*.py"), ROOT / "lsp_server/agents.py"]
     doors += [*(ROOT / "lsp_server/cli").glob("*.py"), *(ROOT / "lsp_server/debug").glob("*.py")]
     reaching = {
         str(path.relative_to(ROOT)): found
         for path in doors
-        if (found := re.findall(services, path.read_text()))
+        if (found := re.findall(f"{services}|{verbs}", path.read_text()))
     }
     assert reaching == {}
+
+
+def test_the_face_only_forwards() -> None:
+    """Issue 62, 1: each of `Flow`'s methods is one statement handing the call on (a verb's,
+    a service's); the face makes a request's context (`where`) and resolves a document's
+    kernel or record, and nothing more."""
+    tree = ast.parse((ROOT / "lsp_server/flow.py").read_text())
+    face = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Flow")
+    own = {"__init__", "where", "record_of", "_kernel_of", "open_kernel"}
+    working = {
+        node.name: len(body)
+        for node in face.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in own
+        if len(body := [s for s in node.body if not _is_docstring(s)]) > 1
+    }
+    assert working == {}
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
 
 
 def test_no_class_of_the_server_is_over_400_lines() -> None:

@@ -6,8 +6,6 @@ the model only; the core (flow, gate, runner, session, fix loop, results) is the
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,21 +16,10 @@ import executor.pool
 from executor.base import ExecutorState
 from executor.events import Error, Frame, RunOutcome, RunRequest, RunStatus, Value
 from executor.trust import Choice, TrustStore
-from lsp_server.capabilities import ClientFeatures
-from lsp_server.editor import (
-    Level,
-    LineEdit,
-    Place,
-    Shown,
-    Snapshot,
-    TrustAnswer,
-    TrustQuestion,
-    apply_to_lines,
-)
 from lsp_server.flow import Flow
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from lsp_server.text.languages import PYTHON, Language
+from tests.support.editors import FakeEditor
 from tests.support.trace import Trace, traced
 
 
@@ -69,97 +56,6 @@ class FakeKernel:
 
     async def retire(self, why: str) -> None:
         pass
-
-
-class _Quiet:
-    def report(self, message: str, percentage: int | None = None) -> None:
-        pass
-
-
-class FakeEditor:
-    """One document held in memory; every question answered yes, every edit applied."""
-
-    def __init__(self, folder: Path, uri: str, lines: list[str]) -> None:
-        self.features = ClientFeatures()
-        self.folder, self.uri, self.lines, self.version = folder, uri, lines, 1
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    def text(self, uri: str) -> Snapshot | None:
-        return Snapshot(self.version, tuple(self.lines)) if uri == self.uri else None
-
-    def open_documents(self) -> list[str]:
-        return [self.uri]
-
-    def path_of(self, uri: str) -> str:
-        return str(self.folder / "job.py")
-
-    def cell_start(self, uri: str) -> tuple[str, int] | None:
-        return None
-
-    def cell_place(self, uri: str, line: int) -> tuple[str, int] | None:
-        return None
-
-    def folder_for(self, uri: str) -> Path:
-        return self.folder
-
-    def language_of(self, uri: str) -> Language | None:
-        return PYTHON
-
-    def show(self, change: Shown) -> None:
-        pass
-
-    def live(self, uri: str) -> None:
-        return None
-
-    def runs_done(self) -> None:
-        pass
-
-    def tell(self, message: str, level: Level, place: Place | None = None) -> None:
-        pass
-
-    def tell_once(self, message: str, level: Level) -> None:
-        pass
-
-    def remark(self, place: Place, message: str) -> None:
-        pass
-
-    def line_name(self, uri: str, line: int) -> str:
-        return f"line {line + 1}"
-
-    async def confirm(self, reason: str, place: Place) -> bool:
-        return True
-
-    async def choose(self, message: str, choices: Sequence[str]) -> str | None:
-        return choices[0]
-
-    async def ask_trust(self, question: TrustQuestion) -> TrustAnswer:
-        return TrustAnswer(Choice.TRUST)
-
-    async def apply(self, uri: str, version: int, edit: LineEdit, label: str) -> bool:
-        self.lines = apply_to_lines(self.lines, edit.first, edit.last, edit.code)
-        self.version += 1
-        return True
-
-    async def apply_file(self, *args: Any) -> bool:
-        return False
-
-    @contextlib.asynccontextmanager
-    async def _progress(self) -> AsyncIterator[_Quiet]:
-        yield _Quiet()
-
-    def progress(self, cancel: asyncio.Event) -> Any:
-        return self._progress()
-
-    async def ask_input(self, prompt: str, password: bool, timeout: float) -> str | None:
-        return None
-
-    def kernel_state(self, folder: Path, kernel: Any) -> None:
-        pass
-
-    def spawn(self, work: Coroutine[Any, Any, Any], what: str) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 class FakeModel:
@@ -230,7 +126,10 @@ def _request(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch, ask: 
         return Settings(python="python3", fix_check_dependents=False)
 
     async def request() -> Any:
-        editor = FakeEditor(folder, uri, source.splitlines(keepends=True))
+        lines = source.splitlines(keepends=True)
+        editor = FakeEditor(
+            lines, answer=True, folder=folder, uri=uri, name="job.py", apply_files=False
+        )
         session = Session(read, editor.kernel_state, trust=TrustStore(tmp_path / "trust.json"))
         session.decide(folder, Choice.TRUST)
         model: Any = FakeModel("```python\nundefined_name = 2\nprint(undefined_name + 1)\n```")

@@ -47,13 +47,13 @@ from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.features.trust import trust_fixes
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.model.client import ModelConfig
-from lsp_server.services.tests import CALLED_BY
-from lsp_server.services.tests import KIND as TESTED_KIND
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.languages import is_python
 from lsp_server.text.prompts import prompt_at
+from lsp_server.verbs.tests import CALLED_BY
+from lsp_server.verbs.tests import KIND as TESTED_KIND
 
 KIND = "runfix.run"  # a kind of our own: not a quick fix, not a refactoring
 FIX_KIND = "runfix.run.fix"

@@ -1,7 +1,9 @@
 """Commands: runs, the model's commands (generate, run and fix, fix with model), install,
 and kernel control (interrupt, restart, variables, status, clear results).
 
-Each command's argument is a type of `contract`, converted strictly; a malformed
+The commands are the rows of the one table (`lsp_server.commands.TABLE`), each registered
+here the same way; status and clear are this door's own. Each command's argument is a type
+of `contract`, converted strictly; a malformed
 one is an InvalidParams error naming the command and the field, never a popup.
 Long commands are cancellable by `$/cancelRequest` and by their progress.
 """
@@ -11,51 +13,29 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 from pygls.exceptions import JsonRpcInvalidParams
 
 from executor import install as installer
+from lsp_server.commands import TABLE, Call, Row, dispatch
 from lsp_server.contract import (
     CLEAR,
-    FIX_TESTS,
-    FIX_WITH_MODEL,
-    GENERATE,
-    INSTALL,
-    INTERRUPT,
-    RESTART,
-    RESTART_AND_RUN_TO,
-    RUN,
-    RUN_ABOVE,
-    RUN_AND_FIX,
-    RUN_BELOW,
-    RUN_DEPENDENTS,
-    RUN_TESTS,
     STATUS,
-    VARIABLES,
     BadArguments,
     DocumentArgs,
-    FixArgs,
-    GenerateArgs,
     InstallArgs,
-    Interrupted,
     Range,
-    Restarted,
     RunArgs,
     Status,
-    TestsArgs,
     one_argument,
     optional_argument,
     to_json,
 )
-from lsp_server.flow import Flow
 from lsp_server.lsp.editor import kernel_status
 from lsp_server.lsp.prepared import Prepared
 from lsp_server.lsp.server import RunfixServer
-from lsp_server.runs import Where
-from lsp_server.text.cells import cell_at, split_cells
 
 T = TypeVar("T")
 
@@ -122,141 +102,55 @@ def answered(answer: Any) -> Prepared:
     return Prepared.of(to_json(answer))
 
 
-def _cell_range(ls: RunfixServer, uri: str, line: int) -> Range:
-    """The code lines of the cell holding `line` (a marker line belongs to its cell)."""
-    lines = ls.workspace.get_text_document(uri).lines
-    markers = ls.flow.display_settings(ls.editor.folder_for(uri)).prompt_markers
-    cell = cell_at(split_cells(lines, markers), min(line, max(len(lines) - 1, 0)))
-    if cell is None or cell.code_first > cell.last:
-        return Range.lines(line, line - 1)
-    return Range.lines(cell.code_first, cell.last)
-
-
-def _run_range(ls: RunfixServer, name: str, arg: RunArgs) -> Range | None:
-    """What a run covers: the range, else the cell holding the position, else everything."""
-    line_range = arg.range
-    if line_range is None and arg.position is not None:
-        _within(ls, name, arg.uri, Range(arg.position, arg.position))  # not the last cell
-        line_range = _cell_range(ls, arg.uri, arg.position.line)
-    _within(ls, name, arg.uri, line_range)
-    return line_range
-
-
-def _kernel_of(ls: RunfixServer, name: str, args: Sequence[Any]) -> tuple[Path | None, str]:
-    """The folder and language of the argument's document (no argument: every kernel)."""
-    arg = _document(name, args)
-    if arg is None:
-        return None, ""
-    language = ls.editor.language_of(arg.uri)
-    return ls.editor.folder_for(arg.uri), language.id if language else ""
-
-
-RangeWork = Callable[[Flow, Where, Range | None, asyncio.Event], Awaitable[Any]]
-
-
-def _range_command(server: RunfixServer, name: str, work: RangeWork) -> None:
-    """A command over a document's range (`RunArgs`), cancellable, answered as JSON."""
-
-    @server.command(name)
-    async def handler(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, name, args, RunArgs)
-        line_range = _run_range(ls, name, arg)
-        where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(ls, lambda c: work(ls.flow, where, line_range, c))
-        return answered(answer)
-
-
-def _cells_command(server: RunfixServer, name: str, which: str) -> None:
-    """A command over the cells around the one at a position (`Flow.run_cells`)."""
-
-    @server.command(name)
-    async def handler(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, name, args, RunArgs)
-        at = arg.position or (arg.range.start if arg.range else None)
-        if at is None:
-            raise JsonRpcInvalidParams(f"{name}: expected a position (or a range)")
-        _within(ls, name, arg.uri, Range(at, at))
-        where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(ls, lambda c: ls.flow.run_cells(where, at.line, which, c))
-        return answered(answer)
-
-
-TestsWork = Callable[[Flow, Where, int | None, asyncio.Event], Awaitable[Any]]
-
-
-def _tests_command(server: RunfixServer, name: str, work: TestsWork) -> None:
-    """A command over the project's tests (`TestsArgs`), cancellable, answered as JSON."""
-
-    @server.command(name)
-    async def handler(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, name, args, TestsArgs)
-        line = arg.position.line if arg.position is not None else None
-        where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(ls, lambda c: work(ls.flow, where, line, c))
-        ls.flow.done()
-        return answered(answer)
-
-
-def register(server: RunfixServer) -> None:
-    _range_command(server, RUN, Flow.run)
-    _range_command(server, RUN_AND_FIX, Flow.run_and_fix)
-    for name, which in (
-        (RUN_ABOVE, "above"),
-        (RUN_BELOW, "below"),
-        (RUN_DEPENDENTS, "dependents"),
-        (RESTART_AND_RUN_TO, "to"),
-    ):
-        _cells_command(server, name, which)
-
-    _tests_command(server, RUN_TESTS, Flow.run_tests)
-    _tests_command(server, FIX_TESTS, Flow.fix_tests)
-
-    @server.command(GENERATE)
-    async def generate(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, GENERATE, args, GenerateArgs)
-        line = arg.position.line
-        where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(ls, lambda c: ls.flow.generate(where, line, arg.run, c))
-        return to_json(answer)
-
-    @server.command(FIX_WITH_MODEL)
-    async def fix_with_model(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, FIX_WITH_MODEL, args, FixArgs)
-        where = await ls.flow.where(arg.uri)
-        report = await _cancellable(
-            ls, lambda c: ls.flow.fix_reported(where, arg.piece, arg.message, c, apply=True)
-        )
-        return to_json(report.answer)
-
-    @server.command(INSTALL)
-    async def install(ls: RunfixServer, *args: Any) -> Any:
-        arg = argument(ls, INSTALL, args, InstallArgs)
-        if not all(installer.valid_distribution(p) for p in arg.packages):
-            raise JsonRpcInvalidParams(f"{INSTALL}: packages must be plain distribution names")
-        _within(ls, INSTALL, arg.uri, arg.range)
-        where = await ls.flow.where(arg.uri)
-        answer = await _cancellable(
-            ls, lambda c: ls.flow.install(where, arg.packages, arg.range, c, arg.ask)
-        )
-        return to_json(answer)
-
-    @server.command(INTERRUPT)
-    async def interrupt(ls: RunfixServer, *args: Any) -> Any:
-        return to_json(Interrupted(await ls.flow.interrupt(*_kernel_of(ls, INTERRUPT, args))))
-
-    @server.command(RESTART)
-    async def restart(ls: RunfixServer, *args: Any) -> Any:
-        return to_json(Restarted(await ls.flow.restart(*_kernel_of(ls, RESTART, args))))
-
-    @server.command(VARIABLES)
-    async def variables(ls: RunfixServer, *args: Any) -> list[dict[str, Any]]:
-        arg = _document(VARIABLES, args)
+def _checked(ls: RunfixServer, name: str, row: Row, arguments: Sequence[Any]) -> Any:
+    """The command's argument, as its row's type: one a document's commands need (its
+    document open, its range and position within it); none or one for a command over the
+    kernels, whose document need not be open."""
+    if not row.document:
+        return optional(name, arguments, row.args) if row.args else None
+    if row.args is DocumentArgs:  # (the kernel's variables: the document need not be open)
+        arg = optional(name, arguments, DocumentArgs)
         if arg is None:
-            raise JsonRpcInvalidParams(
-                f'{VARIABLES}: expected one argument: {{"uri": <document uri>}}'
-            )
-        variables = await ls.flow.variables(await ls.flow.where(arg.uri))
-        return [dataclasses.asdict(v) for v in variables]
+            raise JsonRpcInvalidParams(f'{name}: expected one argument: {{"uri": <document uri>}}')
+        return arg
+    arg = argument(ls, name, arguments, row.args or DocumentArgs)
+    if isinstance(arg, RunArgs) and arg.position is not None:
+        _within(ls, name, arg.uri, Range(arg.position, arg.position))  # not the last cell
+    if isinstance(arg, (RunArgs, InstallArgs)):
+        _within(ls, name, arg.uri, arg.range)
+    if isinstance(arg, InstallArgs) and not all(map(installer.valid_distribution, arg.packages)):
+        raise JsonRpcInvalidParams(f"{name}: packages must be plain distribution names")
+    return arg
+
+
+def _wire(answer: Any) -> Any:
+    """An answer as it goes out: a run's as JSON text written once (`Prepared`), a list
+    (the kernel's variables) item by item."""
+    if isinstance(answer, list):
+        return [dataclasses.asdict(v) for v in answer]  # (`executor.events.Variable`)
+    return answered(answer)
+
+
+def _command(server: RunfixServer, name: str, row: Row, table: dict[str, Row]) -> None:
+    """The table's row as an LSP command: its argument checked, cancellable, dispatched."""
+
+    @server.command(name)
+    async def handler(ls: RunfixServer, *args: Any) -> Any:
+        arg = _checked(ls, name, row, args)
+
+        async def work(cancel: asyncio.Event) -> Any:
+            try:
+                return await dispatch(ls.flow, name, Call(arg, cancel), table)
+            except BadArguments as exc:
+                raise JsonRpcInvalidParams(f"{name}: {exc}") from None
+
+        return _wire(await _cancellable(ls, work))
+
+
+def register(server: RunfixServer, table: dict[str, Row] = TABLE) -> None:
+    """Every command of the table (`lsp_server.commands`), and the door's own."""
+    for name, row in table.items():
+        _command(server, name, row, table)
 
     @server.command(STATUS)
     def status(ls: RunfixServer, *args: Any) -> Any:

@@ -23,13 +23,13 @@ from executor.events import Display, Event, RunOutcome, RunRequest, RunStatus, V
 from executor.jupyter import Kernel
 from lsp_server.contract import Range, RunAnswer, Status
 from lsp_server.editor import Editor, Level, Place
-from lsp_server.gate import Gate
 from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.outputs.results import DocumentResults, Problem, build
 from lsp_server.record.notebooks import with_cell
 from lsp_server.record.store import Asked, RecordedRun, entry, ran_text
 from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
 from lsp_server.services.desk import SAFETY, Desk
+from lsp_server.services.gate import Gate
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of

@@ -39,13 +39,13 @@ from lsp_server.fix.fixing import (
 )
 from lsp_server.fix.ports import FixPorts
 from lsp_server.folder_files import module_names, read_regular_file
-from lsp_server.gate import Gate
 from lsp_server.model.context import error_text
-from lsp_server.runner import PieceRun, Runner
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.services.desk import Desk
+from lsp_server.services.gate import Gate
 from lsp_server.services.installs import Installer
 from lsp_server.services.reads import KernelReads
+from lsp_server.services.runner import PieceRun, Runner
 from lsp_server.session import Session
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap

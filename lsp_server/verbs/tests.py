@@ -19,13 +19,25 @@ from lsp_server.contract import FixAnswer, RunAnswer, Status
 from lsp_server.editor import Editor, Level, LineEdit
 from lsp_server.fix.fixing import Target
 from lsp_server.fix.tests_fix import TestFixer
-from lsp_server.gate import Admitted, Gate
 from lsp_server.outputs.results import Problem, Related
-from lsp_server.runner import run_answer
 from lsp_server.runs import Where
 from lsp_server.services.desk import Desk
+from lsp_server.services.gate import Admitted, Gate
+from lsp_server.services.runner import run_answer
 from lsp_server.session import Session
-from lsp_server.testing import Failure, failures, is_test_file, recorded, summary
+from lsp_server.testing import Failure, failures, is_test_file, recorded, summary, test_at
+
+
+def selection(where: Where, line: int | None) -> list[str]:
+    """pytest's selection for a document's line: the test function holding `line` of a
+    test file, else the test file, else (another file) none: every test of the folder."""
+    path = Path(where.path)
+    if not (is_test_file(path) and path.is_relative_to(where.folder)):
+        return []
+    relative = path.relative_to(where.folder).as_posix()
+    name = test_at(where.text.lines, line) if line is not None else None
+    return [f"{relative}::{name}" if name else relative]
+
 
 KIND = "test"
 """`Problem.kind` of what a test run shows (replaced by the next test run)."""

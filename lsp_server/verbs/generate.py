@@ -30,10 +30,10 @@ from lsp_server.model.context import (
     extract_code,
     generate_messages,
 )
-from lsp_server.runner import Runner
 from lsp_server.runs import RunMode, Where
 from lsp_server.services.desk import Desk
 from lsp_server.services.reads import KernelReads
+from lsp_server.services.runner import Runner
 from lsp_server.session import Session
 from lsp_server.text.positions import strip_eol
 from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
