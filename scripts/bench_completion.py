@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_perf import INLAY, Wire, ms, pct
+from bench_wire import INLAY, Wire, ms, pct
 from jupyter_client.asynchronous.client import AsyncKernelClient
 
 SETUP = (

@@ -4,12 +4,16 @@ same ZeroMQ transport as every kernel) run through `runfix serve` over LSP (JSON
 its stdio, as an editor speaks it) and through raw jupyter_client on the same kernelspec,
 interleaved in blocks in the same run.
 
-Printed: each side's median and p95 per trivial run, what runfix adds (target ≤ 0.25 ms
-median), and where a run's time goes — from the request to the kernel having the code,
-and from the kernel's idle to the answer — read from the kernel's own clock (the
-machine's monotonic clock, shared by every process). `--profile`: then a `runfix serve`
+Printed: each side's median and p95 per trivial run, what runfix adds over raw async
+jupyter_client, and beside it a bare JSON-RPC echo's round trip through the same client
+(`echo_server.py`: what any server over this framing costs) with the ratio (target:
+added ≤ 2× the echo); and where a run's time goes — from the request to the kernel
+having the code, and from the kernel's idle to the answer — read from the kernel's own
+clock (the machine's monotonic clock, shared by every process). `--profile`: then a `runfix serve`
 under cProfile for the same runs, its functions called at least once per run, by their
-own time per run (cProfile slows small functions; the order is what it is for).
+own time per run (cProfile slows small functions; the order is what it is for), and the
+run's steps — the way in (the context, admission, the lock and progress), the kernel, and
+each step around a piece's run (`lsp_server/services/steps.py`) — by cumulative time per run.
 
 Usage: python scripts/bench_cost.py [--blocks N] [--size N] [--profile]
 """
@@ -27,12 +31,35 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_perf import SERVER, Wire, pct, raw_async, raw_sync, stop_raw
+from bench_wire import SERVER, Wire, pct, raw_async, raw_sync, stop_raw
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from executor.jupyter import JupyterKernel
+from lsp_server.flow import Flow
+from lsp_server.services import steps
+from lsp_server.services.desk import Desk
+from lsp_server.services.gate import Gate
+from lsp_server.services.runner import Runner
+
 NULL = "null"
+ECHO = "echo_server.py"
+PHASES: tuple[tuple[str, Any], ...] = (
+    ("the command's context (Flow.where)", Flow.where),
+    ("admission (Gate.admit)", Gate.admit),
+    ("the folder's lock (Runner.locked)", Runner.locked),
+    ("the kernel's execute", JupyterKernel.execute),
+    ("step: Announced", steps.Announced.before),
+    ("step: Shaped", steps.Shaped.after),
+    ("step: Kept", steps.Kept.after),
+    ("step: Recorded", steps.Recorded.after),
+    ("step: LateOutputs", steps.LateOutputs.before),
+    ("the editor's redraw (Desk.done)", Desk.done),
+)
+"""The run's path, as (what, function), read from the profile by cumulative time."""
 CODE = "x = 1"
 
 
@@ -96,11 +123,14 @@ async def measure(folder: Path, blocks: int, size: int) -> list[Side]:
     sync_kc = raw_sync(sync_km)
     async_km = AsyncKernelManager(kernel_name=NULL)
     async_kc = await raw_async(async_km)
-    wire = Wire()
+    wire, echo = Wire(), Wire()
     await wire.start(folder, {}, {})
+    await echo.start(folder, {}, {}, [sys.executable, str(Path(__file__).with_name(ECHO))])
     uri = wire.open(folder / "trivial.lua", CODE + "\n", "lua")
     sides = [Side("raw jupyter_client (sync)"), Side("raw jupyter_client (async)")]
     sides += [Side("runfix.run over LSP"), Side("runfix.status over LSP (no kernel)")]
+    sides += [Side("bare JSON-RPC echo")]
+    status = {"command": "runfix.status"}
 
     def quiet(message: object) -> None:
         pass
@@ -114,14 +144,16 @@ async def measure(folder: Path, blocks: int, size: int) -> list[Side]:
         elif which == 2:
             answer = await wire.run(uri)
             assert answer["status"] == "ok", answer
-        else:  # the LSP round trip alone: a request answered without the kernel
-            await wire.request("workspace/executeCommand", {"command": "runfix.status"})
+        elif which == 3:  # the LSP round trip alone: a request answered without the kernel
+            await wire.request("workspace/executeCommand", status)
+        else:  # any server's round trip over this framing, through the same client
+            await echo.request("workspace/executeCommand", status)
         ended, seen = time.perf_counter(), clock.since()
         if counted:
             sides[which].add(began, ended, seen)
 
     try:
-        for which in (0, 1, 2, 2, 2, 3):  # the first of runfix's starts its kernel
+        for which in (0, 1, 2, 2, 2, 3, 4):  # the first of runfix's starts its kernel
             await once(which, counted=False)
         for _ in range(blocks):
             for which in range(len(sides)):
@@ -129,6 +161,7 @@ async def measure(folder: Path, blocks: int, size: int) -> list[Side]:
                     await once(which)
     finally:
         await wire.stop()
+        await echo.stop()
         await stop_raw((sync_km, sync_kc), (async_km, async_kc))
     return sides
 
@@ -163,6 +196,12 @@ async def profile(folder: Path, runs: int) -> None:
         if calls >= runs:
             rows.append((own / runs, calls / runs, f"{short(path)}:{line}({name})"))
     rows.sort(reverse=True)
+    print(f"the run's path, per run (cProfile, {runs} runs; cumulative, a step's callees in):")
+    for what, function in PHASES:
+        code = function.__code__
+        key = (code.co_filename, code.co_firstlineno, code.co_name)
+        cumulative = table[key][3] if key in table else 0.0
+        print(f"  {us(cumulative / runs)}  {what}")
     total = sum(own for own, _, _ in rows)
     print(f"where runfix serve's time goes, per run (cProfile, {runs} runs; ", end="")
     print(f"functions called each run: {us(total).strip()} of own time):")
@@ -196,10 +235,13 @@ async def main() -> None:
         tail = pct(ours, 0.95) - pct(raw, 0.95)
         plain = statistics.median(ours) - statistics.median(sides[0].total)
         print(f"runfix adds {us(added).strip()} median, {us(tail).strip()} at p95 ", end="")
-        print(f"over raw async jupyter_client (target <= 250 µs); {us(plain).strip()} over sync")
+        print(f"over raw async jupyter_client; {us(plain).strip()} over sync")
         floor = statistics.median(sides[3].total)
-        print("of which an LSP request's own round trip (runfix.status, no kernel) is ", end="")
+        print("an LSP request's own round trip (runfix.status, no kernel) is ", end="")
         print(f"{us(floor).strip()}: the editor's side of any LSP server")
+        echo = statistics.median(sides[4].total)
+        print(f"a bare JSON-RPC echo's round trip is {us(echo).strip()}: runfix adds ", end="")
+        print(f"{added / echo:.1f}× the echo (target <= 2×)")
         if args.profile:
             await profile(folder, args.blocks * args.size)
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_perf import INLAY, Wire, ms
+from bench_wire import INLAY, Wire, ms
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_perf import INLAY, Wire, ms, pct
+from bench_wire import INLAY, Wire, ms, pct
 
 SETUP = (
     "import pandas as pd, numpy as np, matplotlib.pyplot as plt\n"

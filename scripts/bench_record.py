@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
-from bench_perf import INLAY, Wire, ms
+from bench_wire import INLAY, Wire, ms
 
 from lsp_server.record.store import RecordedOutput, RecordedRun, RunRecord
 

@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 import httpx
-from bench_perf import INLAY, Wire, ms
+from bench_wire import INLAY, Wire, ms
 from websockets.asyncio.client import ClientConnection, connect
 
 from executor.configs import RemoteConfig

@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))  # the tests' kernelspecs
 
-from bench_perf import INLAY, Wire, ms, pct, raw_async, stop_raw
+from bench_wire import INLAY, Wire, ms, pct, raw_async, stop_raw
 from jupyter_client.manager import AsyncKernelManager
 
 from executor.configs import LocalConfig

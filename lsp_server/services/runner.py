@@ -19,21 +19,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.events import Display, Event, RunOutcome, RunRequest, RunStatus, Value
+from executor.events import RunOutcome, RunRequest, RunStatus
 from executor.jupyter import Kernel
 from lsp_server.contract import Range, RunAnswer, Status
-from lsp_server.editor import Editor, Level, Place
+from lsp_server.editor import Editor, Place
 from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.outputs.results import DocumentResults, Problem, build
-from lsp_server.record.notebooks import with_cell
-from lsp_server.record.store import Asked, RecordedRun, entry, ran_text
+from lsp_server.record.store import Asked
 from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
 from lsp_server.services.desk import SAFETY, Desk
 from lsp_server.services.gate import Gate
+from lsp_server.services.steps import (
+    Announced,
+    Kept,
+    LateOutputs,
+    Recorded,
+    Running,
+    Shaped,
+    Step,
+)
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
-from lsp_server.text.languages import is_python
 
 QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
 NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
@@ -44,28 +51,6 @@ def run_answer(status: RunStatus | Status, began: float, message: str | None = N
     if isinstance(status, RunStatus):
         status = Status.ERROR if status == RunStatus.DIED else Status(status.value)
     return RunAnswer(status, round((time.perf_counter() - began) * 1000, 3), message)
-
-
-def _rich(outcome: RunOutcome) -> bool:
-    """Whether a run showed more than text (images, HTML, …: files to store)."""
-    return any(
-        isinstance(e, (Display, Value)) and any(m != "text/plain" for m in e.data)
-        for e in outcome.events
-    )
-
-
-Shape = Callable[[RunOutcome], DocumentResults]
-"""A run's results made of its outcome (`build`, with where it ran)."""
-Recorded = Callable[[RunOutcome, DocumentResults], RecordedRun]
-"""A run's entry in the record made of its outcome and results (`entry`)."""
-
-
-async def _results(shape: Shape, outcome: RunOutcome, *, in_thread: bool) -> DocumentResults:
-    """A run's results; rich outputs are decoded and stored as files off the loop (`in_thread`),
-    which keeps answering (a cell that shows 4,000 images); plain text is made at once."""
-    if in_thread and _rich(outcome):
-        return await asyncio.to_thread(shape, outcome)
-    return shape(outcome)
 
 
 def run_request(
@@ -122,6 +107,14 @@ class Runner:
         self.started: dict[str, int] = {}
         """How many runs each document's lines have had (a run's late outputs are shown only
         while no other has started since)."""
+        self.steps: list[Step] = [
+            Announced(desk, self.started),
+            Shaped(),
+            Kept(desk),
+            Recorded(session, editor),
+            LateOutputs(editor, desk, session, self.started),
+        ]
+        """What happens around each piece's run, in order (`services.steps`)."""
 
     def doing(self, folder: Path, why: str | None) -> None:
         """What the folder's run in progress waits for now (None: nothing), said by the
@@ -281,17 +274,16 @@ class Runner:
             if keep and self.editor.features.input and not agent
             else None  # (an agent's run: nobody at the editor waits to answer it)
         )
-        if keep:
-            self.desk.ran_again(where.uri, text.version, piece.first, piece.last)
-            self.started[where.uri] = self.started.get(where.uri, 0) + 1
-        late = _Late(self, where, piece) if keep else None
+        running = Running(where, piece, code, origin, keep, files, fix_of, model)
+        for step in self.steps:
+            step.before(running)
         run = functools.partial(
             kernel.execute,
             cancel=cancel,
             asked_at=asked_at,
             ask_input=asker,
             on_output=self.editor.live(where.uri) if keep else None,
-            on_late=late.took if late is not None else None,
+            on_late=running.on_late,
         )
         outcome = await run(request)
         while guarded and outcome.refused and not cancel.is_set():
@@ -299,30 +291,10 @@ class Runner:
             if not await self.gate.allow_refused(where, outcome.refused, place):
                 break  # (the run ends with the guard's reason)
             outcome = await run(replace(request, guard=self.gate.guard_for(where, code)))
-        shape = functools.partial(
-            build,
-            path=where.path,
-            lines=text.lines,
-            fallback_line=piece.first,
-            folder=None if attempt else where.folder,
-            piece=(piece.first, piece.last),
-            files=files,
-            ran=ran_text(outcome) + (f" · by {origin}" if agent else ""),
-        )
-        results = await _results(shape, outcome, in_thread=not attempt)
-        if keep:
-            self.desk.keep(where.uri, text.version, results)
-        span = (piece.first, piece.last)
-
-        def recorded(outcome: RunOutcome, results: DocumentResults) -> RecordedRun:
-            run = entry(where.path, span, code, origin, outcome, results, fix_of, model)
-            cell = keep and where.path.endswith(".ipynb") and is_python(where.language)
-            return with_cell(run, outcome, files) if cell else run  # (what Jupyter keeps)
-
-        run_id = self.record(where, recorded(outcome, results))
-        if late is not None:
-            late.kept(outcome, shape, recorded, run_id)
-        return PieceRun(piece, outcome, text.lines, text.version, run_id, results)
+        running.outcome = outcome
+        for step in self.steps:
+            await step.after(running)
+        return PieceRun(piece, outcome, text.lines, text.version, running.run_id, running.results)
 
     async def run_code(
         self, where: Where, piece: Piece, cancel: asyncio.Event, origin: str
@@ -364,13 +336,6 @@ class Runner:
         shown or recorded."""
         return await kernel.execute(request, cancel=cancel)
 
-    def record(self, where: Where, run: RecordedRun) -> int | None:
-        """Add a run to the folder's record; its ticket (None: not recorded)."""
-        run_id = self.session.recorded(where.folder, where.settings, run)
-        for message in self.session.record(where.folder, where.settings).told_once():
-            self.editor.tell(f"runfix: {message}", Level.WARNING)
-        return run_id
-
     def _asker(self, where: Where, line: str) -> Callable[[str, bool], Awaitable[str | None]]:
         """The code's `input()` asked through the editor, within `inputTimeout`; meanwhile
         the runs queued behind it say what they wait for."""
@@ -383,45 +348,3 @@ class Runner:
                 self.doing(where.folder, None)
 
         return ask
-
-
-class _Late:
-    """What another language's kernel publishes for a run after the run was answered
-    (`JupyterKernel.execute`'s `on_late`): shown on the run's lines, in place of what they
-    showed, and put in the run's record — once the run's own results are kept."""
-
-    def __init__(self, runner: Runner, where: Where, piece: Piece) -> None:
-        self.runner, self.where, self.piece = runner, where, piece
-        self.run = runner.started.get(where.uri, 0)  # (this run's number in its document)
-        self.events: tuple[Event, ...] | None = None
-        self._kept: tuple[RunOutcome, Shape, Recorded, int | None] | None = None
-        self._lock = asyncio.Lock()  # one at a time, the newest events each time
-
-    def took(self, events: tuple[Event, ...]) -> None:
-        """The run's events, with what came late."""
-        self.events = events
-        if self._kept is not None:
-            self.runner.editor.spawn(self._show(), "a run's late outputs")
-
-    def kept(
-        self, outcome: RunOutcome, shape: Shape, recorded: Recorded, ticket: int | None
-    ) -> None:
-        """The run's own results are kept (`shape` made them of `outcome`; `recorded` makes
-        its record's entry, which is `ticket`)."""
-        self._kept = (outcome, shape, recorded, ticket)
-        if self.events is not None:
-            self.runner.editor.spawn(self._show(), "a run's late outputs")
-
-    async def _show(self) -> None:
-        async with self._lock:
-            assert self._kept is not None and self.events is not None
-            answered, shape, recorded, ticket = self._kept
-            outcome = replace(answered, events=self.events)
-            results = await _results(shape, outcome, in_thread=True)
-            where, piece, desk = self.where, self.piece, self.runner.desk
-            if self.runner.started.get(where.uri) == self.run:  # (else newer results show)
-                desk.ran_again(where.uri, where.text.version, piece.first, piece.last)
-                desk.keep(where.uri, where.text.version, results)
-                desk.done()
-            again = recorded(outcome, results)
-            self.runner.session.amended(where.folder, where.settings, ticket, again)
