@@ -49,7 +49,8 @@ from executor.configs import DEFAULT_IMAGE, DockerConfig
 from executor.events import Error, Frame, RunOutcome, RunStatus
 from executor.install import InstallResult, take_line, until_done
 from executor.interpreter import module_command
-from executor.jupyter import STATEMENT_FILE, JupyterKernel, Say
+from executor.jupyter import JupyterKernel
+from executor.kernel_channels import STATEMENT_FILE, Say
 from executor.owner import owner, owner_alive, pid_exists
 
 log = logging.getLogger(__name__)
@@ -310,10 +311,14 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         if self._site is None:
             self._site = _private_dir("runfix-site-", self.uid, self.gid)
         info = _connection(self._runtime, self.uid, self.gid)
-        self.container = await asyncio.to_thread(self._create, client)
+        runtime, site = self._runtime, self._site
+        container = await asyncio.to_thread(
+            _create, client, self.folder, self.config, runtime, site, self.user
+        )
+        self.container = container
         self._api = client.api
         attrs = await asyncio.to_thread(self._inspect)
-        self._init_pid = self._visible_pid(attrs["State"].get("Pid") or 0)
+        self._init_pid = _visible_pid(attrs["State"].get("Pid") or 0)
         self._cgroup = _Cgroup(self._init_pid) if self._init_pid else None
         kc = QuickClient()
         kc.load_connection_info(info)  # type: ignore[arg-type]
@@ -357,69 +362,6 @@ class DockerKernel(JupyterKernel[DockerConfig]):
                 f"uid {st.st_uid}, mode {stat.filemode(st.st_mode)}). Set docker.user to a uid "
                 "that can, or open the folder to it (for example chmod o+rx)."
             )
-
-    def _create(self, client: docker.DockerClient) -> Container:
-        assert self._runtime is not None and self._site is not None
-        config = self.config
-        mounts = [
-            Mount("/workspace", str(self.folder), type="bind", read_only=config.workspace == "ro"),
-            Mount(RUNTIME, str(self._runtime), type="bind"),
-            Mount(SITE, str(self._site), type="bind"),
-        ]
-        if config.wheels:
-            mounts.append(Mount(WHEELS, config.wheels, type="bind", read_only=True))
-        try:
-            client.images.get(config.image)  # never a silent pull behind "starting"
-        except docker.errors.ImageNotFound as exc:
-            build = "runfix sandbox build" + (
-                "" if config.image == DEFAULT_IMAGE else f" --tag {config.image}"
-            )
-            raise ExecutorUnavailable(
-                f"The sandbox image {config.image} is not there. Build it with `{build}` (or "
-                "`docker pull` it), or set docker.image to an image with python3 and ipykernel."
-            ) from exc
-        name = f"runfix-{_slug(self.folder)}-{secrets.token_hex(3)}"
-        try:
-            return client.containers.run(
-                config.image,
-                module_command("python3", "ipykernel_launcher", "-f", f"{RUNTIME}/kernel.json"),
-                name=name,
-                labels={LABEL: "1", FOLDER_LABEL: str(self.folder), OWNER_LABEL: owner()},
-                detach=True,
-                init=True,
-                user=self.user,
-                working_dir="/workspace",
-                environment=sandbox_environment(),
-                hostname="runfix",
-                network_mode=config.network,
-                read_only=True,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,size={config.tmpfs_size},mode=1777"},
-                mem_limit=config.memory,
-                memswap_limit=config.memory,
-                nano_cpus=int(config.cpus * 1e9),
-                pids_limit=config.pids,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
-                mounts=mounts,
-            )
-        except docker.errors.APIError as exc:
-            with contextlib.suppress(docker.errors.DockerException):  # created, not started
-                client.containers.get(name).remove(force=True)
-            raise ExecutorUnavailable(
-                f"Docker could not start the sandbox: {exc.explanation or _short(exc)}"
-            ) from exc
-
-    @staticmethod
-    def _visible_pid(pid: int) -> int | None:
-        """The init's host pid if this process can see it (same pid namespace), else None."""
-        if pid <= 0:
-            return None
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return None
-        return pid if b"init" in cmdline or b"tini" in cmdline else None
 
     async def _connect_watching(self, kc: Any) -> None:
         """Connect, but give up at once (with the container's last words) if it exits."""
@@ -662,6 +604,13 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         command += distributions
         return await self._exec(command, on_line, cancel, timeout)
 
+    async def _exec(
+        self, command: list[str], on_line: Say | None, cancel: asyncio.Event | None, timeout: float
+    ) -> InstallResult:
+        assert self._api is not None
+        api, container, user = self._api, self._container_id, self.user
+        return await _exec(api, container, user, command, on_line, cancel, timeout)
+
     async def _command(
         self, command: list[str], on_line: Say, cancel: asyncio.Event, timeout: float
     ) -> InstallResult:
@@ -680,51 +629,125 @@ class DockerKernel(JupyterKernel[DockerConfig]):
             return None
         return WORKSPACE + relative.relative_to(self.folder).as_posix()
 
-    async def _exec(
-        self,
-        command: list[str],
-        on_line: Callable[[str], None] | None,
-        cancel: asyncio.Event | None,
-        timeout: float,
-    ) -> InstallResult:
-        assert self.container is not None
-        api = self._api
-        assert api is not None
-        env = {**sandbox_environment(), "TMPDIR": "/tmp"}
-        exec_id = (
-            await asyncio.to_thread(
-                api.exec_create,
-                self._container_id,
-                command,
-                user=self.user,
-                environment=env,
-                workdir="/workspace",
-            )
-        )["Id"]
-        loop = asyncio.get_running_loop()
-        lines: list[str] = []
 
-        def pump() -> None:
-            pending = b""
-            for chunk in api.exec_start(exec_id, stream=True):
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for raw in complete:
-                    loop.call_soon_threadsafe(take_line, raw, lines, on_line)
-            if pending:
-                loop.call_soon_threadsafe(take_line, pending, lines, on_line)
+async def _exec(
+    api: docker.APIClient,
+    container_id: str,
+    user: str,
+    command: list[str],
+    on_line: Callable[[str], None] | None,
+    cancel: asyncio.Event | None,
+    timeout: float,
+) -> InstallResult:
+    """`command` run in the container (`docker exec`) as `user`, its lines passed on as they
+    come; cancelled by `cancel`, killed after `timeout` seconds."""
+    env = {**sandbox_environment(), "TMPDIR": "/tmp"}
+    exec_id = (
+        await asyncio.to_thread(
+            api.exec_create,
+            container_id,
+            command,
+            user=user,
+            environment=env,
+            workdir="/workspace",
+        )
+    )["Id"]
+    loop = asyncio.get_running_loop()
+    lines: list[str] = []
 
-        async def kill() -> None:
-            pid = (await asyncio.to_thread(api.exec_inspect, exec_id)).get("Pid") or 0
-            if pid > 0:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+    def pump() -> None:
+        pending = b""
+        for chunk in api.exec_start(exec_id, stream=True):
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                loop.call_soon_threadsafe(take_line, raw, lines, on_line)
+        if pending:
+            loop.call_soon_threadsafe(take_line, pending, lines, on_line)
 
-        reader = asyncio.ensure_future(asyncio.to_thread(pump))
-        if (stopped := await until_done(reader, kill, lines, command, cancel, timeout)) is not None:
-            return stopped
-        code = (await asyncio.to_thread(api.exec_inspect, exec_id)).get("ExitCode")
-        return InstallResult(code == 0, "\n".join(lines), command)
+    async def kill() -> None:
+        pid = (await asyncio.to_thread(api.exec_inspect, exec_id)).get("Pid") or 0
+        if pid > 0:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    reader = asyncio.ensure_future(asyncio.to_thread(pump))
+    if (stopped := await until_done(reader, kill, lines, command, cancel, timeout)) is not None:
+        return stopped
+    code = (await asyncio.to_thread(api.exec_inspect, exec_id)).get("ExitCode")
+    return InstallResult(code == 0, "\n".join(lines), command)
+
+
+def _visible_pid(pid: int) -> int | None:
+    """The init's host pid if this process can see it (same pid namespace), else None."""
+    if pid <= 0:
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return pid if b"init" in cmdline or b"tini" in cmdline else None
+
+
+def _create(
+    client: docker.DockerClient,
+    folder: Path,
+    config: DockerConfig,
+    runtime: Path,
+    site: Path,
+    user: str,
+) -> Container:
+    """The sandbox's container for `folder`, started: the folder at /workspace (read-only
+    unless `docker.workspace` says), the kernel's runtime folder and its site-packages
+    mounted, read-only root, no capabilities, the limits of `config`."""
+    mounts = [
+        Mount("/workspace", str(folder), type="bind", read_only=config.workspace == "ro"),
+        Mount(RUNTIME, str(runtime), type="bind"),
+        Mount(SITE, str(site), type="bind"),
+    ]
+    if config.wheels:
+        mounts.append(Mount(WHEELS, config.wheels, type="bind", read_only=True))
+    try:
+        client.images.get(config.image)  # never a silent pull behind "starting"
+    except docker.errors.ImageNotFound as exc:
+        build = "runfix sandbox build" + (
+            "" if config.image == DEFAULT_IMAGE else f" --tag {config.image}"
+        )
+        raise ExecutorUnavailable(
+            f"The sandbox image {config.image} is not there. Build it with `{build}` (or "
+            "`docker pull` it), or set docker.image to an image with python3 and ipykernel."
+        ) from exc
+    name = f"runfix-{_slug(folder)}-{secrets.token_hex(3)}"
+    try:
+        return client.containers.run(
+            config.image,
+            module_command("python3", "ipykernel_launcher", "-f", f"{RUNTIME}/kernel.json"),
+            name=name,
+            labels={LABEL: "1", FOLDER_LABEL: str(folder), OWNER_LABEL: owner()},
+            detach=True,
+            init=True,
+            user=user,
+            working_dir="/workspace",
+            environment=sandbox_environment(),
+            hostname="runfix",
+            network_mode=config.network,
+            read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={config.tmpfs_size},mode=1777"},
+            mem_limit=config.memory,
+            memswap_limit=config.memory,
+            nano_cpus=int(config.cpus * 1e9),
+            pids_limit=config.pids,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            log_config=LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
+            mounts=mounts,
+        )
+    except docker.errors.APIError as exc:
+        with contextlib.suppress(docker.errors.DockerException):  # created, not started
+            client.containers.get(name).remove(force=True)
+        raise ExecutorUnavailable(
+            f"Docker could not start the sandbox: {exc.explanation or _short(exc)}"
+        ) from exc
 
 
 def _parent(pid: int) -> int | None:

@@ -43,7 +43,8 @@ from executor.interpreter import (
     kernel_environment,
     module_command,
 )
-from executor.jupyter import STATEMENT_FILE, JupyterKernel, Say
+from executor.jupyter import JupyterKernel
+from executor.kernel_channels import STATEMENT_FILE, Say
 
 log = logging.getLogger(__name__)
 

@@ -33,31 +33,29 @@ import contextlib
 import json
 import logging
 import os
-import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-import httpx
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from executor.base import ExecutorUnavailable
 from executor.configs import RemoteConfig
 from executor.events import RunRequest, RunStatus
 from executor.install import InstallResult, take_line
-from executor.jupyter import JupyterKernel, NotReady, Say
+from executor.jupyter import JupyterKernel
+from executor.kernel_channels import NotReady, Say
 from executor.kernel_socket import KernelSocket, _short
 from executor.owner import owner, owner_alive
+from executor.server_api import REQUEST_TIMEOUT, Failed, Gone, ServerApi
 
 log = logging.getLogger(__name__)
 
 OWNER_ENV = "KERNEL_RUNFIX_OWNER"
 """Sent with each kernel's creation: an Enterprise Gateway passes KERNEL_* to the kernel,
 so an administrator can tell runfix's kernels (and whose) from the rest."""
-REQUEST_TIMEOUT = 15.0
-"""Seconds a REST call may take (kernel creation and restart: the start timeout)."""
 CHECK_AFTER = 5.0
 """Seconds of silence from the kernel after which `is_alive` asks the server whether it still
 has it (a culled kernel's WebSocket may stay open): at the start of a run after a pause, and
@@ -72,26 +70,6 @@ CHECK_TIMEOUT = 5.0
 ATTACH_PATIENCE = 2.0
 """Seconds a new WebSocket session waits for the kernel's first answer before another is
 opened (doubling, up to the start timeout)."""
-
-
-class _Gone(Exception):
-    """The server does not know the kernel (404)."""
-
-
-class _Failed(ExecutorUnavailable):
-    """The server answered a request with an error (not a refusal)."""
-
-
-def _tls_problem(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ssl.SSLError) or "CERTIFICATE" in str(seen).upper():
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-# -- kernels runfix created ----------------------------------------------------------------
 
 
 def ledger_path() -> Path:
@@ -162,6 +140,25 @@ _swept: set[str] = set()
 # -- the executor --------------------------------------------------------------------------
 
 
+async def _sweep(api: ServerApi) -> None:
+    """Delete what a dead runfix left on this server (once per server and process)."""
+    if api.base in _swept:
+        return
+    _swept.add(api.base)
+    orphans = await asyncio.to_thread(_orphans, api.base)
+    for kernel_id in orphans:
+        try:
+            await api.request("DELETE", f"/api/kernels/{kernel_id}")
+        except Gone:
+            pass
+        except ExecutorUnavailable as exc:
+            log.warning("could not delete kernel %s left by a dead runfix: %s", kernel_id, exc)
+            continue
+        await asyncio.to_thread(_cross_off, kernel_id)
+    if orphans:
+        log.info("deleted %d kernel(s) a runfix that is gone left on %s", len(orphans), api.base)
+
+
 class RemoteKernel(JupyterKernel[RemoteConfig]):
     """A kernel on a Jupyter Server or an Enterprise Gateway, one per workspace folder."""
 
@@ -177,8 +174,9 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         startup_timeout: float = 60.0,
     ) -> None:
         super().__init__(folder, config, grace=grace, startup_timeout=startup_timeout)
-        self.base = (config.url or "").rstrip("/")
-        self._http: httpx.AsyncClient | None = None
+        self.api = ServerApi(config)
+        """The server's REST API."""
+        self.base = self.api.base
         self._kernel_id: str | None = None
         self._socket: KernelSocket | None = None
         self._gone: str | None = None
@@ -211,117 +209,8 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         return self._spec_language or self.config.languages[0]
 
     @property
-    def kernel_id(self) -> str | None:
-        return self._kernel_id
-
-    @property
     def launched(self) -> bool:
         return self._kernel_id is not None
-
-    # -- talking to the server ---------------------------------------------------------
-
-    def _token(self) -> str | None:
-        name = self.config.token_env
-        if name is None:
-            return None
-        value = os.environ.get(name, "").strip()
-        if not value:
-            raise ExecutorUnavailable(
-                f"Set the environment variable {name} to the token of {self.base} "
-                "(runfix's remote.tokenEnv names it; the token itself is never a setting), "
-                "then restart the kernel."
-            )
-        return value
-
-    def _headers(self) -> dict[str, str]:
-        headers = dict(self.config.headers)
-        token = self._token()
-        if token is not None:
-            headers["Authorization"] = f"token {token}"
-        return headers
-
-    def _tls(self) -> ssl.SSLContext | None:
-        if not self.base.startswith("https:"):
-            return None
-        context = ssl.create_default_context()
-        if not self.config.verify_tls:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        return context
-
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = httpx.AsyncClient(
-                verify=self._tls() or True,
-                timeout=httpx.Timeout(REQUEST_TIMEOUT),
-                follow_redirects=False,
-            )
-        return self._http
-
-    async def _request(
-        self, method: str, path: str, body: Any = None, *, timeout: float | None = None
-    ) -> Any:
-        """Call the server's REST API; its JSON answer (None for an empty one).
-
-        Raises `_Gone` for a 404 on a kernel, `ExecutorUnavailable` saying what to do for the
-        rest."""
-        url = f"{self.base}{path}"
-        try:
-            response = await self._client().request(
-                method,
-                url,
-                json=body,
-                headers=self._headers(),
-                timeout=timeout or REQUEST_TIMEOUT,
-            )
-        except httpx.TimeoutException:
-            raise ExecutorUnavailable(
-                f"{self.config.host} did not answer {method} {path} within "
-                f"{timeout or REQUEST_TIMEOUT:g}s."
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ExecutorUnavailable(self._no_answer(exc)) from None
-        if response.status_code in (401, 403):
-            raise ExecutorUnavailable(self._refused(response.status_code, _reason(response)))
-        if response.status_code == 404 and path.startswith("/api/kernels/"):
-            raise _Gone(path)
-        if response.status_code >= 400:
-            raise _Failed(
-                f"{self.config.host} answered {method} {path} with HTTP {response.status_code}: "
-                f"{_reason(response)}"
-            )
-        if not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            raise ExecutorUnavailable(
-                f"{self.base} did not answer as a Jupyter Server does (no JSON from {path}); "
-                "check remote.url."
-            ) from None
-
-    def _no_answer(self, exc: BaseException) -> str:
-        if _tls_problem(exc):
-            return (
-                f"TLS with {self.config.host} failed: {_short(exc)}. Give this machine the "
-                "server's certificate authority (SSL_CERT_FILE), or set runfix's "
-                "remote.verifyTls to false for a server you trust."
-            )
-        return (
-            f"Nothing answers at {self.base} ({_short(exc)}). Is the Jupyter Server or "
-            "Enterprise Gateway running, and the tunnel to it open? (runfix's remote.url)"
-        )
-
-    def _refused(self, status: int, reason: str) -> str:
-        token = self.config.token_env
-        if "KERNEL_USERNAME" in reason:  # an Enterprise Gateway that wants to know who
-            fix = "set KERNEL_USERNAME (and what else it needs) in runfix's remote.kernelEnv"
-        elif token:
-            fix = f"set {token} to a valid token for {self.base}"
-        else:
-            fix = "set runfix's remote.tokenEnv to the environment variable holding its token"
-        said = f" ({reason})" if reason else ""
-        return f"{self.config.host} refused runfix (HTTP {status}){said}: {fix}."
 
     # -- lifecycle hooks ---------------------------------------------------------------
 
@@ -336,7 +225,7 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
                 f"remote.url must start with http:// or https://: {self.base}"
             )
         began = time.perf_counter()
-        await self._sweep()
+        await _sweep(self.api)
         await self._create()
         await self._attach()
         self.started_in = time.perf_counter() - began
@@ -348,35 +237,20 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             self.started_in,
         )
 
-    async def _sweep(self) -> None:
-        """Delete what a dead runfix left on this server (once per server and process)."""
-        if self.base in _swept:
-            return
-        _swept.add(self.base)
-        orphans = await asyncio.to_thread(_orphans, self.base)
-        for kernel_id in orphans:
-            try:
-                await self._request("DELETE", f"/api/kernels/{kernel_id}")
-            except _Gone:
-                pass
-            except ExecutorUnavailable as exc:
-                log.warning("could not delete kernel %s left by a dead runfix: %s", kernel_id, exc)
-                continue
-            await asyncio.to_thread(_cross_off, kernel_id)
-        if orphans:
-            log.info(
-                "deleted %d kernel(s) a runfix that is gone left on %s", len(orphans), self.base
-            )
-
     async def _create(self) -> None:
         env = {**dict(self.config.kernel_env), OWNER_ENV: owner()}
-        name = await self._spec_name() if self.plain else self.config.kernel_name
+        if self.plain:
+            name, self._spec_language = await self.api.spec_name()
+        else:
+            name = self.config.kernel_name
         body = {"name": name, "env": env}
         try:
-            model = await self._request("POST", "/api/kernels", body, timeout=self.startup_timeout)
-        except _Failed:
+            model = await self.api.request(
+                "POST", "/api/kernels", body, timeout=self.startup_timeout
+            )
+        except Failed:
             # Neither server says "no such kernel" plainly (a 500 either way): look.
-            names = await self.kernel_names()
+            names = await self.api.kernel_names()
             if names and not self.plain and self.config.kernel_name not in names:
                 raise ExecutorUnavailable(
                     f"{self.config.host} has no kernel named {self.config.kernel_name!r} "
@@ -388,59 +262,6 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         self._kernel_id = model["id"]
         self._gone = None
         await asyncio.to_thread(_write_down, self.base, model["id"], self.folder)
-
-    async def _spec_name(self) -> str:
-        """The server's kernelspec for another language: the first whose `language` is one
-        that runs it (in the order of `languages`, then by name)."""
-        specs = await self._request("GET", "/api/kernelspecs")
-        listed = (specs or {}).get("kernelspecs", {}) if isinstance(specs, dict) else {}
-        if (named := self.config.named) is not None:
-            if not isinstance(listed.get(named), dict):
-                raise ExecutorUnavailable(
-                    f"{self.config.host} has no kernel named {named!r} (runfix's `kernels` "
-                    f"setting for {self.config.language}); it has {', '.join(sorted(listed))}."
-                )
-            self._spec_language = _spec_language(listed[named])
-            return named
-        found: list[tuple[int, str, str]] = []
-        for name, about in listed.items():
-            language = _spec_language(about)
-            if language.lower() in self.config.languages:
-                found.append((self.config.languages.index(language.lower()), name, language))
-        if not found:
-            language = self.config.language
-            raise ExecutorUnavailable(
-                f"{self.config.host} has no Jupyter kernel for {language} (it has "
-                f"{', '.join(sorted(listed)) or 'none it will list'}), so this {language} "
-                "document was not run (never as Python)."
-            )
-        _, name, self._spec_language = min(found)
-        return name
-
-    async def about_server(self) -> str:
-        """What the server says it is (`GET /api`), checking the URL and the token on the way:
-        `/api/kernelspecs` answers only with a token it takes."""
-        about = await self._request("GET", "/api")
-        await self._request("GET", "/api/kernelspecs")  # an Enterprise Gateway may not list kernels
-        if not isinstance(about, dict) or "version" not in about:
-            raise ExecutorUnavailable(f"{self.base} does not answer as a Jupyter Server does.")
-        gateway = about.get("gateway_version")
-        kind = f"Enterprise Gateway {gateway}" if gateway else "Jupyter Server"
-        return f"{kind} (server API {about['version']}); the token is accepted"
-
-    async def kernel_names(self) -> list[str]:
-        """The server's kernel specs (empty when it will not say)."""
-        try:
-            specs = await self._request("GET", "/api/kernelspecs")
-        except (ExecutorUnavailable, _Gone):
-            return []
-        return sorted((specs or {}).get("kernelspecs", {}))
-
-    def _socket_url(self) -> str:
-        parts = urlsplit(self.base)
-        scheme = "wss" if parts.scheme == "https" else "ws"
-        path = f"{parts.path}/api/kernels/{quote(self._kernel_id or '')}/channels"
-        return urlunsplit((scheme, parts.netloc, path, "", ""))
 
     async def _attach(self) -> None:
         """A new WebSocket session to the kernel; then wait for it and load the helper.
@@ -468,18 +289,19 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
 
     async def _attach_once(self, ready_within: float) -> None:
         self._stop_reconnecting()
-        link = KernelSocket(self._socket_url(), self._headers(), self._tls(), self._dropped)
+        url = self.api.socket_url(self._kernel_id or "")
+        link = KernelSocket(url, self.api.headers(), self.api.tls(), self._dropped)
         try:
             await link.open(timeout=min(self.startup_timeout, REQUEST_TIMEOUT))
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
-                raise ExecutorUnavailable(self._refused(status, "")) from None
+                raise ExecutorUnavailable(self.api.refused(status, "")) from None
             raise ExecutorUnavailable(
                 f"{self.config.host} refused the kernel's WebSocket (HTTP {status})."
             ) from None
         except (OSError, WebSocketException, asyncio.TimeoutError) as exc:
-            raise ExecutorUnavailable(self._no_answer(exc)) from None
+            raise ExecutorUnavailable(self.api.no_answer(exc)) from None
         self._socket = link
         self._unreachable = None
         await self._connect(link, ready_within)
@@ -525,9 +347,9 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             await asyncio.sleep(delay)  # first: the server needs a moment to see the drop
             delay = min(delay * 2, RECONNECT_MOST)
             try:
-                await self._request("GET", f"/api/kernels/{self._kernel_id}")
+                await self.api.request("GET", f"/api/kernels/{self._kernel_id}")
                 await link.open(timeout=REQUEST_TIMEOUT)
-            except _Gone:
+            except Gone:
                 self._gone = self._gone_note()
                 return
             except (ExecutorUnavailable, OSError, WebSocketException, asyncio.TimeoutError) as exc:
@@ -569,13 +391,13 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         elif self._kernel_id is not None and self._gone is None:
             path = f"/api/kernels/{self._kernel_id}"
             try:
-                await self._request("POST", f"{path}/restart", timeout=self.startup_timeout)
-            except _Gone:
+                await self.api.request("POST", f"{path}/restart", timeout=self.startup_timeout)
+            except Gone:
                 await self._forget()
             except ExecutorUnavailable:
                 try:  # a Jupyter Server answers 500 for a kernel it no longer has
-                    await self._request("GET", path)
-                except _Gone:
+                    await self.api.request("GET", path)
+                except Gone:
                     await self._forget()
                 else:
                     raise
@@ -599,12 +421,10 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             self._disconnect()
             self._socket = None
             if self._kernel_id is not None:
-                with contextlib.suppress(_Gone, ExecutorUnavailable):
-                    await self._request("DELETE", f"/api/kernels/{self._kernel_id}")
+                with contextlib.suppress(Gone, ExecutorUnavailable):
+                    await self.api.request("DELETE", f"/api/kernels/{self._kernel_id}")
                 await self._forget()
-            if self._http is not None:
-                await self._http.aclose()
-                self._http = None
+            await self.api.close()
         finally:
             self._closing = False
 
@@ -613,16 +433,16 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         if self._kernel_id is None:
             return
         self._closing = True
-        with contextlib.suppress(_Gone):
-            await self._request("DELETE", f"/api/kernels/{self._kernel_id}")
+        with contextlib.suppress(Gone):
+            await self.api.request("DELETE", f"/api/kernels/{self._kernel_id}")
         await self._forget()
 
     async def _interrupt(self) -> None:
         if self._kernel_id is None:
             return
         try:
-            await self._request("POST", f"/api/kernels/{self._kernel_id}/interrupt")
-        except _Gone:
+            await self.api.request("POST", f"/api/kernels/{self._kernel_id}/interrupt")
+        except Gone:
             self._gone = self._gone_note()
         except ExecutorUnavailable as exc:
             log.warning("could not interrupt kernel %s: %s", self._kernel_id, exc)
@@ -659,8 +479,8 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         """Ask the server whether it still has the kernel; `_gone` if not."""
         kernel_id = self._kernel_id
         try:
-            await self._request("GET", f"/api/kernels/{kernel_id}", timeout=CHECK_TIMEOUT)
-        except _Gone:
+            await self.api.request("GET", f"/api/kernels/{kernel_id}", timeout=CHECK_TIMEOUT)
+        except Gone:
             if kernel_id == self._kernel_id:
                 self._gone = self._gone_note()
         except ExecutorUnavailable as exc:
@@ -707,19 +527,8 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             await self.shutdown()
 
     async def _diagnose_server(self, say: Say) -> bool:
-        try:
-            about = await self.about_server()
-        except ExecutorUnavailable as exc:
-            say(f"server:         FAILED — {exc}")
+        if not await self.api.diagnose(say):
             return False
-        say(f"server:         {about}")
-        names = await self.kernel_names()
-        wanted = self.config.kernel_name
-        if names and wanted not in names:
-            say(f"kernel spec:    {wanted} MISSING — it has {', '.join(names)}")
-            say("  fix: set runfix's remote.kernelName to one of them")
-            return False
-        say(f"kernel spec:    {wanted}" + (f"  (of {', '.join(names)})" if names else ""))
         if not await self.try_start("remote", say, shutdown=False):
             return False
         trips = sorted([await self.round_trip() for _ in range(5)])
@@ -746,31 +555,7 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
     ) -> InstallResult:
         """pip in the remote kernel's own interpreter, run by the kernel (the server gives no
         other way in); its lines are passed on as pip prints them."""
-        arguments = [
-            "install",
-            "--disable-pip-version-check",
-            "--no-warn-script-location",
-            *distributions,
-        ]
-        command = ["python", "-m", "pip", *arguments]
-        lines: list[str] = []
-        pending = [""]
-
-        def take(text: str) -> None:
-            *complete, pending[0] = (pending[0] + text).split("\n")
-            for line in complete:
-                take_line(line.encode(), lines, on_line)
-
-        code = _PIP.format(arguments=arguments)
-        request = RunRequest(code, "<runfix install>", 1, timeout, 200_000)
-        outcome = await self.execute(request, cancel=cancel, on_stream=take)
-        if pending[0]:
-            take_line(pending[0].encode(), lines, on_line)
-        if outcome.status == RunStatus.CANCELLED:
-            return InstallResult(False, "\n".join([*lines, "cancelled"]), command, cancelled=True)
-        if outcome.status == RunStatus.TIMEOUT:
-            lines.append(f"timed out after {timeout:g}s")
-        return InstallResult(outcome.status == RunStatus.OK, "\n".join(lines), command)
+        return await _pip_in_kernel(self, distributions, on_line, cancel, timeout)
 
 
 _PIP = """\
@@ -791,18 +576,36 @@ if _code:
 """
 
 
-def _spec_language(about: Any) -> str:
-    """The `language` a kernelspec of `/api/kernelspecs` says it runs ("" where it says none)."""
-    spec = about.get("spec") if isinstance(about, dict) else None
-    return str(spec.get("language", "")) if isinstance(spec, dict) else ""
+async def _pip_in_kernel(
+    kernel: RemoteKernel,
+    distributions: list[str],
+    on_line: Say | None,
+    cancel: asyncio.Event | None,
+    timeout: float,
+) -> InstallResult:
+    """pip run by the kernel in its own interpreter (`_PIP`), its lines passed on as they come."""
+    arguments = [
+        "install",
+        "--disable-pip-version-check",
+        "--no-warn-script-location",
+        *distributions,
+    ]
+    command = ["python", "-m", "pip", *arguments]
+    lines: list[str] = []
+    pending = [""]
 
+    def take(text: str) -> None:
+        *complete, pending[0] = (pending[0] + text).split("\n")
+        for line in complete:
+            take_line(line.encode(), lines, on_line)
 
-def _reason(response: httpx.Response) -> str:
-    """What the server said about an error (Jupyter answers JSON with `message`/`reason`)."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.reason_phrase or ""
-    if isinstance(body, dict):
-        return str(body.get("message") or body.get("reason") or response.reason_phrase or "")[:300]
-    return response.reason_phrase or ""
+    code = _PIP.format(arguments=arguments)
+    request = RunRequest(code, "<runfix install>", 1, timeout, 200_000)
+    outcome = await kernel.execute(request, cancel=cancel, on_stream=take)
+    if pending[0]:
+        take_line(pending[0].encode(), lines, on_line)
+    if outcome.status == RunStatus.CANCELLED:
+        return InstallResult(False, "\n".join([*lines, "cancelled"]), command, cancelled=True)
+    if outcome.status == RunStatus.TIMEOUT:
+        lines.append(f"timed out after {timeout:g}s")
+    return InstallResult(outcome.status == RunStatus.OK, "\n".join(lines), command)
