@@ -140,6 +140,13 @@ _swept: set[str] = set()
 # -- the executor --------------------------------------------------------------------------
 
 
+def _gone_from(host: str) -> str:
+    return (
+        f"The kernel is gone from {host} (the server culled it when idle, was restarted, or "
+        "someone shut the kernel down)"
+    )
+
+
 async def _sweep(api: ServerApi) -> None:
     """Delete what a dead runfix left on this server (once per server and process)."""
     if api.base in _swept:
@@ -207,6 +214,10 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         if not self.config.languages:
             return "python"
         return self._spec_language or self.config.languages[0]
+
+    @property
+    def kernel_id(self) -> str | None:
+        return self._kernel_id
 
     @property
     def launched(self) -> bool:
@@ -350,7 +361,7 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
                 await self.api.request("GET", f"/api/kernels/{self._kernel_id}")
                 await link.open(timeout=REQUEST_TIMEOUT)
             except Gone:
-                self._gone = self._gone_note()
+                self._gone = _gone_from(self.config.host)
                 return
             except (ExecutorUnavailable, OSError, WebSocketException, asyncio.TimeoutError) as exc:
                 if self._unreachable is None and loop.time() >= patience:
@@ -364,12 +375,6 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             self._unreachable = None
             log.info("reconnected to kernel %s on %s", self._kernel_id, self.config.host)
             return
-
-    def _gone_note(self) -> str:
-        return (
-            f"The kernel is gone from {self.config.host} (the server culled it when idle, was "
-            "restarted, or someone shut the kernel down)"
-        )
 
     def _stop_reconnecting(self) -> None:
         for task in (self._reconnecting, self._checking):
@@ -443,7 +448,7 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
         try:
             await self.api.request("POST", f"/api/kernels/{self._kernel_id}/interrupt")
         except Gone:
-            self._gone = self._gone_note()
+            self._gone = _gone_from(self.config.host)
         except ExecutorUnavailable as exc:
             log.warning("could not interrupt kernel %s: %s", self._kernel_id, exc)
 
@@ -482,7 +487,7 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             await self.api.request("GET", f"/api/kernels/{kernel_id}", timeout=CHECK_TIMEOUT)
         except Gone:
             if kernel_id == self._kernel_id:
-                self._gone = self._gone_note()
+                self._gone = _gone_from(self.config.host)
         except ExecutorUnavailable as exc:
             log.info("could not ask %s about its kernel: %s", self.config.host, exc)
 
@@ -496,7 +501,7 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             "and the server restarted it",
             "dead": f"The kernel died on {host} and the server could not restart it",
             "restarted": f"Someone restarted the kernel on {host} (JupyterLab, say)",
-            "shutdown": self._gone_note(),
+            "shutdown": _gone_from(self.config.host),
         }
         return causes.get(said) if said is not None else None
 

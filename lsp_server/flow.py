@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from executor.events import Variable
 from executor.jupyter import Kernel
+from executor.testing import TestResult, TestRun
 from executor.trust import Choice
 from lsp_server.contract import FixAnswer, GenerateAnswer, InstallAnswer, Range, RunAnswer
 from lsp_server.editor import Editor
 from lsp_server.fix import fixcheck
+from lsp_server.fix.tests_fix import Apply, Say
 from lsp_server.outputs.results import DocumentResults
 from lsp_server.outputs.store import LineChange
 from lsp_server.record.store import RunRecord
@@ -217,6 +219,34 @@ class Flow:
     async def fix_tests(self, where: Where, line: int | None, cancel: asyncio.Event) -> FixAnswer:
         """The tests `run_tests` would run, their failures fixed (`TestRuns.fix`)."""
         return await self.tests.fix(where, selection(where, line), cancel)
+
+    async def test_folder(
+        self,
+        folder: Path,
+        settings: Settings,
+        select: list[str],
+        cancel: asyncio.Event,
+        timeout: float,
+        on_result: Callable[[TestResult], None],
+    ) -> TestRun:
+        """The folder's tests for a terminal (`TestRuns.of_folder`: `runfix test`)."""
+        return await self.tests.of_folder(folder, settings, select, cancel, timeout, on_result)
+
+    async def fix_folder_tests(
+        self,
+        folder: Path,
+        settings: Settings,
+        run: TestRun,
+        selected: bool,
+        cancel: asyncio.Event,
+        timeout: float,
+        write: Apply,
+        say: Say,
+    ) -> int:
+        """The failures of a terminal's test run fixed (`TestRuns.fix_of_folder`)."""
+        return await self.tests.fix_of_folder(
+            folder, settings, run, selected, cancel, timeout, write, say
+        )
 
     # -- install --------------------------------------------------------------------------
 

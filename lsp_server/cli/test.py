@@ -21,6 +21,7 @@ from executor.testing import TestResult, TestRun
 from executor.trust import Choice
 from lsp_server.cli.run import (
     INTERRUPTED,
+    HeadlessEditor,
     command_line,
     ctrl_c,
     project_folder,
@@ -30,11 +31,10 @@ from lsp_server.cli.run import (
 )
 from lsp_server.editor import LineEdit
 from lsp_server.fix.fixing import Target
-from lsp_server.fix.tests_fix import TestFixer
-from lsp_server.record.store import RecordedRun
+from lsp_server.flow import Flow
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from lsp_server.testing import failures, recorded, render, summary, text_lines
+from lsp_server.testing import failures, render, summary, text_lines
 
 
 def command(args: argparse.Namespace) -> int:
@@ -74,6 +74,7 @@ async def _test(
 
     # A person who typed `runfix test` has decided: this session trusts the folder.
     session = Session(read_settings, lambda *_: None, decided=Choice.TRUST)
+    flow = Flow(session, HeadlessEditor(str(folder), folder / "<tests>", folder, []))
     began = time.monotonic()
 
     def said(result: TestResult) -> None:
@@ -83,29 +84,16 @@ async def _test(
                     print(line, flush=True)
 
     try:
-        kernel = await session.kernel_for(folder, settings)
         cancel = asyncio.Event()
         with ctrl_c(cancel) as pressed:
-            run = await kernel.run_tests(
-                args, on_result=said, cancel=cancel, timeout=timeout,
-                secret_names=settings.secret_extra_names,
-            )  # fmt: skip
-            _record(session, folder, settings, run)
+            run = await flow.test_folder(folder, settings, args, cancel, timeout, said)
             if fix and run.failed and run.problem() is None and not pressed():
-                model = session.model_for(settings)
-                allowed = session.allowances.of(folder)
-                fixer = TestFixer(
-                    kernel, model, settings, folder, cancel, timeout, allowed,
-                    record=lambda ran: _record_runs(session, folder, settings, [ran]),
-                )  # fmt: skip
                 # what the fixes came to: with the text, else (a report on stdout) on stderr
                 selected = bool(args) and args != ["."]
-                if await fixer.fix(run, _write, _printer(kind == "text"), selected=selected):
-                    run = await kernel.run_tests(
-                        args, cancel=cancel, timeout=timeout,
-                        secret_names=settings.secret_extra_names,
-                    )  # fmt: skip
-                    _record(session, folder, settings, run)
+                say = _printer(kind == "text")
+                fixes = flow.fix_folder_tests
+                if await fixes(folder, settings, run, selected, cancel, timeout, _write, say):
+                    run = await flow.test_folder(folder, settings, args, cancel, timeout, _quiet)
                     for failure in failures(run) if kind == "text" else ():
                         for line in text_lines(failure, folder):
                             print(line, flush=True)
@@ -113,7 +101,7 @@ async def _test(
         print(f"runfix: error: cannot run the tests: {exc}", file=sys.stderr)
         return 2
     finally:
-        await session.close()
+        await flow.close()
     seconds = time.monotonic() - began
     if kind != "text":
         print(render(kind, run, folder, seconds))
@@ -128,15 +116,8 @@ async def _test(
     return 1 if run.failed else 0
 
 
-def _record(session: Session, folder: Path, settings: Settings, run: TestRun) -> None:
-    """Each test that ran, into the folder's run record (`runfix history` lists them)."""
-    _record_runs(session, folder, settings, recorded(run))
-
-
-def _record_runs(
-    session: Session, folder: Path, settings: Settings, runs: list[RecordedRun]
-) -> None:
-    session.recorded_all(folder, settings, runs)
+def _quiet(result: TestResult) -> None:
+    """The run after the fixes: its failures are printed once it ends."""
 
 
 async def _write(target: Target, code: str, label: str) -> bool:

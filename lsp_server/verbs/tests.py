@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
@@ -18,13 +18,14 @@ from executor.testing import TestResult, TestRun
 from lsp_server.contract import FixAnswer, RunAnswer, Status
 from lsp_server.editor import Editor, Level, LineEdit
 from lsp_server.fix.fixing import Target
-from lsp_server.fix.tests_fix import TestFixer
+from lsp_server.fix.tests_fix import Apply, Say, TestFixer
 from lsp_server.outputs.results import Problem, Related
 from lsp_server.runs import Where
 from lsp_server.services.desk import Desk
 from lsp_server.services.gate import Admitted, Gate
 from lsp_server.services.runner import run_answer
 from lsp_server.session import Session
+from lsp_server.settings import Settings
 from lsp_server.testing import Failure, failures, is_test_file, recorded, summary, test_at
 
 
@@ -170,6 +171,47 @@ class TestRuns:
         tally = summary(run, time.perf_counter() - began)
         self.editor.tell(f"runfix: tests: {tally}", Level.ERROR if run.failed else Level.INFO)
         return run_answer(Status.ERROR if run.failed else Status.OK, began, tally)
+
+    async def of_folder(
+        self,
+        folder: Path,
+        settings: Settings,
+        select: list[str],
+        cancel: asyncio.Event,
+        timeout: float,
+        on_result: Callable[[TestResult], None],
+    ) -> TestRun:
+        """The folder's tests for a terminal (`runfix test`: its user decided, the folder
+        is trusted): pytest with `select` beside the folder's kernel, each result told to
+        `on_result` as it comes, every test's run recorded."""
+        kernel = await self.session.kernel_for(folder, settings)
+        run = await kernel.run_tests(
+            select, on_result=on_result, cancel=cancel, timeout=timeout,
+            secret_names=settings.secret_extra_names,
+        )  # fmt: skip
+        self.session.recorded_all(folder, settings, recorded(run))
+        return run
+
+    async def fix_of_folder(
+        self,
+        folder: Path,
+        settings: Settings,
+        run: TestRun,
+        selected: bool,
+        cancel: asyncio.Event,
+        timeout: float,
+        write: Apply,
+        say: Say,
+    ) -> int:
+        """Each failure of `run` fixed by the model, the tests as the check (`TestFixer`), a
+        fix written by `write`; how many were."""
+        kernel = await self.session.kernel_for(folder, settings)
+        fixer = TestFixer(
+            kernel, self.session.model_for(settings), settings, folder, cancel, timeout,
+            allowed=self.session.allowances.of(folder),
+            record=lambda ran: self.session.recorded_all(folder, settings, [ran]),
+        )  # fmt: skip
+        return await fixer.fix(run, write, say, selected=selected)
 
     async def fix(self, where: Where, select: list[str], cancel: asyncio.Event) -> FixAnswer:
         """The tests, then each failure's module function fixed by the model with the tests

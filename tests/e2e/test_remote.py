@@ -396,13 +396,13 @@ async def test_a_kernel_that_dies_as_it_starts_is_restarted_by_the_server_alone(
     two restarts raced: a run after them was never answered) and the next run answers."""
     kernel = remote.RemoteKernel(folder, RemoteConfig(jupyter_server.url, TOKEN_ENV))
     sent: list[str] = []
-    request_as_is = kernel._request
+    request_as_is = kernel.api.request
 
     async def request(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         sent.append(f"{method} {path}")
         return await request_as_is(method, path, *args, **kwargs)
 
-    monkeypatch.setattr(kernel, "_request", request)
+    monkeypatch.setattr(kernel.api, "request", request)
     doc = str(folder / "d.py")
     try:
         assert (await kernel.execute(RunRequest("x = 1", doc))).status == RunStatus.OK

@@ -405,19 +405,28 @@ def test_only_the_runner_takes_a_folders_run_lock() -> None:
 
 
 def test_no_door_touches_the_session() -> None:
-    """Issue 48: the doors (the LSP handlers, the command line, agents' calls) ask the face
-    (`Flow`) and never reach past it into the state (35 lines of `lsp/` used `ls.session`)."""
-    doors = [*(ROOT / "lsp_server/lsp/features").glob("*.py"), ROOT / "lsp_server/agents.py"]
+    """Issue 48, 62: the doors (the LSP handlers, the command line, agents' calls) ask the
+    face (`Flow`) and never reach past it into the state (35 lines of `lsp/` used
+    `ls.session`; `runfix test` made its own kernel and fixer): a door that makes a
+    `Session` hands it to the face and touches nothing of it. Made from the code's
+    attribute reads, not its text."""
+    doors = [*(ROOT / "lsp_server/lsp").rglob("*.py"), ROOT / "lsp_server/agents.py"]
     doors += [*(ROOT / "lsp_server/cli").glob("*.py"), *(ROOT / "lsp_server/debug").glob("*.py")]
-    touched = {
-        str(path.relative_to(ROOT)): [
-            n
-            for n, line in enumerate(path.read_text().splitlines(), 1)
-            if re.search(r"\b(ls|self|session)\.session\.|\bsession\.(store|kernels)\b", line)
-        ]
-        for path in doors
-    }
-    assert {path: lines for path, lines in touched.items() if lines} == {}
+    touched: dict[str, list[str]] = {}
+    for path in doors:
+        name = _module_name(path)
+        states = (
+            _graph(typing=True)[name] & {"lsp_server.session"} or "ls.session" in path.read_text()
+        )
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (states and isinstance(node, ast.Attribute)):
+                continue
+            held = node.value
+            if (isinstance(held, ast.Name) and held.id == "session") or (
+                isinstance(held, ast.Attribute) and held.attr == "session"
+            ):
+                touched.setdefault(str(path.relative_to(ROOT)), []).append(ast.unparse(node))
+    assert touched == {}
 
 
 def test_one_desk_writes_what_documents_show_and_the_editor_never_reads_it_back() -> None:
