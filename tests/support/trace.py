@@ -29,7 +29,7 @@ ROOMS = (ROOT / "lsp_server", ROOT / "executor")
 
 FACTS = {
     ("lsp_server/session.py", "Session.choice"): "the trust decision",
-    ("lsp_server/gate.py", "Gate.admission"): "admission",
+    ("lsp_server/services/gate.py", "Gate.admission"): "admission",
     ("lsp_server/executors.py", "kernel_config"): "the kernel's config",
 }
 """The per-request facts: where each is derived (module, qualified name)."""

@@ -6,6 +6,7 @@ the model only; the core (flow, gate, runner, session, fix loop, results) is the
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,6 +17,9 @@ import executor.pool
 from executor.base import ExecutorState
 from executor.events import Error, Frame, RunOutcome, RunRequest, RunStatus, Value
 from executor.trust import Choice, TrustStore
+from lsp_server import contract
+from lsp_server.commands import Call, dispatch
+from lsp_server.contract import GenerateArgs, Position, RunArgs
 from lsp_server.flow import Flow
 from lsp_server.session import Session
 from lsp_server.settings import Settings
@@ -114,12 +118,20 @@ def _lsp_run(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> tu
     return trace, b"".join(sink.sent)
 
 
-def _request(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch, ask: str) -> Trace:
-    """Run `ask` ("run", "fix") on a document holding `source`, traced; its Trace."""
+def _request(
+    tmp_path: Path,
+    source: str,
+    monkeypatch: pytest.MonkeyPatch,
+    ask: str,
+    name: str = "job.py",
+    reply: str = "```python\nundefined_name = 2\nprint(undefined_name + 1)\n```",
+) -> Trace:
+    """Ask `ask` ("run", "fix": the face; a contract command: through the one table, as a
+    door asks) of a document `name` holding `source`, traced; its Trace."""
     folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "job.py").write_text(source)
-    uri = (folder / "job.py").as_uri()
+    folder.mkdir(parents=True)
+    (folder / name).write_text(source)
+    uri = (folder / name).as_uri()
     monkeypatch.setattr(executor.pool, "create", FakeKernel)
 
     async def read(_: Path) -> Settings:
@@ -128,13 +140,15 @@ def _request(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch, ask: 
     async def request() -> Any:
         lines = source.splitlines(keepends=True)
         editor = FakeEditor(
-            lines, answer=True, folder=folder, uri=uri, name="job.py", apply_files=False
+            lines, answer=True, folder=folder, uri=uri, name=name, apply_files=False
         )
         session = Session(read, editor.kernel_state, trust=TrustStore(tmp_path / "trust.json"))
         session.decide(folder, Choice.TRUST)
-        model: Any = FakeModel("```python\nundefined_name = 2\nprint(undefined_name + 1)\n```")
+        model: Any = FakeModel(reply)
         session.model_for = lambda settings: model  # type: ignore[method-assign]
         flow = Flow(session, editor)
+        if ask in arguments:  # (the table makes the context)
+            return await dispatch(flow, ask, Call(arguments[ask](uri), asyncio.Event()))
         where = await flow.where(uri)
         if ask == "run":
             return await flow.run(where, None, asyncio.Event())
@@ -143,6 +157,30 @@ def _request(tmp_path: Path, source: str, monkeypatch: pytest.MonkeyPatch, ask: 
     answer, trace = traced(request)
     assert answer is not None
     return trace
+
+
+arguments: dict[str, Callable[[str], Any]] = {
+    contract.RUN: lambda uri: RunArgs(uri, position=Position(3)),
+    contract.GENERATE: lambda uri: GenerateArgs(uri, Position(0), run=True),
+}
+"""The argument each contract command traced here is asked with."""
+
+
+def test_a_notebook_cells_run_and_generate_through_the_table_derive_each_fact_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 62: a notebook's cell run (its record made with what Jupyter keeps) and
+    Generate (the model's body written, then run), each asked as a door asks: through the
+    table of commands."""
+    cells = "# %%\nx = 1\n# %%\nx + 2\n"
+    for name, ask, source, reply in (
+        ("nb.ipynb", contract.RUN, cells, ""),
+        ("gen.py", contract.GENERATE, "# ai: one plus two\n", "```python\n1 + 2\n```"),
+    ):
+        trace = _request(tmp_path / name, source, monkeypatch, ask, name, reply)
+        print(f"{ask}: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
+        assert trace.k == 0, (ask, dict(trace.facts))
+        assert trace.r == 0, (ask, trace.reentries)
 
 
 def test_a_run_derives_each_fact_once_and_never_calls_back_up(
