@@ -166,6 +166,26 @@ async def measure(folder: Path, blocks: int, size: int) -> list[Side]:
     return sides
 
 
+def record_write(folder: Path, runs: int) -> float:
+    """Seconds one run's entry takes to be written to a folder's run record, as runfix
+    writes it before it answers the run (one commit, SQLite's WAL): the median of `runs`."""
+    from executor.events import RunOutcome, RunStatus, Value
+    from lsp_server.outputs.results import build
+    from lsp_server.record.store import RunRecord, entry
+
+    record = RunRecord(folder / "record", 10_000)
+    (folder / "record").mkdir()
+    outcome = RunOutcome(RunStatus.OK, (Value({"text/plain": "1"}, None),), 0.001)
+    results = build(outcome, path="t.py", lines=(CODE + "\n",), fallback_line=0, folder=None)
+    seconds = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        record.add(entry("t.py", (0, 0), CODE, "user", outcome, results))
+        record.flush()
+        seconds.append(time.perf_counter() - began)
+    return statistics.median(seconds)
+
+
 async def profile(folder: Path, runs: int) -> None:
     """A `runfix serve` profiled over `runs` runs (after its first ones: not its start):
     its functions called at least once per run, by own time per run."""
@@ -242,6 +262,13 @@ async def main() -> None:
         echo = statistics.median(sides[4].total)
         print(f"a bare JSON-RPC echo's round trip is {us(echo).strip()}: runfix adds ", end="")
         print(f"{added / echo:.1f}× the echo (target <= 2×)")
+        written = record_write(folder, 200)
+        floor = floor + written
+        print(
+            f"its floor: the LSP hop ({us(statistics.median(sides[3].total)).strip()}) and ", end=""
+        )
+        print(f"the record's write before the answer ({us(written).strip()}) = ", end="")
+        print(f"{us(floor).strip()}, {floor / echo:.1f}× the echo, before any other work")
         if args.profile:
             await profile(folder, args.blocks * args.size)
 
