@@ -16,8 +16,8 @@ from pathlib import Path
 from executor.base import ExecutorUnavailable
 from executor.testing import TestResult, TestRun
 from lsp_server.contract import FixAnswer, RunAnswer, Status
-from lsp_server.editor import Editor, Level, LineEdit
-from lsp_server.fix.fixing import Target
+from lsp_server.editor import Editor, Level
+from lsp_server.fix.test_ports import EditorOutlet
 from lsp_server.fix.tests_fix import Apply, Say, TestFixer
 from lsp_server.outputs.results import Problem, Related
 from lsp_server.runs import Where
@@ -225,28 +225,15 @@ class TestRuns:
             return FixAnswer(Status.OK, message=f"nothing failed: {summary(run, 0.0)}")
         settings = admitted.where.settings
         model = self.session.model_for(settings)
+        outlet = EditorOutlet(self.editor, self.session, where.folder, settings)
         fixer = TestFixer(
             admitted.kernel, model, settings, where.folder, cancel, settings.timeout,
-            allowed=self.session.allowances.of(where.folder),
-            record=lambda ran: self.session.recorded_all(where.folder, settings, [ran]),
+            allowed=self.session.allowances.of(where.folder), record=outlet.record,
         )  # fmt: skip
-        notes: list[str] = []
         async with self.editor.progress(cancel) as progress:
-
-            def say(line: str, progressing: bool) -> None:
-                if progressing:
-                    progress.report(line.split(": note: fixing: ", 1)[-1])
-                else:
-                    notes.append(line)
-
-            async def apply(target: Target, code: str, label: str) -> bool:
-                assert target.path is not None
-                edit = LineEdit(target.first, target.last, code)
-                return await self.editor.apply_file(
-                    target.path, target.lines, edit, label, target.file
-                )
-
-            applied = await fixer.fix(run, apply, say, selected=bool(select))
+            outlet.progress = progress
+            applied = await fixer.fix(run, outlet.apply, outlet.say, selected=bool(select))
+        notes = outlet.notes
         fixed = {
             i
             for r, ids in zip(fixer.results, fixer.ids, strict=True)

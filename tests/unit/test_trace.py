@@ -14,6 +14,7 @@ import pytest
 from lsprotocol import types as lsp
 
 import executor.pool
+from executor import testing as pytest_runs
 from executor.base import ExecutorState
 from executor.events import Error, Frame, RunOutcome, RunRequest, RunStatus, Value
 from executor.trust import Choice, TrustStore
@@ -29,6 +30,9 @@ from tests.support.trace import Trace, traced
 
 class FakeKernel:
     """Answers each run at once: a value, or NameError for a name `broken` holds."""
+
+    candidates = 0
+    """Test runs with a fix's candidate in place of its module."""
 
     def __init__(self, folder: Path, config: Any, **_: Any) -> None:
         self.folder, self.config = folder, config
@@ -52,6 +56,22 @@ class FakeKernel:
     async def variables(self) -> list[Any]:
         return []
 
+    async def run_tests(self, ids: Any, sources: Any = None, **_: Any) -> pytest_runs.TestRun:
+        """`tests/test_m.py::test_f` fails in `m.f` until a candidate of `m.py` is given."""
+        folder = self.folder
+        passed = bool(sources) and "return 2" in next(iter(sources.values()))
+        FakeKernel.candidates += bool(sources)
+        frames = (
+            pytest_runs.Frame(str(folder / "tests" / "test_m.py"), 5, "test_f"),
+            pytest_runs.Frame(str(folder / "m.py"), 2, "f"),
+        )
+        result = pytest_runs.TestResult(
+            "tests/test_m.py::test_f", "passed" if passed else "failed", 0.001,
+            str(folder / "tests" / "test_m.py"), 3, "test_f",
+            None if passed else "AssertionError: assert 1 == 2", () if passed else frames,
+        )  # fmt: skip
+        return pytest_runs.TestRun(results=[result], collected=1, exit=0 if passed else 1)
+
     async def evidence(self, ename: str, line: int) -> None:
         return None
 
@@ -67,7 +87,8 @@ class FakeModel:
 
     def __init__(self, reply: str) -> None:
         self.reply = reply
-        self.config = type("Config", (), {"temperature": None, "seed": None, "max_tokens": 256})()
+        said = {"temperature": None, "seed": None, "max_tokens": 256, "missing": lambda _: None}
+        self.config = type("Config", (), said)()
         self.last_usage = None
         self.last_asked = None
 
@@ -76,6 +97,9 @@ class FakeModel:
 
     async def complete(self, messages: Any, **_: Any) -> str:
         return self.reply
+
+    async def close(self) -> None:
+        pass
 
 
 class _Sink:
@@ -132,6 +156,9 @@ def _request(
     folder.mkdir(parents=True)
     (folder / name).write_text(source)
     uri = (folder / name).as_uri()
+    (folder / "tests").mkdir()
+    test = "from m import f\n\n\ndef test_f():\n    assert f() == 2\n"
+    (folder / "tests" / "test_m.py").write_text(test)
     monkeypatch.setattr(executor.pool, "create", FakeKernel)
 
     async def read(_: Path) -> Settings:
@@ -162,22 +189,30 @@ def _request(
 arguments: dict[str, Callable[[str], Any]] = {
     contract.RUN: lambda uri: RunArgs(uri, position=Position(3)),
     contract.GENERATE: lambda uri: GenerateArgs(uri, Position(0), run=True),
+    contract.FIX_TESTS: contract.TestsArgs,
 }
 """The argument each contract command traced here is asked with."""
 
 
-def test_a_notebook_cells_run_and_generate_through_the_table_derive_each_fact_once(
+FIXED_F = "```python\ndef f():\n    return 2\n```"
+
+
+def test_a_notebook_cells_run_generate_and_a_test_fix_through_the_table_derive_each_fact_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 62: a notebook's cell run (its record made with what Jupyter keeps) and
-    Generate (the model's body written, then run), each asked as a door asks: through the
-    table of commands."""
+    """Issue 62: a notebook's cell run (its record made with what Jupyter keeps), Generate
+    (the model's body written, then run) and a failing test's fix (its candidate run by the
+    tests), each asked as a door asks: through the table of commands. Before: the test fix
+    had R = 15 (the fix loop called back into the test fixer's ports and closures)."""
     cells = "# %%\nx = 1\n# %%\nx + 2\n"
     for name, ask, source, reply in (
         ("nb.ipynb", contract.RUN, cells, ""),
         ("gen.py", contract.GENERATE, "# ai: one plus two\n", "```python\n1 + 2\n```"),
+        ("m.py", contract.FIX_TESTS, "def f():\n    return 1\n", FIXED_F),
     ):
+        FakeKernel.candidates = 0
         trace = _request(tmp_path / name, source, monkeypatch, ask, name, reply)
+        assert ask != contract.FIX_TESTS or FakeKernel.candidates == 1  # (the fix was tried)
         print(f"{ask}: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
         assert trace.k == 0, (ask, dict(trace.facts))
         assert trace.r == 0, (ask, trace.reentries)
