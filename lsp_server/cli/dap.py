@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from lsp_server.agents import DAP_HELLO, AgentError, connect
+from lsp_server.agents import DAP_HELLO, STAND_BY, AgentError, connect
 from lsp_server.cli.mcp import _held_folder
 from lsp_server.debug.wire import CAPABILITIES, WireError, framed, read_message, response
 from lsp_server.text.frames import LineReader, stdin_reader
@@ -60,9 +60,10 @@ def _program(arguments: dict[str, Any]) -> Path | None:
     return Path(os.path.abspath(os.path.join(base, program)))
 
 
-CONNECT_WAIT = 3.0
+CONNECT_WAIT = 3 * STAND_BY
 """Seconds `runfix dap` waits for the editor's server to listen on the folder's socket (it
-may be starting, or taking the socket over from one that died)."""
+may be starting, or taking the socket over from one that went: it looks every `STAND_BY`
+seconds, slower on a loaded machine — 3 s was seen to fall short once in the full suite)."""
 
 
 async def _connect(folder: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
