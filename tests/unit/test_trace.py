@@ -251,3 +251,41 @@ def test_a_run_through_the_lsp_editor_derives_each_fact_once_and_is_never_read_b
     assert b"textDocument/publishDiagnostics" in sent  # the run's result reached the client
     assert trace.k == 0, dict(trace.facts)
     assert trace.r == 0, trace.reentries
+
+
+def test_a_new_step_joins_the_runs_list_without_editing_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 62, 3: what happens around a piece's run is `Runner.steps`, in order; a step
+    appended sees the run before the kernel has the code and after the steps before it
+    (its results shaped and kept, its record written)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "job.py").write_text("x = 1\nx + 2\n")
+    uri = (folder / "job.py").as_uri()
+    monkeypatch.setattr(executor.pool, "create", FakeKernel)
+    seen: list[str] = []
+
+    class Watched:
+        def before(self, run: Any) -> None:
+            seen.append(f"before: outcome {run.outcome}")
+
+        async def after(self, run: Any) -> None:
+            ok = run.outcome.status.value
+            seen.append(f"after: {ok}, results {run.results is not None}, id {run.run_id}")
+
+    async def read(_: Path) -> Settings:
+        return Settings(python="python3")
+
+    async def request() -> Any:
+        lines = ["x = 1\n", "x + 2\n"]
+        editor = FakeEditor(lines, answer=True, folder=folder, uri=uri, name="job.py")
+        session = Session(read, editor.kernel_state, trust=TrustStore(tmp_path / "trust.json"))
+        session.decide(folder, Choice.TRUST)
+        flow = Flow(session, editor)
+        flow.runner.steps.append(Watched())
+        return await dispatch(flow, contract.RUN, Call(RunArgs(uri), asyncio.Event()))
+
+    answer = asyncio.run(request())
+    assert answer.status.value == "ok"
+    assert seen == ["before: outcome None", "after: ok, results True, id 1"]
