@@ -33,7 +33,7 @@ from lsp_server.contract import (
 )
 from lsp_server.flow import Flow
 from lsp_server.runs import EVERY_PIECE, RunMode, Where
-from lsp_server.services.runner import PieceRun
+from lsp_server.services.steps import PieceRun
 from lsp_server.text.cells import cell_at, split_cells
 
 log = logging.getLogger(__name__)

@@ -31,7 +31,8 @@ from lsp_server.services.desk import Desk
 from lsp_server.services.gate import Gate
 from lsp_server.services.installs import Installer
 from lsp_server.services.reads import KernelReads
-from lsp_server.services.runner import PieceRun, Runner
+from lsp_server.services.runner import Runner
+from lsp_server.services.steps import PieceRun
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.dataflow import DocumentMap

@@ -30,7 +30,7 @@ from lsp_server.record.notebooks import (
     written,
 )
 from lsp_server.record.store import RESTORE_RUNS, RunRecord, standing
-from lsp_server.services.runner import PieceRun
+from lsp_server.services.steps import PieceRun
 from lsp_server.text.languages import LANGUAGES, Language
 from lsp_server.text.notebooks import MARKER, Notebook
 

@@ -59,7 +59,7 @@ from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.runs import RunMode, Where, pieces_for
-from lsp_server.services.runner import PieceRun
+from lsp_server.services.steps import PieceRun
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
 from lsp_server.text.languages import Language, language_of

@@ -12,10 +12,11 @@ The fix check's throwaway kernels are the only other caller of a kernel's `execu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
@@ -24,15 +25,27 @@ from executor.jupyter import Kernel
 from lsp_server.contract import Range, RunAnswer, Status
 from lsp_server.editor import Editor, Place
 from lsp_server.outputs.bundles import MB, OutputFiles
-from lsp_server.outputs.results import DocumentResults, Problem, build
+from lsp_server.outputs.results import build
 from lsp_server.record.store import Asked
 from lsp_server.runs import EVERY_PIECE, Piece, RunMode, Where
-from lsp_server.services.desk import SAFETY, Desk
+from lsp_server.services.desk import Desk
 from lsp_server.services.gate import Gate
+from lsp_server.services.queue import FolderQueue
+from lsp_server.services.range_steps import (
+    Admitted,
+    Confirmed,
+    Locked,
+    Progressed,
+    Published,
+    RangeRun,
+    RangeStep,
+    StopSaid,
+)
 from lsp_server.services.steps import (
     Announced,
     Kept,
     LateOutputs,
+    PieceRun,
     Recorded,
     Running,
     Shaped,
@@ -41,9 +54,6 @@ from lsp_server.services.steps import (
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
-
-QUEUE_REPORTS = 0.25  # seconds between looks at what a queued run waits for
-NOT_CONFIRMED = "not run: model-written code was flagged and the run was not confirmed"
 
 
 def run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
@@ -66,30 +76,6 @@ def run_request(
     )
 
 
-@dataclass
-class PieceRun:
-    """One piece that ran: where, on which text, and what came back."""
-
-    piece: Piece
-    outcome: RunOutcome
-    lines: tuple[str, ...]
-    version: int
-    record_id: int | None = None
-    """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""
-    results: DocumentResults | None = None
-    """What the run showed, attributed to the lines it ran on."""
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What a run of a document's pieces came to (`Runner.run_pieces`)."""
-
-    pieces: tuple[PieceRun, ...]
-    """Each piece that ran, in order; the last is the one that failed, when one did."""
-    stopped: str | None = None
-    """Why the next piece did not run when none failed ("": cancelled while queued)."""
-
-
 def output_files(folder: Path, settings: Settings) -> OutputFiles:
     """Where a run's rich outputs go, within the settings' limits."""
     return OutputFiles(
@@ -102,11 +88,19 @@ class Runner:
 
     def __init__(self, session: Session, editor: Editor, gate: Gate, desk: Desk) -> None:
         self.session, self.editor, self.gate, self.desk = session, editor, gate, desk
-        self._doing: dict[Path, str] = {}
-        """What a folder's run in progress waits for, for the runs queued behind it."""
+        self.queue = FolderQueue(session, editor)
         self.started: dict[str, int] = {}
         """How many runs each document's lines have had (a run's late outputs are shown only
         while no other has started since)."""
+        self.range_steps: list[RangeStep] = [
+            Admitted(gate),
+            Published(desk),
+            Locked(self.queue),
+            Progressed(editor),
+            Confirmed(gate, desk, editor),
+            StopSaid(editor),
+        ]
+        """What happens around a run of a document's pieces, in order (`range_steps`)."""
         self.steps: list[Step] = [
             Announced(desk, self.started),
             Shaped(),
@@ -117,79 +111,12 @@ class Runner:
         """What happens around each piece's run, in order (`services.steps`)."""
 
     def doing(self, folder: Path, why: str | None) -> None:
-        """What the folder's run in progress waits for now (None: nothing), said by the
-        runs queued behind it."""
-        if why is None:
-            self._doing.pop(folder, None)
-        else:
-            self._doing[folder] = why
+        """What the folder's run in progress waits for now (`FolderQueue.doing`)."""
+        self.queue.doing(folder, why)
 
     async def locked(self, where: Where, cancel: asyncio.Event) -> asyncio.Lock | None:
-        """The folder's run lock, held; None if cancelled while waiting for it."""
-        lock = self.session.run_lock(where.folder)
-        if not lock.locked():  # free: taken at once, without a task to watch `cancel`
-            await lock.acquire()
-            return lock
-        # Queued: the progress says behind what (a run waiting for input() can take long).
-        acquired = asyncio.ensure_future(lock.acquire())
-        cancelled = asyncio.ensure_future(cancel.wait())
-        said: str | None = None
-        try:
-            async with self.editor.progress(cancel) as progress:
-                while not acquired.done():
-                    doing = self._doing.get(where.folder, "")
-                    if doing != said:
-                        why = f" ({doing})" if doing else ""
-                        progress.report(f"Waiting for the folder's run in progress{why}")
-                        said = doing
-                    await asyncio.wait({acquired, cancelled}, timeout=QUEUE_REPORTS)
-                    if cancelled.done() and not acquired.done():
-                        return None
-        finally:
-            cancelled.cancel()
-            acquired.cancel()  # (a no-op once it holds the lock)
-        return lock
-
-    async def run_pieces(
-        self,
-        where: Where,
-        pieces: list[Piece],
-        kernel: Kernel,
-        cancel: asyncio.Event,
-        mode: RunMode,
-        asked_at: float | None = None,
-    ) -> Ran:
-        """Run `pieces` of `where.text` in order, behind the folder's other runs, each whole,
-        stopping at the first that does not end well. Model-written code the scan flagged
-        runs only once the user confirms it (`Gate.confirm_run`)."""
-        lock = await self.locked(where, cancel)
-        if lock is None:
-            return Ran((), "")
-        files = output_files(where.folder, where.settings)  # outputs.maxRunMB: the whole run
-        ran: list[PieceRun] = []
-        try:
-            async with self.editor.progress(cancel) as progress:
-                for number, piece in enumerate(pieces, 1):
-                    if len(pieces) > 1:
-                        share = (number - 1) * 100 // len(pieces)
-                        progress.report(f"Running cell {number}/{len(pieces)}", share)
-                    flagged = self.desk.results(where.uri).safety_in(piece.first, piece.last)
-                    if flagged and not await self._confirmed(where, piece, flagged):
-                        return Ran(tuple(ran), NOT_CONFIRMED)
-                    one = await self.run(
-                        where, piece, kernel, cancel, origin=mode.origin, asked_at=asked_at,
-                        files=files, model=mode.asked,
-                    )  # fmt: skip
-                    ran.append(one)
-                    if one.outcome.status != RunStatus.OK:
-                        if mode.say_stop and number < len(pieces):
-                            left = len(pieces) - number
-                            place = Place(where.uri)
-                            self.editor.remark(place, f"stopped; {left} later cell(s) not run")
-                        break
-        finally:
-            lock.release()
-        return Ran(tuple(ran))
+        """The folder's run lock, held; None if cancelled while queued (`FolderQueue`)."""
+        return await self.queue.locked(where, cancel)
 
     async def run_range(
         self,
@@ -200,7 +127,9 @@ class Runner:
         runs: list[PieceRun] | None = None,
     ) -> RunAnswer:
         """Run the range's lines, or every cell `mode` takes (below a line, above one,
-        starting within line spans), stopping at the first that fails.
+        starting within line spans), in order, each whole, stopping at the first that does
+        not end well; around them, the range's steps (`range_steps`: admission, the lock,
+        progress, confirmation, publishing).
 
         What runs is `where.text` (the text as it stood when the run was asked for), each
         piece whole, however the document changes meanwhile; results land through the
@@ -211,32 +140,44 @@ class Runner:
         pieces = mode.pieces(where, line_range)
         if not pieces:
             return run_answer(Status.OK, began)
+        run = RangeRun(where, pieces, cancel, mode)
         try:
-            admitted = await self.gate.admit(where, pieces[0].first)
-            if admitted is None:
-                return run_answer(Status.CANCELLED, began, "not run: the folder is not trusted")
-            ran = await self.run_pieces(
-                admitted.where, pieces, admitted.kernel, cancel, mode, asked_at
-            )
+            await self._run_pieces(run, asked_at)
         except ExecutorUnavailable as exc:
             self.desk.explain_unavailable(where.uri, str(exc))
             return run_answer(Status.ERROR, began, str(exc))
-        if runs is not None:
-            runs.extend(ran.pieces)
-        if ran.stopped is not None:
-            return run_answer(Status.CANCELLED, began, ran.stopped or None)
-        self.desk.done()
-        outcome = ran.pieces[-1].outcome
+        finally:
+            if runs is not None:
+                runs.extend(run.ran)
+        if run.stopped is not None:
+            return run_answer(Status.CANCELLED, began, run.stopped or None)
+        outcome = run.ran[-1].outcome
         why = outcome.note if outcome.status == RunStatus.CANCELLED else ""
         return run_answer(outcome.status, began, why or None)
 
-    async def _confirmed(self, where: Where, piece: Piece, flagged: list[Problem]) -> bool:
-        code = code_of(where.text.lines, piece.first, piece.last)
-        reasons = "; ".join(dict.fromkeys(p.message.removeprefix(SAFETY) for p in flagged))
-        at = self.editor.line_name(where.uri, flagged[0].first)
-        reason = f"The model-written code at {at} {reasons}."
-        place = Place(where.uri, flagged[0].first)
-        return await self.gate.confirm_run(code, reason, where.settings, place)
+    async def _run_pieces(self, run: RangeRun, asked_at: float) -> None:
+        """`run`'s pieces, in order, inside the range's steps."""
+        async with contextlib.AsyncExitStack() as around:
+            for step in self.range_steps:
+                await around.enter_async_context(step.around(run))
+                if run.stopped is not None:
+                    return
+            assert run.kernel is not None  # (a step admitted the run)
+            files = output_files(run.where.folder, run.where.settings)  # maxRunMB: the whole run
+            for number, piece in enumerate(run.pieces, 1):
+                for step in self.range_steps:
+                    await step.before(run, number, piece)
+                    if run.stopped is not None:
+                        return
+                one = await self.run(
+                    run.where, piece, run.kernel, run.cancel, origin=run.mode.origin,
+                    asked_at=asked_at, files=files, model=run.mode.asked,
+                )  # fmt: skip
+                run.ran.append(one)
+                for step in self.range_steps:
+                    step.after(run, number, one)
+                if one.outcome.status != RunStatus.OK:
+                    return
 
     async def run(
         self,
@@ -341,10 +282,10 @@ class Runner:
         the runs queued behind it say what they wait for."""
 
         async def ask(prompt: str, password: bool) -> str | None:
-            self.doing(where.folder, f"it waits for input() at {line}")
+            self.queue.doing(where.folder, f"it waits for input() at {line}")
             try:
                 return await self.editor.ask_input(prompt, password, where.settings.input_timeout)
             finally:
-                self.doing(where.folder, None)
+                self.queue.doing(where.folder, None)
 
         return ask

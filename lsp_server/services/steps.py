@@ -99,6 +99,20 @@ class Running:
         return with_cell(run, outcome, self.files) if cell else run
 
 
+@dataclass
+class PieceRun:
+    """One piece that ran: where, on which text, and what came back."""
+
+    piece: Piece
+    outcome: RunOutcome
+    lines: tuple[str, ...]
+    version: int
+    record_id: int | None = None
+    """Its ticket in the folder's run record (`RunRecord.id_for`; None: not recorded)."""
+    results: DocumentResults | None = None
+    """What the run showed, attributed to the lines it ran on."""
+
+
 class Step(Protocol):
     """One step around a piece's run."""
 

@@ -397,10 +397,10 @@ def test_a_verb_imports_no_other_verb() -> None:
 
 
 def test_only_the_runner_takes_a_folders_run_lock() -> None:
-    """Issue 48: runs of a folder go one at a time; the lock is the runner's to take (a
-    fix's candidate and an agent's run ask the runner for it)."""
+    """Issue 48: runs of a folder go one at a time; the lock is the runner's queue's to
+    take (a range's step, a fix's candidate and an agent's run ask the runner's queue)."""
     assert {name: found for name, found in _calls("run_lock").items()} == {
-        "lsp_server.services.runner": ["Runner.locked: self.session"]
+        "lsp_server.services.queue": ["FolderQueue.locked: self.session"]
     }
 
 

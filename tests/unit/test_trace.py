@@ -6,7 +6,8 @@ the model only; the core (flow, gate, runner, session, fix loop, results) is the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -289,3 +290,64 @@ def test_a_new_step_joins_the_runs_list_without_editing_the_others(
     answer = asyncio.run(request())
     assert answer.status.value == "ok"
     assert seen == ["before: outcome None", "after: ok, results True, id 1"]
+
+
+def test_a_new_range_step_sees_the_whole_run_and_can_stop_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 62, 3: what happens around a run of a document's cells (admission, the lock,
+    progress, confirmation, publishing) is `Runner.range_steps`; a step appended is around
+    the whole run, inside the earlier ones (the run is admitted and holds the folder's
+    lock), sees each cell before and after it runs, and stops the run by saying why: the
+    cells after do not run, and the answer says so."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    text = "# %%\nx = 1\n# %%\nx + 2\n# %%\nx + 3\n"
+    (folder / "job.py").write_text(text)
+    uri = (folder / "job.py").as_uri()
+    monkeypatch.setattr(executor.pool, "create", FakeKernel)
+    seen: list[str] = []
+
+    class Watched:
+        def __init__(self, session: Session) -> None:
+            self.session = session
+
+        @contextlib.asynccontextmanager
+        async def around(self, run: Any) -> AsyncIterator[None]:
+            held = self.session.run_lock(run.where.folder).locked()
+            seen.append(f"enter: kernel {run.kernel is not None}, lock held {held}")
+            yield
+            seen.append(f"leave: {len(run.ran)} ran, stopped {run.stopped!r}")
+
+        async def before(self, run: Any, number: int, piece: Any) -> None:
+            seen.append(f"before {number}: line {piece.first}")
+            if number == 3:
+                run.stop("not run: the third cell waits")
+
+        def after(self, run: Any, number: int, one: Any) -> None:
+            seen.append(f"after {number}: {one.outcome.status.value}, id {one.record_id}")
+
+    async def read(_: Path) -> Settings:
+        return Settings(python="python3")
+
+    async def request() -> Any:
+        lines = text.splitlines(keepends=True)
+        editor = FakeEditor(lines, answer=True, folder=folder, uri=uri, name="job.py")
+        session = Session(read, editor.kernel_state, trust=TrustStore(tmp_path / "trust.json"))
+        session.decide(folder, Choice.TRUST)
+        flow = Flow(session, editor)
+        flow.runner.range_steps.append(Watched(session))
+        return await dispatch(flow, contract.RUN, Call(RunArgs(uri), asyncio.Event()))
+
+    answer = asyncio.run(request())
+    assert answer.status.value == "cancelled"
+    assert answer.message == "not run: the third cell waits"
+    assert seen == [
+        "enter: kernel True, lock held True",
+        "before 1: line 1",
+        "after 1: ok, id 1",
+        "before 2: line 3",
+        "after 2: ok, id 2",
+        "before 3: line 5",
+        "leave: 2 ran, stopped 'not run: the third cell waits'",
+    ]
