@@ -12,8 +12,9 @@ having the code, and from the kernel's idle to the answer — read from the kern
 clock (the machine's monotonic clock, shared by every process). `--profile`: then a `runfix serve`
 under cProfile for the same runs, its functions called at least once per run, by their
 own time per run (cProfile slows small functions; the order is what it is for), and the
-run's steps — the way in (the context, admission, the lock and progress), the kernel, and
-each step around a piece's run (`lsp_server/services/steps.py`) — by cumulative time per run.
+run's steps — the command's context, each step around the run of a document's cells
+(`lsp_server/services/range_steps.py`: admission, the lock, progress, …), the kernel, and each
+step around a piece's run (`lsp_server/services/steps.py`) — by cumulative time per run.
 
 Usage: python scripts/bench_cost.py [--blocks N] [--size N] [--profile]
 """
@@ -40,17 +41,22 @@ from jupyter_client.manager import AsyncKernelManager, KernelManager
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from executor.jupyter import JupyterKernel
 from lsp_server.flow import Flow
-from lsp_server.services import steps
+from lsp_server.services import range_steps, steps
 from lsp_server.services.desk import Desk
 from lsp_server.services.gate import Gate
-from lsp_server.services.runner import Runner
+from lsp_server.services.queue import FolderQueue
 
 NULL = "null"
 ECHO = "echo_server.py"
 PHASES: tuple[tuple[str, Any], ...] = (
     ("the command's context (Flow.where)", Flow.where),
-    ("admission (Gate.admit)", Gate.admit),
-    ("the folder's lock (Runner.locked)", Runner.locked),
+    ("range step: Admitted (Gate.admit)", Gate.admit),
+    ("range step: Published", range_steps.Published.around.__wrapped__),  # type: ignore[attr-defined]
+    ("range step: Locked (FolderQueue.locked)", FolderQueue.locked),
+    ("range step: Progressed", range_steps.Progressed.around.__wrapped__),  # type: ignore[attr-defined]
+    ("range step: Progressed, each cell", range_steps.Progressed.before),
+    ("range step: Confirmed, each cell", range_steps.Confirmed.before),
+    ("range step: StopSaid, each cell", range_steps.StopSaid.after),
     ("the kernel's execute", JupyterKernel.execute),
     ("step: Announced", steps.Announced.before),
     ("step: Shaped", steps.Shaped.after),
