@@ -63,7 +63,7 @@ def _program(arguments: dict[str, Any]) -> Path | None:
 CONNECT_WAIT = 3 * STAND_BY
 """Seconds `runfix dap` waits for the editor's server to listen on the folder's socket (it
 may be starting, or taking the socket over from one that went: it looks every `STAND_BY`
-seconds, slower on a loaded machine — 3 s was seen to fall short once in the full suite)."""
+seconds, slower on a loaded machine)."""
 
 
 async def _connect(folder: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

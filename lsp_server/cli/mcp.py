@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import re
+import socket
 import sys
 from pathlib import Path
 from textwrap import dedent
@@ -46,13 +47,34 @@ start at 1."""
 
 
 def _held_folder(path: Path) -> Path | None:
-    """The folder (the path itself or one above) that an editor's `runfix serve` holds."""
+    """The folder (the path itself when a folder, or one above) that an editor's `runfix
+    serve` holds: the nearest whose socket answers, else the nearest with a socket (its
+    server may be taking it over). A socket is named by its folder's device and inode, and
+    one a killed server left stays: a file is never a folder held (its inode may be one a
+    gone folder had), nor is a folder whose socket nobody answers when one above answers."""
     path = Path(os.path.abspath(path))
+    start = path if os.path.isdir(path) else path.parent
     root = str(runtime_dir())  # checked once for the walk up, not once per folder above
-    for folder in (path, *path.parents):
-        if os.path.exists(os.path.join(root, socket_name(folder))):
+    nearest: Path | None = None
+    for folder in (start, *start.parents):
+        where = os.path.join(root, socket_name(folder))
+        if not os.path.exists(where):
+            continue
+        if _listens(where):
             return folder
-    return None
+        nearest = nearest or folder
+    return nearest
+
+
+def _listens(where: str) -> bool:
+    """Whether a server listens on the socket `where` (one a killed server left refuses)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(where)
+        except OSError:
+            return False
+    return True
 
 
 def _project_of(path: Path) -> Path:

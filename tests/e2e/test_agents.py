@@ -243,6 +243,34 @@ async def test_a_socket_a_dead_server_left_does_not_stop_the_agent(tmp_path: Pat
     assert said["status"] == "ok" and said["output"].strip() == "42", said
 
 
+async def test_a_file_whose_inode_a_dead_servers_folder_had_is_not_a_folder_held(
+    initialized: Any, folder: Path
+) -> None:
+    """A socket is named by its folder's device and inode, and a killed server's stays: a
+    file or folder made later may get that inode. The agent's file still reaches the editor
+    holding the folder above it (it was taken for a folder held, refused, and served alone:
+    a kernel of its own, unasked; `runfix dap` said "does not answer")."""
+    import socket
+
+    initialized.answer = ALLOW
+    uri = open_doc(initialized, folder / "data.py", "total = 40\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+    (folder / "sub").mkdir()
+    more = folder / "sub" / "more.py"
+    more.write_text("total + 2\n")
+    left = [socket.socket(socket.AF_UNIX) for _ in range(2)]
+    for dead, named in zip(left, (more, more.parent), strict=True):
+        dead.bind(str(socket_path(named)))  # a killed server's, of a folder that had its inode
+    try:
+        async with agent() as session:
+            answer = await tool(session, "run_lines", path=str(more), first=1)
+    finally:
+        for dead, named in zip(left, (more, more.parent), strict=True):
+            dead.close()
+            socket_path(named).unlink(missing_ok=True)
+    assert answer["status"] == "ok" and "42" in answer["output"], answer
+
+
 async def test_two_agents_on_two_folders_do_not_cross(editor: Any, tmp_path: Path) -> None:
     """One editor with two folders, one agent in each: each folder has its own kernel,
     consent, variables and record; nothing one agent does shows in the other's folder."""
