@@ -154,7 +154,7 @@ STAND_BY = 2.0
 """Seconds between looks at whether the editor serving a folder to agents is still there."""
 
 
-async def _answers(where: Path) -> bool:
+async def answers(where: Path) -> bool:
     """Whether a server listens on the socket `where` (a live editor's, not one a dead server
     left: that refuses)."""
     try:
@@ -282,7 +282,7 @@ class AgentDoor:
         this server serves it now (also False when it cannot: said in the log)."""
         try:
             where = socket_path(folder)
-            if await _answers(where):
+            if await answers(where):
                 return False
             with contextlib.suppress(FileNotFoundError):
                 if stat.S_ISSOCK(os.lstat(where).st_mode):

@@ -98,7 +98,7 @@ async def _adapter() -> int:
                 client.respond(request, error=f"{command}: launch first (no file is debugged)")
         arguments = request.get("arguments") or {}
         program = _program(arguments)
-        folder = _held_folder(program) if program is not None else None
+        folder = await _held_folder(program) if program is not None else None
         if program is None or folder is None:
             why = (
                 "program: the file whose cell to debug is needed"

@@ -17,7 +17,6 @@ import itertools
 import json
 import os
 import re
-import socket
 import sys
 from pathlib import Path
 from textwrap import dedent
@@ -29,6 +28,7 @@ from lsp_server.agents import (
     LINE_LIMIT,
     AgentDoor,
     AgentError,
+    answers,
     connect,
     local_path,
     runtime_dir,
@@ -46,35 +46,29 @@ for the user's runs, and the user allows them in the editor. Name files by path;
 start at 1."""
 
 
-def _held_folder(path: Path) -> Path | None:
+async def _held_folder(path: Path) -> Path | None:
     """The folder (the path itself when a folder, or one above) that an editor's `runfix
-    serve` holds: the nearest whose socket answers, else the nearest with a socket (its
-    server may be taking it over). A socket is named by its folder's device and inode, and
-    one a killed server left stays: a file is never a folder held (its inode may be one a
-    gone folder had), nor is a folder whose socket nobody answers when one above answers."""
+    serve` holds. A socket is named by its folder's device and inode, and one a killed
+    server left stays: a file is never a folder held (its inode may be one a gone folder
+    had), and where several folders on the way up have a socket, the nearest that answers
+    is (else the nearest: its server may be taking it over). One socket is not probed:
+    the connection to it tells."""
+    found = _with_sockets(path)
+    if len(found) > 1:
+        for folder, where in found:
+            if await answers(where):
+                return folder
+    return found[0][0] if found else None
+
+
+def _with_sockets(path: Path) -> list[tuple[Path, Path]]:
+    """The folders from `path` (a file's: from its folder) up that have a socket, nearest
+    first, each with its socket."""
     path = Path(os.path.abspath(path))
     start = path if os.path.isdir(path) else path.parent
-    root = str(runtime_dir())  # checked once for the walk up, not once per folder above
-    nearest: Path | None = None
-    for folder in (start, *start.parents):
-        where = os.path.join(root, socket_name(folder))
-        if not os.path.exists(where):
-            continue
-        if _listens(where):
-            return folder
-        nearest = nearest or folder
-    return nearest
-
-
-def _listens(where: str) -> bool:
-    """Whether a server listens on the socket `where` (one a killed server left refuses)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(where)
-        except OSError:
-            return False
-    return True
+    root = runtime_dir()  # checked once for the walk up, not once per folder above
+    sockets = ((folder, root / socket_name(folder)) for folder in (start, *start.parents))
+    return [(folder, where) for folder, where in sockets if where.exists()]
 
 
 def _project_of(path: Path) -> Path:
@@ -199,7 +193,7 @@ async def _call(path: str, op: str, args: dict[str, Any], agent: str) -> Any:
     message = {"id": next(_IDS), "op": op, "args": args, "agent": agent}
     if (why := _missing(path)) is not None:  # never a folder above it served instead
         raise AgentError(why)
-    folder = _held_folder(Path(path))
+    folder = await _held_folder(Path(path))
     if folder is not None:
         connection = _CONNECTIONS.get(folder)
         if connection is None:
