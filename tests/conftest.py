@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,6 +56,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 f"{item.nodeid}: tests live in a tier folder ({', '.join(TIERS)}), not {folder}"
             )
         item.add_marker(TIERS[folder])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed editors' test says what else was busy on the machine when it failed: a slow
+    step there is most often another process's load (a model still generating, a kernel
+    left spinning), and CI's log is all there is to read afterwards."""
+    report = yield
+    if report.failed and call.when == "call" and "editor" in item.keywords:
+        report.sections.append(("busiest processes", _busiest()))
+    return report
+
+
+def _busiest(top: int = 10) -> str:
+    """The load average and the processes that used the most CPU over the last second."""
+
+    def times() -> dict[int, tuple[int, str]]:
+        seen: dict[int, tuple[int, str]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+                seen[int(stat.parent.name)] = (
+                    int(fields[11]) + int(fields[12]),  # utime + stime, in ticks
+                    command.decode(errors="replace")[:160],
+                )
+        return seen
+
+    before = times()
+    time.sleep(1)
+    after = times()
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = sorted(
+        ((t - before.get(pid, (t, ""))[0]) * 100 // ticks, pid, command)
+        for pid, (t, command) in after.items()
+    )[::-1][:top]
+    lines = [f"load average: {Path('/proc/loadavg').read_text().strip()}"]
+    lines += [f"{cpu:>4}% {pid:>7} {command}" for cpu, pid, command in used]
+    return "\n".join(lines)
 
 
 @pytest.fixture
@@ -153,8 +193,17 @@ def open_to_sandbox(folder: Path) -> None:
 REMOTE_URL = "RUNFIX_TEST_REMOTE_URL"
 
 
+@pytest.fixture
+def live_model(live_model_server: Any) -> Any:
+    """The session's real model (`live_model_server`), left quiet after each test that used
+    it: an answer its client hung up on is generated to its end before the next test runs."""
+    yield live_model_server
+    if not live_model_server.proxy.quiet():
+        pytest.fail("the real model was still generating an answer five minutes after the test")
+
+
 @pytest.fixture(scope="session")
-def live_model(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def live_model_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A real small model (`tests/support/real_model.py`), or the endpoint named by
     RUNFIX_TEST_MODEL_URL and RUNFIX_TEST_MODEL, behind a proxy that sees every request.
     Skipped where none can be had, unless RUNFIX_REQUIRE_MODEL says it is here."""

@@ -175,6 +175,8 @@ class Proxy:
         self.host, self.port_up = parsed.hostname or "127.0.0.1", parsed.port or 80
         self.prefix = parsed.path  # e.g. /v1
         self.seen = Seen()
+        self._forwarding = 0  # requests whose upstream answer has not ended yet
+        self._settled = threading.Condition()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -191,6 +193,16 @@ class Proxy:
                 self._forward("POST", body)
 
             def _forward(self, method: str, body: bytes | None) -> None:
+                with proxy._settled:
+                    proxy._forwarding += 1
+                try:
+                    self._through(method, body)
+                finally:
+                    with proxy._settled:
+                        proxy._forwarding -= 1
+                        proxy._settled.notify_all()
+
+            def _through(self, method: str, body: bytes | None) -> None:
                 request: dict[str, Any] = {}
                 began = time.monotonic()
                 if body:
@@ -245,6 +257,13 @@ class Proxy:
         """Start over: what goes through from now on."""
         self.seen = Seen()
         return self.seen
+
+    def quiet(self, timeout: float = 300.0) -> bool:
+        """Wait until no answer is being generated: one a client hung up on before its end
+        (a non-streamed answer, or an editor stopped mid-request) still runs upstream, and
+        on a 2-core machine it would starve the next test. Whether it came to rest."""
+        with self._settled:
+            return self._settled.wait_for(lambda: self._forwarding == 0, timeout)
 
     def close(self) -> None:
         self._httpd.shutdown()
