@@ -89,9 +89,12 @@ def _busiest(top: int = 10) -> str:
     after = times()
     ticks = os.sysconf("SC_CLK_TCK")
     used = sorted(
-        ((t - before.get(pid, (t, ""))[0]) * 100 // ticks, pid, command)
-        for pid, (t, command) in after.items()
-    )[::-1][:top]
+        (
+            ((t - before.get(pid, (t, ""))[0]) * 100 // ticks, pid, command)
+            for pid, (t, command) in after.items()
+        ),
+        reverse=True,
+    )[:top]
     lines = [f"load average: {Path('/proc/loadavg').read_text().strip()}"]
     lines += [f"{cpu:>4}% {pid:>7} {command}" for cpu, pid, command in used]
     return "\n".join(lines)
