@@ -1227,6 +1227,10 @@ def evidence(ename: str, line: int, names: Any = ()) -> str:
     import ast
     import linecache
 
+    jail = sys.modules.get("_runfix_jail")
+    jailed = jail.evidence(ename) if jail is not None and not line else None
+    if jailed is not None:  # the last error was a jailed run's, read in its jail
+        return str(jailed)
     exc, tb = getattr(sys, "last_value", None), getattr(sys, "last_traceback", None)
     if exc is None or tb is None or type(exc).__name__ != ename:
         return "null"

@@ -393,6 +393,9 @@ def _message(exc: BaseException) -> str:
 
 def _report(exc: BaseException, tb: Any, interrupted: bool = False) -> None:
     sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    jail = sys.modules.get("_runfix_jail")
+    if jail is not None:  # (a jailed run's error is no longer the last)
+        jail.EVIDENCE.clear()
     try:
         text = "".join(traceback.format_exception(type(exc), exc, tb))
     except Exception:
@@ -708,13 +711,14 @@ class _Run:
 
 def _user_frames(tb: Any) -> Any:
     """The traceback from the user's code on: this module's own frames dropped, and the
-    guard's hook where it stopped the code (the code's own line is where it raised)."""
+    guard's or the jail's hook where it stopped the code (the code's own line is where it
+    raised)."""
     while tb is not None and tb.tb_frame.f_globals is globals():
         tb = tb.tb_next
-    guard = sys.modules.get("_runfix_guard")
+    ours = [sys.modules[n].__dict__ for n in ("_runfix_guard", "_runfix_jail") if n in sys.modules]
     step = tb
-    while guard is not None and step is not None and step.tb_next is not None:
-        if step.tb_next.tb_frame.f_globals is guard.__dict__:
+    while ours and step is not None and step.tb_next is not None:
+        if any(step.tb_next.tb_frame.f_globals is space for space in ours):
             step.tb_next = None
             break
         step = step.tb_next

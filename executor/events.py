@@ -119,6 +119,60 @@ class Guard:
         return {"allow": list(self.allow), "keep": list(self.keep)}
 
 
+@dataclass(frozen=True)
+class Jail:
+    """Run model-written code first in a confined fork of the kernel (`_kernel_jail`): its
+    output is the run's, the kernel's own state is left as it was. `before`: pieces that
+    run first in the same fork ((code, filename, first_line): a fix's candidate before the
+    cell that is its test), the request's code after them."""
+
+    budget: float
+    before: tuple[tuple[str, str, int], ...] = ()
+    secrets: tuple[str, ...] = ()
+    """Names the evidence of its error hides besides the usual ones (`secretNames`)."""
+
+
+@dataclass(frozen=True)
+class Jailed:
+    """How a run in the jail went: `how` — ran, stopped (the jail ended it for a call it
+    forbids), timeout, crashed, interrupted, cut (its report did not come back),
+    unavailable (`why`: no jail here); what it `tried` that the jail refused; `pieces`
+    that ran of those asked; the fork's whole cost in milliseconds."""
+
+    how: str
+    tried: tuple[Refusal, ...] = ()
+    why: str = ""
+    pieces: int = 0
+    ms: float = 0.0
+
+    @property
+    def available(self) -> bool:
+        return self.how != "unavailable"
+
+    @property
+    def clean(self) -> bool:
+        """It ran and tried nothing the jail refuses."""
+        return self.how == "ran" and not self.tried
+
+    def said(self) -> str:
+        """What it tried, in a sentence (empty when nothing)."""
+        return "; ".join(dict.fromkeys(t.sentence for t in self.tried))
+
+    @classmethod
+    def of(cls, said: Mapping[str, Any]) -> Jailed:
+        """What the kernel side said (`_kernel_jail._tell`)."""
+        tried = said.get("tried")
+        return cls(
+            how=str(said.get("how") or "cut"),
+            tried=tuple(Refusal.of(t) for t in tried if isinstance(t, dict))
+            if isinstance(tried, list)
+            else (),
+            why=str(said.get("why") or ""),
+            pieces=int(said.get("pieces") or 0),
+            ms=float(said.get("ms") or 0.0),
+        )
+
+
 class RunStatus(enum.Enum):
     OK = "ok"
     ERROR = "error"
@@ -143,6 +197,8 @@ class RunRequest:
     output_limit: int = 100_000
     guard: Guard | None = None
     """Model-written code: the runtime guard it runs under (None: the user's own code)."""
+    jail: Jail | None = None
+    """Model-written code, run in the jail (a confined fork of the kernel) instead."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +248,8 @@ class RunOutcome:
     """What the runtime guard stopped the model's code doing in this run."""
     execution_count: int | None = None
     """The kernel's count of this run (`In[n]`), where its reply said it."""
+    jailed: Jailed | None = None
+    """A run in the jail: how it went and what it tried (None: it ran in the kernel)."""
 
     @property
     def error(self) -> Error | None:

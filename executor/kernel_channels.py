@@ -25,7 +25,13 @@ from executor.shipped import modules_code
 log = logging.getLogger(__name__)
 
 
-HELPER_MODULES = ("_runfix_redact", "_runfix_guard", "_runfix_kernel", "_runfix_live")
+HELPER_MODULES = (
+    "_runfix_redact",
+    "_runfix_guard",
+    "_runfix_kernel",
+    "_runfix_live",
+    "_runfix_jail",
+)
 HELPER_CODE = (
     modules_code(*HELPER_MODULES)
     + "__import__('_runfix_live').register()\n"

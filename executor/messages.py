@@ -11,7 +11,7 @@ from typing import Any
 
 from executor._kernel_side import FRAME_LIMIT as KERNEL_FRAME_LIMIT
 from executor._kernel_side import MESSAGE_LIMIT, MIME, TRACEBACK_LIMIT, cap
-from executor.events import Display, Error, Event, Frame, Refusal, Span, Stream, Value
+from executor.events import Display, Error, Event, Frame, Jailed, Refusal, Span, Stream, Value
 
 # Images are kept whole (they are saved to files, not shown as text), but not without end.
 _MAX_BINARY = 20_000_000
@@ -36,6 +36,8 @@ class MessageCollector:
         self.exited = False
         """The code asked the kernel to exit (`exit()`, `quit()`)."""
         self.refused: list[Refusal] = []
+        self.jailed: Jailed | None = None
+        """How a run in the jail went (`_kernel_jail`)."""
         """What the runtime guard stopped (model-written code)."""
         self._left = output_limit
         self._displays: dict[str, int] = {}
@@ -148,6 +150,8 @@ class MessageCollector:
             self.exited = True
         elif "guard" in control:
             self.refused.extend(Refusal.of(r) for r in control["guard"] if isinstance(r, dict))
+        elif isinstance(control.get("jail"), dict):
+            self.jailed = Jailed.of(control["jail"])
 
 
 FRAME_LIMIT = 2 * KERNEL_FRAME_LIMIT

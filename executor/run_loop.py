@@ -22,6 +22,7 @@ from executor.cancel import CANCELLED, or_cancelled
 from executor.events import (
     Error,
     Event,
+    Jailed,
     RunOutcome,
     RunRequest,
     RunStatus,
@@ -171,6 +172,8 @@ class RunningKernel(LiveKernel[C]):
         msg_id = kc.execute(
             sent(request.code, self.language, request.first_line)
             if self.plain
+            else _jailed(request)
+            if request.jail is not None
             else (
                 f"{entry}({request.code!r}, {request.filename!r}, "
                 f"{request.first_line}, {request.output_limit}"
@@ -383,6 +386,9 @@ class RunningKernel(LiveKernel[C]):
         outcome = self._ended(status, collector, began, lost=False, note=note)
         if collector.refused:
             outcome = replace(outcome, refused=tuple(collector.refused))
+        if request.jail is not None:  # (no word from the jail: an older helper, a killed run)
+            jailed = collector.jailed or Jailed("cut", why="the jail said nothing")
+            outcome = replace(outcome, jailed=jailed)
         if reply is None:
             return outcome
         count = reply.get("content", {}).get("execution_count")
@@ -508,6 +514,17 @@ def _usage(reply: dict[str, Any]) -> Usage | None:
             except (KeyError, TypeError, ValueError):
                 return None
     return None
+
+
+def _jailed(request: RunRequest) -> str:
+    """The call that runs `request` in the jail (`_kernel_jail.run`): its pieces as JSON,
+    one string (a literal IPython need not parse)."""
+    assert request.jail is not None
+    pieces = [*request.jail.before, (request.code, request.filename, request.first_line)]
+    return (
+        f"__import__('_runfix_jail').run({json.dumps(pieces)!r}, {request.output_limit}, "
+        f"{request.jail.budget!r}, {list(request.jail.secrets)!r})"
+    )
 
 
 def _may_await(code: str) -> bool:

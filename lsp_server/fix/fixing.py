@@ -643,7 +643,14 @@ class Ports(Protocol):
 
     async def redefine(self, target: Target, candidate: str) -> RunOutcome:
         """A module file's candidate put into that module in the kernel (what the file will
-        say once the edit is applied); called only where `fixes_modules`."""
+        say once the edit is applied) for the `run` that follows; called only where
+        `fixes_modules`. An error here (it does not compile) is the attempt's."""
+        ...
+
+    async def define(self, code: str, at: int) -> RunOutcome:
+        """A candidate for another cell (a function the piece called) at document line
+        `at`, in place for the `run` that follows (the piece again: its test). An error
+        here is the attempt's."""
         ...
 
     async def verify(self, candidate: str, target: Target) -> Check | None:
@@ -1018,7 +1025,7 @@ class Fixer:
             if defined.status == RunStatus.OK:
                 outcome = await self.ports.run(loop.code, loop.first)  # the test: the caller again
         elif loop.elsewhere:
-            defined = outcome = await self.ports.run(candidate, target.first)
+            defined = outcome = await self.ports.define(candidate, target.first)
             if defined.status == RunStatus.OK:
                 grown = candidate.rstrip("\n").count("\n") - (target.last - target.first)
                 moved = grown if target.last < loop.first else 0

@@ -1,5 +1,6 @@
 """What one fix's loop (`fixing.Fixer`) asks of the world, declared in one place: the model
-(`ask`), the user (`confirm`, `report`), the folder's kernel (`run`, `redefine`), the
+(`ask`), the user (`confirm`, `report`), the folder's kernel (`run`, and `redefine` or
+`define` before it), the
 kernel's state (`variables`, `evidence`) and the check against the cells that depend on
 the fixed one (`verify`). The loop calls down into these; none of them calls back into the
 fix flow that made them, so the loop's calls are declared ports, not re-entries.
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from executor.base import ExecutorUnavailable
-from executor.events import Guard, RunOutcome, RunRequest, RunStatus, Variable
+from executor.events import Error, Guard, RunOutcome, RunRequest, RunStatus, Variable
 from executor.jupyter import Kernel
 from executor.pool import create as create_kernel
 from executor.safety import Finding, describe
@@ -26,7 +27,7 @@ from lsp_server.model.client import ModelClient
 from lsp_server.record.store import Asked
 from lsp_server.runs import Piece, Where
 from lsp_server.services.gate import Gate
-from lsp_server.services.runner import Runner, run_request
+from lsp_server.services.runner import Before, Runner, run_request
 from lsp_server.session import Session
 from lsp_server.text.languages import is_python
 
@@ -61,6 +62,8 @@ class FixPorts:
     """A module file's candidate is put into its module in the kernel (`redefine`)."""
     origin: str = "model"
     """Who wrote what `run` runs ("offline": a fix read from the error; `Ports.origin`)."""
+    before: list[Before] = field(default_factory=list)
+    """What `redefine` or `define` put in place for the next `run`, which runs it first."""
 
     @property
     def place(self) -> Place:
@@ -122,29 +125,42 @@ class FixPorts:
         attempt = self.where.now(Snapshot(self.where.text.version, ("",) * at + tuple(rows)))
         piece = Piece(at, at + len(rows) - 1)
 
+        before, self.before = tuple(self.before), []
+
         async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
             ran = await self.runner.run(
                 replace(attempt, settings=admitted.settings), piece, kernel, self.cancel,
                 origin=self.origin, keep=False, fix_of=self.fix_of,
-                model=self.asked.pop() if self.asked else None,
+                model=self.asked.pop() if self.asked else None, before=before,
             )  # fmt: skip
             return ran.outcome
 
         return await self._in_kernel(attempted)
 
     async def redefine(self, target: Target, candidate: str) -> RunOutcome:
-        """A module file's candidate, put into that module in the kernel (and the names the
-        user's namespace took from it rebound): what the file will say once fixed."""
+        """A module file's candidate, to be put into that module (and the names the user's
+        namespace took from it rebound) where the next `run` runs, before it: what the file
+        will say once fixed. One that does not compile is the attempt's error."""
         assert target.path is not None
-        settings = self.where.settings
+        lines = list(target.lines)
+        rows = candidate.splitlines(keepends=True)
+        if rows and not rows[-1].endswith("\n"):
+            rows[-1] += "\n"
+        lines[target.first : target.last + 1] = rows
+        try:
+            compile("".join(lines), str(target.path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            error = Error(type(exc).__name__, str(exc), (), f"{type(exc).__name__}: {exc}")
+            return RunOutcome(RunStatus.ERROR, (error,), 0.0)
         code = redefinition(str(target.path), target.first, candidate)
-        request = RunRequest(
-            code, "<runfix>", 1, settings.timeout, settings.output_limit,
-            guard=self.gate.guard_for(self.where, candidate),  # (the model's, into the module)
-        )  # fmt: skip
-        return await self._in_kernel(
-            lambda kernel, _: self.runner.quietly(kernel, request, self.cancel)
-        )
+        self.before = [(code, "<runfix>", 1)]
+        return RunOutcome(RunStatus.OK, (), 0.0)
+
+    async def define(self, code: str, at: int) -> RunOutcome:
+        """A candidate for another cell, to run at line `at` where the next `run` runs,
+        before it (in the same jail: what it defines is there for its test)."""
+        self.before = [(code, self.where.path, at + 1)]
+        return RunOutcome(RunStatus.OK, (), 0.0)
 
     async def verify(self, candidate: str, target: Target) -> Check | None:
         settings = self.where.settings

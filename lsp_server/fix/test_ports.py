@@ -153,6 +153,10 @@ class TestFixPorts:
         self._tried = (target, candidate)
         return RunOutcome(RunStatus.OK, (), 0.0)
 
+    async def define(self, code: str, at: int) -> RunOutcome:
+        """A candidate for other lines than the failure's: the tests are its run."""
+        return await self.run(code, at)
+
     async def _tests(self, ids: Sequence[str]) -> tuple[list[TestResult], str | None]:
         """The tests `ids` with the candidate in place, and why the candidate is refused
         whatever they did (the guard stopped it, it changed a test file: put back), or why

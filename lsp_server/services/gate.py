@@ -14,11 +14,12 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
 from executor.configs import LocalConfig
-from executor.events import Guard, Refusal
+from executor.events import Guard, Jailed, Refusal
 from executor.interpreter import find_interpreter
 from executor.jupyter import Kernel
 from executor.safety import scan
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 SANDBOX_CHECK = 3.0  # seconds to find out whether the sandbox can run, before asking
 ALLOW_ONCE, ALLOW_SESSION, DENY = "Allow once", "Allow for this session", "Deny"
 ALLOW_ALWAYS, DONT_ALLOW = "Allow always", "Don't allow"
+RUN_IN_KERNEL, DONT_RUN = "Run it in the kernel", "Don't run it"
 ALLOWED_BY = {
     "process": "process:*",
     "shell": "process:*",
@@ -251,6 +253,30 @@ class Gate:
             return True
         log.info("the guard's refusal stands: %s", what)
         return False
+
+    async def allow_tried(self, where: Where, code: str, jailed: Jailed, place: Place) -> bool:
+        """Model-written `code` tried, in the jail, what the jail refuses (`jailed.tried`):
+        asked at the editor whether to run it in the kernel after all (what it tried allowed
+        for this request), unless the user already said to run this very code for what the
+        scan found it does (`confirm_run`). Where the editor cannot ask (a terminal), no: it
+        is held."""
+        said_yes = self.session.confirmed.get(_digest(code))
+        patterns = [t.pattern for t in jailed.tried]
+        if said_yes is not None and all(
+            any(fnmatchcase(p, allowed) for allowed in said_yes) for p in patterns
+        ):
+            return True  # (one question, not two)
+        at = f"{Path(where.path).name}:{place.line + 1}" if place.line is not None else where.path
+        question = (
+            f"runfix: the model's code ({at}) tried {jailed.said()}. runfix's jail refused "
+            "it, and it has not run in your kernel. Run it in the kernel?"
+        )
+        answer = await self.editor.choose(question, [RUN_IN_KERNEL, DONT_RUN])
+        if answer != RUN_IN_KERNEL:
+            log.info("held in the jail: %s", jailed.said())
+            return False
+        where.admission.allowed += tuple(dict.fromkeys(t.pattern for t in jailed.tried))
+        return True
 
     # -- agents ---------------------------------------------------------------------------
 

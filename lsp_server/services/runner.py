@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from executor.base import ExecutorUnavailable
-from executor.events import RunOutcome, RunRequest, RunStatus
+from executor.events import Error, Jail, RunOutcome, RunRequest, RunStatus
 from executor.jupyter import Kernel
 from lsp_server.contract import Range, RunAnswer, Status
 from lsp_server.editor import Editor, Place
@@ -54,6 +54,7 @@ from lsp_server.services.steps import (
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
+from lsp_server.text.languages import is_python
 
 
 def run_answer(status: RunStatus | Status, began: float, message: str | None = None) -> RunAnswer:
@@ -74,6 +75,35 @@ def run_request(
         timeout=timeout or settings.timeout,
         output_limit=settings.output_limit,
     )
+
+
+Before = tuple[str, str, int]
+"""A piece that runs before another in the same run: its code, filename, first line (1-based)."""
+JAIL_ORIGINS = ("model", "offline")
+"""Whose code runs in the jail first: the model's, and runfix's own offline fixes (a failed
+attempt never changes the user's state)."""
+
+
+def jail_for(where: Where, origin: str, kernel: Kernel) -> Jail | None:
+    """The jail `origin`'s code runs in first in `kernel` (a Python kernel with runfix's
+    helper), within the run's timeout; None: it runs in the kernel."""
+    if origin not in JAIL_ORIGINS or kernel.plain or not is_python(where.language):
+        return None
+    budget = max(1.0, where.settings.timeout - 2.0)
+    return Jail(budget, secrets=tuple(where.settings.secret_extra_names))
+
+
+def held(proof: RunOutcome, what: str) -> RunOutcome:
+    """The jail's outcome of code that did not run in the kernel for what it tried (or
+    because there is no jail): said as its error, on its first line."""
+    message = (
+        f"runfix held the model's code: it tried {what}. It did not run in your kernel."
+        if proof.jailed is not None and proof.jailed.tried
+        else f"runfix held the model's code ({what}); it did not run in your kernel."
+    )
+    error = Error("HeldByJail", message, (), message)
+    kept = tuple(e for e in proof.events if not isinstance(e, Error))
+    return replace(proof, status=RunStatus.ERROR, events=(*kept, error))
 
 
 def output_files(folder: Path, settings: Settings) -> OutputFiles:
@@ -192,12 +222,16 @@ class Runner:
         files: OutputFiles | None = None,
         fix_of: int | None = None,
         model: Asked | None = None,
+        before: tuple[Before, ...] = (),
     ) -> PieceRun:
         """Run lines `piece` of `where.text` (the caller holds the folder's lock) and record
         the run. With `keep`, its results are kept and published, what it prints shows as it
         comes and its `input()` is asked at the editor; else (a fix's attempt, an agent's code
         in no open document) they are only the answer, and an attempt's rich outputs are not
-        stored (`origin` "model": it shows in the document only once applied)."""
+        stored (`origin` "model": it shows in the document only once applied). `before`:
+        pieces of the model's code that run first, unrecorded (a fix's candidate before the
+        cell that is its test), in the same jail where it runs in one; what the first that
+        fails raised is the answer."""
         text = where.text
         code = (
             code_of(text.lines, piece.first, piece.last)
@@ -209,6 +243,9 @@ class Runner:
         guarded = origin == "model" or (agent and where.settings.guard_agents)
         if guarded:  # the model's code: under the runtime guard (`executor/_kernel_guard.py`)
             request = replace(request, guard=self.gate.guard_for(where, code))
+        jail = jail_for(where, origin, kernel)
+        if jail is not None:
+            jail = replace(jail, before=before)
         files = None if attempt else files or output_files(where.folder, where.settings)
         asker = (
             self._asker(where, f"{where.path}:{piece.first + 1}")
@@ -226,7 +263,20 @@ class Runner:
             on_output=self.editor.live(where.uri) if keep else None,
             on_late=running.on_late,
         )
-        outcome = await run(request)
+        outcome = None
+        if jail is not None:  # the model's code runs in the jail first
+            outcome = await self._proven(where, piece, request, jail, keep, run, cancel)
+        for code_before, name, line in before if outcome is None else ():
+            first = await run(
+                RunRequest(code_before, name, line, request.timeout, request.output_limit,
+                           guard=self.gate.guard_for(where, code_before) if guarded else None),
+                on_output=None, ask_input=None, on_late=None,
+            )  # fmt: skip
+            if first.status != RunStatus.OK:
+                outcome = first
+                break
+        if outcome is None:
+            outcome = await run(request)
         while guarded and outcome.refused and not cancel.is_set():
             place = Place(where.uri, piece.first)
             if not await self.gate.allow_refused(where, outcome.refused, place):
@@ -236,6 +286,41 @@ class Runner:
         for step in self.steps:
             await step.after(running)
         return PieceRun(piece, outcome, text.lines, text.version, running.run_id, running.results)
+
+    async def _proven(
+        self,
+        where: Where,
+        piece: Piece,
+        request: RunRequest,
+        jail: Jail,
+        keep: bool,
+        run: Callable[..., Awaitable[RunOutcome]],
+        cancel: asyncio.Event,
+    ) -> RunOutcome | None:
+        """Model-written `request` run in the jail (a confined fork of `kernel`): its outcome
+        where that is the answer — a fix's attempt, code that failed there, code held for
+        what it tried — or None where it now runs in the kernel itself: it ran clean and
+        tried nothing, the user let code that tried something run there, or there is no
+        jail here and the user (or the sandbox) said it may."""
+        proof = await run(
+            replace(request, jail=jail, guard=None), on_output=None, ask_input=None, on_late=None
+        )
+        jailed = proof.jailed
+        if jailed is None or cancel.is_set() or proof.status == RunStatus.CANCELLED:
+            return proof
+        place = Place(where.uri, piece.first)
+        if not jailed.available:
+            reason = (
+                f"runfix has no jail for the model's code here ({jailed.why}). Run it in "
+                "the kernel?"
+            )
+            confirmed = await self.gate.confirm_run(request.code, reason, where.settings, place)
+            return None if confirmed else held(proof, jailed.why)
+        if not jailed.clean:
+            if await self.gate.allow_tried(where, request.code, jailed, place):
+                return None  # (the guard lets it do what the user allowed)
+            return held(proof, jailed.said() or jailed.how)
+        return None if keep and proof.status == RunStatus.OK else proof
 
     async def run_code(
         self, where: Where, piece: Piece, cancel: asyncio.Event, origin: str

@@ -16,11 +16,10 @@ from pathlib import Path
 
 from executor.distributions import provider_for
 from executor.events import RunOutcome, RunStatus
-from executor.safety import scan
 from executor.text import split_lines
-from executor.vouched import document_names
 from lsp_server.contract import FixAnswer, Range, Status
 from lsp_server.editor import Editor, Level, LineEdit, Place, Progress, Snapshot, lines_match
+from lsp_server.fix.applied import Applied
 from lsp_server.fix.fixing import (
     MODULE_LIMIT,
     Fixer,
@@ -40,7 +39,7 @@ from lsp_server.fix.fixing import (
 from lsp_server.fix.ports import FixPorts
 from lsp_server.folder_files import module_names, read_regular_file
 from lsp_server.model.context import error_text
-from lsp_server.runs import Piece, RunMode, Where
+from lsp_server.runs import RunMode, Where
 from lsp_server.services.desk import Desk
 from lsp_server.services.gate import Gate
 from lsp_server.services.installs import Installer
@@ -137,6 +136,7 @@ class FixFlow:
     ) -> None:
         self.session, self.editor, self.gate, self.runner = session, editor, gate, runner
         self.desk, self.reads, self.installer = desk, reads, installer
+        self.applied = Applied(editor, gate, runner, desk)
 
     # -- run and fix ----------------------------------------------------------------------
 
@@ -426,7 +426,7 @@ class FixFlow:
             return FixReport(answer)
         says = result.says or None
         if not apply:
-            self.editor.spawn(self.keep_candidate(where, edit, result, (first, last)), "results")
+            self.editor.spawn(self.applied.keep(where, edit, result, (first, last)), "results")
             answer = FixAnswer(Status.FIXED, result.attempts, result.message or None, checked, says)
             return FixReport(answer, edit, now.version, target.path, target.lines)
         applied = (
@@ -464,40 +464,6 @@ class FixFlow:
             + (f"; it now prints `{result.says}`" if result.says else "")
         )
         self.editor.remark(place, said)
-        await self.keep_candidate(where, edit, result, (first, last))
+        await self.applied.keep(where, edit, result, (first, last))
         answer = FixAnswer(Status.FIXED, result.attempts, None, checked, says)
         return FixReport(answer, edit, now.version)
-
-    async def keep_candidate(
-        self, where: Where, edit: LineEdit, result: FixResult, piece: tuple[int, int]
-    ) -> None:
-        """Once the fix shows in the document, show what its run printed on its lines (and,
-        for a fix in another cell, what the piece printed when it ran again after it)."""
-        first, code = edit.first, edit.code
-        target = result.target
-        runner = self.runner
-        if target is not None and target.path is not None:  # the document did not change
-            now = self.editor.text(where.uri)
-            if now is not None and result.outcome is not None:
-                runner.shown(where.now(now), result.outcome, Piece(*piece))
-                self.desk.done()
-            return
-        shown = await self.desk.shown(where, first, code)
-        if shown is None or result.outcome is None:
-            return
-        last = first + code.rstrip("\n").count("\n")
-        own = result.defined if result.defined is not None else result.outcome
-        runner.shown(shown, own, Piece(first, last))
-        if result.defined is not None:  # the piece ran again, where it stands after the edit
-            moved = (last - first) - (edit.last - edit.first) if edit.last < piece[0] else 0
-            again = Piece(piece[0] + moved, piece[1] + moved)
-            runner.shown(shown, result.outcome, again)
-        findings = scan(
-            code,
-            first + 1,
-            language=where.language.unread if where.language else None,
-            context=document_names("".join(shown.text.lines)),
-            modules=await asyncio.to_thread(module_names, where.folder),
-        )
-        self.desk.mark_findings(where.uri, shown.text.version, findings)
-        self.desk.done()

@@ -346,9 +346,15 @@ async def test_run_and_fix_fixes_on_attempt_two_with_the_first_error_in_the_requ
     assert any("attempt 2/3" in m for m in progress_messages(client))
     await asyncio.sleep(0.3)
     assert errors(client, uri) == []
-    # The record: the failed run, then both attempts as model-written runs that name it.
+    # The record: the failed run, both attempts as model-written runs that name it (each
+    # in the jail), then the applied fix's run in the kernel itself, as the user's code.
     runs = await command(client, "runfix.history", {"uri": uri})
-    fixed, tried, failed = runs[:3]
+    applied, fixed, tried, failed = runs[:4]
+    assert (applied["origin"], applied["status"], applied["code"]) == (
+        "user",
+        "ok",
+        "total = sum(values)\nprint(total)\n",
+    )
     assert (failed["origin"], failed["status"], failed["code"]) == (
         "user",
         "error",

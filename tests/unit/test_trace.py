@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,7 +18,7 @@ from lsprotocol import types as lsp
 import executor.pool
 from executor import testing as pytest_runs
 from executor.base import ExecutorState
-from executor.events import Error, Frame, RunOutcome, RunRequest, RunStatus, Value
+from executor.events import Error, Frame, Jailed, RunOutcome, RunRequest, RunStatus, Value
 from executor.trust import Choice, TrustStore
 from lsp_server import contract
 from lsp_server.commands import Call, dispatch
@@ -43,8 +44,14 @@ class FakeKernel:
         self.launched = True
         self.retired = None
         self.label = "fake"
+        self.plain = False
+        """A Python kernel with runfix's helper: the model's code runs in its jail first."""
 
     async def execute(self, request: RunRequest, **_: Any) -> RunOutcome:
+        outcome = self._ran(request)
+        return replace(outcome, jailed=Jailed("ran")) if request.jail is not None else outcome
+
+    def _ran(self, request: RunRequest) -> RunOutcome:
         if "undefined_name" in request.code:
             line = request.first_line + next(
                 i for i, row in enumerate(request.code.splitlines()) if "undefined_name" in row

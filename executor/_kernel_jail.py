@@ -1,0 +1,826 @@
+"""The jail for model-written code: runs inside the kernel as the module `_runfix_jail`.
+
+`run` forks the kernel. The child has the kernel's state as it is (copy-on-write: the
+variables, the imported modules, no replay), and before the model's code runs, the
+operating system confines it — Landlock: writes only under a private scratch folder made
+for this run, reads only where code needs them (the folder, the interpreter and its
+libraries, the system's, temp), no program started from a file, no TCP connect or bind,
+signals and abstract sockets scoped to the jail; seccomp: starting a process, opening a
+network socket, tracing another process and a few calls that reach past Landlock end the
+child at once (SIGSYS), so what the code tried shows even if it hid every error. The
+child never touches the kernel's ZeroMQ sockets or threads: the kernel's open files are
+swapped for /dev/null, shared memory is made read-only, and what the code printed,
+displayed, returned or raised comes back over a pipe; the kernel then shows it as its own
+run's output. A child still running after its budget is killed.
+
+What the code tried and was refused is told by an audit hook inside the child. It only
+reports: the refusal is the kernel's. A hook shares memory with the code it watches
+(PEP 578), so model code can silence it; what that code then tries is refused all the
+same, and what ends the child (a process, a socket) is seen from here whatever it did.
+
+Stdlib only, Python 3.8; Linux with Landlock (ABI >= 1), else `run` says the jail is
+unavailable and runs nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+from typing import Any, NamedTuple
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+"""Landlock's system calls (the same number on every architecture)."""
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1, 2, 4, 8
+_REFER, _TRUNCATE = 1 << 13, 1 << 14
+_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE
+_READ = _READ_FILE | _READ_DIR
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP = 1, 38, 22
+_KILL, _ALLOW = 0x80000000, 0x7FFF0000
+_ERRNO = 0x00050000
+_CLONE_THREAD = 0x00010000
+
+_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+
+
+class _Calls(NamedTuple):
+    """One machine's system call numbers the filter names."""
+
+    ends: tuple[int, ...]
+    """What ends the child: a process started (fork, exec), tracing or writing another
+    process, mounts and namespaces, kernel keys and modules, io_uring (its operations pass
+    seccomp by), BPF, handles that open a file past its path, another's descriptors."""
+    clone: int
+    clone3: int
+    socket: int
+    signals: tuple[int, ...]
+    """kill and tgkill: allowed to this process only."""
+    tkill: int
+
+
+_CALLS = {
+    "x86_64": _Calls(
+        (57, 58, 59, 322, 101, 310, 311, 312, 425, 426, 427, 321, 165, 166, 155, 161, 272,
+         308, 250, 248, 249, 298, 323, 246, 175, 313, 176, 303, 304, 442, 428, 429, 430, 431,
+         432, 433, 438, 172, 173, 167, 168, 169),
+        clone=56, clone3=435, socket=41, signals=(62, 234), tkill=200,
+    ),
+    "aarch64": _Calls(
+        (221, 281, 117, 270, 271, 272, 425, 426, 427, 280, 40, 39, 41, 51, 97, 268, 219, 217,
+         218, 241, 282, 104, 105, 273, 106, 264, 265, 442, 428, 429, 430, 431, 432, 433, 438,
+         142, 224, 225),
+        clone=220, clone3=435, socket=198, signals=(129, 131), tkill=130,
+    ),
+}  # fmt: skip
+"""System call numbers by machine (`os.uname().machine`)."""
+
+_ETC = (
+    "passwd", "group", "nsswitch.conf", "hosts", "host.conf", "resolv.conf", "gai.conf",
+    "localtime", "timezone", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl/certs",
+    "ssl/openssl.cnf", "ca-certificates", "pki/tls/certs", "fonts", "mime.types",
+    "os-release", "debian_version", "locale.alias", "locale.conf", "matplotlibrc",
+    "protocols", "services", "alternatives", "magic", "xdg", "inputrc", "mailcap",
+)  # fmt: skip
+"""What of /etc code reads (the loader's cache, names, time, certificates, fonts); not the
+rest (`shadow`, `ssh/`, `sudoers`…)."""
+_SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc", "/sys",
+           "/dev", "/var/cache/fontconfig", "/nix/store")  # fmt: skip
+HARMLESS = ("fc-list", "fc-match", "ldconfig", "uname")
+"""Programs libraries start on import (matplotlib's font cache, `ctypes.util.find_library`,
+`platform`): refused in the jail as if missing (they go on without), never reported."""
+GRACE = 0.5
+"""Seconds the jail's report may take once the code's budget is over."""
+
+
+def landlock_abi() -> int:
+    """Landlock's ABI version here; 0 where there is none (an older kernel, not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        version = int(libc.syscall(_CREATE_RULESET, None, 0, 1))
+    except (OSError, AttributeError):
+        return 0
+    return max(version, 0)
+
+
+def unavailable() -> str | None:
+    """Why there is no jail here, or None."""
+    if not hasattr(os, "fork"):
+        return "this system cannot fork a process"
+    abi = landlock_abi()
+    if abi < 1:
+        return "this system has no Landlock (Linux 5.13 or newer, enabled)"
+    return None
+
+
+# -- the kernel's side ---------------------------------------------------------------------
+
+
+EVIDENCE: dict[str, str] = {}
+"""What the frames of the last error a jailed run raised held (`_kernel_live.evidence`'s
+answer, by the error's name): the kernel's own last error is not that one. Taken once;
+a run in the kernel that fails clears it (`_kernel_side._report`)."""
+
+
+def evidence(ename: str) -> str | None:
+    """The last jailed run's evidence of `ename`, once; None: there is none."""
+    found = EVIDENCE.pop(ename, None)
+    EVIDENCE.clear()
+    return found
+
+
+def run(pieces: str, limit: int = 100000, budget: float = 60.0, secrets: Any = ()) -> None:
+    """Run `pieces` (JSON: [[code, filename, first_line], …], in order, stopping at the first
+    that fails) in a confined fork of this kernel, within `budget` seconds; show what the
+    last piece that ran printed, displayed, returned or raised as this run's output, and
+    say what the code tried (a `jail` payload). `secrets`: the names the evidence of its
+    error hides besides the usual ones."""
+    kernel = sys.modules["_runfix_kernel"]
+    began = time.perf_counter()
+    why = unavailable()
+    if why is not None:
+        kernel._publish({"jail": {"how": "unavailable", "why": why, "tried": []}})
+        return
+    asked = [(str(c), str(f), int(n)) for c, f, n in json.loads(pieces)]
+    scratch = tempfile.mkdtemp(prefix="runfix-jail-")
+    read, write = os.pipe()
+    _flush_streams()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(read)
+        os.close(write)
+        shutil.rmtree(scratch, ignore_errors=True)
+        kernel._publish({"jail": {"how": "unavailable", "why": f"fork: {exc}", "tried": []}})
+        return
+    if pid == 0:  # the child: never returns
+        _child(read, write, scratch, asked, limit, budget, list(secrets))
+    os.close(write)
+    lines, how = _collect(read, pid, budget)
+    status = _reap(pid)
+    shutil.rmtree(scratch, ignore_errors=True)
+    _tell(kernel, lines, how, status, budget, time.perf_counter() - began)
+
+
+def _flush_streams() -> None:
+    """What the kernel's streams hold goes now (a child would otherwise inherit it)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+
+
+def _collect(read: int, pid: int, budget: float) -> tuple[list[bytes], str]:
+    """The child's report, line by line, until it ends, its budget runs out (it is killed)
+    or the kernel is interrupted (it is killed)."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + budget + GRACE
+    how = "ran"
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                how = "timeout"
+                break
+            ready, _, _ = select.select([read], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except KeyboardInterrupt:
+        how = "interrupted"
+    finally:
+        if how != "ran":
+            _kill(pid)
+        os.close(read)
+    return b"".join(chunks).split(b"\n"), how
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _reap(pid: int) -> int:
+    """The child's wait status (waited for: it is killed if it lingers)."""
+    for _ in range(200):
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if done:
+            return status
+        time.sleep(0.005)
+    _kill(pid)
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 0
+
+
+def _tell(
+    kernel: Any, lines: list[bytes], how: str, status: int, budget: float, took: float
+) -> None:
+    """Show the child's output as this run's, then what it tried and how it ended."""
+    tried: list[dict[str, str]] = []
+    done: dict[str, Any] | None = None
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            said = json.loads(line.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(said, dict) and isinstance(said.get("tried"), dict):
+            tried.append({k: str(v) for k, v in said["tried"].items()})
+        elif isinstance(said, dict) and isinstance(said.get("done"), dict) and done is None:
+            done = said["done"]
+    signalled = os.WIFSIGNALED(status)
+    killed_by = os.WTERMSIG(status) if signalled else 0
+    if how == "ran" and killed_by == signal.SIGSYS:
+        how = "stopped"
+        if not any(t.get("kind") in ("process", "network") for t in tried):
+            tried.append(
+                _said(
+                    "system",
+                    "a process, a socket or a reach past the jail",
+                    "the jail ended the code there",
+                )
+            )
+    elif how == "ran" and done is None:
+        how = "crashed" if signalled else "cut"
+        if not signalled:  # it ended without its report: something closed or took the pipe
+            tried.append(_said("tamper", "the jail's report", "the code ended it"))
+    if done is not None:
+        _replay(done.get("events") or [])
+        found = done.get("evidence")
+        EVIDENCE.clear()
+        if isinstance(found, list) and len(found) == 2:
+            EVIDENCE[str(found[0])] = str(found[1])
+    report: dict[str, Any] = {"how": how, "tried": tried, "ms": round(took * 1000, 3)}
+    if done is not None:
+        report["pieces"] = done.get("pieces", 0)
+        report["failed"] = bool(done.get("failed"))
+    if how in ("timeout", "crashed", "interrupted", "stopped", "cut") and not (
+        done is not None and done.get("failed")
+    ):
+        evalue = {
+            "timeout": f"the code did not finish within {budget:g} s in the jail (it was stopped)",
+            "crashed": f"the code crashed the jail's process (signal {killed_by})",
+            "interrupted": "interrupted",
+            "stopped": "the jail stopped the code: "
+            + "; ".join(t.get("sentence", "") for t in tried),
+            "cut": "the jail's process ended without its report",
+        }[how]
+        kernel._publish(
+            {
+                "error": {
+                    "ename": "KeyboardInterrupt" if how == "interrupted" else "JailStop",
+                    "evalue": evalue,
+                    "frames": [],
+                    "text": evalue,
+                },
+                "interrupted": how == "interrupted",
+            }
+        )
+        report["failed"] = True
+    kernel._publish({"jail": report})
+
+
+def _replay(events: list[Any]) -> None:
+    """What the child showed, shown by the kernel in the same order."""
+    shell = sys.modules["_runfix_kernel"]._shell()
+    publisher = shell.display_pub
+    for event in events:
+        if not isinstance(event, list) or not event:
+            continue
+        if event[0] == "out" and len(event) == 3:
+            stream = getattr(sys, str(event[1]), None)
+            stream = getattr(stream, "_stream", stream)  # (runfix's cap was applied there)
+            if stream is not None:
+                stream.write(str(event[2]))
+        elif event[0] == "pub" and len(event) == 5:
+            _, data, metadata, transient, update = event
+            extra: dict[str, Any] = {}
+            if transient:
+                extra["transient"] = transient
+            if update:
+                extra["update"] = True
+            publisher.publish(data, metadata or {}, **extra)
+        elif event[0] == "clear" and len(event) == 2:
+            publisher.clear_output(bool(event[1]))
+
+
+_WORDS = {
+    "write": "a write",
+    "read": "a read",
+    "process": "starting a process",
+    "signal": "signalling another process",
+    "network": "a network connection",
+    "system": "a system call the jail forbids",
+    "tamper": "tampering with the jail",
+}
+
+
+def _said(kind: str, what: str, why: str) -> dict[str, str]:
+    words = _WORDS.get(kind, kind)
+    sentence = f"{words} ({what}): {why}"
+    return {"kind": kind, "what": what, "why": why, "pattern": f"{kind}:{what}",
+            "sentence": sentence}  # fmt: skip
+
+
+# -- the child's side ----------------------------------------------------------------------
+
+
+def _child(
+    read: int, write: int, scratch: str, pieces: list[tuple[str, str, int]], limit: int,
+    budget: float, secrets: list[str],
+) -> None:  # fmt: skip
+    """Confine this process, run the pieces, report; never returns."""
+    code = 0
+    try:
+        os.close(read)
+        events: list[Any] = []
+        _prepare(write, scratch, events)
+        folder = os.getcwd()
+        readable = _readable(folder, scratch)
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _protect_shared(libc)
+        _landlock(libc, scratch, readable)
+        _seccomp(libc)
+        reporter = _Reporter(write, scratch, readable, folder)
+        sys.addaudithook(reporter.hook)
+        signal.alarm(max(1, int(budget + 1)))  # (the kernel kills it too)
+        earlier = getattr(sys, "last_value", None)
+        ran, failed, shown = _run_pieces(pieces, limit, events)
+        done: dict[str, Any] = {"events": events[shown:], "pieces": ran, "failed": failed}
+        if failed and getattr(sys, "last_value", None) is not earlier:
+            done["evidence"] = _evidence(secrets)
+        _send(write, {"done": done})
+    except BaseException as exc:  # a jail that could not be made runs nothing
+        code = 3
+        with contextlib.suppress(BaseException):
+            _send(write, {"broke": f"{type(exc).__name__}: {exc}"})
+    finally:
+        os._exit(code)
+
+
+def _send(fd: int, said: dict[str, Any]) -> None:
+    data = (json.dumps(said, default=str) + "\n").encode("utf-8", "replace")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _prepare(write: int, scratch: str, events: list[Any]) -> None:
+    """Before any confinement: the kernel's files, sockets and streams out of reach, what
+    the code shows kept in `events`, temp and bytecode where the jail lets them be."""
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in _open_descriptors():
+        if fd not in (write, null):
+            with contextlib.suppress(OSError):  # (the number stays taken: nothing reuses it)
+                os.dup2(null, fd)
+    kernel = sys.modules["_runfix_kernel"]
+    kernel._current._shared = None  # (the statement file is the kernel's)
+    kernel._PROC.clear()
+    kernel._usage_start()  # (opens its /proc files now, before the jail)
+    guard = sys.modules.get("_runfix_guard")
+    for held in getattr(guard, "_GUARD", ()):  # the jail is the wall here: the guard rests
+        held.armed, held.codes, held.threads = None, {}, set()
+    history = getattr(kernel._shell(), "history_manager", None)
+    if history is not None:  # (IPython stops its writer before a fork; not again here)
+        with contextlib.suppress(Exception):
+            history._restart_thread_if_stopped = lambda: None
+            history.save_thread = None
+    _capture(events)
+    sys.dont_write_bytecode = True
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = scratch
+    for wrapper in kernel._WRAPPERS:  # (what the kernel's streams counted is the kernel's)
+        wrapper._between = wrapper.strays = 0
+    config = os.environ.get("MPLCONFIGDIR") or _matplotlib_dir()
+    if not os.path.isdir(config):  # (matplotlib would make it: in the scratch folder instead)
+        os.environ["MPLCONFIGDIR"] = os.path.join(scratch, "matplotlib")
+
+
+def _matplotlib_dir() -> str:
+    home = os.path.expanduser("~")
+    return os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+                        "matplotlib")  # fmt: skip
+
+
+def _open_descriptors() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc/self/fd") if n.isdigit() and int(n) > 2] + [
+            0,
+            1,
+            2,
+        ]
+    except OSError:
+        return list(range(256))
+
+
+class _Recorder:
+    """A stream the child's code writes to: kept in order with its displays."""
+
+    def __init__(self, name: str, events: list[Any]) -> None:
+        self.name, self.events = name, events
+        self.encoding, self.errors = "utf-8", "replace"
+
+    def write(self, text: Any) -> int:
+        text = text if isinstance(text, str) else str(text)
+        last = self.events[-1] if self.events else None
+        if last is not None and last[0] == "out" and last[1] == self.name:
+            last[2] += text
+        else:
+            self.events.append(["out", self.name, text])
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "the jail's stream has no descriptor")
+
+
+def _capture(events: list[Any]) -> None:
+    """The kernel's streams, display publisher and `input()` as the child's own."""
+    kernel = sys.modules["_runfix_kernel"]
+    shell = kernel._shell()
+    for name in ("stdout", "stderr"):
+        recorder = _Recorder(name, events)
+        current = getattr(sys, name)
+        inner = getattr(current, "_stream", None)
+        if isinstance(current, kernel._CappedStream):
+            current._stream = recorder
+        else:
+            setattr(sys, name, recorder)
+        for stream in (inner, current):  # (a logging handler may hold the kernel's own)
+            if stream is not None and stream is not recorder:
+                try:
+                    stream.write = recorder.write
+                    stream.flush = recorder.flush
+                except (AttributeError, TypeError):
+                    pass
+
+    def publish(data: Any, metadata: Any = None, source: Any = None, **more: Any) -> None:
+        if kernel.MIME not in (data or {}):
+            kernel._current.announce()  # (the display hook the kernel would have run)
+        events.append(["pub", data, metadata, more.get("transient"), more.get("update")])
+
+    def clear_output(wait: bool = False) -> None:
+        events.append(["clear", wait])
+
+    publisher = shell.display_pub
+    publisher.publish = publish
+    publisher.clear_output = clear_output
+
+    def no_input(*args: Any, **kwargs: Any) -> str:
+        raise EOFError("runfix's jail: nobody answers input() here")
+
+    import builtins
+    import getpass
+
+    builtins.input = no_input
+    getpass.getpass = no_input
+
+
+def _protect_shared(libc: Any) -> None:
+    """Memory the child shares with the kernel or a file (a statement file, `np.memmap`,
+    shared memory) becomes read-only: a write to it ends the child, never reaches them."""
+    try:
+        with open("/proc/self/maps") as maps:
+            rows = maps.read().splitlines()
+    except OSError:
+        return
+    import ctypes
+
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    for row in rows:
+        parts = row.split()
+        if len(parts) < 2 or not parts[1].startswith("rw") or parts[1][3] != "s":
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        libc.mprotect(start, end - start, 1)  # PROT_READ
+
+
+def _readable(folder: str, scratch: str) -> list[str]:
+    """Where the code may read: its folder, the interpreter and what it imports from, the
+    system's libraries and data, temp; never the rest of the home folder."""
+    places = [folder, scratch, tempfile.gettempdir(), sys.prefix, sys.exec_prefix,
+              getattr(sys, "base_prefix", sys.prefix), getattr(sys, "base_exec_prefix",
+              sys.exec_prefix), *_SYSTEM, *("/etc/" + name for name in _ETC)]  # fmt: skip
+    places += [p or folder for p in sys.path]
+    home = os.path.expanduser("~")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    places += [_matplotlib_dir(), os.path.join(cache, "matplotlib"),
+               os.path.join(cache, "fontconfig")]  # fmt: skip
+    seen: list[str] = []
+    for place in places:
+        real = os.path.realpath(place)
+        if real not in seen and os.path.exists(real):
+            seen.append(real)
+    return seen
+
+
+def _landlock(libc: Any, scratch: str, readable: list[str]) -> None:
+    """Landlock on this process and its future children: writes only under `scratch` (and
+    to /dev/null), reads only under `readable`, no program started from a file, no TCP;
+    signals and abstract sockets within the jail (ABI >= 6). Irreversible."""
+    import ctypes
+
+    abi = landlock_abi()
+    handled = (1 << 13) - 1
+    if abi >= 2:
+        handled |= _REFER
+    if abi >= 3:
+        handled |= _TRUNCATE
+    if abi >= 6:
+        attr = struct.pack("=QQQ", handled, 3, 3)
+    elif abi >= 4:
+        attr = struct.pack("=QQ", handled, 3)
+    else:
+        attr = struct.pack("=Q", handled)
+    buffer = ctypes.create_string_buffer(attr, len(attr))
+    ruleset = int(libc.syscall(_CREATE_RULESET, buffer, len(attr), 0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+
+    def allow(path: str, rights: int) -> None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            if not os.path.isdir(path):
+                rights &= _FILE_RIGHTS
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights & handled, fd), 12)
+            if libc.syscall(_ADD_RULE, ruleset, 1, rule, 0) != 0:
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
+        finally:
+            os.close(fd)
+
+    for place in readable:
+        allow(place, _READ)
+    allow(scratch, handled & ~_EXECUTE)
+    allow(os.devnull, _READ_FILE | _WRITE_FILE | _TRUNCATE)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    if libc.syscall(_RESTRICT_SELF, ruleset, 0) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    os.close(ruleset)
+
+
+def _seccomp(libc: Any) -> bool:
+    """A seccomp filter that ends the child when it starts a process, opens a network socket
+    or reaches past Landlock (`_CALLS`); local sockets are refused (EACCES); signals only to
+    itself. False where this machine's calls are not known here (Landlock still holds)."""
+    import ctypes
+
+    machine = os.uname().machine
+    calls, arch = _CALLS.get(machine), _ARCH.get(machine)
+    if calls is None or arch is None:
+        return False
+    me = os.getpid()
+
+    def op(code: int, jt: int, jf: int, k: int) -> bytes:
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    def load(offset: int) -> bytes:
+        return op(0x20, 0, 0, offset)  # BPF_LD | BPF_W | BPF_ABS
+
+    def equal(k: int, jt: int, jf: int) -> bytes:
+        return op(0x15, jt, jf, k)  # BPF_JMP | BPF_JEQ | BPF_K
+
+    def answer(k: int) -> bytes:
+        return op(0x06, 0, 0, k)  # BPF_RET | BPF_K
+
+    program = [load(4), equal(arch, 1, 0), answer(_KILL), load(0)]
+    if machine == "x86_64":  # the x32 calls
+        program += [op(0x35, 0, 1, 0x40000000), answer(_KILL)]  # BPF_JGE
+    for number in calls.ends:
+        program += [equal(number, 0, 1), answer(_KILL)]
+    program += [equal(calls.clone3, 0, 1), answer(_ERRNO | errno.ENOSYS)]  # (glibc: clone)
+    program += [equal(calls.tkill, 0, 1), answer(_ERRNO | errno.EPERM)]
+    program += [  # a thread is a clone with CLONE_THREAD; anything else is a process
+        equal(calls.clone, 0, 4), load(16), op(0x45, 1, 0, _CLONE_THREAD),
+        answer(_KILL), answer(_ALLOW),
+    ]  # fmt: skip
+    program += [  # a local socket is refused; any other ends the child
+        equal(calls.socket, 0, 4), load(16), equal(1, 0, 1),
+        answer(_ERRNO | errno.EACCES), answer(_KILL),
+    ]  # fmt: skip
+    for number in calls.signals:  # kill(pid, …), tgkill(pid, …): this process only
+        program += [equal(number, 0, 4), load(16), equal(me, 0, 1), answer(_ALLOW),
+                    answer(_ERRNO | errno.EPERM)]  # fmt: skip
+    program.append(answer(_ALLOW))
+    code = b"".join(program)
+    filters = ctypes.create_string_buffer(code, len(code))
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = Program(len(program), ctypes.addressof(filters))
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
+                           ctypes.c_ulong]  # fmt: skip
+    if libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp")
+    return True
+
+
+def _evidence(secrets: list[str]) -> list[str] | None:
+    """[the error's name, what its frames held] for the error a piece raised here (read as
+    the kernel reads its own: nothing of the code runs)."""
+    live, raised = sys.modules.get("_runfix_live"), getattr(sys, "last_value", None)
+    if live is None or raised is None:
+        return None
+    ename = type(raised).__name__
+    try:
+        return [ename, live.evidence(ename, 0, secrets)]
+    except Exception:
+        return None
+
+
+def _run_pieces(
+    pieces: list[tuple[str, str, int]], limit: int, events: list[Any]
+) -> tuple[int, bool, int]:
+    """Each piece in turn, as the kernel runs the user's; stops at the first that fails.
+    (pieces run, whether one failed, where the last one's events start)."""
+    kernel = sys.modules["_runfix_kernel"]
+    ran, shown = 0, 0
+    for code, filename, first in pieces:
+        shown = len(events)
+        if "await" in code or "async" in code:
+            _run_async(kernel, code, filename, first, limit)
+        else:
+            kernel.run(code, filename, first, limit)
+        ran += 1
+        if any(_failed(event) for event in events[shown:]):
+            return ran, True, shown
+    return ran, False, shown
+
+
+def _failed(event: Any) -> bool:
+    if event[0] != "pub":
+        return False
+    said = (event[1] or {}).get(sys.modules["_runfix_kernel"].MIME)
+    return isinstance(said, dict) and "error" in said
+
+
+def _run_async(kernel: Any, code: str, filename: str, first: int, limit: int) -> None:
+    """Code with a top-level `await`, on a loop of the child's own (the kernel's is not
+    running here)."""
+    import asyncio
+
+    asyncio.events._set_running_loop(None)
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(kernel.run_async(code, filename, first, limit))
+    finally:
+        loop.close()
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+class _Reporter:
+    """The audit hook that says what the code tried that the jail refuses; a process or a
+    network call it also stops here, as a refusal the code can catch (else the system call
+    ends the child). It only reports writes and reads: Landlock refuses them."""
+
+    def __init__(self, fd: int, scratch: str, readable: list[str], folder: str) -> None:
+        self.fd, self.scratch, self.readable, self.folder = fd, scratch, readable, folder
+        self.seen: set[str] = set()
+        self.inside = False
+        guard = sys.modules["_runfix_guard"]
+        self.written, self.process, self.network = (
+            guard._PATHS_WRITTEN, guard._PROCESS, guard._NETWORK,
+        )  # fmt: skip
+        self.command, self.address = guard._command, guard._address
+        self.write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+    def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.inside:
+            return
+        self.inside = True
+        try:
+            found = self._judge(event, args)
+        except Exception:
+            found = None
+        finally:
+            self.inside = False
+        if found is None:
+            return
+        kind, what, why = found
+        if kind == "harmless":
+            raise FileNotFoundError(errno.ENOENT, f"runfix's jail: no {what} here")
+        said = _said(kind, what, why)
+        if said["pattern"] not in self.seen:
+            self.seen.add(said["pattern"])
+            with contextlib.suppress(OSError):
+                _send(self.fd, {"tried": said})
+        if kind in ("process", "signal", "network"):
+            raise PermissionError(errno.EACCES, "runfix's jail refused " + said["sentence"])
+
+    def _judge(self, event: str, args: tuple[Any, ...]) -> tuple[str, str, str] | None:
+        if event == "open":
+            path, mode, flags = (*tuple(args), None, None, 0)[:3]
+            if isinstance(path, int) or path is None:
+                return None
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and bool(flags & self.write_flags)
+            )
+            return self._write(path) if writing else self._read(path)
+        if event in self.written:
+            return self._changed(event, args)
+        if event in self.process:
+            return self._process(event, args)
+        if event == "socket.__new__":
+            family = args[1] if len(args) > 1 else None
+            if family == 1:  # AF_UNIX
+                return ("network", "a local socket", "model code may not open sockets")
+            return ("network", "a network socket", "model code may not reach the network")
+        if event in self.network:
+            return ("network", self.address(event, args), "model code may not reach the network")
+        return None
+
+    def _changed(self, event: str, args: tuple[Any, ...]) -> tuple[str, str, str] | None:
+        """A file or folder made, removed, renamed, linked or changed outside the scratch
+        folder (one that exists made again, or one that is not there removed: no write)."""
+        for at in self.written[event]:
+            if at >= len(args) or args[at] is None or isinstance(args[at], int):
+                continue
+            path = os.fsdecode(args[at])
+            if event == "os.mkdir" and os.path.exists(path):
+                continue
+            if event in ("os.remove", "os.rmdir") and not os.path.lexists(path):
+                continue
+            found = self._write(path)
+            if found is not None:
+                return found
+        return None
+
+    def _process(self, event: str, args: tuple[Any, ...]) -> tuple[str, str, str] | None:
+        if event == "signal.pthread_kill":
+            return None  # (a thread of this process)
+        if event in ("os.kill", "os.killpg"):
+            target = args[0] if args else None
+            if event == "os.kill" and target in (os.getpid(), None):
+                return None
+        program = self.command(event, args)
+        if program in HARMLESS:
+            return ("harmless", program, "")
+        if event in ("os.kill", "os.killpg"):
+            return ("signal", program, "model code may signal only itself")
+        return ("process", program, "model code may not start a process")
+
+    def _write(self, path: Any) -> tuple[str, str, str] | None:
+        text = os.fsdecode(path)
+        if text in (os.devnull, "/dev/stdout", "/dev/stderr"):
+            return None
+        real = os.path.realpath(text)
+        if _within(real, os.path.realpath(self.scratch)):
+            return None
+        return ("write", real, "the jail lets code write only in its scratch folder")
+
+    def _read(self, path: Any) -> tuple[str, str, str] | None:
+        real = os.path.realpath(os.fsdecode(path))
+        if any(_within(real, place) for place in self.readable):
+            return None
+        if not os.path.lexists(real):
+            return None
+        return ("read", real, "the jail lets code read only its folder, the interpreter and "
+                "the system's libraries")  # fmt: skip
