@@ -4,7 +4,7 @@
 variables, the imported modules, no replay), and before the model's code runs, the
 operating system confines it — Landlock: writes only under a private scratch folder made
 for this run, reads only where code needs them (the folder, the interpreter and its
-libraries, the system's, temp), no program started from a file, no TCP connect or bind,
+libraries, the system's), no program started from a file, no TCP connect or bind,
 signals and abstract sockets scoped to the jail; seccomp: starting a process, opening a
 network socket, tracing another process and a few calls that reach past Landlock end the
 child at once (SIGSYS), so what the code tried shows even if it hid every error. The
@@ -335,6 +335,7 @@ _WORDS = {
     "network": "a network connection",
     "system": "a system call the jail forbids",
     "tamper": "tampering with the jail",
+    "later": "a change that acts later",
 }
 
 
@@ -370,7 +371,10 @@ def _child(
         sys.addaudithook(reporter.hook)
         signal.alarm(max(1, int(budget + 1)))  # (the kernel kills it too)
         earlier = getattr(sys, "last_value", None)
+        state = _State(folder, pieces)
         ran, failed, shown = _run_pieces(pieces, limit, events)
+        for what in state.changed():
+            reporter.report("later", what, "it would act after the code ran, in your kernel")
         done: dict[str, Any] = {"events": events[shown:], "pieces": ran, "failed": failed}
         if failed and getattr(sys, "last_value", None) is not earlier:
             done["evidence"] = _evidence(secrets)
@@ -383,11 +387,15 @@ def _child(
         os._exit(code)
 
 
+_DUMPS, _WRITE = json.dumps, os.write
+"""Taken when the jail is loaded: code that replaces `json.dumps` does not change its report."""
+
+
 def _send(fd: int, said: dict[str, Any]) -> None:
-    data = (json.dumps(said, default=str) + "\n").encode("utf-8", "replace")
+    data = (_DUMPS(said, default=str) + "\n").encode("utf-8", "replace")
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        view = view[_WRITE(fd, view) :]
 
 
 def _prepare(write: int, scratch: str, events: list[Any]) -> None:
@@ -538,8 +546,9 @@ def _protect_shared(libc: Any) -> None:
 
 def _readable(folder: str, scratch: str) -> list[str]:
     """Where the code may read: its folder, the interpreter and what it imports from, the
-    system's libraries and data, temp; never the rest of the home folder."""
-    places = [folder, scratch, tempfile.gettempdir(), sys.prefix, sys.exec_prefix,
+    system's libraries and data, its own temp (the scratch folder); never the rest of the
+    home folder, nor the shared temp folder (another folder's files, a socket's name)."""
+    places = [folder, scratch, sys.prefix, sys.exec_prefix,
               getattr(sys, "base_prefix", sys.prefix), getattr(sys, "base_exec_prefix",
               sys.exec_prefix), *_SYSTEM, *("/etc/" + name for name in _ETC)]  # fmt: skip
     places += [p or folder for p in sys.path]
@@ -712,6 +721,174 @@ def _run_async(kernel: Any, code: str, filename: str, first: int, limit: int) ->
         loop.close()
 
 
+_SYS_OWN = {"last_type", "last_value", "last_traceback", "last_exc", "stdout", "stderr"}
+"""What of `sys` a run itself sets (its error, runfix's streams)."""
+
+
+class _State:
+    """What of the process outlives a run and acts later, as it was before the code ran:
+    builtins, the modules, the functions and classes of the modules the code names or the
+    user's namespace holds, import hooks, trace and profile functions, IPython's event
+    callbacks and transformers, exit handlers, threads, signal handlers. What the code
+    changed of it would act in the user's kernel once it ran there (a function put into
+    `builtins.sorted` runs in the user's next cell): `changed` names it. The user's own
+    namespace and the folder's modules are the code's to change.
+
+    Only the modules the code names are read whole: reading every object of a forked
+    process copies each page it touches (a reference count is a write), 0.3 s in a kernel
+    that imported pandas and matplotlib."""
+
+    def __init__(self, folder: str, pieces: list[tuple[str, str, int]]) -> None:
+        import builtins
+        import threading
+
+        self.folder = os.path.realpath(folder)
+        self.builtins = dict(builtins.__dict__)
+        self.modules = dict(sys.modules)
+        self.named = _named_modules(pieces)
+        self.spaces = [(name, space, space.copy()) for name, space in self._spaces()]
+        self.hooks = self._hooks()
+        self.threads = {t.ident for t in threading.enumerate()}
+
+    def _spaces(self) -> list[tuple[str, dict[str, Any]]]:
+        """The namespaces of the modules the code names (or the user's namespace holds)
+        that are not the user's (nor runfix's)."""
+        found = []
+        for name in self.named:
+            module = sys.modules.get(name)
+            space = getattr(module, "__dict__", None)
+            if not isinstance(space, dict) or name in ("__main__", "builtins"):
+                continue
+            if name.startswith("_runfix_"):
+                continue
+            path = space.get("__file__")
+            if isinstance(path, str) and _within(os.path.realpath(path), self.folder):
+                continue
+            found.append((name, space))
+        return found
+
+    @staticmethod
+    def _hooks() -> dict[str, list[Any]]:
+        """What the interpreter and IPython call later, by name: the objects each holds."""
+        import atexit
+
+        shell = sys.modules["_runfix_kernel"]._shell()
+        events = getattr(getattr(shell, "events", None), "callbacks", {}) or {}
+        hooks: dict[str, list[Any]] = {
+            "sys.meta_path": list(sys.meta_path),
+            "sys.path_hooks": list(sys.path_hooks),
+            "sys.settrace": [sys.gettrace()],
+            "sys.setprofile": [sys.getprofile()],
+            "sys.displayhook": [sys.displayhook],
+            "sys.excepthook": [sys.excepthook],
+            "atexit": [None] * atexit._ncallbacks(),
+            "IPython's input transformers": list(getattr(shell, "input_transformers_post", [])),
+            "IPython's AST transformers": list(getattr(shell, "ast_transformers", [])),
+        }
+        for event, callbacks in events.items():
+            hooks[f"IPython's {event} callbacks"] = list(callbacks)
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGUSR1):
+            hooks[f"the {signal.Signals(number).name} handler"] = [signal.getsignal(number)]
+        return hooks
+
+    def changed(self) -> list[str]:
+        """What the code changed that acts later (a name each), oldest first."""
+        import builtins
+        import threading
+
+        found = [
+            f"builtins.{k}"
+            for k, v in builtins.__dict__.items()
+            if k not in ("_", "__", "___") and self.builtins.get(k, v) is not v
+        ]
+        found += [f"builtins.{k}" for k in builtins.__dict__.keys() - self.builtins.keys()]
+        found += [
+            f"sys.modules[{k!r}]"
+            for k, v in self.modules.items()
+            if sys.modules.get(k, v) is not v and not k.startswith("_runfix_")
+        ]
+        for name, space, was in self.spaces:
+            for key, old in was.items():
+                new = space.get(key, old)
+                if new is old or not callable(old) or (name == "sys" and key in _SYS_OWN):
+                    continue
+                if not _library(new):
+                    found.append(f"{name}.{key}")
+        for name in self.named:  # imported by the code: none of its functions is the code's
+            made = getattr(sys.modules.get(name), "__dict__", None)
+            if name in self.modules or not isinstance(made, dict) or name == "__main__":
+                continue
+            found += [
+                f"{name}.{key}"
+                for key, value in list(made.items())
+                if hasattr(value, "__code__") and not _library(value)
+            ]
+        now = self._hooks()
+        for what, hooked in self.hooks.items():
+            held = now.get(what, [])
+            added = [h for h in held if not any(h is w for w in hooked)]
+            if len(held) != len(hooked) and not added and what != "atexit":
+                continue  # (one taken away: nothing of the code's runs later for it)
+            if any(not _library(h) for h in added) or (what == "atexit" and held != hooked):
+                found.append(what)
+        left = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
+        found += [
+            f"a thread left running ({t.name})"
+            for t in left
+            if not _library(getattr(t, "_target", None) or t.run)
+        ]
+        return found[:20]
+
+
+def _named_modules(pieces: list[tuple[str, str, int]]) -> list[str]:
+    """The modules the pieces import or name (`os.path.join = …`: os and os.path), and
+    those the user's namespace holds."""
+    import ast
+
+    names: list[str] = []
+    main = getattr(sys.modules.get("__main__"), "__dict__", {})
+    for code, _, _ in pieces:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    names += [".".join(parts[: i + 1]) for i in range(len(parts))]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module)
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Name):
+                held = main.get(node.id)
+                if type(held).__name__ == "module":
+                    names.append(str(getattr(held, "__name__", "")))
+    names += [
+        str(getattr(v, "__name__", "")) for v in list(main.values()) if type(v).__name__ == "module"
+    ]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _library(value: Any) -> bool:
+    """Whether `value` (a function, a method, an object) is the code of a file of the
+    interpreter's (a library rebinding its own function, matplotlib's pyplot binding its
+    backend's `show` on first use, registering its callback), not the code that ran. Code
+    can forge it only by naming such a file as it compiles itself."""
+    function = getattr(value, "__func__", value)
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        where = code.co_filename
+    else:
+        module = sys.modules.get(str(getattr(type(value), "__module__", "")))
+        where = getattr(module, "__file__", None)
+    if not isinstance(where, str) or not where or getattr(function, "__module__", "") == "__main__":
+        return False
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    real = os.path.realpath(where)
+    return any(_within(real, os.path.realpath(p)) for p in prefixes) and os.path.isfile(real)
+
+
 def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -729,6 +906,7 @@ class _Reporter:
         self.written, self.process, self.network = (
             guard._PATHS_WRITTEN, guard._PROCESS, guard._NETWORK,
         )  # fmt: skip
+        self.tamper = guard._TAMPER
         self.command, self.address = guard._command, guard._address
         self.write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
@@ -747,13 +925,18 @@ class _Reporter:
         kind, what, why = found
         if kind == "harmless":
             raise FileNotFoundError(errno.ENOENT, f"runfix's jail: no {what} here")
+        sentence = self.report(kind, what, why)
+        if kind in ("process", "signal", "network"):
+            raise PermissionError(errno.EACCES, "runfix's jail refused " + sentence)
+
+    def report(self, kind: str, what: str, why: str) -> str:
+        """Say once what the code tried; the sentence."""
         said = _said(kind, what, why)
         if said["pattern"] not in self.seen:
             self.seen.add(said["pattern"])
             with contextlib.suppress(OSError):
                 _send(self.fd, {"tried": said})
-        if kind in ("process", "signal", "network"):
-            raise PermissionError(errno.EACCES, "runfix's jail refused " + said["sentence"])
+        return said["sentence"]
 
     def _judge(self, event: str, args: tuple[Any, ...]) -> tuple[str, str, str] | None:
         if event == "open":
@@ -775,6 +958,8 @@ class _Reporter:
             return ("network", "a network socket", "model code may not reach the network")
         if event in self.network:
             return ("network", self.address(event, args), "model code may not reach the network")
+        if event in self.tamper:
+            return ("tamper", event, "it reaches into the interpreter past its own code")
         return None
 
     def _changed(self, event: str, args: tuple[Any, ...]) -> tuple[str, str, str] | None:
