@@ -179,6 +179,12 @@ _KINDS = {
 }
 
 
+def literal(what: str) -> str:
+    """`what` as a pattern that matches only itself: a path holding `*` allowed always is
+    that path, never a wildcard."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in what)
+
+
 class Refusal:
     """One thing the guard stopped: its kind, what it was (a path, a command, an address),
     why, and the pattern a user's "allow always" would keep."""
@@ -187,7 +193,7 @@ class Refusal:
 
     def __init__(self, kind: str, what: str, why: str) -> None:
         self.kind, self.what, self.why = kind, what, why
-        self.pattern = f"{kind}:{what}"
+        self.pattern = f"{kind}:{literal(what)}"
 
     def said(self) -> dict[str, str]:
         said = {"kind": self.kind, "what": self.what, "why": self.why, "pattern": self.pattern}
@@ -209,7 +215,7 @@ class _Guard:
         home = os.path.expanduser("~")
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
         matplotlib = os.environ.get("MPLCONFIGDIR") or os.path.join(home, ".config", "matplotlib")
-        for place in (cache, matplotlib, os.path.join(home, ".ipython")):
+        for place in (cache, matplotlib):  # (not ~/.ipython: its startup files run later)
             self.writable.append(os.path.realpath(place))
         self.armed: object | None = None
         """The token of the arm under way (None: not armed)."""

@@ -156,6 +156,9 @@ def run(pieces: str, limit: int = 100000, budget: float = 60.0, secrets: Any = (
     scratch = tempfile.mkdtemp(prefix="runfix-jail-")
     read, write = os.pipe()
     _flush_streams()
+    folder = os.getcwd()
+    readable = [*_readable(folder), os.path.realpath(scratch)]
+    state = _State(folder, asked)  # (read here: read in the child, each page read is copied)
     try:
         pid = os.fork()
     except OSError as exc:
@@ -165,7 +168,7 @@ def run(pieces: str, limit: int = 100000, budget: float = 60.0, secrets: Any = (
         kernel._publish({"jail": {"how": "unavailable", "why": f"fork: {exc}", "tried": []}})
         return
     if pid == 0:  # the child: never returns
-        _child(read, write, scratch, asked, limit, budget, list(secrets))
+        _child(read, write, scratch, asked, limit, budget, list(secrets), readable, state)
     os.close(write)
     lines, how = _collect(read, pid, budget)
     status = _reap(pid)
@@ -342,7 +345,8 @@ _WORDS = {
 def _said(kind: str, what: str, why: str) -> dict[str, str]:
     words = _WORDS.get(kind, kind)
     sentence = f"{words} ({what}): {why}"
-    return {"kind": kind, "what": what, "why": why, "pattern": f"{kind}:{what}",
+    pattern = kind + ":" + "".join(f"[{c}]" if c in "*?[" else c for c in what)
+    return {"kind": kind, "what": what, "why": why, "pattern": pattern,
             "sentence": sentence}  # fmt: skip
 
 
@@ -351,7 +355,7 @@ def _said(kind: str, what: str, why: str) -> dict[str, str]:
 
 def _child(
     read: int, write: int, scratch: str, pieces: list[tuple[str, str, int]], limit: int,
-    budget: float, secrets: list[str],
+    budget: float, secrets: list[str], readable: list[str], state: _State,
 ) -> None:  # fmt: skip
     """Confine this process, run the pieces, report; never returns."""
     code = 0
@@ -359,8 +363,8 @@ def _child(
         os.close(read)
         events: list[Any] = []
         _prepare(write, scratch, events)
+        state.ours()
         folder = os.getcwd()
-        readable = _readable(folder, scratch)
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
@@ -371,7 +375,6 @@ def _child(
         sys.addaudithook(reporter.hook)
         signal.alarm(max(1, int(budget + 1)))  # (the kernel kills it too)
         earlier = getattr(sys, "last_value", None)
-        state = _State(folder, pieces)
         ran, failed, shown = _run_pieces(pieces, limit, events)
         for what in state.changed():
             reporter.report("later", what, "it would act after the code ran, in your kernel")
@@ -544,11 +547,26 @@ def _protect_shared(libc: Any) -> None:
         libc.mprotect(start, end - start, 1)  # PROT_READ
 
 
-def _readable(folder: str, scratch: str) -> list[str]:
+_READABLE: dict[tuple[str, ...], list[str]] = {}
+"""What `_readable` found, by what it read (the folder, `sys.path`, the environment)."""
+
+
+def _readable(folder: str) -> list[str]:
     """Where the code may read: its folder, the interpreter and what it imports from, the
-    system's libraries and data, its own temp (the scratch folder); never the rest of the
-    home folder, nor the shared temp folder (another folder's files, a socket's name)."""
-    places = [folder, scratch, sys.prefix, sys.exec_prefix,
+    system's libraries and data (and its own temp, the scratch folder, given apart); never
+    the rest of the home folder, nor the shared temp folder (another folder's files, a
+    socket's name). Kept while what it depends on is the same."""
+    key = (folder, *sys.path, os.environ.get("HOME", ""), os.environ.get("XDG_CACHE_HOME", ""),
+           os.environ.get("XDG_CONFIG_HOME", ""), os.environ.get("MPLCONFIGDIR", ""))  # fmt: skip
+    found = _READABLE.get(key)
+    if found is None:
+        _READABLE.clear()
+        found = _READABLE[key] = _places(folder)
+    return found
+
+
+def _places(folder: str) -> list[str]:
+    places = [folder, sys.prefix, sys.exec_prefix,
               getattr(sys, "base_prefix", sys.prefix), getattr(sys, "base_exec_prefix",
               sys.exec_prefix), *_SYSTEM, *("/etc/" + name for name in _ETC)]  # fmt: skip
     places += [p or folder for p in sys.path]
@@ -749,6 +767,17 @@ class _State:
         self.spaces = [(name, space, space.copy()) for name, space in self._spaces()]
         self.hooks = self._hooks()
         self.threads = {t.ident for t in threading.enumerate()}
+
+    def ours(self) -> None:
+        """What the jail itself put in place before the code runs (`_capture`) is no
+        change of the code's."""
+        import builtins
+        import getpass
+
+        self.builtins["input"] = builtins.input
+        for name, _, was in self.spaces:
+            if name == "getpass":
+                was["getpass"] = getpass.getpass
 
     def _spaces(self) -> list[tuple[str, dict[str, Any]]]:
         """The namespaces of the modules the code names (or the user's namespace holds)

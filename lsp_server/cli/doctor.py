@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from executor._kernel_jail import landlock_abi, unavailable
 from executor.base import ExecutorUnavailable
 from executor.configs import DEFAULT_IMAGE
 from executor.docker import describe_engine, describe_image
@@ -36,12 +37,32 @@ async def doctor(folder: Path, command_line: Mapping[str, Any] | None = None) ->
         ok = True  # nothing to check until the folder is decided
     else:
         ok = await kind.kernel(folder, kernel_config(folder, settings)).diagnose(print)
+    print(jail_line(settings.executor))
     if not kind.sandboxed:
         await _sandbox_note()
     await _doctor_model(settings)
     if ok:
         print("everything runfix needs to run code is here.")
     return 0 if ok else 1
+
+
+def jail_line(executor: str) -> str:
+    """Where model code runs first here (`executor/_kernel_jail.py`), in one line."""
+    why = unavailable()
+    where = "the container's kernel" if executor == "docker" else "the kernel"
+    if executor == "remote":
+        return "jail:           asked of the server's kernel when model code first runs there"
+    if why is not None:
+        return (
+            f"jail:           none here ({why}): model code is asked about before it runs in "
+            f"{where}"
+        )
+    machine = os.uname().machine
+    seccomp = " + seccomp" if machine in ("x86_64", "aarch64") else ""
+    return (
+        f"jail:           Landlock ABI {landlock_abi()}{seccomp} ({machine}): model code runs "
+        f"first in a confined fork of {where}"
+    )
 
 
 def _may_start(folder: Path, settings: Settings) -> bool:

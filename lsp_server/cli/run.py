@@ -59,6 +59,7 @@ from lsp_server.outputs.results import DocumentResults, Problem, StatementResult
 from lsp_server.record.ci_formats import render
 from lsp_server.record.store import FILE as RECORD_FILE
 from lsp_server.runs import RunMode, Where, pieces_for
+from lsp_server.services.runner import HELD
 from lsp_server.services.steps import PieceRun
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, read_pyproject, resolve
@@ -685,6 +686,16 @@ async def _generate(
         if answer.status == Status.CANCELLED:
             return False
         written = answer.range
+        said = answer.run.message if answer.run is not None else None
+        if written is not None and said is not None and said.startswith(HELD):
+            # held in the jail: a terminal cannot ask, so the file keeps no code of it
+            now = flow.now(where)
+            undo = LineEdit(written.start.line, written.end.line, "")
+            await editor.apply(where.uri, now.text.version, undo, "runfix: held")
+            editor.remark(Place(where.uri, at), f"{said} Nothing was written under the prompt.")
+            ok = False
+            ran_to = at
+            continue
         ok = ok and written is not None and (answer.run is None or answer.run.status == Status.OK)
         if written is not None:
             count = written.end.line - written.start.line

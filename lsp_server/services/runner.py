@@ -93,17 +93,21 @@ def jail_for(where: Where, origin: str, kernel: Kernel) -> Jail | None:
     return Jail(budget, secrets=tuple(where.settings.secret_extra_names))
 
 
+HELD = "runfix held the model's code"
+"""How a run's answer begins when the model's code was held (the terminal writes nothing)."""
+
+
 def held(proof: RunOutcome, what: str) -> RunOutcome:
     """The jail's outcome of code that did not run in the kernel for what it tried (or
     because there is no jail): said as its error, on its first line."""
     message = (
-        f"runfix held the model's code: it tried {what}. It did not run in your kernel."
+        f"{HELD}: it tried {what}. It did not run in your kernel."
         if proof.jailed is not None and proof.jailed.tried
-        else f"runfix held the model's code ({what}); it did not run in your kernel."
+        else f"{HELD} ({what}); it did not run in your kernel."
     )
     error = Error("HeldByJail", message, (), message)
     kept = tuple(e for e in proof.events if not isinstance(e, Error))
-    return replace(proof, status=RunStatus.ERROR, events=(*kept, error))
+    return replace(proof, status=RunStatus.ERROR, events=(*kept, error), note=message)
 
 
 def output_files(folder: Path, settings: Settings) -> OutputFiles:
@@ -182,7 +186,8 @@ class Runner:
         if run.stopped is not None:
             return run_answer(Status.CANCELLED, began, run.stopped or None)
         outcome = run.ran[-1].outcome
-        why = outcome.note if outcome.status == RunStatus.CANCELLED else ""
+        held = outcome.note.startswith(HELD)
+        why = outcome.note if outcome.status == RunStatus.CANCELLED or held else ""
         return run_answer(outcome.status, began, why or None)
 
     async def _run_pieces(self, run: RangeRun, asked_at: float) -> None:
