@@ -29,7 +29,10 @@ _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 SECRET_WORDS = frozenset(
     {
         "password",
+        "passwords",
         "passwd",
+        "pass",
+        "pw",
         "passphrase",
         "pwd",
         "secret",
@@ -136,6 +139,22 @@ URL_PASSWORD = re.compile(rf"({_SCHEMES}[^\s:/@'\"<>]+:)([^\s@'\"<>/]+)(@)")
 """The password of `scheme://user:password@host`."""
 URL_TOKEN = re.compile(rf"({_SCHEMES})([^\s:/@'\"<>]{{12,}})(@)")
 """A token standing for the user of `https://TOKEN@host` (GitHub's clone URLs)."""
+URL_QUERY = re.compile(r"([?&](?P<param>[A-Za-z_][\w.-]*)=)(?P<value>[^&#;\s'\"<>]{3,})")
+"""A URL's query parameter: `?api_key=…&sig=…`."""
+QUERY_SECRETS = frozenset(
+    {"key", "sig", "signature", "code", "x-amz-signature", "x-amz-credential"}
+)
+"""Query parameters that hold a secret though their names alone would not say so elsewhere
+(a URL's `key=` is an API key; a `sig=` signs it)."""
+CONNECTION_PASSWORD = re.compile(
+    r"(?i)(\b(?:password|pwd|passwd|pass|pw)\s*=\s*)([^;'\"\s]{1,500})"
+)
+"""`Password=…;`, `Pwd=…` in a connection string (ODBC, ADO.NET, libpq's `password=`)."""
+_NAMED_SEQUENCE = re.compile(
+    r"(?P<name>[A-Za-z_][\w.-]*)(?P<quote>['\"]?)\s*(?:=|:)\s*(?P<open>[\[(])"
+)
+"""`name = [` or `"name": (`: a list or tuple literal whose strings are under that name."""
+_STRING = re.compile(r"(?P<q>['\"])(?P<value>(?:\\.|(?!(?P=q)).){1,2000}?)(?P=q)")
 _SCHEME_NAMES = frozenset({"", "Bearer", "Basic", "Token", "Digest", "token", "bearer"})
 _SCHEME_WORDS = re.compile(r"\b(Bearer|Basic|Token|Digest)(\s+)([A-Za-z0-9._~+/=-]{8,})")
 """An HTTP credential after its scheme's word."""
@@ -266,12 +285,56 @@ class Hider:
             ),
             text,
         )
+        text = URL_QUERY.sub(self._query, text)
+        text = CONNECTION_PASSWORD.sub(
+            lambda m: (
+                m.group(0)
+                if m.group(2).startswith("<hidden")
+                else m.group(1) + self._placeholder(m.group(2), "a connection's password")
+            ),
+            text,
+        )
+        text = self._sequences(text)
         text = _NAMED.sub(self._named_literal, text)
         text = _SAID.sub(self._said_line, text)
         for why in _PLACEHOLDER.findall(text):
             if why not in self.said:
                 self.said.append(why)
         return text
+
+    def _query(self, match: re.Match[str]) -> str:
+        param, value = match.group("param"), match.group("value")
+        if "<hidden" in value or not (
+            param.lower() in QUERY_SECRETS or self.named(param) or words(param)[-1:] == ["key"]
+        ):
+            return match.group(0)
+        return match.group(1) + self._placeholder(value, f"a URL's {param}")
+
+    def _sequences(self, text: str) -> str:
+        """The strings of a list or tuple literal under a secret's name, each hidden."""
+        out: list[str] = []
+        at = 0
+        for match in _NAMED_SEQUENCE.finditer(text):
+            name = match.group("name").rsplit(".", 1)[-1]
+            if match.start() < at or not self.named(name):
+                continue
+            close = "]" if match.group("open") == "[" else ")"
+            end = text.find(close, match.end(), match.end() + 4000)
+            if end < 0:
+                continue
+            inside = _STRING.sub(
+                lambda m, name=name: (
+                    m.group(0)  # type: ignore[misc]
+                    if "<hidden" in m.group("value")
+                    else m.group("q")
+                    + self._placeholder(m.group("value"), f"{name}'s value")
+                    + m.group("q")
+                ),
+                text[match.end() : end],
+            )
+            out += [text[at : match.end()], inside]
+            at = end
+        return "".join(out) + text[at:] if out else text
 
     def _named_literal(self, match: re.Match[str]) -> str:
         name, value = match.group("name"), match.group("value")

@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 import stat
 import struct
@@ -33,6 +34,7 @@ from urllib.parse import unquote, urlparse
 
 from executor.base import ExecutorUnavailable
 from executor.events import Display, Error, RunOutcome, Stream, Value
+from executor.redact import Hider, secret_name
 from executor.text import split_lines
 from executor.trust import Choice
 from lsp_server.commands import Call, dispatch
@@ -240,6 +242,31 @@ def notebook_cell(
     return rows, first, max(first, last)
 
 
+def hidden(said: Any, call: dict[str, Any], settings: Settings) -> Any:
+    """What an agent reads back (a run's output, results, history, a value), with the
+    secrets the rule finds hidden as they are from the model: the environment's secret
+    values, keys by their shapes, a URL's or a connection's password, what a secret's name
+    holds; a value asked for by a secret's name is hidden whole (`variables`' rule)."""
+    extra = settings.secret_extra_names
+    expression = (call.get("args") or {}).get("expression")
+    if call.get("op") == "inspect" and isinstance(expression, str) and isinstance(said, dict):
+        last = re.split(r"[.\[\]'\"]+", expression.strip().strip("]'\""))[-1]
+        if said.get("value") is not None and secret_name(last, extra):
+            return {**said, "value": "<hidden: its name says it is a secret>"}
+    hider = Hider(os.environ, extra)
+    return _hide_texts(said, hider)
+
+
+def _hide_texts(said: Any, hider: Hider) -> Any:
+    if isinstance(said, str):
+        return hider.hide(said)
+    if isinstance(said, list):
+        return [_hide_texts(item, hider) for item in said]
+    if isinstance(said, dict):
+        return {key: _hide_texts(value, hider) for key, value in said.items()}
+    return said
+
+
 class AgentDoor:
     """The sockets agents reach `runfix serve` through, and what their calls do."""
 
@@ -390,7 +417,8 @@ class AgentDoor:
         args = call.get("args") or {}
         if not isinstance(args, dict):
             raise AgentError("args must be an object")
-        return await op(folder, args, agent_name(call.get("agent")))
+        said = await op(folder, args, agent_name(call.get("agent")))
+        return hidden(said, call, (await self.flow.folder_settings(folder))[0])
 
     def still_there(self, folder: Path) -> None:
         """AgentError when `folder` is not the folder it was at its first call: renamed or
@@ -407,9 +435,8 @@ class AgentDoor:
     def was(self, folder: Path) -> Path | None:
         """The folder this door served that `folder` is, moved or renamed since."""
         now = identity(folder)
-        if now is None:
-            return None
-        return next((f for f, i in self._identity.items() if i == now and f != folder), None)
+        found = (f for f, i in self._identity.items() if i == now and f != folder)
+        return next(found, None) if now is not None else None
 
     async def _may_run(self, folder: Path, agent: str) -> None:
         why = await self.flow.agent_may_run(folder, agent)

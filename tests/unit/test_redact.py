@@ -115,3 +115,33 @@ def test_the_kernel_says_a_value_hidden_by_its_name_or_by_what_it_holds() -> Non
     assert hide_value("copy", repr("x" + STRIPE), secrets) == "'x<hidden: STRIPE_KEY's value>'"
     assert hide_value("ssn", "'123-45-6789'", secrets, ["ssn"]) is not None
     assert hide_value("count", "3", secrets) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("'https://api.example.com/v1?api_key=abc123def456&page=2'", "page=2"),
+        ("'https://maps.example.com/api?key=AIzaNotAShape123&q=x'", "q=x"),
+        ("'https://cdn.example.com/f.png?sig=ZZZ999yyy&w=3'", "w=3"),
+        ("'https://example.com/?token=t0k3n-value'", "example.com"),
+        ("conn = 'Server=db;Database=app;User Id=sa;Password=Hunter2!xyz;'", "Database=app"),
+        ("dsn = 'host=db user=app pwd=s3cr3tpw'", "user=app"),
+        ("cfg = {'user': 'bob', 'pass': 'letmein99'}", "'bob'"),
+        ("cfg = {'user': 'bob', 'pw': 'letmein99'}", "'bob'"),
+        ("passwords = ['letmein99', 'hunter2-xyz']", "passwords = ["),
+        ("secrets = ('letmein99', 'hunter2-xyz')", "secrets = ("),
+    ],
+)
+def test_the_spellings_round_7_found_are_hidden(text: str, kept: str) -> None:
+    """Issue 68, 5: a URL's query parameters, `pass`/`pw` keys, a connection string's
+    `Password=`/`Pwd=`, the strings of a list or tuple under a secret's name."""
+    said = Hider({}).hide(text)
+    for secret in ("abc123def456", "AIzaNotAShape123", "ZZZ999yyy", "t0k3n-value",
+                   "Hunter2!xyz", "s3cr3tpw", "letmein99", "hunter2-xyz"):  # fmt: skip
+        assert secret not in said, said
+    assert "<hidden: " in said and kept in said
+
+
+def test_a_plain_list_and_query_stay_as_they_are() -> None:
+    text = "names = ['ann', 'bob']\nurl = 'https://example.com/?page=2&sort=name'\n"
+    assert Hider({}).hide(text) == text
