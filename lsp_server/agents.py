@@ -26,7 +26,6 @@ import socket
 import stat
 import struct
 import sys
-import tempfile
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,7 +35,7 @@ from executor.base import ExecutorUnavailable
 from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.redact import Hider, secret_name
 from executor.text import split_lines
-from executor.trust import Choice
+from executor.trust import Choice, state_folder
 from lsp_server.commands import Call, dispatch
 from lsp_server.contract import RUN, Range, RunArgs
 from lsp_server.editor import Editor, Snapshot
@@ -93,12 +92,15 @@ def local_path(raw: str) -> str:
 
 def runtime_dir() -> Path:
     """The user's private runtime folder for runfix's sockets (0700, the user's own, not a
-    link); made if missing. Checked at every use, not once: a folder someone else made or
+    link): `$XDG_RUNTIME_DIR/runfix`, else `run` in runfix's state folder — never the shared
+    temp folder; made if missing. Checked at every use, not once: a folder someone else made or
     opened up is refused, and so is one below a folder another user could rename it out of
     (owned by someone but this user or root, or writable by others without the sticky bit:
     `XDG_RUNTIME_DIR` left pointing into another user's folder by `su`)."""
     base = os.environ.get("XDG_RUNTIME_DIR")
-    root = Path(base) / "runfix" if base else Path(tempfile.gettempdir()) / f"runfix-{os.getuid()}"
+    root = Path(base) / "runfix" if base else state_folder() / "run"
+    if not base:  # (not the shared temp folder: another of this user's processes' to rename)
+        root.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     for parent in root.parents:
         try:
             above = os.lstat(parent)
@@ -267,6 +269,26 @@ def _hide_texts(said: Any, hider: Hider) -> Any:
     return said
 
 
+def lines_asked(
+    numbers: tuple[int | None, int | None, int | None],
+    rows: Sequence[str],
+    markers: Sequence[str],
+) -> tuple[int, int] | None:
+    """The lines (0-based) the `line`, `first`, `last` asked (`_numbers`) come to:
+    `first`..`last`, the cell holding `line` (`run_cell`: the whole cell, never the one
+    line), or None: the whole file."""
+    line, first, last = numbers
+    if line is not None:
+        if line > len(rows):
+            raise AgentError(f"line: the file has {len(rows)} lines")
+        cell = cell_at(split_cells(rows, markers), line - 1)
+        assert cell is not None  # (every line is in a cell)
+        return cell.code_first, max(cell.code_first, cell.last)
+    if first is not None:
+        return first - 1, (last if last is not None else first) - 1
+    return None
+
+
 class AgentDoor:
     """The sockets agents reach `runfix serve` through, and what their calls do."""
 
@@ -417,6 +439,8 @@ class AgentDoor:
         args = call.get("args") or {}
         if not isinstance(args, dict):
             raise AgentError("args must be an object")
+        if args.get("path"):  # (a call for another folder reached this one's socket: refused)
+            self._uri(folder, args)
         said = await op(folder, args, agent_name(call.get("agent")))
         return hidden(said, call, (await self.flow.folder_settings(folder))[0])
 
@@ -466,26 +490,6 @@ class AgentDoor:
         return path.as_uri(), path
 
     @staticmethod
-    def _lines(
-        numbers: tuple[int | None, int | None, int | None],
-        rows: Sequence[str],
-        markers: Sequence[str],
-    ) -> tuple[int, int] | None:
-        """The lines (0-based) the `line`, `first`, `last` asked (`_numbers`) come to:
-        `first`..`last`, the cell holding `line` (`run_cell`: the whole cell, never the one
-        line), or None: the whole file."""
-        line, first, last = numbers
-        if line is not None:
-            if line > len(rows):
-                raise AgentError(f"line: the file has {len(rows)} lines")
-            cell = cell_at(split_cells(rows, markers), line - 1)
-            assert cell is not None  # (every line is in a cell)
-            return cell.code_first, max(cell.code_first, cell.last)
-        if first is not None:
-            return first - 1, (last if last is not None else first) - 1
-        return None
-
-    @staticmethod
     def _numbers(args: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
         """`line`, `first`, `last` as asked, each a line number from 1 or None."""
         line, first, last = args.get("line"), args.get("first"), args.get("last")
@@ -510,13 +514,13 @@ class AgentDoor:
             except UnicodeDecodeError:
                 raise AgentError(f"{path}: not UTF-8 text") from None
             rows = tuple(text.splitlines(keepends=True))
-            lines = self._lines(numbers, rows, decided[0].prompt_markers)
+            lines = lines_asked(numbers, rows, decided[0].prompt_markers)
             first, last = lines if lines is not None else (0, len(rows) - 1)
             language = language_of(None, str(path))
             where = await self._where(folder, uri, str(path), rows, language, decided)
             return await self._execute(where, Piece(first, last), agent)
         where = await self.flow.where(uri)  # (the settings its lines are found by, and run by)
-        lines = self._lines(numbers, open_text.lines, where.settings.prompt_markers)
+        lines = lines_asked(numbers, open_text.lines, where.settings.prompt_markers)
         span = Range.lines(*lines) if lines is not None else None
         return await self._run_open(where, span, agent)
 
@@ -595,7 +599,7 @@ class AgentDoor:
     async def _results(self, folder: Path, args: dict[str, Any], agent: str) -> Any:
         uri, _ = self._uri(folder, args)
         results = self.flow.results(uri)
-        lines = self._lines(self._numbers(args), (), ())  # (first..last: no cell to find)
+        lines = lines_asked(self._numbers(args), (), ())  # (first..last: no cell to find)
         first, last = lines if lines is not None else (0, 1 << 30)
         said: list[dict[str, Any]] = []
         for at, end, statement in results.placed():

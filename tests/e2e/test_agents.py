@@ -389,6 +389,19 @@ needs_root = pytest.mark.skipif(
 )
 
 
+def test_without_xdg_runtime_dir_the_sockets_are_in_the_state_folder_not_the_shared_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 68, 6: with `XDG_RUNTIME_DIR` unset (macOS), the sockets' folder was under the
+    shared temp folder, where model code renamed one folder's socket over another's."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root = runtime_dir()
+    assert root == tmp_path / "state" / "runfix" / "run"
+    assert root.stat().st_mode & 0o777 == 0o700
+    assert root.parent.stat().st_mode & 0o077 == 0
+
+
 @needs_root
 def test_a_runtime_folder_inside_another_users_folder_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
