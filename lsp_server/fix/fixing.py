@@ -788,7 +788,7 @@ class Fixer:
             if loop.answered(_normal(candidate)) and self.stop_alike:
                 return loop.stuck(number)
             note = ""
-            note, ended = await self._screened(loop, candidate, lines, number)
+            note, ended = await _screened(self, loop, candidate, lines, number)
             if ended is not None:
                 return ended
             if note:
@@ -800,37 +800,6 @@ class Fixer:
                 return done
             fresh = None  # the candidate ran: the kernel's variables may differ now
         return loop.settled(number)
-
-    async def _screened(
-        self, loop: _Loop, candidate: str, lines: Sequence[str], number: int
-    ) -> tuple[str, FixResult | None]:
-        """Before a candidate runs: for the tests, one that reaches past the code the
-        failure ran through (`reach`), held with the rule it broke; one the scan flags, run
-        only once confirmed. (What to tell the model, not run: ""), or the fix's end."""
-        if self.by_tests and (reach := reaches_past(loop.target.code, candidate)):
-            why = f"It was not run: it {reach}."  # held with the rule (issue 68, 4)
-            loop.failed(candidate, why, loop.current)
-            return f"{why} Change only the code the failure ran through.", None
-        findings = scan(
-            candidate,
-            loop.target.first + 1,
-            language=self.language.unread,
-            context=document_names(
-                "".join(loop.target.lines if loop.target.path is not None else lines)
-            ),
-            modules=self.modules,
-        )
-        if not findings or await self.ports.confirm(candidate, findings):
-            return "", None
-        if self.by_tests:  # the tests judge candidates: a flagged one is one not run
-            why = f"It was not run: it {findings[0].message}."
-            loop.failed(candidate, why, loop.current)
-            return f"{why} Answer with the corrected code only.", None
-        said = (
-            "the model's candidate was flagged and not confirmed, so it did not run "
-            f"({findings[0].message})"
-        )
-        return "", loop.ended("failed", number, said)
 
     def _took(self, number: int, model: float, ran: float, checked: float) -> None:
         """Where an attempt's time went, said as it ends: the model (reading the request and
@@ -1094,6 +1063,38 @@ class Fixer:
             loop.best = result
         loop.failed(candidate, checked.for_model(), checked.for_model())
         return None
+
+
+async def _screened(
+    fixer: Fixer, loop: _Loop, candidate: str, lines: Sequence[str], number: int
+) -> tuple[str, FixResult | None]:
+    """Before a candidate runs: for the tests, one that reaches past the code the
+    failure ran through (`reach`), held with the rule it broke; one the scan flags, run
+    only once confirmed. (What to tell the model, not run: ""), or the fix's end."""
+    if fixer.by_tests and (reach := reaches_past(loop.target.code, candidate)):
+        why = f"It was not run: it {reach}."  # held with the rule (issue 68, 4)
+        loop.failed(candidate, why, loop.current)
+        return f"{why} Change only the code the failure ran through.", None
+    findings = scan(
+        candidate,
+        loop.target.first + 1,
+        language=fixer.language.unread,
+        context=document_names(
+            "".join(loop.target.lines if loop.target.path is not None else lines)
+        ),
+        modules=fixer.modules,
+    )
+    if not findings or await fixer.ports.confirm(candidate, findings):
+        return "", None
+    if fixer.by_tests:  # the tests judge candidates: a flagged one is one not run
+        why = f"It was not run: it {findings[0].message}."
+        loop.failed(candidate, why, loop.current)
+        return f"{why} Answer with the corrected code only.", None
+    said = (
+        "the model's candidate was flagged and not confirmed, so it did not run "
+        f"({findings[0].message})"
+    )
+    return "", loop.ended("failed", number, said)
 
 
 @dataclass
