@@ -541,7 +541,7 @@ def run_file(
         )
     if notebook is not None:
         return _write_notebook(editor, notebook, code, inplace, bool(prompts))
-    if editor.changed:
+    if editor.changed and "".join(editor.lines) != source:  # (code held was taken out again)
         return _write_file(editor, source, encoding, bool(prompts)) or code
     return code
 

@@ -209,6 +209,8 @@ def _lookup_gone(failing: Failing, before: ast.AST, after: ast.AST) -> Held | No
         ]
 
     said = f"`{failing.expression.strip()}`"
+    if not base & {n.id for n in ast.walk(after) if isinstance(n, ast.Name)}:
+        return None  # (renamed: `for row in rows` where `for r in rows` was; not judged here)
     old, new = lookups(before), lookups(after)
     gets = [n for n in ast.walk(after) if _is_get(n) and base <= _names(n.func.value)]  # type: ignore[attr-defined]
     if not new and not gets:

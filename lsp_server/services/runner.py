@@ -271,6 +271,8 @@ class Runner:
         outcome = None
         if jail is not None:  # the model's code runs in the jail first
             outcome = await self._proven(where, piece, request, jail, keep, run, cancel)
+            if outcome is None and guarded:  # (what the user let it do, the guard lets it)
+                request = replace(request, guard=self.gate.guard_for(where, code))
         for code_before, name, line in before if outcome is None else ():
             first = await run(
                 RunRequest(code_before, name, line, request.timeout, request.output_limit,

@@ -1,6 +1,6 @@
 """Issue 58 in the editor: what the editor's Run and fix and Generate send the model hides
-every secret, and the model's code they run is under the runtime guard, which asks "Allow
-once / Allow always / Don't allow" where it stopped something (a real `runfix serve`, a real
+every secret, and the model's code they run runs first in the jail, which asks "Run it in
+the kernel / Don't run it" where the code tried something (issue 68) (a real `runfix serve`, a real
 kernel, the real `openai` client against scripted replies)."""
 
 from __future__ import annotations
@@ -86,21 +86,16 @@ async def test_run_and_fix_stops_a_candidate_the_scan_let_through_and_asks(
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
     assert not marker.exists()
     [question] = client.questions
-    assert "the guard stopped the model's code (spawn.py:3): starting a process" in (
-        question.message
-    )
-    assert [a.title for a in question.actions or []] == [
-        "Allow once",
-        "Allow always (process:fork)",
-        "Don't allow",
-    ]
-    assert "runfix's guard stopped the model's code" in model.user_text(1)
+    assert "the model's code (spawn.py:3) tried starting a process" in question.message
+    assert "runfix's jail refused it, and it has not run in your kernel" in question.message
+    assert [a.title for a in question.actions or []] == ["Run it in the kernel", "Don't run it"]
+    assert "runfix held the model's code: it tried starting a process" in model.user_text(1)
     assert answer == {"status": "fixed", "attempts": 2, "says": "3"}
     assert text(client, uri) == "items = [1, 2]\n# %%\nprint(sum(items))\n"
 
 
 @pytest.mark.parametrize("allowed", [False, True])
-async def test_generate_and_run_stops_what_the_scan_let_through_unless_allowed_once(
+async def test_generate_and_run_holds_what_the_scan_let_through_unless_run_in_the_kernel(
     client: LanguageClient, folder: Path, model: ModelServer, allowed: bool
 ) -> None:
     """`typing.get_type_hints` of a string annotation that calls `os.system`: stopped, and
@@ -114,7 +109,7 @@ async def test_generate_and_run_stops_what_the_scan_let_through_unless_allowed_o
         "typing.get_type_hints(f)"
     )
     model.script(code(body))
-    client.answer = "Allow once" if allowed else None
+    client.answer = "Run it in the kernel" if allowed else None
     result = await generate(client, uri, 0, run_too=True)
     assert "typing.get_type_hints(f)" in text(client, uri)  # shown in the document either way
     [question] = client.questions

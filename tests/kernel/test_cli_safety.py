@@ -1,6 +1,7 @@
 """Issue 58 from a terminal: no secret reaches the model (`run --fix`, `run --generate`,
-`test --fix`, and what `runfix test` prints), model code runs under the runtime guard
-(`run --fix`, `run --generate`, `test --fix`), a test is never a fix's target, a check that
+`test --fix`, and what `runfix test` prints), model code runs in the jail (`run --fix`,
+`run --generate`: what tried something is held, and `--generate` writes nothing of it) and
+under the runtime guard (`test --fix`), a test is never a fix's target, a check that
 could not run whole is never "verified", and no file is written through a link."""
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ def test_run_fix_stops_a_candidate_that_writes_outside_the_folder_and_the_next_f
         OUTSIDE.unlink(missing_ok=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.read_text() == "items = [1, 2, 3]\n# %%\nprint(sum(items))\n"
-    assert "runfix's guard stopped the model's code: a write" in second
-    assert "outside the folder" in second
+    assert "runfix held the model's code: it tried a write" in second
+    assert str(OUTSIDE) in second
 
 
 def test_run_generate_stops_generated_code_that_starts_a_process(tmp_path: Path) -> None:
@@ -101,7 +102,10 @@ def test_run_generate_stops_generated_code_that_starts_a_process(tmp_path: Path)
         done = run_generate(path, model)
     assert not marker.exists()
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "runfix's guard stopped the model's code: starting a process (touch)" in done.stdout
+    assert "runfix held the model's code: it tried starting a process (touch)" in done.stdout
+    assert "Nothing was written under the prompt" in done.stdout
+    assert path.read_text() == "# %% ai: the machine's MAC address\n"  # (issue 68, 2)
+    assert "wrote the generated code" not in done.stdout
 
 
 def test_no_file_is_written_through_a_link_a_repository_ships(tmp_path: Path) -> None:
