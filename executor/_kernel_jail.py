@@ -237,23 +237,36 @@ def _reap(pid: int) -> int:
         return 0
 
 
+def _report_of(lines: list[bytes]) -> tuple[list[dict[str, str]], dict[str, Any] | None, str]:
+    """What the child said: what it tried, its end (its output; None: it never said), and
+    why the jail could not be made ("": it was; nothing of the code ran otherwise)."""
+    tried: list[dict[str, str]] = []
+    done: dict[str, Any] | None = None
+    broke = ""
+    for line in lines:
+        try:
+            said = json.loads(line.decode("utf-8", "replace")) if line.strip() else None
+        except ValueError:
+            continue
+        if not isinstance(said, dict):
+            continue
+        if isinstance(said.get("tried"), dict):
+            tried.append({k: str(v) for k, v in said["tried"].items()})
+        elif isinstance(said.get("done"), dict) and done is None:
+            done = said["done"]
+        elif "broke" in said and done is None:
+            broke = str(said["broke"])[:500]
+    return tried, done, broke
+
+
 def _tell(
     kernel: Any, lines: list[bytes], how: str, status: int, budget: float, took: float
 ) -> None:
     """Show the child's output as this run's, then what it tried and how it ended."""
-    tried: list[dict[str, str]] = []
-    done: dict[str, Any] | None = None
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            said = json.loads(line.decode("utf-8", "replace"))
-        except ValueError:
-            continue
-        if isinstance(said, dict) and isinstance(said.get("tried"), dict):
-            tried.append({k: str(v) for k, v in said["tried"].items()})
-        elif isinstance(said, dict) and isinstance(said.get("done"), dict) and done is None:
-            done = said["done"]
+    tried, done, broke = _report_of(lines)
+    if broke and done is None and not tried:  # (a kernel whose system refuses a part of it)
+        kernel._publish({"jail": {"how": "unavailable", "why": broke, "tried": []}})
+        return
     signalled = os.WIFSIGNALED(status)
     killed_by = os.WTERMSIG(status) if signalled else 0
     if how == "ran" and killed_by == signal.SIGSYS:
@@ -767,14 +780,31 @@ class _State:
         self.spaces = [(name, space, space.copy()) for name, space in self._spaces()]
         self.hooks = self._hooks()
         self.threads = {t.ident for t in threading.enumerate()}
+        self.exits: tuple[int, list[Any]] = (0, [])
+        """The functions registered to run at exit before the code ran, and those since."""
 
     def ours(self) -> None:
         """What the jail itself put in place before the code runs (`_capture`) is no
-        change of the code's."""
+        change of the code's; what is registered to run at exit is kept to be judged (a
+        library registers its own on import)."""
+        import atexit
         import builtins
         import getpass
 
+        registered: list[Any] = []
+        self.exits = (atexit._ncallbacks(), registered)
+        register = atexit.register
+
+        def kept(function: Any, *args: Any, **kwargs: Any) -> Any:
+            registered.append(function)
+            return register(function, *args, **kwargs)
+
+        atexit.register = kept  # type: ignore[assignment]
+
         self.builtins["input"] = builtins.input
+        for name, _, was in self.spaces:
+            if name == "atexit":
+                was["register"] = kept
         for name, _, was in self.spaces:
             if name == "getpass":
                 was["getpass"] = getpass.getpass
@@ -799,8 +829,6 @@ class _State:
     @staticmethod
     def _hooks() -> dict[str, list[Any]]:
         """What the interpreter and IPython call later, by name: the objects each holds."""
-        import atexit
-
         shell = sys.modules["_runfix_kernel"]._shell()
         events = getattr(getattr(shell, "events", None), "callbacks", {}) or {}
         hooks: dict[str, list[Any]] = {
@@ -810,7 +838,6 @@ class _State:
             "sys.setprofile": [sys.getprofile()],
             "sys.displayhook": [sys.displayhook],
             "sys.excepthook": [sys.excepthook],
-            "atexit": [None] * atexit._ncallbacks(),
             "IPython's input transformers": list(getattr(shell, "input_transformers_post", [])),
             "IPython's AST transformers": list(getattr(shell, "ast_transformers", [])),
         }
@@ -856,10 +883,16 @@ class _State:
         for what, hooked in self.hooks.items():
             held = now.get(what, [])
             added = [h for h in held if not any(h is w for w in hooked)]
-            if len(held) != len(hooked) and not added and what != "atexit":
+            if len(held) != len(hooked) and not added:
                 continue  # (one taken away: nothing of the code's runs later for it)
-            if any(not _library(h) for h in added) or (what == "atexit" and held != hooked):
+            if any(not _library(h) for h in added):
                 found.append(what)
+        import atexit
+
+        registered = self.exits[1]
+        unseen = atexit._ncallbacks() - self.exits[0] - len(registered)
+        if unseen > 0 or any(not _library(f) for f in registered):
+            found.append("atexit")  # (a function the code registered, run at the kernel's exit)
         left = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         found += [
             f"a thread left running ({t.name})"
@@ -906,11 +939,14 @@ def _library(value: Any) -> bool:
     can forge it only by naming such a file as it compiles itself."""
     function = getattr(value, "__func__", value)
     code = getattr(function, "__code__", None)
+    owner = getattr(function, "__self__", None)
     if code is not None:
         where = code.co_filename
+    elif type(owner).__name__ == "module":  # (a native module's function: its own file)
+        where = getattr(owner, "__file__", None)
     else:
-        module = sys.modules.get(str(getattr(type(value), "__module__", "")))
-        where = getattr(module, "__file__", None)
+        named = getattr(function, "__module__", None) or getattr(type(value), "__module__", "")
+        where = getattr(sys.modules.get(str(named)), "__file__", None)
     if not isinstance(where, str) or not where or getattr(function, "__module__", "") == "__main__":
         return False
     prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}

@@ -24,6 +24,7 @@ from executor.events import Error, Jail, RunOutcome, RunRequest, RunStatus
 from executor.jupyter import Kernel
 from lsp_server.contract import Range, RunAnswer, Status
 from lsp_server.editor import Editor, Place
+from lsp_server.executors import sandboxed
 from lsp_server.outputs.bundles import MB, OutputFiles
 from lsp_server.outputs.results import build
 from lsp_server.record.store import Asked
@@ -269,6 +270,8 @@ class Runner:
             on_late=running.on_late,
         )
         outcome = None
+        if jail is None and origin in JAIL_ORIGINS and not sandboxed(where.settings):
+            outcome = await self._asked(where, piece, code)  # (no jail for this kernel)
         if jail is not None:  # the model's code runs in the jail first
             outcome = await self._proven(where, piece, request, jail, keep, run, cancel)
             if outcome is None and guarded:  # (what the user let it do, the guard lets it)
@@ -328,6 +331,18 @@ class Runner:
                 return None  # (the guard lets it do what the user allowed)
             return held(proof, jailed.said() or jailed.how)
         return None if keep and proof.status == RunStatus.OK else proof
+
+    async def _asked(self, where: Where, piece: Piece, code: str) -> RunOutcome | None:
+        """Model-written code for a kernel runfix has no jail for (another language's, one
+        without runfix's helper), asked about before it runs there: None once the user
+        said to run it, else the outcome of code held."""
+        name = where.language.name if where.language is not None else "this"
+        why = f"runfix has no jail for {name} kernels"
+        reason = f"{why}: run the model's code in your kernel as it is?"
+        place = Place(where.uri, piece.first)
+        if await self.gate.confirm_run(code, reason, where.settings, place):
+            return None
+        return held(RunOutcome(RunStatus.ERROR, (), 0.0), why)
 
     async def run_code(
         self, where: Where, piece: Piece, cancel: asyncio.Event, origin: str
