@@ -258,10 +258,15 @@ class Gate:
         """Model-written `code` tried, in the jail, what the jail refuses (`jailed.tried`):
         asked at the editor whether to run it in the kernel after all (what it tried allowed
         for this request), unless the user already said to run this very code for what the
-        scan found it does (`confirm_run`). Where the editor cannot ask (a terminal), no: it
+        scan found it does (`confirm_run`), or it runs in the sandbox (the container is the
+        control there, as for flagged code). Where the editor cannot ask (a terminal), no: it
         is held."""
         said_yes = self.session.confirmed.get(_digest(code))
         patterns = [t.pattern for t in jailed.tried]
+        if sandboxed(where.settings):  # the container is the control: nothing is asked
+            log.info("model code that tried %s runs in the sandbox", jailed.said())
+            where.admission.allowed += tuple(dict.fromkeys(patterns))
+            return True
         if said_yes is not None and all(
             any(fnmatchcase(p, allowed) for allowed in said_yes) for p in patterns
         ):
