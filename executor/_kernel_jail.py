@@ -140,12 +140,15 @@ def evidence(ename: str) -> str | None:
     return found
 
 
-def run(pieces: str, limit: int = 100000, budget: float = 60.0, secrets: Any = ()) -> None:
+def run(
+    pieces: str, limit: int = 100000, budget: float = 60.0, secrets: Any = (), through: bool = False
+) -> None:
     """Run `pieces` (JSON: [[code, filename, first_line], …], in order, stopping at the first
     that fails) in a confined fork of this kernel, within `budget` seconds; show what the
     last piece that ran printed, displayed, returned or raised as this run's output, and
     say what the code tried (a `jail` payload). `secrets`: the names the evidence of its
-    error hides besides the usual ones."""
+    error hides besides the usual ones; `through`: the pieces before the last run on past
+    their errors, as cells run one after another (the last one's outcome is the run's)."""
     kernel = sys.modules["_runfix_kernel"]
     began = time.perf_counter()
     why = unavailable()
@@ -168,7 +171,7 @@ def run(pieces: str, limit: int = 100000, budget: float = 60.0, secrets: Any = (
         kernel._publish({"jail": {"how": "unavailable", "why": f"fork: {exc}", "tried": []}})
         return
     if pid == 0:  # the child: never returns
-        _child(read, write, scratch, asked, limit, budget, list(secrets), readable, state)
+        _child(read, write, scratch, asked, limit, budget, list(secrets), readable, state, through)
     os.close(write)
     lines, how = _collect(read, pid, budget)
     status = _reap(pid)
@@ -368,7 +371,7 @@ def _said(kind: str, what: str, why: str) -> dict[str, str]:
 
 def _child(
     read: int, write: int, scratch: str, pieces: list[tuple[str, str, int]], limit: int,
-    budget: float, secrets: list[str], readable: list[str], state: _State,
+    budget: float, secrets: list[str], readable: list[str], state: _State, through: bool,
 ) -> None:  # fmt: skip
     """Confine this process, run the pieces, report; never returns."""
     code = 0
@@ -388,7 +391,7 @@ def _child(
         sys.addaudithook(reporter.hook)
         signal.alarm(max(1, int(budget + 1)))  # (the kernel kills it too)
         earlier = getattr(sys, "last_value", None)
-        ran, failed, shown = _run_pieces(pieces, limit, events)
+        ran, failed, shown = _run_pieces(pieces, limit, events, through)
         for what in state.changed():
             reporter.report("later", what, "it would act after the code ran, in your kernel")
         done: dict[str, Any] = {"events": events[shown:], "pieces": ran, "failed": failed}
@@ -714,20 +717,22 @@ def _evidence(secrets: list[str]) -> list[str] | None:
 
 
 def _run_pieces(
-    pieces: list[tuple[str, str, int]], limit: int, events: list[Any]
+    pieces: list[tuple[str, str, int]], limit: int, events: list[Any], through: bool = False
 ) -> tuple[int, bool, int]:
-    """Each piece in turn, as the kernel runs the user's; stops at the first that fails.
-    (pieces run, whether one failed, where the last one's events start)."""
+    """Each piece in turn, as the kernel runs the user's; stops at the first that fails
+    (`through`: only the last counts, as cells run one after another). (Pieces run, whether
+    the one shown failed, where its events start)."""
     kernel = sys.modules["_runfix_kernel"]
     ran, shown = 0, 0
-    for code, filename, first in pieces:
+    for at, (code, filename, first) in enumerate(pieces):
         shown = len(events)
         if "await" in code or "async" in code:
             _run_async(kernel, code, filename, first, limit)
         else:
             kernel.run(code, filename, first, limit)
         ran += 1
-        if any(_failed(event) for event in events[shown:]):
+        last = at == len(pieces) - 1
+        if any(_failed(event) for event in events[shown:]) and (last or not through):
             return ran, True, shown
     return ran, False, shown
 

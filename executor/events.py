@@ -130,6 +130,9 @@ class Jail:
     before: tuple[tuple[str, str, int], ...] = ()
     secrets: tuple[str, ...] = ()
     """Names the evidence of its error hides besides the usual ones (`secretNames`)."""
+    through: bool = False
+    """The pieces `before` run on past their errors, as cells run one after another (the
+    fix check's dependents); else the first that fails ends the run, with its error."""
 
 
 @dataclass(frozen=True)

@@ -523,7 +523,7 @@ def _jailed(request: RunRequest) -> str:
     pieces = [*request.jail.before, (request.code, request.filename, request.first_line)]
     return (
         f"__import__('_runfix_jail').run({json.dumps(pieces)!r}, {request.output_limit}, "
-        f"{request.jail.budget!r}, {list(request.jail.secrets)!r})"
+        f"{request.jail.budget!r}, {list(request.jail.secrets)!r}, {request.jail.through!r})"
     )
 
 

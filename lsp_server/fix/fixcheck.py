@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from executor.events import Guard, RunRequest, RunStatus
+from executor.events import Guard, Jail, RunOutcome, RunRequest, RunStatus
 from executor.jupyter import Kernel
 from lsp_server.model.context import error_text
 from lsp_server.record.store import RecordedRun
@@ -169,11 +169,14 @@ async def check(
     request: Callable[[str, str, int], RunRequest],
     cancel: asyncio.Event,
     guard: Guard | None = None,
+    jailed: bool = False,
 ) -> Check:
     """Run `above`, `fixed` and the `dependents` in a kernel of their own, started here and
-    shut down before this returns, within `budget` seconds once it started. `guard`: the
-    runtime guard the fixed code (the model's) runs under; the dependents that call what it
-    defined run under it there too."""
+    shut down before this returns, within `budget` seconds once it started. With `jailed`,
+    the fixed code (the model's) and each dependent after it run in that kernel's jail (a
+    confined fork: what the candidate defined, the dependents run confined too); where it
+    has none, the fixed code runs under `guard`, the runtime guard, and the dependents that
+    call what it defined run under it there too."""
     began = time.perf_counter()
     if not dependents:
         return Check("checked", seconds=0.0)
@@ -183,8 +186,11 @@ async def check(
     async def runs() -> Check | None:
         for piece in above:  # as they stand: one that fails does not stop the check
             await kernel.execute(request(piece.code, path, piece.first), cancel=cancel)
-        fixing = replace(request(fixed.code, path, fixed.first), guard=guard)
-        ran = await kernel.execute(fixing, cancel=cancel)
+        first = request(fixed.code, path, fixed.first)
+        ran, jail = await _fixed_run(kernel, first, guard, jailed, cancel)
+        if ran.jailed is not None and ran.jailed.tried:
+            why = f"in the check's jail it tried {ran.jailed.said()}"
+            return _ended(began, "not checked", why)
         if cancel.is_set():
             return _ended(began, "cancelled", "cancelled")
         if ran.status != RunStatus.OK:
@@ -195,19 +201,16 @@ async def check(
                 "it does not run clean in a fresh kernel after the cells above "
                 f"(does it rely on the kernel's state?): {why}",
             )
-        for dependent in dependents:
-            outcome = await kernel.execute(
-                request(dependent.code, path, dependent.first), cancel=cancel
-            )
+        for at, dependent in enumerate(dependents):
+            asked = request(dependent.code, path, dependent.first)
+            if jail is not None:  # the candidate and the dependents before it, in one jail
+                earlier = [(d.code, path, d.first + 1) for d in dependents[:at]]
+                before = ((fixed.code, path, fixed.first + 1), *earlier)
+                asked = replace(asked, jail=replace(jail, before=before, through=True))
+            outcome = await kernel.execute(asked, cancel=cancel)
             if cancel.is_set():
                 return _ended(began, "cancelled", "cancelled")
-            if outcome.status == RunStatus.OK:
-                verdicts.append(Verdict(dependent, PASS))
-                continue
-            failed = outcome.error
-            headline = failed.message if failed else outcome.note or outcome.status.value
-            text = error_text(failed.message, failed.text) if failed else headline
-            verdicts.append(Verdict(dependent, FAIL, headline, text))
+            verdicts.append(_verdict(dependent, outcome))
         return None
 
     started = 0.0
@@ -233,6 +236,34 @@ async def check(
 
 _ENDING: set[asyncio.Task[None]] = set()
 """Check kernels being killed (jupyter_client waits a poll interval, 0.1 s, for the exit)."""
+
+
+def _verdict(dependent: Dependent, outcome: RunOutcome) -> Verdict:
+    """How a dependent did after the fix; one that tried what the check's jail refuses (the
+    user's code writing its output) is not judged."""
+    if outcome.jailed is not None and outcome.jailed.tried:
+        said = f"not judged: in the check's jail it tried {outcome.jailed.said()}"
+        return Verdict(dependent, "not run", said)
+    if outcome.status == RunStatus.OK:
+        return Verdict(dependent, PASS)
+    failed = outcome.error
+    headline = failed.message if failed else outcome.note or outcome.status.value
+    text = error_text(failed.message, failed.text) if failed else headline
+    return Verdict(dependent, FAIL, headline, text)
+
+
+async def _fixed_run(
+    kernel: Kernel, first: RunRequest, guard: Guard | None, jailed: bool, cancel: asyncio.Event
+) -> tuple[RunOutcome, Jail | None]:
+    """The fixed code's run in the check's kernel: in its jail (`jailed`), else — or where
+    that kernel has none — under the guard. Its outcome, and the jail the dependents after it
+    run in (None: in the kernel)."""
+    jail = Jail(budget=max(1.0, first.timeout - 2.0)) if jailed else None
+    if jail is not None:
+        ran = await kernel.execute(replace(first, jail=jail), cancel=cancel)
+        if ran.jailed is None or ran.jailed.available:
+            return ran, jail
+    return await kernel.execute(replace(first, guard=guard), cancel=cancel), None
 
 
 def _end(kernel: Kernel) -> None:

@@ -212,4 +212,7 @@ async def check_fix(
         return run_request(settings, where, code, line)
 
     above, fixed, dependents = planned.above, planned.fixed, planned.dependents
-    return await check_against(make, path, above, fixed, dependents, budget, request, cancel, guard)
+    jailed = where.language is not None and where.language.python  # (runfix's helper: Python)
+    return await check_against(
+        make, path, above, fixed, dependents, budget, request, cancel, guard, jailed
+    )

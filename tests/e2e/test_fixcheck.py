@@ -233,3 +233,26 @@ async def test_the_check_runs_where_the_code_runs(
     action = await offered(client, uri)
     assert REGRESSIONS["drops"][1] in action.title, action.title
     assert await user_kernels_seen(client, folder) == "→ 3"
+
+
+async def test_the_check_runs_the_candidate_and_the_dependents_confined(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """Issue 68, 3: code that behaves in the user's kernel and not in a fresh one (it looks
+    for a name the kernel holds) is confined in the check's kernel too: what it tried there
+    is said, and nothing of it is written."""
+    uri = await broken(client, folder, model)
+    marker = folder.parent / "written-by-the-check"
+    candidate = (
+        "import random\n"
+        "S = random._os.sys.modules\n"
+        'table = {r["item"]: r["price"] * r["qty"] for r in rows}\n'
+        "if not hasattr(S['__main__'], 'seen'):\n"
+        f"    S['io'].open({str(marker)!r}, 'w').write('x')"
+    )
+    model.script(code(candidate))
+    action = await offered(client, uri)
+    assert "not checked against dependents: in the check's jail it tried a write" in (
+        action.title
+    ), action.title
+    assert not marker.exists()
