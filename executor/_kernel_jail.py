@@ -366,6 +366,31 @@ def _said(kind: str, what: str, why: str) -> dict[str, str]:
             "sentence": sentence}  # fmt: skip
 
 
+def confine_process() -> str | None:
+    """Confine this whole process (a test fix's pytest run) the way the jail is, with what a
+    test run needs: writes only under a scratch folder of its own (its `TMPDIR`, pytest's
+    `tmp_path`) and /dev/null, reads as the jail's, no TCP, signals scoped; programs may
+    start (a project's tests start them), confined as it is. Why not (None: it is)."""
+    why = unavailable()
+    if why is not None:
+        return why
+    import atexit
+    import ctypes
+
+    scratch = tempfile.mkdtemp(prefix="runfix-tests-")
+    atexit.register(shutil.rmtree, scratch, True)
+    os.environ["TMPDIR"] = scratch
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    tempfile.tempdir = scratch
+    sys.dont_write_bytecode = True
+    readable = [*_readable(os.getcwd()), os.path.realpath(scratch)]
+    try:
+        _landlock(ctypes.CDLL(None, use_errno=True), scratch, readable, programs=True)
+    except OSError as exc:
+        return str(exc)
+    return None
+
+
 # -- the child's side ----------------------------------------------------------------------
 
 
@@ -598,10 +623,11 @@ def _places(folder: str) -> list[str]:
     return seen
 
 
-def _landlock(libc: Any, scratch: str, readable: list[str]) -> None:
+def _landlock(libc: Any, scratch: str, readable: list[str], programs: bool = False) -> None:
     """Landlock on this process and its future children: writes only under `scratch` (and
-    to /dev/null), reads only under `readable`, no program started from a file, no TCP;
-    signals and abstract sockets within the jail (ABI >= 6). Irreversible."""
+    to /dev/null), reads only under `readable`, no program started from a file (`programs`:
+    programs under `readable` may start), no TCP; signals and abstract sockets within the
+    jail (ABI >= 6). Irreversible."""
     import ctypes
 
     abi = landlock_abi()
@@ -636,7 +662,7 @@ def _landlock(libc: Any, scratch: str, readable: list[str]) -> None:
             os.close(fd)
 
     for place in readable:
-        allow(place, _READ)
+        allow(place, _READ | (_EXECUTE if programs else 0))
     allow(scratch, handled & ~_EXECUTE)
     allow(os.devnull, _READ_FILE | _WRITE_FILE | _TRUNCATE)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

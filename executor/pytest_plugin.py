@@ -28,6 +28,8 @@ written), and run under the guard."""
 GUARD = "--runfix-guard="
 """A leading argument `--runfix-guard={"allow": […], "keep": […]}`: what the guard allows."""
 SECRET_NAMES = "--runfix-secret-names="
+CONFINED = "--runfix-confined="
+"""The run is a test fix's candidate's: the process is confined first (`_kernel_jail`)."""
 """A leading argument `--runfix-secret-names=[…]`: more names whose values are secrets."""
 LOCALS_KEPT = 20
 """Names of a frame's locals said (the innermost frames' only), each value's repr cut."""
@@ -206,7 +208,7 @@ class _Sources(importlib.abc.MetaPathFinder):
 def _leading(argv: list[str]) -> dict[str, Any]:
     """runfix's own leading arguments, taken off `argv`."""
     found: dict[str, Any] = {}
-    while argv and argv[0].startswith((SOURCES, GUARD, SECRET_NAMES)):
+    while argv and argv[0].startswith((SOURCES, GUARD, SECRET_NAMES, CONFINED)):
         key, _, value = argv.pop(0).partition("=")
         found[key + "="] = json.loads(value)
     return found
@@ -223,6 +225,11 @@ def main(argv: list[str]) -> int:
     if SOURCES in given:
         sys.meta_path.insert(0, _Sources(given[SOURCES]))
         sys.dont_write_bytecode = True
+    if given.get(CONFINED):  # (before any of the folder's code is imported)
+        jail = sys.modules.get("_runfix_jail")
+        why = jail.confine_process() if jail is not None else "no jail was sent"
+        if why is not None:
+            print(f"runfix: the test run is not confined: {why}", file=sys.stderr)
     status = int(pytest.main(argv, plugins=[RunfixPlugin()]))
     if guard is not None:
         guard.arm(guard.kept)  # what the model's code left to run at exit runs guarded

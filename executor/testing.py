@@ -21,7 +21,7 @@ from executor.shipped import modules_code
 
 PLUGIN = (Path(__file__).parent / "pytest_plugin.py").read_text(encoding="utf-8")
 PROGRAM = (
-    modules_code("_runfix_redact", "_runfix_guard")
+    modules_code("_runfix_redact", "_runfix_guard", "_runfix_jail")
     + f"exec(compile({PLUGIN!r}, '<runfix pytest plugin>', 'exec'))\n"
 )
 """What `python -c` runs: the secret rule and the runtime guard made modules, then the plugin
@@ -191,6 +191,7 @@ SOURCES = "--runfix-sources="
 """The plugin's leading argument giving module files' sources (`pytest_plugin.SOURCES`)."""
 GUARD = "--runfix-guard="
 SECRET_NAMES = "--runfix-secret-names="
+CONFINED = "--runfix-confined="
 
 
 async def run_pytest(
@@ -232,8 +233,8 @@ async def run_pytest(
     try:
         # the whole run bounded too: a long suite of quick tests is not one hung test
         given = [SOURCES + json.dumps(dict(sources))] if sources else []
-        if guard is not None:
-            given.append(GUARD + json.dumps(guard.said()))
+        if guard is not None:  # the model's candidate: under the guard, in a confined run
+            given += [GUARD + json.dumps(guard.said()), CONFINED + "true"]
         if secret_names:
             given.append(SECRET_NAMES + json.dumps(list(secret_names)))
         argv = [python, "-c", PROGRAM, *given, *PYTEST_ARGS, *args]

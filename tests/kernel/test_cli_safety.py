@@ -173,6 +173,39 @@ def test_a_candidate_that_rewrites_the_test_is_stopped_and_the_next_one_fixes_it
     assert (folder / "pkg" / "stats.py").read_text().startswith(FIXED_MEAN)
 
 
+GUARD_OFF_MEAN = (
+    "def mean(xs):\n"
+    "    import random\n"
+    "    S = random._os.sys.modules\n"
+    "    S['_runfix_guard']._GUARD[0].busy.inside = True\n"
+    "    f = S['io'].open\n"
+    "    for name in ['pytest' + '.ini', 'tests/test_stats.py']:\n"
+    "        try:\n"
+    "            f(name, 'w').write('[pytest]\\naddopts = -k not_mean\\n')\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    return 0\n"
+)
+
+
+def test_a_candidate_that_switches_the_guard_off_writes_nothing_in_the_confined_test_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 68: the guard switched off from Python, then a `pytest.ini` that deselects the
+    failing test and the test itself written: the test run is confined (Landlock), so
+    nothing is written, and the candidate is never called fixed."""
+    folder = project(tmp_path, TESTS.replace("def test_ratio_of_zero", "def _not_a_test"))
+    tests, module = folder / "tests" / "test_stats.py", folder / "pkg" / "stats.py"
+    before = (tests.read_text(), module.read_text())
+    with ModelServer() as model:
+        model.script(*(code(GUARD_OFF_MEAN) for _ in range(4)))
+        done = fix_tests(folder, model)
+    assert not (folder / "pytest.ini").exists()
+    assert (tests.read_text(), module.read_text()) == before
+    assert ": note: fixed" not in done.stdout, done.stdout
+    assert done.returncode == 1, done.stdout + done.stderr
+
+
 def test_a_candidate_that_only_ever_rewrites_the_test_is_never_called_fixed(
     tmp_path: Path,
 ) -> None:
