@@ -355,6 +355,7 @@ _WORDS = {
     "system": "a system call the jail forbids",
     "tamper": "tampering with the jail",
     "later": "a change that acts later",
+    "input": "asking for input",
 }
 
 
@@ -469,7 +470,7 @@ def _prepare(write: int, scratch: str, events: list[Any]) -> None:
         with contextlib.suppress(Exception):
             history._restart_thread_if_stopped = lambda: None
             history.save_thread = None
-    _capture(events)
+    _capture(events, write)
     sys.dont_write_bytecode = True
     os.environ["TMPDIR"] = scratch
     tempfile.tempdir = scratch
@@ -527,8 +528,9 @@ class _Recorder:
         raise OSError(errno.EBADF, "the jail's stream has no descriptor")
 
 
-def _capture(events: list[Any]) -> None:
-    """The kernel's streams, display publisher and `input()` as the child's own."""
+def _capture(events: list[Any], write: int) -> None:
+    """The kernel's streams, display publisher and `input()` as the child's own (code that
+    asks for input is said to have tried it: only the kernel can ask the user)."""
     kernel = sys.modules["_runfix_kernel"]
     shell = kernel._shell()
     for name in ("stdout", "stderr"):
@@ -560,6 +562,9 @@ def _capture(events: list[Any]) -> None:
     publisher.clear_output = clear_output
 
     def no_input(*args: Any, **kwargs: Any) -> str:
+        said = _said("input", "input()", "only your kernel can ask you")
+        with contextlib.suppress(OSError):
+            _send(write, {"tried": said})
         raise EOFError("runfix's jail: nobody answers input() here")
 
     import builtins

@@ -294,3 +294,17 @@ async def test_native_code_is_judged_by_what_it_did(
     _, answer = await fix_with(client, folder, model, fixed, "print(sum(items))")
     assert answer == {"status": "fixed", "attempts": 1, "says": "3"}
     assert client.questions == []
+
+
+async def test_generated_code_that_asks_for_input_is_run_in_the_kernel_only_when_said(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """Only the user's kernel can ask the user: code that asks for input in the jail is
+    held, and the question says so."""
+    await start(client, folder, options(model))
+    uri = open_doc(client, folder / "ask.py", "# ai: greet whoever types their name\n")
+    model.script(code("name = input('who? ')\nprint('hi', name)"))
+    result = await generate(client, uri, 0, run_too=True)
+    [question] = client.questions
+    assert "tried asking for input (input())" in question.message
+    assert result["run"]["status"] == "error"
