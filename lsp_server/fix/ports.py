@@ -1,8 +1,8 @@
 """What one fix's loop (`fixing.Fixer`) asks of the world, declared in one place: the model
 (`ask`), the user (`confirm`, `report`), the folder's kernel (`run`, and `redefine` or
-`define` before it), the
-kernel's state (`variables`, `evidence`) and the check against the cells that depend on
-the fixed one (`verify`). The loop calls down into these; none of them calls back into the
+`define` before it: the candidate and its test run in one jail), the kernel's state
+(`variables`, `evidence`) and the check against the cells that depend on the fixed one
+(`verify`). The loop calls down into these; none of them calls back into the
 fix flow that made them, so the loop's calls are declared ports, not re-entries.
 """
 

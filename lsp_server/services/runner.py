@@ -326,10 +326,12 @@ class Runner:
             )
             confirmed = await self.gate.confirm_run(request.code, reason, where.settings, place)
             return None if confirmed else held(proof, jailed.why)
-        if not jailed.clean:
+        if jailed.tried:
             if await self.gate.allow_tried(where, request.code, jailed, place):
                 return None  # (the guard lets it do what the user allowed)
-            return held(proof, jailed.said() or jailed.how)
+            return held(proof, jailed.said())
+        if not jailed.clean:  # (it hung, crashed or was interrupted there: that is its run)
+            return proof
         return None if keep and proof.status == RunStatus.OK else proof
 
     async def _asked(self, where: Where, piece: Piece, code: str) -> RunOutcome | None:
