@@ -35,7 +35,7 @@ from executor.base import ExecutorUnavailable
 from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.redact import Hider, secret_name
 from executor.text import split_lines
-from executor.trust import Choice, state_folder
+from executor.trust import Choice
 from lsp_server.commands import Call, dispatch
 from lsp_server.contract import RUN, Range, RunArgs
 from lsp_server.editor import Editor, Snapshot
@@ -92,13 +92,15 @@ def local_path(raw: str) -> str:
 
 def runtime_dir() -> Path:
     """The user's private runtime folder for runfix's sockets (0700, the user's own, not a
-    link): `$XDG_RUNTIME_DIR/runfix`, else `run` in runfix's state folder — never the shared
-    temp folder; made if missing. Checked at every use, not once: a folder someone else made or
-    opened up is refused, and so is one below a folder another user could rename it out of
-    (owned by someone but this user or root, or writable by others without the sticky bit:
-    `XDG_RUNTIME_DIR` left pointing into another user's folder by `su`)."""
+    link): `$XDG_RUNTIME_DIR/runfix`, else `~/.local/state/runfix/run` (the home folder's,
+    whatever `XDG_STATE_HOME` says: an editor's server and an agent started with another
+    state folder still find each other) — never the shared temp folder; made if missing.
+    Checked at every use, not once: a folder someone else made or opened up is refused, and
+    so is one below a folder another user could rename it out of (owned by someone but this
+    user or root, or writable by others without the sticky bit: `XDG_RUNTIME_DIR` left
+    pointing into another user's folder by `su`)."""
     base = os.environ.get("XDG_RUNTIME_DIR")
-    root = Path(base) / "runfix" if base else state_folder() / "run"
+    root = Path(base) / "runfix" if base else Path.home() / ".local" / "state" / "runfix" / "run"
     if not base:  # (not the shared temp folder: another of this user's processes' to rename)
         root.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     for parent in root.parents:

@@ -395,9 +395,9 @@ def test_without_xdg_runtime_dir_the_sockets_are_in_the_state_folder_not_the_sha
     """Issue 68, 6: with `XDG_RUNTIME_DIR` unset (macOS), the sockets' folder was under the
     shared temp folder, where model code renamed one folder's socket over another's."""
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     root = runtime_dir()
-    assert root == tmp_path / "state" / "runfix" / "run"
+    assert root == tmp_path / "home" / ".local" / "state" / "runfix" / "run"
     assert root.stat().st_mode & 0o777 == 0o700
     assert root.parent.stat().st_mode & 0o077 == 0
 
