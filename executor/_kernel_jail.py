@@ -28,12 +28,14 @@ import contextlib
 import errno
 import json
 import os
+import re
 import select
 import shutil
 import signal
 import struct
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, NamedTuple
 
@@ -162,14 +164,18 @@ def run(
     folder = os.getcwd()
     readable = [*_readable(folder), os.path.realpath(scratch)]
     state = _State(folder, asked)  # (read here: read in the child, each page read is copied)
+    writers = _history_writers()
     try:
         pid = os.fork()
     except OSError as exc:
+        _history_writers(put_back=writers)
         os.close(read)
         os.close(write)
         shutil.rmtree(scratch, ignore_errors=True)
         kernel._publish({"jail": {"how": "unavailable", "why": f"fork: {exc}", "tried": []}})
         return
+    if pid != 0:
+        _history_writers(put_back=writers)
     if pid == 0:  # the child: never returns
         _child(read, write, scratch, asked, limit, budget, list(secrets), readable, state, through)
     os.close(write)
@@ -177,6 +183,24 @@ def run(
     status = _reap(pid)
     shutil.rmtree(scratch, ignore_errors=True)
     _tell(kernel, lines, how, status, budget, time.perf_counter() - began)
+
+
+def _history_writers(put_back: list[Any] | None = None) -> list[Any]:
+    """IPython stops its history writer before every fork (joining its thread: ~3 ms of the
+    kernel's) and starts it again at the next cell. The child never writes history (its
+    writer stays stopped, with locks of its own), so the managers are taken out of IPython's
+    list for the fork (what they were), and `put_back` after it."""
+    history = sys.modules.get("IPython.core.history")
+    managers = getattr(getattr(history, "HistoryManager", None), "_instances", None)
+    if managers is None:
+        return []
+    if put_back is not None:
+        for manager in put_back:
+            managers.add(manager)
+        return put_back
+    taken = list(managers)
+    managers.clear()
+    return taken
 
 
 def _flush_streams() -> None:
@@ -224,15 +248,17 @@ def _kill(pid: int) -> None:
 
 
 def _reap(pid: int) -> int:
-    """The child's wait status (waited for: it is killed if it lingers)."""
-    for _ in range(200):
+    """The child's wait status (waited for as it exits — its report ends as it does — and
+    killed if it lingers a second)."""
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             return 0
         if done:
             return status
-        time.sleep(0.005)
+        time.sleep(0.0002)
     _kill(pid)
     try:
         return os.waitpid(pid, 0)[1]
@@ -466,10 +492,13 @@ def _prepare(write: int, scratch: str, events: list[Any]) -> None:
     for held in getattr(guard, "_GUARD", ()):  # the jail is the wall here: the guard rests
         held.armed, held.codes, held.threads = None, {}, set()
     history = getattr(kernel._shell(), "history_manager", None)
-    if history is not None:  # (IPython stops its writer before a fork; not again here)
+    if history is not None:  # (the kernel's writer is not the child's: it writes nothing)
         with contextlib.suppress(Exception):
             history._restart_thread_if_stopped = lambda: None
             history.save_thread = None
+            history.using_thread = False
+            history.db_input_cache_lock = threading.Lock()
+            history.db_output_cache_lock = threading.Lock()
     _capture(events, write)
     sys.dont_write_bytecode = True
     os.environ["TMPDIR"] = scratch
@@ -574,22 +603,30 @@ def _capture(events: list[Any], write: int) -> None:
     getpass.getpass = no_input
 
 
+_SHARED_WRITABLE = re.compile(rb"^([0-9a-f]+)-([0-9a-f]+) rw.s", re.M)
+
+
 def _protect_shared(libc: Any) -> None:
     """Memory the child shares with the kernel or a file (a statement file, `np.memmap`,
     shared memory) becomes read-only: a write to it ends the child, never reaches them."""
     try:
-        with open("/proc/self/maps") as maps:
-            rows = maps.read().splitlines()
+        fd = os.open("/proc/self/maps", os.O_RDONLY)
     except OSError:
         return
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
     import ctypes
 
     libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    for row in rows:
-        parts = row.split()
-        if len(parts) < 2 or not parts[1].startswith("rw") or parts[1][3] != "s":
-            continue
-        start, end = (int(x, 16) for x in parts[0].split("-"))
+    for found in _SHARED_WRITABLE.finditer(b"".join(chunks)):
+        start, end = int(found.group(1), 16), int(found.group(2), 16)
         libc.mprotect(start, end - start, 1)  # PROT_READ
 
 
