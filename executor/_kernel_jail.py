@@ -32,6 +32,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import struct
 import sys
 import tempfile
@@ -102,8 +103,18 @@ GRACE = 0.5
 """Seconds the jail's report may take once the code's budget is over."""
 
 
+_ABI: list[int] = []
+
+
 def landlock_abi() -> int:
-    """Landlock's ABI version here; 0 where there is none (an older kernel, not Linux)."""
+    """Landlock's ABI version here; 0 where there is none (an older kernel, not Linux).
+    Asked once a process."""
+    if not _ABI:
+        _ABI.append(_ask_abi())
+    return _ABI[0]
+
+
+def _ask_abi() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     try:
@@ -159,11 +170,12 @@ def run(
         return
     asked = [(str(c), str(f), int(n)) for c, f, n in json.loads(pieces)]
     scratch = tempfile.mkdtemp(prefix="runfix-jail-")
+    _reap_exited()
     read, write = os.pipe()
-    _flush_streams()
     folder = os.getcwd()
     readable = [*_readable(folder), os.path.realpath(scratch)]
     state = _State(folder, asked)  # (read here: read in the child, each page read is copied)
+    shared = _shared_memory()
     writers = _history_writers()
     try:
         pid = os.fork()
@@ -177,10 +189,18 @@ def run(
     if pid != 0:
         _history_writers(put_back=writers)
     if pid == 0:  # the child: never returns
-        _child(read, write, scratch, asked, limit, budget, list(secrets), readable, state, through)
+        _child(
+            read, write, scratch, asked, limit, budget, list(secrets), readable, state, through,
+            shared,
+        )  # fmt: skip
     os.close(write)
     lines, how = _collect(read, pid, budget)
-    status = _reap(pid)
+    if how == "done":  # it is exiting: reaped when it has
+        how, status = "ran", 0
+        _EXITING.append(pid)
+        _reap_exited()
+    else:
+        status = _reap(pid)
     shutil.rmtree(scratch, ignore_errors=True)
     _tell(kernel, lines, how, status, budget, time.perf_counter() - began)
 
@@ -203,17 +223,6 @@ def _history_writers(put_back: list[Any] | None = None) -> list[Any]:
     return taken
 
 
-def _flush_streams() -> None:
-    """What the kernel's streams hold goes now (a child would otherwise inherit it)."""
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name, None)
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:
-            pass
-
-
 def _collect(read: int, pid: int, budget: float) -> tuple[list[bytes], str]:
     """The child's report, line by line, until it ends, its budget runs out (it is killed)
     or the kernel is interrupted (it is killed)."""
@@ -233,6 +242,9 @@ def _collect(read: int, pid: int, budget: float) -> tuple[list[bytes], str]:
             if not chunk:
                 break
             chunks.append(chunk)
+            if chunk.endswith(b"\n") and _DONE in b"\n" + b"".join(chunks[-2:]):
+                how = "done"  # (its last word: its exit, a big process's unmapping, not awaited)
+                break
     except KeyboardInterrupt:
         how = "interrupted"
     finally:
@@ -240,6 +252,24 @@ def _collect(read: int, pid: int, budget: float) -> tuple[list[bytes], str]:
             _kill(pid)
         os.close(read)
     return b"".join(chunks).split(b"\n"), how
+
+
+_DONE = b'\n{"done": '
+"""How the child's last line begins."""
+_EXITING: list[int] = []
+"""Children that said their last word and were not reaped yet (they are as the next run
+starts, or whenever they have exited)."""
+
+
+def _reap_exited() -> None:
+    """The children that said their last word and have exited since."""
+    for pid in list(_EXITING):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _EXITING.remove(pid)
 
 
 def _kill(pid: int) -> None:
@@ -424,6 +454,7 @@ def confine_process() -> str | None:
 def _child(
     read: int, write: int, scratch: str, pieces: list[tuple[str, str, int]], limit: int,
     budget: float, secrets: list[str], readable: list[str], state: _State, through: bool,
+    shared: list[tuple[int, int]],
 ) -> None:  # fmt: skip
     """Confine this process, run the pieces, report; never returns."""
     code = 0
@@ -436,7 +467,7 @@ def _child(
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        _protect_shared(libc)
+        _protect_shared(libc, shared)
         _landlock(libc, scratch, readable)
         _seccomp(libc)
         reporter = _Reporter(write, scratch, readable, folder)
@@ -604,15 +635,35 @@ def _capture(events: list[Any], write: int) -> None:
 
 
 _SHARED_WRITABLE = re.compile(rb"^([0-9a-f]+)-([0-9a-f]+) rw.s", re.M)
+_SHARED: list[list[tuple[int, int]]] = []
+"""The kernel's shared writable memory ([start, end) ranges), as last read; read again once
+Python maps more (`mmap.__new__`: numpy's memmap, shared memory) — the maps of a kernel that
+imported pandas took 4 ms to read."""
 
 
-def _protect_shared(libc: Any) -> None:
-    """Memory the child shares with the kernel or a file (a statement file, `np.memmap`,
-    shared memory) becomes read-only: a write to it ends the child, never reaches them."""
+_HOOKED: list[bool] = []
+
+
+def _shared_memory() -> list[tuple[int, int]]:
+    """The kernel's shared writable memory (read in the kernel, before the fork)."""
+    if not _HOOKED:
+        sys.addaudithook(_mapped)
+        _HOOKED.append(True)
+    if not _SHARED:
+        _SHARED.append(_read_shared())
+    return _SHARED[0]
+
+
+def _mapped(event: str, args: Any) -> None:
+    if event == "mmap.__new__":
+        _SHARED.clear()  # (read again at the next run)
+
+
+def _read_shared() -> list[tuple[int, int]]:
     try:
         fd = os.open("/proc/self/maps", os.O_RDONLY)
     except OSError:
-        return
+        return []
     chunks = []
     try:
         while True:
@@ -622,11 +673,17 @@ def _protect_shared(libc: Any) -> None:
             chunks.append(chunk)
     finally:
         os.close(fd)
+    found = _SHARED_WRITABLE.finditer(b"".join(chunks))
+    return [(int(m.group(1), 16), int(m.group(2), 16)) for m in found]
+
+
+def _protect_shared(libc: Any, ranges: list[tuple[int, int]]) -> None:
+    """Memory the child shares with the kernel or a file (a statement file, `np.memmap`,
+    shared memory) becomes read-only: a write to it ends the child, never reaches them."""
     import ctypes
 
     libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    for found in _SHARED_WRITABLE.finditer(b"".join(chunks)):
-        start, end = int(found.group(1), 16), int(found.group(2), 16)
+    for start, end in ranges:
         libc.mprotect(start, end - start, 1)  # PROT_READ
 
 
@@ -662,7 +719,8 @@ def _places(folder: str) -> list[str]:
         real = os.path.realpath(place)
         if real not in seen and os.path.exists(real):
             seen.append(real)
-    return seen
+    # (a place inside another needs no rule of its own: fewer rules, a cheaper jail)
+    return [p for p in seen if not any(p != q and _within(p, q) for q in seen)]
 
 
 def _landlock(libc: Any, scratch: str, readable: list[str], programs: bool = False) -> None:
@@ -695,7 +753,7 @@ def _landlock(libc: Any, scratch: str, readable: list[str], programs: bool = Fal
         except OSError:
             return
         try:
-            if not os.path.isdir(path):
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
                 rights &= _FILE_RIGHTS
             rule = ctypes.create_string_buffer(struct.pack("=Qi", rights & handled, fd), 12)
             if libc.syscall(_ADD_RULE, ruleset, 1, rule, 0) != 0:
