@@ -206,6 +206,34 @@ def test_a_candidate_that_switches_the_guard_off_writes_nothing_in_the_confined_
     assert done.returncode == 1, done.stdout + done.stderr
 
 
+ALWAYS_EQUAL_MEAN = (
+    "class _Any:\n"
+    "    def __eq__(self, other):\n"
+    "        return True\n"
+    "\n"
+    "\n"
+    "def mean(xs):\n"
+    "    return _Any()\n"
+)
+
+
+def test_a_candidate_that_returns_a_value_equal_to_anything_is_held_with_the_rule(
+    tmp_path: Path,
+) -> None:
+    """Issue 68, S2: an always-equal object passed `assert mean(...) == 2` and was called
+    "fixed; verified". It is held before the tests run it, with the rule it broke."""
+    folder = project(tmp_path, TESTS.replace("def test_ratio_of_zero", "def _not_a_test"))
+    module = folder / "pkg" / "stats.py"
+    before = module.read_text()
+    with ModelServer() as model:
+        model.script(*(code(ALWAYS_EQUAL_MEAN) for _ in range(4)))
+        done = fix_tests(folder, model)
+        second = model.user_text(1)
+    assert "_Any.__eq__ returning a constant" in second
+    assert ": note: fixed" not in done.stdout, done.stdout
+    assert module.read_text() == before
+
+
 def test_a_candidate_that_only_ever_rewrites_the_test_is_never_called_fixed(
     tmp_path: Path,
 ) -> None:

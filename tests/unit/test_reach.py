@@ -68,3 +68,14 @@ def test_what_the_code_did_before_is_not_held_against_its_fix() -> None:
     before = "import unittest.mock\nPATCH = unittest.mock.patch\ndef f():\n    return 1\n"
     after = "import unittest.mock\nPATCH = unittest.mock.patch\ndef f():\n    return 2\n"
     assert reaches_past(before, after) is None
+
+
+def test_an_allowance_of_a_path_holding_a_wildcard_is_that_path_only() -> None:
+    """Issue 68, S2: "Allow always" of a path holding `*` became a wildcard."""
+    from fnmatch import fnmatchcase
+
+    from executor._kernel_guard import Refusal
+
+    pattern = Refusal("write", "/data/out*.csv", "outside the folder").pattern
+    assert fnmatchcase("write:/data/out*.csv", pattern)
+    assert not fnmatchcase("write:/data/out-everything.csv", pattern)
