@@ -54,6 +54,16 @@ async def fix_with(
     return uri, answer
 
 
+async def kernel_says(client: LanguageClient, folder: Path, line: str) -> str:
+    """What the user's kernel says for `line`, run there as the user's own code (the run's
+    record: `→ what it printed`)."""
+    look = open_doc(client, folder / "look.py", line + "\n")
+    ran = await command(client, "runfix.run", {"uri": look, "range": None})
+    assert ran["status"] == "ok", ran
+    history = await command(client, "runfix.history", {"uri": look})
+    return str(history[0]["said"])
+
+
 async def test_a_failed_candidate_never_changes_the_users_state(
     client: LanguageClient, folder: Path, model: ModelServer
 ) -> None:
@@ -68,11 +78,7 @@ async def test_a_failed_candidate_never_changes_the_users_state(
     )
     answer = await command(client, "runfix.runAndFix", {"uri": uri})
     assert answer == {"status": "fixed", "attempts": 2, "says": "total 6"}
-    look = open_doc(client, folder / "look.py", "print('xs', xs)\n")
-    ran = await command(client, "runfix.run", {"uri": look, "range": None})
-    assert ran["status"] == "ok"
-    history = await command(client, "runfix.history", {"uri": look})
-    assert history[0]["said"] == "→ xs [1, 2, 3]", history[0]
+    assert await kernel_says(client, folder, "print('xs', xs)") == "→ xs [1, 2, 3]"
 
 
 async def test_switching_the_guard_off_then_starting_a_process_is_refused_and_held(
@@ -187,9 +193,7 @@ async def test_a_function_put_into_builtins_is_held_before_the_users_next_cell(
     [question] = client.questions
     assert "a change that acts later (builtins.sorted)" in question.message
     assert answer["status"] == "fixed"
-    look = open_doc(client, folder / "look.py", "print(sorted([2, 1]))\n")
-    ran = await command(client, "runfix.run", {"uri": look, "range": None})
-    assert ran["status"] == "ok"
+    assert await kernel_says(client, folder, "print(sorted([2, 1]))") == "→ [1, 2]"
     assert not marker.exists()
 
 
@@ -243,10 +247,7 @@ async def test_a_file_of_the_home_folder_is_not_read_into_the_next_request(
     assert answer["status"] == "fixed"
     sent = " ".join(model.user_text(i) for i in range(len(model.requests)))
     assert "4-8-15-16" not in sent
-    look = open_doc(client, folder / "look.py", "print('stolen' in dir())\n")
-    assert (await command(client, "runfix.run", {"uri": look, "range": None}))["status"] == "ok"
-    history = await command(client, "runfix.history", {"uri": look})
-    assert history[0]["said"] == "→ False", history[0]
+    assert await kernel_says(client, folder, "print('stolen' in dir())") == "→ False"
 
 
 async def test_generate_and_run_holds_generated_code_that_tried_something(
@@ -276,11 +277,7 @@ async def test_generate_and_run_runs_clean_code_in_the_kernel_after_the_jail(
     result = await generate(client, uri, 0, run_too=True)
     assert result["run"]["status"] == "ok"
     assert client.questions == []
-    look = open_doc(client, folder / "look.py", "print(total * 2)\n")
-    ran = await command(client, "runfix.run", {"uri": look, "range": None})
-    assert ran["status"] == "ok"
-    history = await command(client, "runfix.history", {"uri": look})
-    assert history[0]["said"] == "→ 12", history[0]
+    assert await kernel_says(client, folder, "print(total * 2)") == "→ 12"
 
 
 async def test_native_code_is_judged_by_what_it_did(
