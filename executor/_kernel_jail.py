@@ -195,8 +195,9 @@ def run(
         )  # fmt: skip
     os.close(write)
     lines, how = _collect(read, pid, budget)
-    if how == "done":  # it is exiting: reaped when it has
+    if how == "done":  # it is exiting (killed all the same: a last line can be forged)
         how, status = "ran", 0
+        _kill(pid)
         _EXITING.append(pid)
         _reap_exited()
     else:
