@@ -36,9 +36,9 @@ class MessageCollector:
         self.exited = False
         """The code asked the kernel to exit (`exit()`, `quit()`)."""
         self.refused: list[Refusal] = []
+        """What the runtime guard stopped (model-written code)."""
         self.jailed: Jailed | None = None
         """How a run in the jail went (`_kernel_jail`)."""
-        """What the runtime guard stopped (model-written code)."""
         self._left = output_limit
         self._displays: dict[str, int] = {}
         """Where each display with a `display_id` stands in `events` (its updates go there)."""

@@ -280,7 +280,7 @@ class Gate:
         if answer != RUN_IN_KERNEL:
             log.info("held in the jail: %s", jailed.said())
             return False
-        where.admission.allowed += tuple(dict.fromkeys(t.pattern for t in jailed.tried))
+        where.admission.allowed += tuple(dict.fromkeys(patterns))
         return True
 
     # -- agents ---------------------------------------------------------------------------
