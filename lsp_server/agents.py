@@ -300,6 +300,15 @@ def lines_asked(
     return None
 
 
+def _still_made(folder: Path, made: tuple[int, int] | None) -> bool:
+    """Whether `folder`'s socket is still the one a server made (`made`: device, inode)."""
+    try:
+        found = os.lstat(socket_path(folder))
+    except (OSError, AgentError):
+        return False
+    return (found.st_dev, found.st_ino) == made
+
+
 class AgentDoor:
     """The sockets agents reach `runfix serve` through, and what their calls do."""
 
@@ -357,7 +366,24 @@ class AgentDoor:
             return True  # (not a wait for another server: it will not come right)
         self._servers[folder] = server
         self._made[folder] = (made.st_dev, made.st_ino)
+        self.editor.spawn(self._keep(folder, server), "agents")
         return True
+
+    async def _keep(self, folder: Path, server: asyncio.Server) -> None:
+        """While this server serves `folder`, look now and then that its socket is still
+        the one it made; moved, gone or another put in its place, it takes its name back
+        (or stands by, where another server answers there now)."""
+        while self._servers.get(folder) is server and not self.stopping:
+            await asyncio.sleep(STAND_BY)
+            mine = _still_made(folder, self._made.get(folder))
+            if mine or self._servers.get(folder) is not server or self.stopping:
+                continue
+            log.warning("the agents' socket of %s was moved or replaced: taken back", folder)
+            server.close()
+            del self._servers[folder]
+            if not await self._take(folder):
+                self._waiting.add(folder)
+                self.editor.spawn(self._stand_by(folder), "agents")
 
     async def _stand_by(self, folder: Path) -> None:
         """While another editor serves `folder`, look now and then whether it still does;

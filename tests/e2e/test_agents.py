@@ -613,3 +613,29 @@ async def test_a_cancelled_call_interrupts_its_run_and_a_malformed_cancel_ends_n
         if process.stdin is not None:
             process.stdin.close()
         await asyncio.wait_for(process.wait(), 30)
+
+
+async def test_a_server_takes_its_socket_back_when_it_is_moved_away(
+    initialized: Any, folder: Path
+) -> None:
+    """Issue 68, 6: a socket renamed away (model code once renamed one folder's socket over
+    another's) is noticed, and the server listens on its name again."""
+    from lsp_server.agents import answers
+
+    uri = open_doc(initialized, folder / "x.py", "x = 1\n")
+    assert (await run(initialized, uri))["status"] == "ok"
+    where = socket_path(folder)
+    for _ in range(100):  # (the editor's server serves agents once the folder is open)
+        if await answers(where):
+            break
+        await asyncio.sleep(0.1)
+    elsewhere = where.with_name("moved-away.sock")
+    os.rename(where, elsewhere)
+    try:
+        for _ in range(100):
+            if await answers(where):
+                break
+            await asyncio.sleep(0.1)
+        assert await answers(where)
+    finally:
+        elsewhere.unlink(missing_ok=True)
