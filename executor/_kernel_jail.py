@@ -96,9 +96,6 @@ _ETC = (
 rest (`shadow`, `ssh/`, `sudoers`…)."""
 _SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc", "/sys",
            "/dev", "/var/cache/fontconfig", "/nix/store")  # fmt: skip
-HARMLESS = ("fc-list", "fc-match", "ldconfig", "uname")
-"""Programs libraries start on import (matplotlib's font cache, `ctypes.util.find_library`,
-`platform`): refused in the jail as if missing (they go on without), never reported."""
 GRACE = 0.5
 """Seconds the jail's report may take once the code's budget is over."""
 
@@ -404,24 +401,23 @@ def _replay(events: list[Any]) -> None:
 
 
 _WORDS = {
-    "write": "a write",
     "read": "a read",
-    "process": "starting a process",
     "signal": "signalling another process",
-    "network": "a network connection",
     "system": "a system call the jail forbids",
     "tamper": "tampering with the jail",
     "later": "a change that acts later",
     "input": "asking for input",
 }
+"""The jail's own kinds; the others are said as the guard says them (`_kernel_guard._KINDS`)."""
 
 
 def _said(kind: str, what: str, why: str) -> dict[str, str]:
-    words = _WORDS.get(kind, kind)
-    sentence = f"{words} ({what}): {why}"
-    pattern = kind + ":" + "".join(f"[{c}]" if c in "*?[" else c for c in what)
-    return {"kind": kind, "what": what, "why": why, "pattern": pattern,
-            "sentence": sentence}  # fmt: skip
+    """One thing the code tried, as the guard says a refusal (`_kernel_guard.Refusal.said`):
+    its pattern matches only what it names."""
+    guard = sys.modules["_runfix_guard"]
+    words = _WORDS.get(kind) or guard._KINDS.get(kind, kind)
+    return {"kind": kind, "what": what, "why": why, "pattern": f"{kind}:{guard.literal(what)}",
+            "sentence": f"{words} ({what}): {why}"}  # fmt: skip
 
 
 def confine_process() -> str | None:
@@ -1104,6 +1100,10 @@ class _Reporter:
             guard._PATHS_WRITTEN, guard._PROCESS, guard._NETWORK,
         )  # fmt: skip
         self.tamper = guard._TAMPER
+        self.harmless = {p.split(":", 1)[1] for p in guard.ALWAYS_ALLOWED if p[:8] == "process:"}
+        """Programs libraries start on import (matplotlib's font cache, `ctypes.util.
+        find_library`, `platform`): refused in the jail as if missing (they go on without),
+        never reported — what the guard always allows."""
         self.command, self.address = guard._command, guard._address
         self.write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
@@ -1183,7 +1183,7 @@ class _Reporter:
             if event == "os.kill" and target in (os.getpid(), None):
                 return None
         program = self.command(event, args)
-        if program in HARMLESS:
+        if program in self.harmless:
             return ("harmless", program, "")
         if event in ("os.kill", "os.killpg"):
             return ("signal", program, "model code may signal only itself")

@@ -134,6 +134,12 @@ class Jail:
     """The pieces `before` run on past their errors, as cells run one after another (the
     fix check's dependents); else the first that fails ends the run, with its error."""
 
+    @classmethod
+    def within(cls, timeout: float, **more: Any) -> Jail:
+        """A jail for a run of `timeout` seconds: its child is killed before the run's own
+        timeout interrupts the kernel."""
+        return cls(max(1.0, timeout - 2.0), **more)
+
 
 @dataclass(frozen=True)
 class Jailed:

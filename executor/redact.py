@@ -265,9 +265,8 @@ class Hider:
         if not text:
             return text
         self.names |= sourced_names(text, self.extra)
+        text = self.hide_environment(text)
         for value, variable in self.secrets.items():
-            if value in text:
-                text = text.replace(value, self._placeholder(value, f"{variable}'s value"))
             for piece in _cut_pieces(text, value):  # a repr cut it ('sk_l...EfGhIjKl')
                 text = text.replace(piece, self._placeholder(piece, f"part of {variable}'s value"))
         text = KEY_SHAPES.sub(lambda m: self._placeholder(m.group(0), "a key"), text)
@@ -337,6 +336,14 @@ class Hider:
             out += [text[at : match.end()], inside]
             at = end
         return "".join(out) + text[at:] if out else text
+
+    def hide_environment(self, text: str) -> str:
+        """`text` with the environment's secret values hidden, and nothing else: a plain
+        replace, for a text too long for the whole rule."""
+        for value, variable in self.secrets.items():
+            if value in text:
+                text = text.replace(value, self._placeholder(value, f"{variable}'s value"))
+        return text
 
     def _named_literal(self, match: re.Match[str]) -> str:
         name, value = match.group("name"), match.group("value")

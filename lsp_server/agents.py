@@ -267,12 +267,8 @@ an agent reads back has the environment's secret values hidden (a plain replace)
 
 
 def _hide_texts(said: Any, hider: Hider) -> Any:
-    if isinstance(said, str) and len(said) > HIDE_WHOLE:
-        for value, variable in hider.secrets.items():
-            said = said.replace(value, f"<hidden: {variable}'s value>")
-        return said
     if isinstance(said, str):
-        return hider.hide(said)
+        return hider.hide(said) if len(said) <= HIDE_WHOLE else hider.hide_environment(said)
     if isinstance(said, list):
         return [_hide_texts(item, hider) for item in said]
     if isinstance(said, dict):

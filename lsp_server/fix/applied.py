@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
-from executor.base import ExecutorUnavailable
 from executor.events import RunRequest
 from executor.safety import scan
 from executor.vouched import document_names
 from lsp_server.contract import Range, Status
 from lsp_server.editor import Editor, LineEdit
 from lsp_server.fix.fixing import FixResult, Target, redefinition
+from lsp_server.fix.ports import in_kernel
 from lsp_server.folder_files import module_names
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.services.desk import Desk
@@ -89,16 +89,7 @@ class Applied:
             settings.timeout, settings.output_limit,
         )  # fmt: skip
         cancel = asyncio.Event()
-        try:
-            admitted = await self.gate.admit(where)
-        except ExecutorUnavailable:
-            return
-        if admitted is None:
-            return
-        lock = await self.runner.locked(admitted.where, cancel)
-        if lock is None:
-            return
-        try:
-            await self.runner.quietly(admitted.kernel, request, cancel)
-        finally:
-            lock.release()
+        quietly = self.runner.quietly
+        await in_kernel(
+            self.gate, self.runner, where, cancel, lambda k, _: quietly(k, request, cancel)
+        )

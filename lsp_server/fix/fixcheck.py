@@ -258,7 +258,7 @@ async def _fixed_run(
     """The fixed code's run in the check's kernel: in its jail (`jailed`), else — or where
     that kernel has none — under the guard. Its outcome, and the jail the dependents after it
     run in (None: in the kernel)."""
-    jail = Jail(budget=max(1.0, first.timeout - 2.0)) if jailed else None
+    jail = Jail.within(first.timeout) if jailed else None
     if jail is not None:
         ran = await kernel.execute(replace(first, jail=jail), cancel=cancel)
         if ran.jailed is None or ran.jailed.available:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from executor.base import ExecutorUnavailable
-from executor.events import Error, Guard, RunOutcome, RunRequest, RunStatus, Variable
+from executor.events import Guard, RunOutcome, RunRequest, RunStatus, Variable
 from executor.jupyter import Kernel
 from executor.pool import create as create_kernel
 from executor.safety import Finding, describe
@@ -23,6 +23,7 @@ from lsp_server.executors import kernel_config
 from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
 from lsp_server.fix.fixcheck import check as check_against
 from lsp_server.fix.fixing import RETRY_TEMPERATURE, Target, redefinition
+from lsp_server.fix.in_place import module_with
 from lsp_server.model.client import ModelClient
 from lsp_server.record.store import Asked
 from lsp_server.runs import Piece, Where
@@ -103,19 +104,7 @@ class FixPorts:
         self, work: Callable[[Kernel, Where], Awaitable[RunOutcome]]
     ) -> RunOutcome:
         """In the folder's kernel (where the request was admitted), behind its other runs."""
-        try:
-            admitted = await self.gate.admit(self.where, self.first)
-        except ExecutorUnavailable as exc:
-            return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=str(exc))
-        if admitted is None:
-            return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
-        lock = await self.runner.locked(admitted.where, self.cancel)
-        if lock is None:
-            return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
-        try:
-            return await work(admitted.kernel, admitted.where)
-        finally:
-            lock.release()
+        return await in_kernel(self.gate, self.runner, self.where, self.cancel, work, self.first)
 
     async def run(self, code: str, at: int) -> RunOutcome:
         """A candidate runs where it would stand (line `at`); it is recorded as the model's
@@ -142,16 +131,10 @@ class FixPorts:
         namespace took from it rebound) where the next `run` runs, before it: what the file
         will say once fixed. One that does not compile is the attempt's error."""
         assert target.path is not None
-        lines = list(target.lines)
-        rows = candidate.splitlines(keepends=True)
-        if rows and not rows[-1].endswith("\n"):
-            rows[-1] += "\n"
-        lines[target.first : target.last + 1] = rows
-        try:
-            compile("".join(lines), str(target.path), "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
-            error = Error(type(exc).__name__, str(exc), (), f"{type(exc).__name__}: {exc}")
-            return RunOutcome(RunStatus.ERROR, (error,), 0.0)
+        path, lines = str(target.path), target.lines
+        _, failed = module_with(path, lines, target.first, target.last, candidate)
+        if failed is not None:
+            return failed
         code = redefinition(str(target.path), target.first, candidate)
         self.before = [(code, "<runfix>", 1)]
         return RunOutcome(RunStatus.OK, (), 0.0)
@@ -177,6 +160,31 @@ class FixPorts:
             return None  # no cell depends on it: nothing to say
         self.editor.remark(self.place, f"fix candidate: {checked.label}")
         return checked
+
+
+async def in_kernel(
+    gate: Gate,
+    runner: Runner,
+    where: Where,
+    cancel: asyncio.Event,
+    work: Callable[[Kernel, Where], Awaitable[RunOutcome]],
+    line: int | None = None,
+) -> RunOutcome:
+    """`work` in the folder's kernel (admitted: said at `line` where it may not run), behind
+    its other runs; why not, as a cancelled outcome's note."""
+    try:
+        admitted = await gate.admit(where, line)
+    except ExecutorUnavailable as exc:
+        return RunOutcome(RunStatus.CANCELLED, (), 0.0, note=str(exc))
+    if admitted is None:
+        return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="the folder is not trusted")
+    lock = await runner.locked(admitted.where, cancel)
+    if lock is None:
+        return RunOutcome(RunStatus.CANCELLED, (), 0.0, note="cancelled before it ran")
+    try:
+        return await work(admitted.kernel, admitted.where)
+    finally:
+        lock.release()
 
 
 async def check_fix(

@@ -24,6 +24,7 @@ from lsp_server.fix.fixing import (
     Target,
     enclosing,
 )
+from lsp_server.fix.in_place import module_with
 from lsp_server.fix.kept_tests import KeptTests
 from lsp_server.fix.ports import retry_temperature
 from lsp_server.folder_files import read_regular_file
@@ -138,17 +139,10 @@ class TestFixPorts:
         """The module's text with the candidate in place, for the test runs that follow; a
         candidate that does not compile is its run's error."""
         assert target.path is not None
-        lines = list(target.lines)
-        rows = candidate.splitlines(keepends=True)
-        if rows and not rows[-1].endswith("\n"):
-            rows[-1] += "\n"
-        lines[target.first : target.last + 1] = rows
-        text = "".join(lines)
-        try:
-            compile(text, str(target.path), "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            error = Error("SyntaxError", str(exc.msg), (), f"SyntaxError: {exc}")
-            return RunOutcome(RunStatus.ERROR, (error,), 0.0)
+        path, lines = str(target.path), target.lines
+        text, failed = module_with(path, lines, target.first, target.last, candidate)
+        if failed is not None:
+            return failed
         self.sources = {str(target.path): text}
         self._tried = (target, candidate)
         return RunOutcome(RunStatus.OK, (), 0.0)

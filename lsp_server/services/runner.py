@@ -85,13 +85,16 @@ JAIL_ORIGINS = ("model", "offline")
 attempt never changes the user's state)."""
 
 
-def jail_for(where: Where, origin: str, kernel: Kernel) -> Jail | None:
+def jail_for(
+    where: Where, origin: str, kernel: Kernel, before: tuple[Before, ...] = ()
+) -> Jail | None:
     """The jail `origin`'s code runs in first in `kernel` (a Python kernel with runfix's
-    helper), within the run's timeout; None: it runs in the kernel."""
+    helper), within the run's timeout, `before` run first there; None: it runs in the
+    kernel."""
     if origin not in JAIL_ORIGINS or kernel.plain or not is_python(where.language):
         return None
-    budget = max(1.0, where.settings.timeout - 2.0)
-    return Jail(budget, secrets=tuple(where.settings.secret_extra_names))
+    secrets = tuple(where.settings.secret_extra_names)
+    return Jail.within(where.settings.timeout, before=before, secrets=secrets)
 
 
 HELD = "runfix held the model's code"
@@ -249,9 +252,7 @@ class Runner:
         guarded = origin == "model" or (agent and where.settings.guard_agents)
         if guarded:  # the model's code: under the runtime guard (`executor/_kernel_guard.py`)
             request = replace(request, guard=self.gate.guard_for(where, code))
-        jail = jail_for(where, origin, kernel)
-        if jail is not None:
-            jail = replace(jail, before=before)
+        jail = jail_for(where, origin, kernel, before)
         files = None if attempt else files or output_files(where.folder, where.settings)
         asker = (
             self._asker(where, f"{where.path}:{piece.first + 1}")
