@@ -79,6 +79,10 @@ class Settings:
     model_seed: int | None = None
     """Sampling seed, for endpoints that take one (None: the endpoint's)."""
     fix_max_attempts: int = 3
+    fix_candidates: int | None = None
+    """Candidates asked at once in a fix's first attempt, each run in its own jail and
+    chosen by what they do (1: one answer an attempt; None: RUNFIX_FIX_CANDIDATES, else
+    `DEFAULT_CANDIDATES`; docs/model.md has the figures)."""
     fix_check_dependents: bool = True
     """A fix that ran clean is checked against the cells that depend on it, in a throwaway
     kernel (`fixcheck`), before it is offered."""
@@ -358,6 +362,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model.maxTokens": ("model_max_tokens", _optional_integer_from(16)),
     "model.seed": ("model_seed", _optional_integer),
     "fix.maxAttempts": ("fix_max_attempts", _integer(1)),
+    "fix.candidates": ("fix_candidates", _optional_integer_from(1)),
     "fix.checkDependents": ("fix_check_dependents", _boolean),
     "fix.checkBudget": ("fix_check_budget", _optional_number(0.1)),
     "autoRun": ("auto_run", _boolean),

@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from fix_kept_tasks import KEPT_FIX_TASKS, KEPT_GENERATE_TASKS  # noqa: E402
 from fix_live_tasks import FIX_TASKS, GENERATE_TASKS, FixTask, GenerateTask  # noqa: E402
 
 from executor.text import split_lines  # noqa: E402
@@ -78,7 +79,12 @@ def echoes(seen: Seen) -> int:
 
 
 def make_folder(
-    base: Path, name: str, files: dict[str, str], model: str, attempts: int | None = None
+    base: Path,
+    name: str,
+    files: dict[str, str],
+    model: str,
+    attempts: int | None = None,
+    candidates: int | None = None,
 ) -> Path:
     folder = base / name
     folder.mkdir(parents=True)
@@ -87,9 +93,13 @@ def make_folder(
     (folder / "pyproject.toml").write_text(
         f'[tool.runfix]\npython = "{sys.executable}"\n'
         f'model = {{ name = "{model}", stream = false, timeout = 300, temperature = 0 }}\n'
-        + (f"fix = {{ maxAttempts = {attempts} }}\n" if attempts is not None else "")
+        + (f"fix = {{ {', '.join(fix)} }}\n" if (fix := _fix_table(attempts, candidates)) else "")
     )
     return folder
+
+
+def _fix_table(attempts: int | None, candidates: int | None) -> list[str]:
+    return [f"{k} = {v}" for k, v in (("maxAttempts", attempts), ("candidates", candidates)) if v]
 
 
 def check(folder: Path, expect: Sequence[str], file: str = "job.py") -> bool:
@@ -384,6 +394,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--attempts", type=int, help="candidates runfix tries (fix.maxAttempts; default 3)"
     )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        nargs="*",
+        default=[0],
+        help="runfix's fix.candidates, one side each (0: the setting's default)",
+    )
+    parser.add_argument(
+        "--tasks",
+        default="project",
+        choices=["project", "kept", "both"],
+        help="the project's tasks, the ones kept aside for issue 69 (scripts/fix_kept_tasks.py), "
+        "or both (each reported alone too)",
+    )
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument(
         "--show", action="store_true", help="print each request's user message and its reply"
@@ -461,6 +485,8 @@ class Bench:
     base: Path
     proxy: Proxy
     kept: list[dict[str, Any]] = field(default_factory=list)
+    candidates: int | None = None
+    """fix.candidates of the runfix side under way (None: the default)."""
 
     def task(
         self,
@@ -474,14 +500,16 @@ class Bench:
         fresh: bool = False,
     ) -> Row:
         """One side's go at one task, checked and counted."""
-        folder = make_folder(self.base / side, name, files, self.args.model, self.args.attempts)
+        folder = make_folder(
+            self.base / side, name, files, self.args.model, self.args.attempts, self.candidates
+        )
         seen = self.proxy.watch()
         began = time.perf_counter()
         do(folder)
         claimed = any((folder / n).read_text() != text for n, text in files.items())
         ok = check(folder, expect)
         took = time.perf_counter() - began
-        if ok and side == "runfix" and self.args.keep is not None:
+        if ok and side.startswith("runfix") and self.args.keep is not None:
             self.kept.extend(accepted(folder, name))
         if ok and side == "gen-runfix" and self.args.keep is not None:
             self.kept.append(generated(folder, name, files["job.py"]))
@@ -524,33 +552,82 @@ def _paste_generate(url: str, model: str, task: GenerateTask, most: int, folder:
     paste_generate(url, model, task, folder, most)
 
 
+def runfix_sides(
+    args: argparse.Namespace, bench: Bench, fixes: Sequence[FixTask], kept_names: set[str]
+) -> dict[int, list[Row]]:
+    """runfix's go at each task, once for each `--candidates`."""
+    sides: dict[int, list[Row]] = {}
+    for n in args.candidates:
+        bench.candidates = n or None
+        sides[n] = [
+            bench.task(
+                f"runfix-{n}",
+                t.name,
+                t.where,
+                t.files,
+                t.expect,
+                functools.partial(
+                    _runfix_fix,
+                    args.layout,
+                    args.without,
+                    args.evidence,
+                    args.evidence_after,
+                    False,
+                ),
+                t.needs,
+                t.fresh or t.name in kept_names,
+            )
+            for t in fixes
+        ]
+    bench.candidates = None
+    return sides
+
+
+def print_sides(
+    args: argparse.Namespace, sides: dict[int, list[Row]], kept_names: set[str]
+) -> None:
+    for n, rows in sides.items():
+        print("  " + summary(f"runfix run --fix, candidates {n or 'default'}", rows))
+        if args.tasks == "both":
+            for label, keep in (("the project's", False), ("kept aside", True)):
+                picked = [r for r in rows if (r.name in kept_names) == keep]
+                print("    " + summary(f"{label} tasks", picked))
+
+
+def print_ratios(
+    args: argparse.Namespace, sides: dict[int, list[Row]], pasted: list[Row], kept_names: set[str]
+) -> None:
+    for n, rows in sides.items():
+        print("  " + ratios(f"all, candidates {n or 'default'}", rows, pasted))
+        if args.tasks == "both":
+            for label, keep_it in (("the project's", False), ("kept aside", True)):
+                mine = [r for r in rows if (r.name in kept_names) == keep_it]
+                theirs = [r for r in pasted if (r.name in kept_names) == keep_it]
+                print("  " + summary(f"paste, {label} tasks", theirs, echo=False))
+                print("  " + ratios(f"{label}, candidates {n or 'default'}", mine, theirs))
+
+
 def report(args: argparse.Namespace, bench: Bench) -> None:
+    pool = {"project": FIX_TASKS, "kept": KEPT_FIX_TASKS, "both": FIX_TASKS + KEPT_FIX_TASKS}
+    kept_names = {t.name for t in KEPT_FIX_TASKS} | {g.name for g in KEPT_GENERATE_TASKS}
     fixes = [
         t
-        for t in FIX_TASKS
+        for t in pool[args.tasks]
         if (not args.only or t.name in args.only)
         and (args.needs is None or t.needs == args.needs)
         and (t.fresh or not args.fresh)
     ]
-    generates = [t for t in GENERATE_TASKS if not args.only or t.name in args.only]
+    generating = {
+        "project": GENERATE_TASKS,
+        "kept": KEPT_GENERATE_TASKS,
+        "both": GENERATE_TASKS + KEPT_GENERATE_TASKS,
+    }[args.tasks]
+    generates = [t for t in generating if not args.only or t.name in args.only]
     if args.skip_generate:
         generates = []
     url = bench.proxy.url
-    ours = [
-        bench.task(
-            "runfix",
-            t.name,
-            t.where,
-            t.files,
-            t.expect,
-            functools.partial(
-                _runfix_fix, args.layout, args.without, args.evidence, args.evidence_after, False
-            ),
-            t.needs,
-            t.fresh,
-        )
-        for t in fixes
-    ]
+    sides = runfix_sides(args, bench, fixes, kept_names)
+    ours = sides[args.candidates[0]]
     in_notebooks = [
         bench.task(
             "runfix-nb",
@@ -616,7 +693,7 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
     print(
         f"\nfix tasks ({len(fixes)}; layout {args.layout}{left_out}; temperature 0, seed {SEED}):"
     )
-    print("  " + summary("runfix run --fix", ours))
+    print_sides(args, sides, kept_names)
     if in_notebooks:
         print(
             "  " + summary("runfix run NB.ipynb --fix (the same tasks as notebooks)", in_notebooks)
@@ -641,7 +718,7 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
             mine, theirs = [r for r in ours if keep(r)], [r for r in pasted if keep(r)]
             print("  " + ratios(group, mine, theirs))
     if ours and pasted:
-        print("  " + ratios("all", ours, pasted))
+        print_ratios(args, sides, pasted, kept_names)
     if gen_ours:
         print(f"\ngenerate tasks ({len(gen_ours)}):")
         print("  " + summary("runfix Generate", gen_ours))

@@ -27,6 +27,7 @@ from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
 from executor.vouched import document_names
+from lsp_server.fix.candidates import SAMPLED_TEMPERATURE, Ran, agreed, disagreement, grouped
 from lsp_server.fix.evidence import (
     error_name,
     frames_of,
@@ -53,6 +54,7 @@ from lsp_server.model.context import (
     reply_block,
     splice_line,
 )
+from lsp_server.model.paste import from_file, paste_messages
 from lsp_server.outputs.results import Problem
 from lsp_server.text.cells import cell_at, code_of, is_marker, is_text_marker, split_cells
 from lsp_server.text.languages import PYTHON, Language
@@ -621,6 +623,12 @@ class Ports(Protocol):
         (`RETRY_TEMPERATURE`), with another seed."""
         ...
 
+    async def ask_many(self, asks: Sequence[Asking], what: str) -> list[list[str]]:
+        """The answers to several requests asked at once (each `Asking.n` choices, sampled
+        at its temperature; None: the request's own): a request that failed has none;
+        ModelError when none answered, ModelCancelled when cancelled."""
+        ...
+
     async def run(self, code: str, at: int) -> RunOutcome:
         """Run code at a document line (0-based); never raises for what the code did."""
         ...
@@ -659,6 +667,19 @@ class Ports(Protocol):
         (`fixcheck`); None: not checked. One that breaks a passing cell goes back to the
         model with what it broke."""
         ...
+
+
+@dataclass(frozen=True)
+class Asking:
+    """One request of a round of candidates asked at once."""
+
+    messages: list[dict[str, str]]
+    n: int
+    bound: int
+    temperature: float | None = None
+    """None: the request's own (model.temperature)."""
+    how: str = "asked"
+    """Which way it asks (`candidates.Ran.how`)."""
 
 
 RETRY_TEMPERATURE = 0.7
@@ -719,6 +740,9 @@ class Fixer:
     """The project's tests judge a candidate (`tests_fix`): a guard that returns early or
     code that no longer runs the raising line is theirs to pass or fail; only a candidate
     that silences the error (`try/except: pass`) is held."""
+    candidates: int = 1
+    """Candidates asked at once in the first attempt (`fix.candidates`), each run in its own
+    jail and chosen by what they do (`_round`); 1: one answer an attempt."""
 
     async def fix(
         self,
@@ -735,21 +759,11 @@ class Fixer:
         cell's function); the piece then runs again after it, unchanged, as its test.
         `raised_at`: the line (1-based, in its file) the innermost frame of the user's code
         raised on, which the kernel's evidence must be of (0: the kernel's last error)."""
-        variables = await self.ports.variables()
-        python = self.language.python
         loop = await self._begin(lines, first, last, code, error, target, raised_at)
-        names = [v.name for v in variables] + loop.in_code
-        keys = [str(k) for v in variables for k in (v.columns or {})]
-        typo = suggested(loop.target, error, names, keys) if python else None
-        typo = typo or (self._from_evidence(loop, error) if python else None)
-        fresh: list[Variable] | None = variables
-        """The kernel's variables, until a run may have changed them."""
-        if typo is not None:  # Python's own suggestion, tried before any model is asked
-            done = await self._offline(loop, typo, lines)
-            if done is not None:
-                return done
-            fresh = None
-        number = 0
+        done, fresh, number = await self._opening(loop, lines, error)
+        """`fresh`: the kernel's variables, until a run may have changed them."""
+        if done is not None:
+            return done
         note = ""
         """What was wrong with the last answer, said in one line in the next request."""
         while number < self.max_attempts:
@@ -800,6 +814,29 @@ class Fixer:
                 return done
             fresh = None  # the candidate ran: the kernel's variables may differ now
         return loop.settled(number)
+
+    async def _opening(
+        self, loop: _Loop, lines: Sequence[str], error: str
+    ) -> tuple[FixResult | None, list[Variable] | None, int]:
+        """Before one answer an attempt: Python's own suggestion, tried before any model is
+        asked, then the round of candidates asked at once (`_round`). (The fix's end, else
+        the kernel's variables where no run may have changed them, and the attempts made.)"""
+        variables = await self.ports.variables()
+        python = self.language.python
+        names = [v.name for v in variables] + loop.in_code
+        keys = [str(k) for v in variables for k in (v.columns or {})]
+        typo = suggested(loop.target, error, names, keys) if python else None
+        typo = typo or (self._from_evidence(loop, error) if python else None)
+        fresh: list[Variable] | None = variables
+        if typo is not None:
+            done = await self._offline(loop, typo, lines)
+            if done is not None:
+                return done, None, 0
+            fresh = None
+        if self.candidates > 1 and not self.by_tests:
+            done = await _round(self, loop, lines, fresh or await self.ports.variables())
+            return done, None, 1
+        return None, fresh, 0
 
     def _took(self, number: int, model: float, ran: float, checked: float) -> None:
         """Where an attempt's time went, said as it ends: the model (reading the request and
@@ -1003,66 +1040,193 @@ class Fixer:
         self, loop: _Loop, candidate: str, number: int, lines: Sequence[str]
     ) -> FixResult | None:
         """Run one candidate and judge it: the result to answer with, or None to go on."""
-        target = loop.target
-        defined: RunOutcome | None = None
-        if target.path is not None and self.ports.fixes_modules:
-            defined = outcome = await self.ports.redefine(target, candidate)
-            if defined.status == RunStatus.OK:
-                outcome = await self.ports.run(loop.code, loop.first)  # the test: the caller again
-        elif loop.elsewhere:
-            defined = outcome = await self.ports.define(candidate, target.first)
-            if defined.status == RunStatus.OK:
-                grown = candidate.rstrip("\n").count("\n") - (target.last - target.first)
-                moved = grown if target.last < loop.first else 0
-                outcome = await self.ports.run(loop.code, loop.first + moved)  # the caller again
-        else:
-            outcome = await self.ports.run(candidate, loop.first)
+        outcome, defined = await _trial(self, loop, candidate)
         if outcome.status == RunStatus.CANCELLED:
             return loop.ended("cancelled", number, "cancelled")
         if outcome.status != RunStatus.OK:
-            failed = outcome.error
-            why = error_text(failed.message, failed.text) if failed else outcome.note or "failed"
-            loop.failed(candidate, why, why)
-            if failed is not None:
-                loop.evidence = await self._evidence(lines, loop, why, 0, candidate)
+            await _raised(self, loop, candidate, outcome, lines)
             return None
-        kept = (
-            still_runs(target.code, target.line - target.first + 1, candidate)
-            if target.line is not None and target.first <= target.line <= target.last
-            else None
-        )
-        flag = (kept or deletion_style(target.code, candidate)) if self.language.python else None
-        if self.by_tests and flag is not None and not flag.startswith("silences"):
-            flag = None
-        if flag is None and self.language.python and not self.by_tests:  # (tests judge theirs)
-            line = target.line - target.first + 1 if target.line is not None else None
-            failing = loop.failing  # (what raised elsewhere, a fix of its cause need not hold)
-            if failing is not None and failing.expression.strip() not in target.code:
-                failing = None
-            held = silencing(target.code, candidate, failing, said(outcome), line)
-            flag = held.rule if held is not None else None
+        flag = _flag(self, loop, candidate, outcome)
         result = FixResult("fixed", candidate, outcome, number, tried=loop.tried, flag=flag)
         result.says = says(outcome)
-        result.target, result.defined = target, defined
-        checked = await self.ports.verify(candidate, target)
-        loop.checked = checked.seconds if checked is not None else 0.0
-        if checked is not None and checked.status == "cancelled":
-            return loop.ended("cancelled", number, "cancelled")
-        result.check = checked
-        if flag is not None:  # offered for what it is if nothing better comes; asked again
-            loop.flagged = loop.flagged or result
-            why = (
-                f"It ran, but it {flag}: that only hides the error. Keep that statement, "
-                "running, and fix its cause."
-            )
-            loop.failed(candidate, why, why)
-            return None
-        if checked is None or not checked.regressions:
-            return result
-        if loop.best is None or len(checked.regressions) < len(loop.best.check.regressions):  # type: ignore[union-attr]
-            loop.best = result
-        loop.failed(candidate, checked.for_model(), checked.for_model())
+        result.target, result.defined = loop.target, defined
+        return await _verified(self, loop, result, number)
+
+
+async def _trial(fixer: Fixer, loop: _Loop, candidate: str) -> tuple[RunOutcome, RunOutcome | None]:
+    """Run one candidate where it goes (in a jail: the ports' `run`), with its test: the
+    piece again when the fix goes elsewhere. (What ran, the candidate's own run there.)"""
+    target, ports = loop.target, fixer.ports
+    if target.path is not None and ports.fixes_modules:
+        defined = outcome = await ports.redefine(target, candidate)
+        if defined.status == RunStatus.OK:
+            outcome = await ports.run(loop.code, loop.first)  # the test: the caller again
+        return outcome, defined
+    if loop.elsewhere:
+        defined = outcome = await ports.define(candidate, target.first)
+        if defined.status == RunStatus.OK:
+            grown = candidate.rstrip("\n").count("\n") - (target.last - target.first)
+            moved = grown if target.last < loop.first else 0
+            outcome = await ports.run(loop.code, loop.first + moved)  # the caller again
+        return outcome, defined
+    return await ports.run(candidate, loop.first), None
+
+
+async def _raised(
+    fixer: Fixer, loop: _Loop, candidate: str, outcome: RunOutcome, lines: Sequence[str]
+) -> None:
+    """A candidate that did not run clean, kept among the attempts with what it raised."""
+    failed = outcome.error
+    why = error_text(failed.message, failed.text) if failed else outcome.note or "failed"
+    loop.failed(candidate, why, why)
+    if failed is not None:
+        loop.evidence = await fixer._evidence(lines, loop, why, 0, candidate)
+
+
+def _flag(fixer: Fixer, loop: _Loop, candidate: str, outcome: RunOutcome) -> str | None:
+    """How a candidate that ran clean makes the error go away by removing or silencing what
+    failed (None: it does not)."""
+    target = loop.target
+    if not fixer.language.python:
         return None
+    kept = (
+        still_runs(target.code, target.line - target.first + 1, candidate)
+        if target.line is not None and target.first <= target.line <= target.last
+        else None
+    )
+    flag = kept or deletion_style(target.code, candidate)
+    if fixer.by_tests:  # the tests judge theirs: only silencing is held
+        return flag if flag is not None and flag.startswith("silences") else None
+    if flag is None:
+        line = target.line - target.first + 1 if target.line is not None else None
+        failing = loop.failing  # (what raised elsewhere, a fix of its cause need not hold)
+        if failing is not None and failing.expression.strip() not in target.code:
+            failing = None
+        held = silencing(target.code, candidate, failing, said(outcome), line)
+        flag = held.rule if held is not None else None
+    return flag
+
+
+async def _verified(fixer: Fixer, loop: _Loop, result: FixResult, number: int) -> FixResult | None:
+    """A candidate that ran clean, checked against what depends on it: the result to answer
+    with, or None to go on (held or breaking: kept as the best so far, the model told)."""
+    assert result.code is not None and result.target is not None
+    candidate, flag = result.code, result.flag
+    checked = await fixer.ports.verify(candidate, result.target)
+    loop.checked = checked.seconds if checked is not None else 0.0
+    if checked is not None and checked.status == "cancelled":
+        return loop.ended("cancelled", number, "cancelled")
+    result.check = checked
+    if flag is not None:  # offered for what it is if nothing better comes; asked again
+        loop.flagged = loop.flagged or result
+        why = (
+            f"It ran, but it {flag}: that only hides the error. Keep that statement, "
+            "running, and fix its cause."
+        )
+        loop.failed(candidate, why, why)
+        return None
+    if checked is None or not checked.regressions:
+        return result
+    if loop.best is None or len(checked.regressions) < len(loop.best.check.regressions):  # type: ignore[union-attr]
+        loop.best = result
+    loop.failed(candidate, checked.for_model(), checked.for_model())
+    return None
+
+
+async def _round(
+    fixer: Fixer, loop: _Loop, lines: Sequence[str], variables: Sequence[Variable]
+) -> FixResult | None:
+    """The first attempt as a round: `fixer.candidates` answers asked at once — runfix's
+    request at its own temperature, the same sampled warmer, and one asked the paste's way
+    (the whole file and its traceback) — each run in its own jail; of those that ran clean,
+    held by no rule, the largest group by what they print wins (`candidates.agreed`), where
+    groups tie the first is offered with the disagreement said (held: never applied
+    unseen). None: none ran clean, the loop goes on with what failed."""
+    target, python = loop.target, fixer.language.python
+    asked = time.perf_counter()
+    try:
+        codes = await _asked_round(fixer, loop, variables)
+    except ModelCancelled:
+        return loop.ended("cancelled", 1, "cancelled")
+    except ModelError as exc:
+        return loop.ended("failed", 1, str(exc))
+    ran_at = time.perf_counter()
+    clean: list[Ran] = []
+    for code, how in codes:
+        findings = scan(
+            code, target.first + 1, language=fixer.language.unread,
+            context=document_names("".join(target.lines if target.path is not None else lines)),
+            modules=fixer.modules,
+        )  # fmt: skip
+        if findings:  # a flagged one is asked about only in the loop, one at a time
+            loop.failed(code, f"It was not run: it {findings[0].message}.", loop.current)
+            continue
+        outcome, defined = await _trial(fixer, loop, code)
+        if outcome.status == RunStatus.CANCELLED:
+            return loop.ended("cancelled", 1, "cancelled")
+        if outcome.status != RunStatus.OK:
+            await _raised(fixer, loop, code, outcome, lines)
+            continue
+        flag = _flag(fixer, loop, code, outcome) if python else None
+        if flag is not None:
+            held = FixResult("fixed", code, outcome, 1, tried=loop.tried, flag=flag)
+            held.says, held.target, held.defined = says(outcome), target, defined
+            loop.flagged = loop.flagged or held
+            why = f"It ran, but it {flag}: that only hides the error. Fix its cause."
+            loop.failed(code, why, why)
+            continue
+        clean.append(Ran(code, outcome, defined, how))
+    groups = grouped(clean)
+    chosen = agreed(groups, target.code)
+    tie = chosen is None and bool(groups)
+    if tie:
+        chosen = min(groups[0], key=lambda r: len(r.code))
+    fixer._took(1, ran_at - asked, time.perf_counter() - asked, 0.0)
+    if chosen is None:
+        return None
+    log.info("round: %d candidates, %d clean, groups %s", len(codes), len(clean),
+             [len(g) for g in groups])  # fmt: skip
+    result = FixResult("fixed", chosen.code, chosen.outcome, 1, tried=loop.tried)
+    result.says, result.target, result.defined = says(chosen.outcome), target, chosen.defined
+    if tie:  # said as it is, not asked again: one more answer is no judge between them
+        result.flag = disagreement(groups)
+        result.message = f"the candidates that ran clean disagree; the one offered {result.flag}"
+        return result
+    return await _verified(fixer, loop, result, 1)
+
+
+async def _asked_round(
+    fixer: Fixer, loop: _Loop, variables: Sequence[Variable]
+) -> list[tuple[str, str]]:
+    """The round's answers, asked at once, as candidates (the code, which way it was asked):
+    each new one once; what held no code is kept among the attempts."""
+    target = loop.target
+    messages, bound = fixer._messages(loop, None, "", variables)
+    name = target.path.name if target.path is not None else Path(fixer.path).name or "the file"
+    pasted = paste_messages(loop.file, name, loop.current, fixer.language)
+    whole = answer_bound("".join(loop.file), fixer.max_tokens)
+    sampled = fixer.candidates - 2
+    asks = [Asking(messages, 1, bound), Asking(pasted, 1, whole, how="paste")]
+    if sampled > 0:
+        asks.append(Asking(messages, sampled, bound, SAMPLED_TEMPERATURE, "sampled"))
+    what = f"attempt 1/{fixer.max_attempts}: {fixer.candidates} candidates"
+    fixer.ports.report(f"{what}, asked at once")
+    replies = await fixer.ports.ask_many(asks, what)
+    codes: list[tuple[str, str]] = []
+    for ask, answers in zip(asks, replies, strict=True):
+        for reply in answers:
+            try:
+                if ask.how == "paste":
+                    code = from_file(reply, loop.file, target.first, target.last, fixer.language)
+                else:
+                    code = fixer._candidate(loop, reply, None)
+            except ReplyError as exc:
+                loop.no_code(reply[:2000], str(exc))
+                continue
+            loop.answered(_normal(code))
+            if not loop.seen(code) and not any(_same_code(code, c) for c, _ in codes):
+                codes.append((code, ask.how))
+    return codes
 
 
 async def _screened(

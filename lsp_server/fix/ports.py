@@ -9,7 +9,7 @@ fix flow that made them, so the loop's calls are declared ports, not re-entries.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,9 +22,9 @@ from lsp_server.editor import Editor, Place, Progress, Snapshot, streamed
 from lsp_server.executors import kernel_config
 from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
 from lsp_server.fix.fixcheck import check as check_against
-from lsp_server.fix.fixing import RETRY_TEMPERATURE, Target, redefinition
+from lsp_server.fix.fixing import RETRY_TEMPERATURE, Asking, Target, redefinition
 from lsp_server.fix.in_place import module_with
-from lsp_server.model.client import ModelClient
+from lsp_server.model.client import ModelCancelled, ModelClient, ModelError
 from lsp_server.record.store import Asked
 from lsp_server.runs import Piece, Where
 from lsp_server.services.gate import Gate
@@ -85,6 +85,39 @@ class FixPorts:
         )
         self.asked[:] = [model.last_asked] if model.last_asked is not None else []
         return reply
+
+    async def ask_many(self, asks: Sequence[Asking], what: str) -> list[list[str]]:
+        model = self.model
+        reading = sum(model.prompt_tokens(ask.messages) for ask in asks)
+        self.progress.report(f"{what}: the model is reading the prompts (~{reading:,} tokens)")
+        self.asked.clear()
+        answers = await asyncio.gather(
+            *(
+                model.complete_many(
+                    ask.messages,
+                    ask.n,
+                    cancel=self.cancel,
+                    max_tokens=ask.bound,
+                    temperature=ask.temperature,
+                )
+                for ask in asks
+            ),
+            return_exceptions=True,
+        )
+        got: list[list[str]] = []
+        failed: list[BaseException] = []
+        for answer in answers:
+            if isinstance(answer, ModelCancelled):
+                raise answer
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, ModelError):
+                    raise answer
+                failed.append(answer)
+            got.append(answer if isinstance(answer, list) else [])
+        if failed and not any(got):
+            raise failed[0]
+        self.asked[:] = [model.last_asked] if model.last_asked is not None else []
+        return got
 
     async def confirm(self, code: str, findings: list[Finding]) -> bool:
         reason = f"The model's fix {describe(findings)}."

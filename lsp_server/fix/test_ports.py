@@ -21,6 +21,7 @@ from executor.text import split_lines
 from lsp_server.editor import Editor, LineEdit, Progress
 from lsp_server.fix.fixcheck import Check, Dependent, Verdict
 from lsp_server.fix.fixing import (
+    Asking,
     Target,
     enclosing,
 )
@@ -28,7 +29,7 @@ from lsp_server.fix.in_place import module_with
 from lsp_server.fix.kept_tests import KeptTests
 from lsp_server.fix.ports import retry_temperature
 from lsp_server.folder_files import read_regular_file
-from lsp_server.model.client import ModelClient
+from lsp_server.model.client import ModelClient, ModelError
 from lsp_server.record.store import RecordedRun
 from lsp_server.session import Session
 from lsp_server.settings import Settings
@@ -122,6 +123,10 @@ class TestFixPorts:
             temperature=retry_temperature(self.model.config.temperature) if asked else None,
             seed=(self.model.config.seed or 0) + asked if asked else None,
         )
+
+    async def ask_many(self, asks: Sequence[Asking], what: str) -> list[list[str]]:
+        """Not asked: a test's fix has its tests for a judge, one candidate at a time."""
+        raise ModelError("a test's fix asks one candidate at a time")
 
     async def variables(self) -> list[Variable]:
         return []

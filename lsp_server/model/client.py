@@ -158,6 +158,11 @@ class ModelClient:
         """Why the last answer ended (`stop`, `length`), where the endpoint said."""
         self.last_asked: Asked | None = None
         """The last exchange that was answered (None while one is under way or failed)."""
+        self.many: str | None = None
+        """How the endpoint gives several answers to one request, once learned: "n" (one
+        request's `n` choices: llama.cpp's server, OpenAI) or "requests" (it ignores or
+        refuses `n`: concurrent requests, which a server with parallel slots answers at
+        once); None until the first `complete_many`."""
 
     def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -207,6 +212,53 @@ class ModelClient:
         chars = sum(len(m.get("content", "")) + 8 for m in messages)
         return max(1, round(chars / self._chars_per_token))
 
+    async def complete_many(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        n: int,
+        *,
+        cancel: asyncio.Event | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> list[str]:
+        """`n` answers to one request, sampled at `temperature` (at 0 they would be one
+        answer n times): one request's `n` choices where the endpoint gives them, else
+        concurrent requests with seeds one apart (`many` keeps which). Fewer than `n` come
+        back only when some requests failed; ModelError when none answered."""
+        if n <= 1:
+            return [await self.complete(messages, cancel=cancel, max_tokens=max_tokens,
+                                        temperature=temperature, seed=seed)]  # fmt: skip
+        got: list[str] = []
+        if self.many != "requests":
+            try:
+                got = await self._complete(
+                    messages, None, cancel, max_tokens, (temperature, seed), n
+                )
+            except ModelError as exc:
+                if self.many == "n" or ("'n'" not in str(exc) and " n " not in str(exc)):
+                    raise
+                got = []
+            self.many = "n" if len(got) >= n else "requests"
+            if len(got) >= n:
+                return got[:n]
+            log.info("the endpoint gave %d of %d choices: asking in requests", len(got), n)
+        base = seed if seed is not None else self.config.seed or 0
+        asked = [
+            self._complete(messages, None, cancel, max_tokens, (temperature, base + i + 1), 1)
+            for i in range(n - len(got))
+        ]
+        answers = await asyncio.gather(*asked, return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, ModelCancelled):
+                raise answer
+            if isinstance(answer, list):
+                got.extend(answer)
+        if not got:
+            failed = next(a for a in answers if isinstance(a, BaseException))
+            raise failed
+        return got
+
     async def complete(
         self,
         messages: Sequence[Mapping[str, str]],
@@ -223,6 +275,22 @@ class ModelClient:
         The secret rule hides what it finds in `messages` before they leave, and puts it
         back in the reply where the reply repeats its placeholder (a fixed line that holds
         a password keeps it)."""
+        answers = await self._complete(
+            messages, on_text, cancel, max_tokens, (temperature, seed), 1
+        )
+        return answers[0]
+
+    async def _complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        on_text: Callable[[str], None] | None,
+        cancel: asyncio.Event | None,
+        max_tokens: int | None,
+        asked_sampling: tuple[float | None, int | None],
+        n: int,
+    ) -> list[str]:
+        """`complete`'s work, for `n` choices of one request (`n` > 1: not streamed)."""
+        temperature, seed = asked_sampling
         if (why := self.config.missing()) is not None:
             raise ModelError(why)
         hider = Hider(os.environ, self.config.secret_names)
@@ -243,7 +311,7 @@ class ModelClient:
         )
         refused: list[str] = []  # what a retried answer said, should the clock run out
         work = asyncio.wait_for(
-            self._with_retries(messages, seen, bound, sampling, refused), self.config.timeout
+            self._with_retries(messages, seen, bound, sampling, refused, n), self.config.timeout
         )
         began = time.monotonic()
         try:
@@ -267,9 +335,10 @@ class ModelClient:
             ) from None
         if reply is CANCELLED:
             raise ModelCancelled()
-        self.last_asked = self.asked(messages, bound, reply, time.monotonic() - began, hider.hidden)
+        took = time.monotonic() - began
+        self.last_asked = self.asked(messages, bound, "\n\n".join(reply), took, hider.hidden)
         log.info("%s", self.last_asked.said)
-        return hider.unhide(reply)
+        return [hider.unhide(answer) for answer in reply]
 
     def asked(
         self,
@@ -306,7 +375,8 @@ class ModelClient:
         max_tokens: int,
         sampling: tuple[float | None, int | None],
         refused: list[str],
-    ) -> str:
+        n: int = 1,
+    ) -> list[str]:
         import openai
 
         deadline = time.monotonic() + self.config.timeout
@@ -314,7 +384,10 @@ class ModelClient:
         switched = False
         while True:
             try:
-                return await self._once(messages, on_text, max_tokens, sampling)
+                if n > 1:
+                    return await self._plain(messages, None, {self._token_field: max_tokens,
+                                             **_sampled(sampling), "n": n})  # fmt: skip
+                return [await self._once(messages, on_text, max_tokens, sampling)]
             except openai.BadRequestError as exc:
                 # An endpoint that wants the other name for the bound says so in a 400:
                 # asked again once with it (never without a bound).
@@ -373,15 +446,10 @@ class ModelClient:
         max_tokens: int,
         sampling: tuple[float | None, int | None],
     ) -> str:
-        temperature, seed = sampling
-        extra: dict[str, Any] = {self._token_field: max_tokens}
-        if temperature is not None:
-            extra["temperature"] = temperature
-        if seed is not None:
-            extra["seed"] = seed
+        extra: dict[str, Any] = {self._token_field: max_tokens, **_sampled(sampling)}
         self.last_usage = None
         if not self.config.stream:
-            return await self._plain(messages, on_text, extra)
+            return (await self._plain(messages, on_text, extra))[0]
         stream = await self._openai().chat.completions.create(
             model=self.config.name, messages=cast(Any, list(messages)), stream=True, **extra
         )
@@ -408,24 +476,25 @@ class ModelClient:
         # llama-cpp-python's server ends a stream this way when another request interrupts
         # it (`interrupt_requests`): what came is not the answer. Asked once more, whole.
         log.warning("the model's stream ended early (%s); asking once more without streaming", why)
-        return await self._plain(messages, on_text, extra)
+        return (await self._plain(messages, on_text, extra))[0]
 
     async def _plain(
         self,
         messages: Sequence[Mapping[str, str]],
         on_text: Callable[[str], None] | None,
         extra: Mapping[str, Any],
-    ) -> str:
-        """One answer in one piece (no stream)."""
+    ) -> list[str]:
+        """The answer in one piece (no stream): each of its choices (`n` in `extra`)."""
         reply = await self._openai().chat.completions.create(
             model=self.config.name, messages=cast(Any, list(messages)), stream=False, **extra
         )
-        text = (reply.choices[0].message.content or "") if reply.choices else ""
-        self.last_finish = reply.choices[0].finish_reason if reply.choices else None
+        choices = sorted(reply.choices or [], key=lambda c: c.index)
+        texts = [c.message.content or "" for c in choices] or [""]
+        self.last_finish = choices[0].finish_reason if choices else None
         self._learn(messages, reply.usage)
         if on_text is not None:
-            on_text(text)
-        return text
+            on_text(texts[0])
+        return texts
 
     def _learn(self, messages: Sequence[Mapping[str, str]], usage: Any) -> None:
         """The endpoint's own count of the prompt's tokens: the estimate follows it."""
@@ -435,6 +504,17 @@ class ModelClient:
             chars = sum(len(m.get("content", "")) + 8 for m in messages)
             self._chars_per_token = min(max(chars / prompt, 1.5), 8.0)
             self.last_usage = (prompt, done if isinstance(done, int) else 0)
+
+
+def _sampled(sampling: tuple[float | None, int | None]) -> dict[str, Any]:
+    """The request's sampling fields (temperature, seed), where set."""
+    temperature, seed = sampling
+    out: dict[str, Any] = {}
+    if temperature is not None:
+        out["temperature"] = temperature
+    if seed is not None:
+        out["seed"] = seed
+    return out
 
 
 def ended_early(text: str, finished: str | None) -> str | None:

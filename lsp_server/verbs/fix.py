@@ -10,7 +10,8 @@ import asyncio
 import difflib
 import functools
 import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from lsp_server.services.reads import KernelReads
 from lsp_server.services.runner import Runner
 from lsp_server.services.steps import PieceRun
 from lsp_server.session import Session
+from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.languages import PYTHON, is_python
@@ -94,6 +96,28 @@ def _source_lines(outcome: RunOutcome) -> list[str]:
         return []
     shown = [ln.strip() for ln in error.text.splitlines() if ln.startswith("    ")]
     return [ln for ln in shown if ln and not ln.startswith(("^", "~"))]
+
+
+MOST_CANDIDATES = 16
+"""Candidates asked at once at most, whatever `fix.candidates` says (each is a slot the
+endpoint fills and a jail the kernel forks)."""
+
+
+DEFAULT_CANDIDATES = 4
+"""`fix.candidates` where neither the setting nor RUNFIX_FIX_CANDIDATES says (chosen from
+`scripts/bench_fix_live.py`'s figures: docs/model.md)."""
+
+
+def candidates_for(settings: Settings, environ: Mapping[str, str] | None = None) -> int:
+    """How many candidates a fix's first attempt asks at once: the setting, else the
+    environment's RUNFIX_FIX_CANDIDATES (a terminal's way, and the tests' for scripted
+    flows), else `DEFAULT_CANDIDATES`; at most `MOST_CANDIDATES`."""
+    env = os.environ if environ is None else environ
+    wanted = settings.fix_candidates
+    if wanted is None:
+        raw = env.get("RUNFIX_FIX_CANDIDATES", "").strip()
+        wanted = int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CANDIDATES
+    return min(wanted, MOST_CANDIDATES)
 
 
 def held_diff(path: str, lines: Sequence[str], first: int, last: int, candidate: str) -> str:
@@ -314,6 +338,7 @@ class FixFlow:
             ),
             path=where.path,
             max_attempts=settings.fix_max_attempts,
+            candidates=candidates_for(settings),
             budget=settings.context_budget,
             max_tokens=model.config.max_tokens,
             language=where.language or PYTHON,

@@ -3,14 +3,14 @@ alone: a scripted model, recorded runs, a yes or no to flagged code."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from executor.events import RunOutcome, Variable
 from executor.safety import Finding
 from lsp_server.fix.fixcheck import Check
-from lsp_server.fix.fixing import Target
+from lsp_server.fix.fixing import Asking, Target
 
 
 async def _no_variables() -> list[Variable]:
@@ -35,6 +35,16 @@ class CalledPorts:
 
     async def ask(self, messages: list[dict[str, str]], what: str, bound: int, asked: int) -> str:
         return await self.ask_with(messages, what, bound, asked)
+
+    async def ask_many(self, asks: Sequence[Asking], what: str) -> list[list[str]]:
+        """Each request's choices from `ask_with`, one call a choice (`asked`: its number)."""
+        return [
+            [
+                await self.ask_with(ask.messages, f"{what} ({ask.how})", ask.bound, i)
+                for i in range(ask.n)
+            ]
+            for ask in asks
+        ]
 
     async def run(self, code: str, at: int) -> RunOutcome:
         return await self.run_with(code, at)

@@ -1,5 +1,6 @@
-"""A real small model on loopback: llama-cpp-python's OpenAI-compatible server with
-Qwen2.5-Coder-0.5B-Instruct, both set up by `scripts/model` (cached outside the clone).
+"""A real small model on loopback: llama.cpp's own OpenAI-compatible server (xllamacpp, in a
+child process) with Qwen2.5-Coder-0.5B-Instruct, both set up by `scripts/model` (cached
+outside the clone).
 
 Why that model: it is the smallest instruct model on the package index that writes code
 (SmolLM2-135M, the other one there, answers prose or nothing useful to a fix request),
@@ -82,32 +83,31 @@ def _free_port() -> int:
 
 
 class LlamaServer:
-    """`python -m llama_cpp.server` on a free loopback port; `url` is its OpenAI base."""
+    """llama.cpp's own server (`scripts/model_serve.py`, xllamacpp) on a free loopback port,
+    with `slots` parallel slots; `url` is its OpenAI base."""
 
-    def __init__(self, python: str, model: str, log: Path, context: int = 8192) -> None:
+    def __init__(
+        self, python: str, model: str, log: Path, context: int = 8192, slots: int = 8
+    ) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.name = NAME
+        self.slots = slots
         self._log = open(log, "ab")  # noqa: SIM115 (closed in stop)
         command = [
             python,
-            "-m",
-            "llama_cpp.server",
-            "--model",
+            str(ROOT / "scripts" / "model_serve.py"),
             model,
-            "--model_alias",
+            "--alias",
             NAME,
-            "--host",
-            "127.0.0.1",
             "--port",
             str(self.port),
-            "--n_ctx",
+            "--context",
             str(context),
-            "--n_threads",
+            "--slots",
+            str(slots),
+            "--threads",
             str(min(os.cpu_count() or 2, 4)),
-            # One client never cuts another's answer short (the server's default does).
-            "--interrupt_requests",
-            "False",
         ]
         self.process = subprocess.Popen(
             command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL

@@ -106,6 +106,9 @@ class FakeModel:
     async def complete(self, messages: Any, **_: Any) -> str:
         return self.reply
 
+    async def complete_many(self, messages: Any, n: int, **_: Any) -> list[str]:
+        return [self.reply] * n
+
     async def close(self) -> None:
         pass
 
