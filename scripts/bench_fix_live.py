@@ -308,7 +308,8 @@ class Row:
     requests: int
     echoes: int
     model: float = 0.0
-    """Seconds waiting for the model (every request, reading and writing)."""
+    """Seconds some request was waiting for the model (reading and writing; concurrent
+    requests counted once)."""
     answer_tokens: int = 0
     claimed: bool = False
     """The side wrote a fix (runfix: called it fixed; the paste: its reply's file): what
@@ -515,7 +516,7 @@ class Bench:
             self.kept.append(generated(folder, name, files["job.py"]))
         row = Row(
             name, where, needs, fresh, ok, took, sum(seen.prompt_tokens), len(seen.requests),
-            echoes(seen), sum(seen.seconds), sum(seen.answer_tokens), claimed,
+            echoes(seen), seen.waited(), sum(seen.answer_tokens), claimed,
         )  # fmt: skip
         if self.args.show:
             for request, reply in zip(seen.requests, seen.replies, strict=False):
@@ -639,7 +640,7 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
                 _runfix_fix, args.layout, args.without, args.evidence, args.evidence_after, True
             ),
             t.needs,
-            t.fresh,
+            t.fresh or t.name in kept_names,
         )
         for t in (fixes if args.notebooks else [])
     ]
@@ -655,7 +656,7 @@ def report(args: argparse.Namespace, bench: Bench) -> None:
                 t.expect,
                 functools.partial(_paste_fix, url, args.model, t, args.max_tokens),
                 t.needs,
-                t.fresh,
+                t.fresh or t.name in kept_names,
             )
             for t in fixes
         ]

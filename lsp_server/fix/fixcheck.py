@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import builtins
 import contextlib
 import textwrap
 import time
@@ -466,11 +467,12 @@ def _early_returns(tree: ast.AST) -> int:
 # -- fixed means the failing code still runs --------------------------------------------------
 
 
-def still_runs(original: str, line: int, candidate: str) -> str | None:
+def still_runs(original: str, line: int, candidate: str, ename: str | None = None) -> str | None:
     """Why `candidate` does not keep the statement of `original` that raised at `line`
     (1-based in `original`), else None: the statement — or one of its kind doing the same
     job (the same names assigned, the same function called, a return in the same function)
-    — must still be there, and not under a handler that swallows every error. An argument
+    — must still be there, and not under a handler that catches its error (`ename`, where
+    known; else any) and does not raise again, whatever the handler does instead. An argument
     changed, a name's typo fixed, a guard added around it: all fine. What cannot be judged
     (it does not parse; no statement at that line) is None."""
     try:
@@ -488,7 +490,10 @@ def still_runs(original: str, line: int, candidate: str) -> str | None:
     matches = [n for n in ast.walk(after) if _same_job(failing, n, before, after)]
     if not matches:
         return f"removes the failing line (`{shown}`)"
-    if all(_swallowed(n, parents) for n in matches):
+    same = [n for n in matches if ast.dump(n) == ast.dump(failing)]
+    if any(_swallowed(n, parents, ename) for n in same) or all(
+        _swallowed(n, parents, ename) for n in matches
+    ):  # the very statement that raised, under a handler, is silenced whatever else is there
         return f"silences the error around `{shown}` (try/except that swallows it)"
     return None
 
@@ -579,32 +584,42 @@ def _parents(tree: ast.AST) -> dict[int, ast.AST]:
     return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
-def _swallowed(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
-    """Whether `node` sits in a `try` body whose handlers swallow everything it raises."""
+def _swallowed(node: ast.AST, parents: dict[int, ast.AST], ename: str | None = None) -> bool:
+    """Whether `node` sits in a `try` body with a handler that catches what it raised
+    (`ename`) and does not raise again."""
     child, parent = node, parents.get(id(node))
     while parent is not None:
         in_body = isinstance(parent, ast.Try) and any(child is s for s in parent.body)
-        if in_body and any(_swallows(h) for h in parent.handlers):  # type: ignore[attr-defined]
+        handlers = parent.handlers if isinstance(parent, ast.Try) and in_body else []
+        if any(_swallows(h, ename) for h in handlers):
             return True
         child, parent = parent, parents.get(id(parent))
     return False
 
 
-def _swallows(handler: ast.ExceptHandler) -> bool:
-    """A handler that does nothing the user would notice (pass, continue, a constant, a
-    print of the error) and does not raise."""
+def _swallows(handler: ast.ExceptHandler, ename: str | None = None) -> bool:
+    """A handler that catches `ename` (None: any error it may catch) and does not raise,
+    whatever it does instead: printing a constant or returning a fallback hides the error
+    all the same (issue 69: `except KeyError: print("last", 0)` was called fixed)."""
     if any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
         return False
-    for statement in handler.body:
-        if isinstance(statement, (ast.Pass, ast.Continue, ast.Break)):
-            continue
-        if isinstance(statement, ast.Expr) and (
-            isinstance(statement.value, ast.Constant)
-            or (isinstance(statement.value, ast.Call) and _callee(statement.value) == "print")
-        ):
-            continue
-        return False
-    return True
+    return ename is None or _catches(handler.type, ename)
+
+
+def _catches(kind: ast.expr | None, ename: str) -> bool:
+    """Whether an `except` clause of `kind` catches Python's `ename` (unknown names: yes)."""
+    if kind is None:
+        return True
+    kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    raised = getattr(builtins, ename, None)
+    for each in kinds:
+        name = each.id if isinstance(each, ast.Name) else getattr(each, "attr", None)
+        caught = getattr(builtins, name, None) if isinstance(name, str) else None
+        if name == ename or caught is None or not isinstance(raised, type):
+            return True  # the same name, or one that cannot be judged here
+        if isinstance(caught, type) and issubclass(raised, caught):
+            return True
+    return False
 
 
 def _is_code(line: str) -> bool:

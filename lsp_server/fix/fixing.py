@@ -38,7 +38,7 @@ from lsp_server.fix.evidence import (
 )
 from lsp_server.fix.fixcheck import Check, deletion_style, still_runs
 from lsp_server.fix.reach import reaches_past
-from lsp_server.fix.silencing import Failing, failing_of, said, says, silencing
+from lsp_server.fix.silencing import Failing, failing_of, missing_key, said, says, silencing
 from lsp_server.folder_files import FileId, read_regular_file
 from lsp_server.model.client import ModelCancelled, ModelError
 from lsp_server.model.context import (
@@ -824,7 +824,7 @@ class Fixer:
         variables = await self.ports.variables()
         python = self.language.python
         names = [v.name for v in variables] + loop.in_code
-        keys = [str(k) for v in variables for k in (v.columns or {})]
+        keys = loop.keys = [str(k) for v in variables for k in (v.columns or {})]
         typo = suggested(loop.target, error, names, keys) if python else None
         typo = typo or (self._from_evidence(loop, error) if python else None)
         fresh: list[Variable] | None = variables
@@ -874,6 +874,7 @@ class Fixer:
         if target is not None and target.path is not None and not self.ports.fixes_modules:
             target = None
         loop = _Loop(target or Target(first, last, code), first, last, code, error, error)
+        loop.ename, loop.code_error = error_name(error), error
         in_module = loop.target.path is not None
         loop.file = loop.target.lines if in_module else lines
         loop.context = [
@@ -984,6 +985,7 @@ class Fixer:
         """The fix's state aimed at `target` instead, with the evidence already read."""
         moved = self._loop(lines, loop.first, loop.last, loop.code, loop.current, target)
         moved.evidence, moved.found, moved.failing = loop.evidence, loop.found, loop.failing
+        moved.ename, moved.code_error = loop.ename, loop.code_error
         return moved
 
     def _cause(self, loop: _Loop, lines: Sequence[str], error: str) -> Target | None:
@@ -1090,7 +1092,7 @@ def _flag(fixer: Fixer, loop: _Loop, candidate: str, outcome: RunOutcome) -> str
     if not fixer.language.python:
         return None
     kept = (
-        still_runs(target.code, target.line - target.first + 1, candidate)
+        still_runs(target.code, target.line - target.first + 1, candidate, loop.ename)
         if target.line is not None and target.first <= target.line <= target.last
         else None
     )
@@ -1102,6 +1104,8 @@ def _flag(fixer: Fixer, loop: _Loop, candidate: str, outcome: RunOutcome) -> str
         failing = loop.failing  # (what raised elsewhere, a fix of its cause need not hold)
         if failing is not None and failing.expression.strip() not in target.code:
             failing = None
+        if failing is None or (failing.ename == "KeyError" and not failing.has):
+            failing = missing_key(target.code, loop.code_error, loop.keys) or failing
         held = silencing(target.code, candidate, failing, said(outcome), line)
         flag = held.rule if held is not None else None
     return flag
@@ -1273,6 +1277,12 @@ class _Loop:
     """What the next request says went wrong."""
     error: str = ""
     """The last error a candidate (or the code) raised."""
+    ename: str | None = None
+    """The name of the error the code raised in the first place (`KeyError`)."""
+    code_error: str = ""
+    """What the code raised in the first place."""
+    keys: list[str] = field(default_factory=list)
+    """The keys of the kernel's dicts and frames' columns (its variables), as first read."""
     tried: list[Attempt] = field(default_factory=list)
     best: FixResult | None = None
     """The candidate that broke the fewest dependents, offered if none breaks none."""

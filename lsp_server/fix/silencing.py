@@ -64,6 +64,24 @@ def failing_of(found: Mapping[str, Any] | None, error: str) -> Failing | None:
     return Failing(first.expression or "", name, tuple(first.has or ()), parts)
 
 
+def missing_key(code: str, error: str, keys: Sequence[str]) -> Failing | None:
+    """What raised, read from a `KeyError`'s text where the kernel did not say: the lookup
+    of that key in `code` (`cfg["timeout"]`), and the keys the kernel's dicts hold (its
+    variables), so a `.get` of the missing key with a near one there is seen for what it is."""
+    last = error.strip().splitlines()[-1] if error.strip() else ""
+    if not last.startswith("KeyError:"):
+        return None
+    key = last.split(":", 1)[1].strip()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and ast.unparse(node.slice) == key:
+            return Failing(ast.unparse(node), "KeyError", tuple(keys))
+    return None
+
+
 def said(outcome: RunOutcome | None) -> str:
     """What a run printed and returned, as text (stdout, values), in order."""
     if outcome is None:
@@ -104,6 +122,7 @@ def silencing(
     tokens = _TOKEN.findall(printed)
     shown = _shown(printed)
     held = _constant_result(before, after, line) if line is not None else None
+    held = held or _varying_made_constant(before, after)
     if held is not None:
         return held
     if failing is not None:
@@ -136,6 +155,41 @@ def _only_empty(printed: str) -> bool:
     """Every line says an empty value where its value goes (`[]`, `x {}`, `total ''`)."""
     lines = [line.strip() for line in printed.splitlines() if line.strip()]
     return bool(lines) and all(line.split()[-1] in _EMPTY for line in lines)
+
+
+def _varying_made_constant(before: ast.AST, after: ast.AST) -> Held | None:
+    """A call that took a value that varies — a loop's or a comprehension's variable, a
+    parameter — takes a constant in its place (`[label(s) for s in scores]` →
+    `[label(70) for s in scores]`): every item gets the one answer."""
+    varying = _varying_names(before)
+    old = [n for n in ast.walk(before) if isinstance(n, ast.Call)]
+    for call in (n for n in ast.walk(after) if isinstance(n, ast.Call)):
+        callee = ast.unparse(call.func)
+        for was in old:
+            if ast.unparse(was.func) != callee or len(was.args) != len(call.args):
+                continue
+            for then, now in zip(was.args, call.args, strict=True):
+                if (
+                    isinstance(then, ast.Name)
+                    and then.id in varying
+                    and isinstance(now, ast.Constant)
+                ):
+                    return Held(
+                        f"replaces `{then.id}`, which varies, with a constant "
+                        f"(`{ast.unparse(call)[:60]}`): every item gets one answer"
+                    )
+    return None
+
+
+def _varying_names(tree: ast.AST) -> set[str]:
+    """Names bound by a `for`, a comprehension or as a function's parameters."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            names |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            names |= {a.arg for a in (*node.args.posonlyargs, *node.args.args)}
+    return names
 
 
 def _constant_result(before: ast.AST, after: ast.AST, line: int) -> Held | None:

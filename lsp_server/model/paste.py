@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from lsp_server.model.context import ReplyError, extract_code
+from lsp_server.model.context import ReplyError, reply_block
 from lsp_server.text.languages import PYTHON, Language
 from lsp_server.text.positions import strip_eol
 
@@ -40,7 +40,7 @@ def from_file(
     """The code the reply's file holds in place of lines first..last (0-based) of `file`;
     ReplyError where its changes lie elsewhere (an import line added at the top is kept,
     moved into the code: it runs there all the same)."""
-    block = extract_code(reply, language=language)
+    block = reply_block(reply, language)  # the file as it came: its cell markers too
     old = [strip_eol(line).rstrip() for line in file]
     new = [line.rstrip() for line in block.rstrip("\n").split("\n")]
     start, end = first, last + 1

@@ -163,6 +163,18 @@ class Seen:
     """How long each chat request took, asked to answered (reading the prompt, writing)."""
     answer_tokens: list[int] = field(default_factory=list)
     """The endpoint's count of each answer (where it said)."""
+    spans: list[tuple[float, float]] = field(default_factory=list)
+    """When each chat request was asked and answered (time.monotonic)."""
+
+    def waited(self) -> float:
+        """Seconds during which some request was waiting for the model (concurrent
+        requests counted once)."""
+        total, end = 0.0, float("-inf")
+        for began, ended in sorted(self.spans):
+            if ended > end:
+                total += ended - max(began, end)
+                end = ended
+        return total
 
 
 class Proxy:
@@ -230,6 +242,7 @@ class Proxy:
                     upstream.close()
                 if body:
                     proxy.seen.seconds.append(time.monotonic() - began)
+                    proxy.seen.spans.append((began, time.monotonic()))
                 if not request.get("stream"):
                     proxy._keep(bytes(kept))
 
