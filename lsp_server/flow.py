@@ -65,7 +65,7 @@ class Flow:
         installer = Installer(editor, self.gate, self.desk)
         self.installs = InstallAndRerun(installer, self.runner, self.desk)
         """Installing into the folder's kernel, then re-running (`verbs.install`)."""
-        self.generator = Generator(session, editor, self.runner, self.desk, self.reads)
+        self.generator = Generator(session, editor, self.gate, self.runner, self.desk, self.reads)
         """Writing a prompt's body (`verbs.generate`)."""
         self.fixes = FixFlow(
             session, editor, self.gate, self.runner, self.desk, self.reads, installer

@@ -13,6 +13,7 @@ repository must not point the model, with your key, at its own server.
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -32,6 +33,14 @@ RESULTS_MODES = ("inlay", "diagnostics", "both")
 EXECUTORS = tuple(KINDS)
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-5-mini"
+
+
+DEFAULT_CANDIDATES = 4
+"""`model.candidates` where neither the setting nor RUNFIX_MODEL_CANDIDATES says (chosen from
+`scripts/bench_fix_live.py`'s figures: docs/model.md)."""
+MOST_CANDIDATES = 16
+"""Answers asked at once at most, whatever `model.candidates` says (each is a slot the
+endpoint fills and a jail the kernel forks)."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +88,9 @@ class Settings:
     model_seed: int | None = None
     """Sampling seed, for endpoints that take one (None: the endpoint's)."""
     fix_max_attempts: int = 3
-    fix_candidates: int | None = None
+    model_candidates: int | None = None
     """Candidates asked at once in a fix's first attempt, each run in its own jail and
-    chosen by what they do (1: one answer an attempt; None: RUNFIX_FIX_CANDIDATES, else
+    chosen by what they do (1: one answer an attempt; None: RUNFIX_MODEL_CANDIDATES, else
     `DEFAULT_CANDIDATES`; docs/model.md has the figures)."""
     fix_check_dependents: bool = True
     """A fix that ran clean is checked against the cells that depend on it, in a throwaway
@@ -116,6 +125,17 @@ class Settings:
     """The remote server's settings (`remote.*`), documented on `RemoteConfig`; never the
     token itself."""
     problems: tuple[str, ...] = field(default=(), compare=False)
+
+    def candidates(self, environ: Mapping[str, str] | None = None) -> int:
+        """How many answers a fix's first attempt and a Generate ask at once: the setting,
+        else the environment's RUNFIX_MODEL_CANDIDATES (a terminal's way, and the tests'
+        for scripted flows), else `DEFAULT_CANDIDATES`; at most `MOST_CANDIDATES`."""
+        env = os.environ if environ is None else environ
+        wanted = self.model_candidates
+        if wanted is None:
+            raw = env.get("RUNFIX_MODEL_CANDIDATES", "").strip()
+            wanted = int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CANDIDATES
+        return min(wanted, MOST_CANDIDATES)
 
     def secret_names(self) -> set[str]:
         """Environment variables that hold secrets (model keys, the remote server's token):
@@ -362,7 +382,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model.maxTokens": ("model_max_tokens", _optional_integer_from(16)),
     "model.seed": ("model_seed", _optional_integer),
     "fix.maxAttempts": ("fix_max_attempts", _integer(1)),
-    "fix.candidates": ("fix_candidates", _optional_integer_from(1)),
+    "model.candidates": ("model_candidates", _optional_integer_from(1)),
     "fix.checkDependents": ("fix_check_dependents", _boolean),
     "fix.checkBudget": ("fix_check_budget", _optional_number(0.1)),
     "autoRun": ("auto_run", _boolean),

@@ -90,16 +90,13 @@ def make_folder(
     folder.mkdir(parents=True)
     for file, text in files.items():
         (folder / file).write_text(text)
+    more = f", candidates = {candidates}" if candidates else ""
     (folder / "pyproject.toml").write_text(
         f'[tool.runfix]\npython = "{sys.executable}"\n'
-        f'model = {{ name = "{model}", stream = false, timeout = 300, temperature = 0 }}\n'
-        + (f"fix = {{ {', '.join(fix)} }}\n" if (fix := _fix_table(attempts, candidates)) else "")
+        f'model = {{ name = "{model}", stream = false, timeout = 300, temperature = 0{more} }}\n'
+        + (f"fix = {{ maxAttempts = {attempts} }}\n" if attempts is not None else "")
     )
     return folder
-
-
-def _fix_table(attempts: int | None, candidates: int | None) -> list[str]:
-    return [f"{k} = {v}" for k, v in (("maxAttempts", attempts), ("candidates", candidates)) if v]
 
 
 def check(folder: Path, expect: Sequence[str], file: str = "job.py") -> bool:
@@ -400,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         nargs="*",
         default=[0],
-        help="runfix's fix.candidates, one side each (0: the setting's default)",
+        help="runfix's model.candidates, one side each (0: the setting's default)",
     )
     parser.add_argument(
         "--tasks",
@@ -487,7 +484,7 @@ class Bench:
     proxy: Proxy
     kept: list[dict[str, Any]] = field(default_factory=list)
     candidates: int | None = None
-    """fix.candidates of the runfix side under way (None: the default)."""
+    """model.candidates of the runfix side under way (None: the default)."""
 
     def task(
         self,

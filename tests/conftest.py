@@ -290,8 +290,8 @@ if os.environ.get("XDG_STATE_HOME") != STATE:  # this module may load twice
         TrustStore().decide(_root, Choice.TRUST)
 # A fix asks one candidate an attempt in the tests (every server and `runfix run` they start
 # inherits this): scripted replies are consumed in order, one request at a time. The tests of
-# the round of candidates asked at once set `fix.candidates` themselves, which wins.
-os.environ.setdefault("RUNFIX_FIX_CANDIDATES", "1")
+# the round of candidates asked at once set `model.candidates` themselves, which wins.
+os.environ.setdefault("RUNFIX_MODEL_CANDIDATES", "1")
 # A cache folder of the run's own (matplotlib keeps its fonts there) in which runfix's cannot
 # be made: the servers keep no answer to `initialize` and answer it once built, as the tests'
 # timing expects (tests/e2e/test_e2e_server.py gives the early answer a folder of its own).

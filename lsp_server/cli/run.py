@@ -542,14 +542,16 @@ def run_file(
     if notebook is not None:
         return _write_notebook(editor, notebook, code, inplace, bool(prompts))
     if editor.changed and "".join(editor.lines) != source:  # (code held was taken out again)
-        return _write_file(editor, source, encoding, bool(prompts)) or code
+        return _write_file(editor, source, encoding, bool(prompts), code) or code
     return code
 
 
-def _write_file(editor: HeadlessEditor, source: str, encoding: str, generated: bool) -> int:
+def _write_file(
+    editor: HeadlessEditor, source: str, encoding: str, generated: bool, code: int = 0
+) -> int:
     """The file written with what was fixed (or `generated`), if it still reads `source`:
     renamed into place (a link put there meanwhile is replaced, never written through); 0
-    when written, else the exit status."""
+    when written, else the exit status. `code`: the run's, not 0 when an error stayed."""
     path, shown = editor.path, editor.shown
     if not _still_reads(path, source, encoding):  # saved while the model answered
         editor.note(
@@ -563,7 +565,11 @@ def _write_file(editor: HeadlessEditor, source: str, encoding: str, generated: b
     except OSError as exc:
         editor.note(f"{shown}: error: the file was not written: {exc}")
         return 2
-    editor.note(f"{shown}: note: wrote the {'generated code' if generated else 'fixes'}")
+    what = "generated code" if generated else "fixes"
+    if code:  # each written change ran clean; an error it did not reach stays, said as such
+        editor.note(f"{shown}: note: wrote the {what} that ran clean; the error above is not fixed")
+    else:
+        editor.note(f"{shown}: note: wrote the {what}")
     return 0
 
 

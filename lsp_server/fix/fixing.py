@@ -741,7 +741,7 @@ class Fixer:
     code that no longer runs the raising line is theirs to pass or fail; only a candidate
     that silences the error (`try/except: pass`) is held."""
     candidates: int = 1
-    """Candidates asked at once in the first attempt (`fix.candidates`), each run in its own
+    """Candidates asked at once in the first attempt (`model.candidates`), each run in its own
     jail and chosen by what they do (`_round`); 1: one answer an attempt."""
 
     async def fix(
@@ -827,6 +827,7 @@ class Fixer:
         keys = loop.keys = [str(k) for v in variables for k in (v.columns or {})]
         typo = suggested(loop.target, error, names, keys) if python else None
         typo = typo or (self._from_evidence(loop, error) if python else None)
+        typo = typo or (_module_import(loop.target, error) if python else None)
         fresh: list[Variable] | None = variables
         if typo is not None:
             done = await self._offline(loop, typo, lines)
@@ -1135,6 +1136,17 @@ async def _verified(fixer: Fixer, loop: _Loop, result: FixResult, number: int) -
         loop.best = result
     loop.failed(candidate, checked.for_model(), checked.for_model())
     return None
+
+
+def _module_import(target: Target, error: str) -> tuple[str, str] | None:
+    """A `NameError` raised in a module file of the folder on a name a standard import
+    provides: the import goes into that module, above the code that raised (in the caller's
+    file it fixes nothing)."""
+    found = _NAME_ERROR.search(error)
+    statement = import_for(found.group(1)) if target.path is not None and found else None
+    if statement is None:
+        return None
+    return f"{statement}\n{target.code}", f"`{statement}` added to {target.path.name}"  # type: ignore[union-attr]
 
 
 async def _round(

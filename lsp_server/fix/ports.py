@@ -133,31 +133,16 @@ class FixPorts:
     async def evidence(self, ename: str, line: int) -> Mapping[str, Any] | None:
         return await self.read_evidence(self.where, ename, line)
 
-    async def _in_kernel(
-        self, work: Callable[[Kernel, Where], Awaitable[RunOutcome]]
-    ) -> RunOutcome:
-        """In the folder's kernel (where the request was admitted), behind its other runs."""
-        return await in_kernel(self.gate, self.runner, self.where, self.cancel, work, self.first)
-
     async def run(self, code: str, at: int) -> RunOutcome:
         """A candidate runs where it would stand (line `at`); it is recorded as the model's
         run there, and its results are not kept (an attempt shows in the document only once
         applied)."""
-        rows = code.splitlines(keepends=True)
-        attempt = self.where.now(Snapshot(self.where.text.version, ("",) * at + tuple(rows)))
-        piece = Piece(at, at + len(rows) - 1)
-
         before, self.before = tuple(self.before), []
-
-        async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
-            ran = await self.runner.run(
-                replace(attempt, settings=admitted.settings), piece, kernel, self.cancel,
-                origin=self.origin, keep=False, fix_of=self.fix_of,
-                model=self.asked.pop() if self.asked else None, before=before,
-            )  # fmt: skip
-            return ran.outcome
-
-        return await self._in_kernel(attempted)
+        return await attempt_run(
+            self.gate, self.runner, self.where, code, at, self.cancel, origin=self.origin,
+            fix_of=self.fix_of, model=self.asked.pop() if self.asked else None, before=before,
+            line=self.first,
+        )  # fmt: skip
 
     async def redefine(self, target: Target, candidate: str) -> RunOutcome:
         """A module file's candidate, to be put into that module (and the names the user's
@@ -193,6 +178,37 @@ class FixPorts:
             return None  # no cell depends on it: nothing to say
         self.editor.remark(self.place, f"fix candidate: {checked.label}")
         return checked
+
+
+async def attempt_run(
+    gate: Gate,
+    runner: Runner,
+    where: Where,
+    code: str,
+    at: int,
+    cancel: asyncio.Event,
+    *,
+    origin: str = "model",
+    fix_of: int | None = None,
+    model: Asked | None = None,
+    before: tuple[Before, ...] = (),
+    line: int | None = None,
+) -> RunOutcome:
+    """The model's `code` run where it would stand in `where`'s document (line `at`), in the
+    folder's kernel behind its other runs — in a jail where the kernel has one (`origin`
+    "model": `runner.jail_for`) — recorded as an attempt whose results are not kept."""
+    rows = code.splitlines(keepends=True)
+    attempt = where.now(Snapshot(where.text.version, ("",) * at + tuple(rows)))
+    piece = Piece(at, at + len(rows) - 1)
+
+    async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
+        ran = await runner.run(
+            replace(attempt, settings=admitted.settings), piece, kernel, cancel, origin=origin,
+            keep=False, fix_of=fix_of, model=model, before=before,
+        )  # fmt: skip
+        return ran.outcome
+
+    return await in_kernel(gate, runner, where, cancel, attempted, at if line is None else line)
 
 
 async def in_kernel(

@@ -43,18 +43,18 @@ def from_file(
     block = reply_block(reply, language)  # the file as it came: its cell markers too
     old = [strip_eol(line).rstrip() for line in file]
     new = [line.rstrip() for line in block.rstrip("\n").split("\n")]
-    start, end = first, last + 1
-    lo, hi = None, None
-    """Where lines first..last stand in the reply (its indices)."""
+    start, end = first, last + 1  # (last = first - 1: nothing there yet, code goes in at first)
+    lo: int | None = None
+    hi: int | None = None
+    """Where lines first..last stand in the reply (its indices, end excluded)."""
     added: list[str] = []
     """Import lines the reply added outside lines first..last."""
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if op == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                if i == start:
-                    lo = j if lo is None else lo
-                if i == end - 1:
-                    hi = j + 1
+            if lo is None and i1 <= start <= i2:
+                lo = j1 + (start - i1)
+            if i1 <= end <= i2:
+                hi = max(hi if hi is not None else 0, j1 + (end - i1))
             continue
         inside = i1 >= start and i2 <= end if i1 < i2 else start <= i1 <= end
         if inside:
@@ -64,8 +64,7 @@ def from_file(
         if op == "insert" and all(_IMPORT.match(line) or not line.strip() for line in new[j1:j2]):
             added += [line for line in new[j1:j2] if line.strip()]
             continue
-        if op in ("replace", "delete", "insert"):
-            raise ReplyError("the reply changed other lines of the file than the code to fix")
+        raise ReplyError("the reply changed other lines of the file than the code to fix")
     if lo is None or hi is None or hi < lo:
         raise ReplyError("the reply's file did not hold the code to fix")
     code = "\n".join(added + new[lo:hi]).strip("\n")

@@ -10,8 +10,7 @@ import asyncio
 import difflib
 import functools
 import logging
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +47,6 @@ from lsp_server.services.reads import KernelReads
 from lsp_server.services.runner import Runner
 from lsp_server.services.steps import PieceRun
 from lsp_server.session import Session
-from lsp_server.settings import Settings
 from lsp_server.text.cells import code_of
 from lsp_server.text.dataflow import DocumentMap
 from lsp_server.text.languages import PYTHON, is_python
@@ -96,28 +94,6 @@ def _source_lines(outcome: RunOutcome) -> list[str]:
         return []
     shown = [ln.strip() for ln in error.text.splitlines() if ln.startswith("    ")]
     return [ln for ln in shown if ln and not ln.startswith(("^", "~"))]
-
-
-MOST_CANDIDATES = 16
-"""Candidates asked at once at most, whatever `fix.candidates` says (each is a slot the
-endpoint fills and a jail the kernel forks)."""
-
-
-DEFAULT_CANDIDATES = 4
-"""`fix.candidates` where neither the setting nor RUNFIX_FIX_CANDIDATES says (chosen from
-`scripts/bench_fix_live.py`'s figures: docs/model.md)."""
-
-
-def candidates_for(settings: Settings, environ: Mapping[str, str] | None = None) -> int:
-    """How many candidates a fix's first attempt asks at once: the setting, else the
-    environment's RUNFIX_FIX_CANDIDATES (a terminal's way, and the tests' for scripted
-    flows), else `DEFAULT_CANDIDATES`; at most `MOST_CANDIDATES`."""
-    env = os.environ if environ is None else environ
-    wanted = settings.fix_candidates
-    if wanted is None:
-        raw = env.get("RUNFIX_FIX_CANDIDATES", "").strip()
-        wanted = int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CANDIDATES
-    return min(wanted, MOST_CANDIDATES)
 
 
 def held_diff(path: str, lines: Sequence[str], first: int, last: int, candidate: str) -> str:
@@ -191,7 +167,8 @@ class FixFlow:
             error = failed.outcome.error.message if failed.outcome.error else ""
             if not is_python(where.language):
                 error = ""  # what the offline fixes read: Python's errors (and code) only
-            at = await self.import_first(where, error, imported, cancel)
+            module = module_frame(failed.outcome.error, where.path, where.folder)
+            at = None if module else await self.import_first(where, error, imported, cancel)
             if at is not None:  # an offline fix: the missing import, added and run
                 fixed = True
                 shift = 1 if at <= first else 0
@@ -221,7 +198,7 @@ class FixFlow:
                 apply=True,
                 fix_of=self.desk.record_id(where, failed.record_id),
                 raised=raised_line(failed.outcome.error, where.path),
-                module=module_frame(failed.outcome.error, where.path, where.folder),
+                module=module,
             )
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:
@@ -242,7 +219,8 @@ class FixFlow:
     ) -> int | None:
         """The offline fix a model is not needed for, tried first: a `NameError` on a common
         alias or a standard-library module gets its import, inserted with the imports and run
-        (once per name). The line it went in at; None: no such fix."""
+        (once per name). The line it went in at; None: no such fix. (Raised in a module
+        of the folder, the import goes there, by the fix loop: `Fixer._opening`.)"""
         name = missing_name(error)
         statement = import_for(name) if name else None
         if name is None or statement is None or name in imported:
@@ -338,7 +316,7 @@ class FixFlow:
             ),
             path=where.path,
             max_attempts=settings.fix_max_attempts,
-            candidates=candidates_for(settings),
+            candidates=settings.candidates(),
             budget=settings.context_budget,
             max_tokens=model.config.max_tokens,
             language=where.language or PYTHON,

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from executor.events import RunOutcome, RunStatus
 from executor.safety import scan
 from executor.vouched import document_names
 from lsp_server.contract import (
@@ -20,21 +21,27 @@ from lsp_server.editor import (
     Editor,
     Level,
     LineEdit,
+    Place,
     streamed,
 )
+from lsp_server.fix.candidates import SAMPLED_TEMPERATURE, Ran, agreed, disagreement, grouped
+from lsp_server.fix.ports import attempt_run
 from lsp_server.folder_files import module_names
-from lsp_server.model.client import ModelCancelled, ModelError
+from lsp_server.model.client import ModelCancelled, ModelClient, ModelError
 from lsp_server.model.context import (
     GENERATE_BOUND,
     ReplyError,
     extract_code,
     generate_messages,
 )
+from lsp_server.model.paste import PASTE_SYSTEM, from_file
 from lsp_server.runs import RunMode, Where
 from lsp_server.services.desk import Desk
+from lsp_server.services.gate import Gate
 from lsp_server.services.reads import KernelReads
 from lsp_server.services.runner import Runner
 from lsp_server.session import Session
+from lsp_server.text.languages import PYTHON
 from lsp_server.text.positions import strip_eol
 from lsp_server.text.prompts import Prompt, prompt_at, prompt_lines
 
@@ -57,9 +64,15 @@ class Generator:
     """Writing a prompt's body (`Flow.generator`)."""
 
     def __init__(
-        self, session: Session, editor: Editor, runner: Runner, desk: Desk, reads: KernelReads
+        self,
+        session: Session,
+        editor: Editor,
+        gate: Gate,
+        runner: Runner,
+        desk: Desk,
+        reads: KernelReads,
     ) -> None:
-        self.session, self.editor, self.runner = session, editor, runner
+        self.session, self.editor, self.gate, self.runner = session, editor, gate, runner
         self.desk, self.reads = desk, reads
 
     # -- generate -------------------------------------------------------------------------
@@ -93,24 +106,34 @@ class Generator:
                 f"Generating: {prompt.text[:60]}: the model is reading the prompt "
                 f"(~{reading:,} tokens)"
             )
+            body = range(prompt.body_first, prompt.body_last + 1)
+            context = [line for i, line in enumerate(text.lines) if i not in body]
+            n = settings.candidates() if language.python else 1
             try:
-                reply = await model.complete(
-                    messages,
-                    on_text=streamed(progress, "Generating"),
-                    cancel=cancel,
-                    max_tokens=GENERATE_BOUND,
-                )
+                if n > 1:
+                    progress.report(f"Generating: {n} candidates, asked at once")
+                    found = await self._round(where, prompt, messages, model, n, cancel)
+                    if isinstance(found, str):
+                        return self._failed(f"runfix: nothing was inserted: {found}.")
+                    code, note = found
+                else:
+                    reply = await model.complete(
+                        messages,
+                        on_text=streamed(progress, "Generating"),
+                        cancel=cancel,
+                        max_tokens=GENERATE_BOUND,
+                    )
+                    code = extract_code(
+                        reply, prompt_line=prompt_line, context=context, language=language
+                    )
+                    note = ""
             except ModelCancelled:
                 return GenerateAnswer(Status.CANCELLED)
             except ModelError as exc:
                 return self._failed(f"runfix: {exc}")
+            except ReplyError as exc:
+                return self._failed(f"runfix: nothing was inserted: {exc}.")
         asked = model.last_asked
-        try:
-            body = range(prompt.body_first, prompt.body_last + 1)
-            context = [line for i, line in enumerate(text.lines) if i not in body]
-            code = extract_code(reply, prompt_line=prompt_line, context=context, language=language)
-        except ReplyError as exc:
-            return self._failed(f"runfix: nothing was inserted: {exc}.")
         text = self.desk.text(where.uri)
         now = _find_again(text.lines, prompt, prompt_line, settings.prompt_markers)
         if now is None:
@@ -123,6 +146,8 @@ class Generator:
             return self._failed("runfix: the editor did not apply the generated code.")
         first, last = now.body_first, now.body_first + code.rstrip("\n").count("\n")
         answer = GenerateAnswer(Status.OK, Range.lines(first, last))
+        if note:
+            self.editor.tell(f"runfix: {note}", Level.WARNING, Place(where.uri, first))
         shown = await self.desk.shown(where, first, code)
         if shown is None:
             log.warning("the generated code did not show up in %s; it will not be run", where.uri)
@@ -142,6 +167,90 @@ class Generator:
             answer = GenerateAnswer(Status.OK, answer.range, ran)
         return answer
 
+    async def _round(
+        self,
+        where: Where,
+        prompt: Prompt,
+        messages: list[dict[str, str]],
+        model: ModelClient,
+        n: int,
+        cancel: asyncio.Event,
+    ) -> tuple[str, str] | str:
+        """`n` answers asked at once — the request at its own temperature, the same sampled
+        warmer, and one asked the paste's way (the whole file) — each run in its own jail
+        where the body goes; of those that ran clean, the largest group by what they print
+        wins (`candidates.agreed`). (The code, what to tell the user: the disagreement, or
+        that none ran clean), or why no answer held code."""
+        lines, language = where.text.lines, where.language or PYTHON
+        prompt_line = strip_eol(lines[prompt.line])
+        body = range(prompt.body_first, prompt.body_last + 1)
+        context = [line for i, line in enumerate(lines) if i not in body]
+        pasted = _paste_generate(lines, prompt.text)
+        greedy, whole, sampled = await asyncio.gather(
+            model.complete_many(messages, 1, cancel=cancel, max_tokens=GENERATE_BOUND),
+            model.complete_many(pasted, 1, cancel=cancel, max_tokens=GENERATE_BOUND * 2),
+            model.complete_many(
+                messages, n - 2, cancel=cancel, max_tokens=GENERATE_BOUND,
+                temperature=SAMPLED_TEMPERATURE,
+            ) if n > 2 else _nothing(),
+            return_exceptions=True,
+        )  # fmt: skip
+        codes: list[str] = []
+        why = "no answer held code"
+        for how, answers in (("asked", greedy), ("paste", whole), ("sampled", sampled)):
+            if isinstance(answers, ModelCancelled):
+                raise answers
+            for reply in answers if isinstance(answers, list) else []:
+                try:
+                    code = (
+                        from_file(reply, lines, prompt.body_first, prompt.body_last, language)
+                        if how == "paste"
+                        else extract_code(reply, prompt_line=prompt_line, context=context)
+                    )
+                except ReplyError as exc:
+                    why = str(exc)
+                    continue
+                if code.strip() and code not in codes:
+                    codes.append(code)
+        if not codes:
+            failed = next((a for a in (greedy, whole, sampled) if isinstance(a, ModelError)), None)
+            if failed is not None and not any(isinstance(a, list) and a for a in (greedy, whole)):
+                raise failed
+            return why
+        clean: list[Ran] = []
+        for code in codes:
+            ran = await attempt_run(self.gate, self.runner, where, code, prompt.body_first, cancel)
+            if ran.status == RunStatus.CANCELLED:
+                raise ModelCancelled()
+            if _clean(ran):
+                clean.append(Ran(code, ran))
+        groups = grouped(clean)
+        chosen = agreed(groups, "")
+        if chosen is not None:
+            return chosen.code, ""
+        if groups:
+            return groups[0][0].code, f"the code inserted {disagreement(groups)}"
+        return codes[0], f"none of the {len(codes)} answers ran clean; the first is inserted"
+
     def _failed(self, message: str) -> GenerateAnswer:
         self.editor.tell(message, Level.ERROR)
         return GenerateAnswer(Status.ERROR, message=message)
+
+
+def _paste_generate(lines: Sequence[str], prompt: str) -> list[dict[str, str]]:
+    """The paste's way of asking for a prompt's body: the whole file, nothing else."""
+    text = "".join(lines).rstrip()
+    user = (
+        f"My Python file:\n```python\n{text}\n```\nWrite the code the comment `{prompt}` asks "
+        "for, right under it. Reply with the complete file in one ```python block."
+    )
+    return [{"role": "system", "content": PASTE_SYSTEM}, {"role": "user", "content": user}]
+
+
+async def _nothing() -> list[str]:
+    return []
+
+
+def _clean(ran: RunOutcome) -> bool:
+    """It ran to its end and tried nothing the jail refuses."""
+    return ran.status == RunStatus.OK and (ran.jailed is None or ran.jailed.clean)

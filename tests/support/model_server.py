@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +29,10 @@ class Reply:
     """Seconds between streamed chunks."""
     chunks: int = 4
     headers: dict[str, str] = field(default_factory=dict)
+    when: Callable[[dict[str, Any]], bool] | None = None
+    """Only for a request this says yes to (the paste's, a sampled one); None: any. A
+    request takes the first scripted reply that is for it; one with `n` takes n of them
+    (`n` choices), where they come in order."""
     cut: float | None = None
     """A stream that ends early, as llama-cpp-python's does when another request interrupts
     it: only this share of the content (0: none, just the role chunk), no `finish_reason`,
@@ -48,6 +52,7 @@ class ModelServer:
         self.aborted = 0
         """Streams the client hung up on before the end."""
         self.default: Reply | None = None
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -74,9 +79,12 @@ class ModelServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _next(self) -> Reply:
-        if self.replies:
-            return self.replies.popleft()
+    def _next(self, body: dict[str, Any] | None = None) -> Reply:
+        with self._lock:
+            for reply in self.replies:
+                if reply.when is None or (body is not None and reply.when(body)):
+                    self.replies.remove(reply)
+                    return reply
         if self.default is not None:
             return self.default
         return Reply(status=500, content="the test scripted no reply for this request")
@@ -99,7 +107,8 @@ class ModelServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append(body)
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                reply = server._next()
+                reply = server._next(body)
+                more = [server._next(body) for _ in range(int(body.get("n") or 1) - 1)]
                 end = time.monotonic() + reply.hang
                 while time.monotonic() < end and not server._stop.is_set():
                     time.sleep(0.05)
@@ -109,7 +118,7 @@ class ModelServer:
                 elif body.get("stream"):
                     self._stream(body, reply)
                 else:
-                    self._json(200, _completion(body, reply.content))
+                    self._json(200, _completion(body, reply.content, [r.content for r in more]))
 
             def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
                 raw = json.dumps(data).encode()
@@ -140,7 +149,7 @@ class ModelServer:
         return Handler
 
 
-def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
+def _completion(body: dict[str, Any], content: str, more: list[str]) -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
@@ -148,10 +157,11 @@ def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
         "model": body.get("model", "test-model"),
         "choices": [
             {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
+                "index": i,
+                "message": {"role": "assistant", "content": text},
                 "finish_reason": "stop",
             }
+            for i, text in enumerate([content, *more])
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
