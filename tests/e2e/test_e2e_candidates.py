@@ -28,7 +28,7 @@ def model() -> Any:
 
 
 def pasted(body: dict[str, Any]) -> bool:
-    return body["messages"][0]["content"] == PASTE_SYSTEM
+    return bool(body["messages"][0]["content"] == PASTE_SYSTEM)
 
 
 def sampled(body: dict[str, Any]) -> bool:
