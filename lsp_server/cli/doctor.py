@@ -127,6 +127,7 @@ async def _doctor_model(settings: Settings) -> None:
         print(f"  {'streamed' if stream else 'not streamed'}: {said}")
         if said.startswith(("nothing answers", "no answer")):
             return
+    print(f"  several answers (model.candidates): {await _several(config)}")
 
 
 async def _completion(config: ModelConfig) -> str:
@@ -162,6 +163,33 @@ async def _completion(config: ModelConfig) -> str:
     wait = f", first text after {first[0]:.2f} s" if first and config.stream else ""
     slow = " (slow: a local model reads the prompt before it writes)" if took > 5 else ""
     return f"{words!r} in {took:.2f} s{wait}{speed}{slow}"
+
+
+async def _several(config: ModelConfig) -> str:
+    """How the endpoint gives a fix's candidates: one request's `n` choices, concurrent
+    requests it answers at once, or one after another (then each candidate costs one
+    answer's time)."""
+    client = ModelClient(replace(config, timeout=BUSY_WAIT))
+    try:
+        began = time.monotonic()
+        await client.complete(PROBE, max_tokens=8)
+        one = time.monotonic() - began
+        began = time.monotonic()
+        got = await client.complete_many(PROBE, 3, max_tokens=8, temperature=0.8)
+        three = time.monotonic() - began
+    except ModelError as exc:
+        return f"not asked ({exc})"
+    finally:
+        await client.close()
+    took = f"3 in {three:.2f} s, one in {one:.2f} s"
+    if client.many == "n":
+        return f"one request's `n` ({len(got)} choices; {took})"
+    if three < 2 * max(one, 0.05):
+        return f"concurrent requests, answered at once (`n` not taken; {took})"
+    return (
+        f"one after another ({took}): each candidate costs an answer's time; "
+        "model.candidates = 1 asks one at a time"
+    )
 
 
 def command(args: argparse.Namespace) -> int:

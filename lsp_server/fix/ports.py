@@ -121,7 +121,7 @@ class FixPorts:
 
     async def confirm(self, code: str, findings: list[Finding]) -> bool:
         reason = f"The model's fix {describe(findings)}."
-        return await self.gate.confirm_run(code, reason, self.where.settings, self.place)
+        return await self.gate.confirm_run(code, reason, self.where, self.place)
 
     def report(self, message: str) -> None:
         self.progress.report(message)

@@ -11,12 +11,14 @@ import asyncio
 import hashlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from executor._kernel_guard import literal
 from executor.base import ExecutorUnavailable
 from executor.configs import LocalConfig
 from executor.events import Guard, Jailed, Refusal
@@ -43,17 +45,35 @@ ALLOWED_BY = {
     "shell": "process:*",
     "network": "network:*",
     "native": "native:*",
-    "delete": "write:*",
-    "write": "write:*",
 }
 """What the runtime guard lets flagged code do once its user said to run it: what the scan's
-finding (its category) told them it does."""
+finding (its category) told them it does. A write or a deletion is allowed only where the
+finding names its path (`_written`): the user said yes to that file, not to every write —
+a link's target, a database's journal beside another file, are asked about as they come."""
+_NAMED_PATH = re.compile(r"\(([^()]+)\)$")
 
 
-def _allowed_by(code: str) -> tuple[str, ...]:
+def _allowed_by(code: str, folder: Path) -> tuple[str, ...]:
     """What the runtime guard lets flagged `code` do once it may run: what the scan found."""
-    found = {f.category for f in scan(code, 1)}
-    return tuple(sorted({ALLOWED_BY[c] for c in found if c in ALLOWED_BY}))
+    allowed: set[str] = set()
+    for finding in scan(code, 1):
+        if finding.category in ALLOWED_BY:
+            allowed.add(ALLOWED_BY[finding.category])
+        elif finding.category == "write":
+            allowed |= set(_written(finding.message, folder))
+    return tuple(sorted(allowed))
+
+
+def _written(message: str, folder: Path) -> tuple[str, ...]:
+    """The guard's patterns for the one file a write finding names (`writes outside the
+    folder (~/out.csv)`), resolved as the kernel (whose working folder is `folder`) would,
+    with the files SQLite keeps beside it (`-journal`, `-wal`, `-shm`)."""
+    found = _NAMED_PATH.search(message)
+    if found is None:
+        return ()
+    path = os.path.realpath(folder / os.path.expanduser(found.group(1)))
+    exact = literal(path)
+    return (f"write:{exact}", f"write:{exact}-journal", f"write:{exact}-wal", f"write:{exact}-shm")
 
 
 def _digest(code: str) -> str:
@@ -198,21 +218,21 @@ class Gate:
 
     # -- confirming -----------------------------------------------------------------------
 
-    async def confirm_run(self, code: str, reason: str, settings: Settings, place: Place) -> bool:
+    async def confirm_run(self, code: str, reason: str, where: Where, place: Place) -> bool:
         """Whether flagged model-written code may run.
 
         In the sandbox (`executor: docker`) the container is the control, so nothing is
         asked. Else the editor asks; a "Run" holds for this exact code for the session."""
         digest = _digest(code)
-        if sandboxed(settings):  # (the guard still keeps the folder's tests and history)
+        if sandboxed(where.settings):  # (the guard still keeps the folder's tests and history)
             log.info("flagged model-written code runs in the sandbox: %s", reason)
-            self.session.confirmed[digest] = _allowed_by(code)
+            self.session.confirmed[digest] = _allowed_by(code, where.folder)
             return True
         if digest in self.session.confirmed:
             return True
         if await self.editor.confirm(reason, place):
             # what the user said yes to, the guard lets this code do (one question, not two)
-            self.session.confirmed[digest] = _allowed_by(code)
+            self.session.confirmed[digest] = _allowed_by(code, where.folder)
             return True
         log.info("flagged model-written code was not run: %s", reason)
         return False

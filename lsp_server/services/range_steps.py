@@ -170,7 +170,7 @@ class Confirmed(_Step):
         at = self.editor.line_name(where.uri, flagged[0].first)
         reason = f"The model-written code at {at} {reasons}."
         place = Place(where.uri, flagged[0].first)
-        return await self.gate.confirm_run(code, reason, where.settings, place)
+        return await self.gate.confirm_run(code, reason, where, place)
 
 
 class StopSaid(_Step):

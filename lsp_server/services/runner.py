@@ -325,7 +325,7 @@ class Runner:
                 f"runfix has no jail for the model's code here ({jailed.why}). Run it in "
                 "the kernel?"
             )
-            confirmed = await self.gate.confirm_run(request.code, reason, where.settings, place)
+            confirmed = await self.gate.confirm_run(request.code, reason, where, place)
             return None if confirmed else held(proof, jailed.why)
         if jailed.tried:
             if await self.gate.allow_tried(where, request.code, jailed, place):
@@ -343,7 +343,7 @@ class Runner:
         why = f"runfix has no jail for {name} kernels"
         reason = f"{why}: run the model's code in your kernel as it is?"
         place = Place(where.uri, piece.first)
-        if await self.gate.confirm_run(code, reason, where.settings, place):
+        if await self.gate.confirm_run(code, reason, where, place):
             return None
         return held(RunOutcome(RunStatus.ERROR, (), 0.0), why)
 

@@ -289,3 +289,43 @@ async def test_live_the_fix_request_carries_what_the_kernel_held(
     else:
         assert after == source, answer
         assert "Reply" not in answer.get("message", "")  # the user's words, not the model's
+
+
+async def test_live_a_request_with_n_gets_n_choices_at_once(live_model: Live) -> None:
+    """Issue 69: the local model answers one request's `n` (llama.cpp's server, its slots),
+    sampled: that is what a fix's candidates are asked as."""
+    seen = live_model.proxy.watch()
+    answer = await asyncio.to_thread(
+        real_model.chat_choices,
+        live_model.proxy.url,
+        live_model.name,
+        [{"role": "user", "content": "Write a Python expression that adds 2 and 3."}],
+        32,
+        3,
+    )
+    assert len(answer) == 3 and all(isinstance(a, str) for a in answer)
+    assert len(seen.requests) == 1 and seen.requests[0]["n"] == 3
+
+
+async def test_live_run_and_fix_with_candidates_at_once_keeps_every_promise(
+    client: LanguageClient, folder: Path, live_model: Live
+) -> None:
+    """Four candidates in one round (the request, the paste's, two sampled): whatever they
+    say, the fix lands where the error was, the caller intact, every request bounded (the
+    paste's by the whole file), and what is applied ran clean."""
+    seen = live_model.proxy.watch()
+    options = live_model.options()
+    options["model"] = {**options["model"], "candidates": 4}
+    await client.initialize_session(init_params(folder, options=options))
+    uri = open_doc(client, folder / "cross.py", CROSS)
+    answer = await command(client, "runfix.runAndFix", {"uri": uri})
+    after = text(client, uri)
+    assert parses(after), after
+    lines, was = after.splitlines(), CROSS.splitlines()
+    assert lines[:2] == was[:2] and lines[-2:] == was[-2:], after
+    bounded(seen, CAP)
+    assert any(r.get("n") == 2 for r in seen.requests)  # the sampled ones: one request
+    if answer["status"] == "fixed":
+        assert errors(client, uri) == []
+    else:
+        assert after == CROSS, answer

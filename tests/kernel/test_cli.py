@@ -421,13 +421,16 @@ def test_doctor_proves_the_model_with_a_completion_streamed_and_not(tmp_path: Pa
     from tests.support.model_server import ModelServer, Reply
 
     with ModelServer() as model:
-        model.script(Reply("ok"), Reply("ok"))
+        model.default = Reply("ok")
         done = _doctor_with(model.url, tmp_path)
     out = done.stdout
     assert f"model:          test-model at {model.url} (no key: a local endpoint needs none)" in out
     assert re.search(r"^  streamed: 'ok' in \d+\.\d\d s, first text after \d", out, re.M), out
     assert re.search(r"^  not streamed: 'ok' in \d+\.\d\d s, \d+\.\d tokens/s", out, re.M), out
-    assert [r["stream"] for r in model.requests] == [True, False]
+    # What the endpoint does with a fix's candidates (issue 69): it answers `n` in one request.
+    assert re.search(r"^  several answers \(model.candidates\): one request's `n` \(3 ", out, re.M)
+    assert [r["stream"] for r in model.requests][:2] == [True, False]
+    assert [r.get("n", 1) for r in model.requests][-1] == 3
     assert all(r["max_tokens"] == 8 for r in model.requests)
 
 

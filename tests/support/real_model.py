@@ -303,3 +303,26 @@ def chat(
     with urllib.request.urlopen(request, timeout=600) as answer:
         reply = json.loads(answer.read())
     return str(reply["choices"][0]["message"]["content"] or "")
+
+
+def chat_choices(
+    url: str, model: str, messages: list[dict[str, str]], max_tokens: int, n: int
+) -> list[str]:
+    """One request for `n` choices, sampled (at temperature 0 they would be one answer n
+    times): their texts."""
+    body = {
+        "model": model,
+        "messages": messages,
+        "temperature": 0.8,
+        "seed": 1,
+        "max_tokens": max_tokens,
+        "n": n,
+    }
+    request = urllib.request.Request(
+        f"{url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        reply = json.loads(answer.read())
+    return [str(c["message"]["content"] or "") for c in reply["choices"]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from lsp_server.lsp.launch import root_folder
 from lsp_server.lsp.prepared import ByLine, Memo, Prepared
 from lsp_server.model.client import ModelCancelled
 from lsp_server.outputs.results import build
+from lsp_server.services import gate as gate_module
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
 from lsp_server.text.positions import utf16_len
@@ -306,19 +308,35 @@ async def test_flagged_code_needs_a_yes_in_the_local_kernel_and_the_yes_is_kept(
     assert scan(code)  # flagged
     editor = FakeEditor(code, answer=True)
     flow = flow_for(editor)
-    place = Place(URI, 0)
-    assert await flow.gate.confirm_run(code, "it deletes", Settings(), place)
-    assert await flow.gate.confirm_run(code, "it deletes", Settings(), place)
+    place, where = Place(URI, 0), await flow.where(URI)
+    assert await flow.gate.confirm_run(code, "it deletes", where, place)
+    assert await flow.gate.confirm_run(code, "it deletes", where, place)
     assert editor.asked == ["it deletes"]  # asked once for this exact code
     editor.answer = False
-    assert not await flow.gate.confirm_run(code + "\n", "it deletes", Settings(), place)
+    assert not await flow.gate.confirm_run(code + "\n", "it deletes", where, place)
+
+
+def test_a_yes_to_flagged_code_allows_what_it_named_not_every_write(tmp_path: Path) -> None:
+    """Issue 68 (S2): a yes to a snippet flagged for writing `~/out.csv` allowed every
+    write (`write:*`): a link's target, SQLite's files beside another database. Now that
+    file (and SQLite's own beside it); a deletion allows nothing unasked; a process is a
+    process."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    code = "import subprocess\nopen('~/out.csv', 'w').write('x')\nsubprocess.run(['ls'])\n"
+    allowed = gate_module._allowed_by(code, tmp_path)
+    assert "write:*" not in allowed and "process:*" in allowed
+    assert f"write:{home}/out.csv" in allowed and f"write:{home}/out.csv-journal" in allowed
+    assert gate_module._allowed_by("import os\nos.remove('../x[1].db')\n", tmp_path) == ()
+    star = gate_module._allowed_by("open('../a*.txt', 'w').write('x')\n", tmp_path)
+    assert f"write:{tmp_path.parent.resolve()}/a[*].txt" in star  # a literal, not a wildcard
 
 
 async def test_flagged_code_in_the_sandbox_runs_unasked() -> None:
     editor = FakeEditor("")
     flow = flow_for(editor)
     sandboxed = resolve((PROJECT, {"executor": "docker"}))
-    assert await flow.gate.confirm_run("os.remove('x')", "it deletes", sandboxed, Place(URI))
+    where = dataclasses.replace(await flow.where(URI), settings=sandboxed)
+    assert await flow.gate.confirm_run("os.remove('x')", "it deletes", where, Place(URI))
     assert editor.asked == []
 
 
@@ -330,7 +348,7 @@ async def test_the_headless_editor_never_runs_flagged_code_unasked(
         Session(lambda folder: _settings(), editor.kernel_state, decided=Choice.TRUST), editor
     )
     assert not await flow.gate.confirm_run(
-        "os.remove('x')", "It deletes.", Settings(), Place("u", 4)
+        "os.remove('x')", "It deletes.", await flow.where(editor.uri), Place("u", 4)
     )
     assert capsys.readouterr().out == (
         "job.py:5:1: warning: It deletes; not run headless (review it, or run it in the editor)\n"
