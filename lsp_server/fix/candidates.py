@@ -35,6 +35,8 @@ class Ran:
     how: str = "asked"
     """Which request wrote it: "asked" (runfix's request), "sampled" (the same, warmer),
     "paste" (the whole file and its traceback)."""
+    votes: int = 1
+    """How many answers were this very code (run once: the same code does the same)."""
 
 
 def printed(ran: Ran) -> str:
@@ -59,13 +61,18 @@ def grouped(clean: Sequence[Ran]) -> list[list[Ran]]:
     groups: dict[str, list[Ran]] = {}
     for ran in clean:
         groups.setdefault(printed(ran), []).append(ran)
-    return sorted(groups.values(), key=lambda group: -len(group))
+    return sorted(groups.values(), key=lambda group: -size(group))
+
+
+def size(group: Sequence[Ran]) -> int:
+    """The answers a group holds, each candidate counted as often as it was answered."""
+    return sum(ran.votes for ran in group)
 
 
 def agreed(groups: Sequence[Sequence[Ran]], original: str) -> Ran | None:
     """The chosen candidate: of the largest group, when no other group is as large, the one
     that changes the fewest lines of `original`; None where groups tie."""
-    if not groups or (len(groups) > 1 and len(groups[1]) >= len(groups[0])):
+    if not groups or (len(groups) > 1 and size(groups[1]) >= size(groups[0])):
         return None
     return min(groups[0], key=lambda ran: changed(original, ran.code))
 
@@ -79,8 +86,8 @@ def disagreement(groups: Sequence[Sequence[Ran]]) -> str:
         text = text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
         return f"`{text}`" if text != "nothing" else "nothing"
 
-    counted = [f"{len(g)} print{'s' if len(g) == 1 else ''} {shown(g)}" for g in groups]
-    total = sum(len(g) for g in groups)
+    counted = [f"{size(g)} print{'s' if size(g) == 1 else ''} {shown(g)}" for g in groups]
+    total = sum(size(g) for g in groups)
     return (
         f"is one of {total} candidates that ran clean and disagree on what the code prints "
         f"({'; '.join(counted)}): none is called fixed"

@@ -1143,10 +1143,10 @@ def _module_import(target: Target, error: str) -> tuple[str, str] | None:
     provides: the import goes into that module, above the code that raised (in the caller's
     file it fixes nothing)."""
     found = _NAME_ERROR.search(error)
-    statement = import_for(found.group(1)) if target.path is not None and found else None
-    if statement is None:
+    statement = import_for(found.group(1)) if found else None
+    if statement is None or target.path is None:
         return None
-    return f"{statement}\n{target.code}", f"`{statement}` added to {target.path.name}"  # type: ignore[union-attr]
+    return f"{statement}\n{target.code}", f"`{statement}` added to {target.path.name}"
 
 
 async def _round(
@@ -1158,7 +1158,7 @@ async def _round(
     held by no rule, the largest group by what they print wins (`candidates.agreed`), where
     groups tie the first is offered with the disagreement said (held: never applied
     unseen). None: none ran clean, the loop goes on with what failed."""
-    target, python = loop.target, fixer.language.python
+    target = loop.target
     asked = time.perf_counter()
     try:
         codes = await _asked_round(fixer, loop, variables)
@@ -1168,7 +1168,7 @@ async def _round(
         return loop.ended("failed", 1, str(exc))
     ran_at = time.perf_counter()
     clean: list[Ran] = []
-    for code, how in codes:
+    for code, how, votes in codes:
         findings = scan(
             code, target.first + 1, language=fixer.language.unread,
             context=document_names("".join(target.lines if target.path is not None else lines)),
@@ -1183,7 +1183,7 @@ async def _round(
         if outcome.status != RunStatus.OK:
             await _raised(fixer, loop, code, outcome, lines)
             continue
-        flag = _flag(fixer, loop, code, outcome) if python else None
+        flag = _flag(fixer, loop, code, outcome)
         if flag is not None:
             held = FixResult("fixed", code, outcome, 1, tried=loop.tried, flag=flag)
             held.says, held.target, held.defined = says(outcome), target, defined
@@ -1191,7 +1191,7 @@ async def _round(
             why = f"It ran, but it {flag}: that only hides the error. Fix its cause."
             loop.failed(code, why, why)
             continue
-        clean.append(Ran(code, outcome, defined, how))
+        clean.append(Ran(code, outcome, defined, how, votes))
     groups = grouped(clean)
     chosen = agreed(groups, target.code)
     tie = chosen is None and bool(groups)
@@ -1213,9 +1213,10 @@ async def _round(
 
 async def _asked_round(
     fixer: Fixer, loop: _Loop, variables: Sequence[Variable]
-) -> list[tuple[str, str]]:
-    """The round's answers, asked at once, as candidates (the code, which way it was asked):
-    each new one once; what held no code is kept among the attempts."""
+) -> list[tuple[str, str, int]]:
+    """The round's answers, asked at once, as candidates (the code, which way it was asked,
+    how many answers were it): each new one once; what held no code is kept among the
+    attempts."""
     target = loop.target
     messages, bound = fixer._messages(loop, None, "", variables)
     name = target.path.name if target.path is not None else Path(fixer.path).name or "the file"
@@ -1228,7 +1229,7 @@ async def _asked_round(
     what = f"attempt 1/{fixer.max_attempts}: {fixer.candidates} candidates"
     fixer.ports.report(f"{what}, asked at once")
     replies = await fixer.ports.ask_many(asks, what)
-    codes: list[tuple[str, str]] = []
+    codes: list[tuple[str, str, int]] = []
     for ask, answers in zip(asks, replies, strict=True):
         for reply in answers:
             try:
@@ -1240,8 +1241,11 @@ async def _asked_round(
                 loop.no_code(reply[:2000], str(exc))
                 continue
             loop.answered(_normal(code))
-            if not loop.seen(code) and not any(_same_code(code, c) for c, _ in codes):
-                codes.append((code, ask.how))
+            same = next((i for i, (c, _, _) in enumerate(codes) if _same_code(code, c)), None)
+            if same is not None:  # the same code again: one more answer agreeing
+                codes[same] = (codes[same][0], codes[same][1], codes[same][2] + 1)
+            elif not loop.seen(code):
+                codes.append((code, ask.how, 1))
     return codes
 
 

@@ -195,7 +195,8 @@ class Generator:
             ) if n > 2 else _nothing(),
             return_exceptions=True,
         )  # fmt: skip
-        codes: list[str] = []
+        votes: dict[str, int] = {}
+        """Each code answered, and how many answers were it."""
         why = "no answer held code"
         for how, answers in (("asked", greedy), ("paste", whole), ("sampled", sampled)):
             if isinstance(answers, ModelCancelled):
@@ -210,8 +211,9 @@ class Generator:
                 except ReplyError as exc:
                     why = str(exc)
                     continue
-                if code.strip() and code not in codes:
-                    codes.append(code)
+                if code.strip():
+                    votes[code] = votes.get(code, 0) + 1
+        codes = list(votes)
         if not codes:
             failed = next((a for a in (greedy, whole, sampled) if isinstance(a, ModelError)), None)
             if failed is not None and not any(isinstance(a, list) and a for a in (greedy, whole)):
@@ -223,7 +225,7 @@ class Generator:
             if ran.status == RunStatus.CANCELLED:
                 raise ModelCancelled()
             if _clean(ran):
-                clean.append(Ran(code, ran))
+                clean.append(Ran(code, ran, votes=votes[code]))
         groups = grouped(clean)
         chosen = agreed(groups, "")
         if chosen is not None:

@@ -153,3 +153,14 @@ def test_the_paste_answer_is_cut_to_the_code_it_replaces() -> None:
     assert from_file(whole(NINE), DOC, 0, 2) == NINE
     added = block("import math\n" + NINE + "".join(DOC[3:]))
     assert from_file(added, DOC, 0, 2) == "import math\n" + NINE  # an import moves with it
+
+
+async def test_the_same_code_answered_twice_counts_twice() -> None:
+    """Two sampled answers that are the very same code are two votes (run once)."""
+    _, run = runs({})
+    fix, _ = fixer(
+        {"asked": [block(TEN)], "paste": [whole(ONE)], "sampled": [block(NINE), block(NINE)]},
+        run,
+    )
+    result = await fix.fix(DOC, 4, 4, DOC[4], ERROR, TARGET)
+    assert result.status == "fixed" and result.held is None and result.code == NINE
