@@ -8,12 +8,7 @@ loop variable, a swallowed error) and others.
 
 from __future__ import annotations
 
-from fix_live_tasks import FixTask, GenerateTask
-
-
-def _job(text: str) -> dict[str, str]:
-    return {"job.py": text}
-
+from fix_live_tasks import FixTask, GenerateTask, _job
 
 KEPT_FIX_TASKS: list[FixTask] = [
     FixTask(

@@ -288,21 +288,8 @@ def chat(
 ) -> str:
     """One chat completion from the server at `url` (an OpenAI-compatible `/v1`), greedy,
     as the benches' paste baselines ask: the reply's text."""
-    body = {
-        "model": model,
-        "messages": messages,
-        "temperature": 0,
-        "seed": seed,
-        "max_tokens": max_tokens,
-    }
-    request = urllib.request.Request(
-        f"{url}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=600) as answer:
-        reply = json.loads(answer.read())
-    return str(reply["choices"][0]["message"]["content"] or "")
+    body = {"temperature": 0, "seed": seed, "max_tokens": max_tokens}
+    return _choices(url, model, messages, body)[0]
 
 
 def chat_choices(
@@ -310,17 +297,16 @@ def chat_choices(
 ) -> list[str]:
     """One request for `n` choices, sampled (at temperature 0 they would be one answer n
     times): their texts."""
-    body = {
-        "model": model,
-        "messages": messages,
-        "temperature": 0.8,
-        "seed": 1,
-        "max_tokens": max_tokens,
-        "n": n,
-    }
+    body = {"temperature": 0.8, "seed": 1, "max_tokens": max_tokens, "n": n}
+    return _choices(url, model, messages, body)
+
+
+def _choices(
+    url: str, model: str, messages: list[dict[str, str]], sampling: dict[str, Any]
+) -> list[str]:
     request = urllib.request.Request(
         f"{url}/chat/completions",
-        data=json.dumps(body).encode(),
+        data=json.dumps({"model": model, "messages": messages, **sampling}).encode(),
         headers={"content-type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=600) as answer:
