@@ -114,7 +114,7 @@ async def _run(flow: Flow, call: Call) -> Any:
 
 
 async def _run_and_fix(flow: Flow, call: Call) -> Any:
-    return await flow.run_and_fix(call.at, run_range(call.at, call.arg), call.cancel)
+    return await flow.run_and_fix(call.at, run_range(call.at, call.arg), call.cancel, call.ran)
 
 
 async def _generate(flow: Flow, call: Call) -> Any:

@@ -144,10 +144,14 @@ class Flow:
     # -- fixing and generating -----------------------------------------------------------
 
     async def run_and_fix(
-        self, where: Where, line_range: Range | None, cancel: asyncio.Event
+        self,
+        where: Where,
+        line_range: Range | None,
+        cancel: asyncio.Event,
+        ran: list[PieceRun] | None = None,
     ) -> FixAnswer:
         """Run; fix the piece that fails and apply the fix (`FixFlow.run_and_fix`)."""
-        return await self.fixes.run_and_fix(where, line_range, cancel)
+        return await self.fixes.run_and_fix(where, line_range, cancel, ran)
 
     async def fix_reported(
         self, where: Where, piece: tuple[int, int], message: str, cancel: asyncio.Event, *,

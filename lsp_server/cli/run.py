@@ -760,7 +760,7 @@ async def _run(
                 ran = await flow.run_dependents(where, dependents_of, cancel, with_above=True)
                 ok = ran.status == Status.OK
             elif fix:
-                call = Call(RunArgs(where.uri, line_range), cancel, where)
+                call = Call(RunArgs(where.uri, line_range), cancel, where, ran=editor.ran)
                 fixed = await dispatch(flow, RUN_AND_FIX, call)
                 ok = fixed.status in (Status.OK, Status.FIXED)
             else:

@@ -19,6 +19,7 @@ from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.services.desk import Desk
 from lsp_server.services.gate import Gate
 from lsp_server.services.runner import Runner
+from lsp_server.services.steps import PieceRun
 
 
 class Applied:
@@ -28,7 +29,12 @@ class Applied:
         self.editor, self.gate, self.runner, self.desk = editor, gate, runner, desk
 
     async def keep(
-        self, where: Where, edit: LineEdit, result: FixResult, piece: tuple[int, int]
+        self,
+        where: Where,
+        edit: LineEdit,
+        result: FixResult,
+        piece: tuple[int, int],
+        ran: list[PieceRun] | None = None,
     ) -> None:
         """Once the fix shows in the document, show what its run printed on its lines (and,
         for a fix in another cell, what the piece printed when it ran again after it). A
@@ -42,7 +48,7 @@ class Applied:
             now = self.editor.text(where.uri)
             if now is not None and jailed:
                 await self._into_module(where, target, code)
-                await self._again(where.now(now), Piece(*piece))
+                await self._again(where.now(now), Piece(*piece), ran)
             elif now is not None and result.outcome is not None:
                 runner.shown(where.now(now), result.outcome, Piece(*piece))
                 self.desk.done()
@@ -54,9 +60,9 @@ class Applied:
         moved = (last - first) - (edit.last - edit.first) if edit.last < piece[0] else 0
         again = Piece(piece[0] + moved, piece[1] + moved)
         if jailed:
-            ran = await self._again(shown, Piece(first, last))
-            if ran and result.defined is not None:
-                await self._again(self.desk.now(shown), again)
+            clean = await self._again(shown, Piece(first, last), ran)
+            if clean and result.defined is not None:
+                await self._again(self.desk.now(shown), again, ran)
         else:
             own = result.defined if result.defined is not None else result.outcome
             runner.shown(shown, own, Piece(first, last))
@@ -72,12 +78,15 @@ class Applied:
         self.desk.mark_findings(where.uri, shown.text.version, findings)
         self.desk.done()
 
-    async def _again(self, where: Where, piece: Piece) -> bool:
-        """Lines `piece` of the document run in the kernel, as the user's; whether clean."""
+    async def _again(
+        self, where: Where, piece: Piece, ran: list[PieceRun] | None = None
+    ) -> bool:
+        """Lines `piece` of the document run in the kernel, as the user's (each piece's run
+        added to `ran`); whether clean."""
         span = Range.lines(piece.first, piece.last)
         mode = RunMode(say_stop=False)
-        ran = await self.runner.run_range(where, span, asyncio.Event(), mode)
-        return ran.status == Status.OK
+        went = await self.runner.run_range(where, span, asyncio.Event(), mode, ran)
+        return went.status == Status.OK
 
     async def _into_module(self, where: Where, target: Target, code: str) -> None:
         """A module file's applied fix, put into that module in the kernel (and the names the

@@ -141,10 +141,16 @@ class FixFlow:
     # -- run and fix ----------------------------------------------------------------------
 
     async def run_and_fix(
-        self, where: Where, line_range: Range | None, cancel: asyncio.Event
+        self,
+        where: Where,
+        line_range: Range | None,
+        cancel: asyncio.Event,
+        ran: list[PieceRun] | None = None,
     ) -> FixAnswer:
         """Run; fix the piece that fails and apply the fix; with no range, go on with the
-        cells below it, fixing each that fails, until one cannot be fixed."""
+        cells below it, fixing each that fails, until one cannot be fixed. `ran` collects
+        each piece's run in the kernel, the applied fixes' too (a notebook saved by the
+        terminal keeps what they output, as Jupyter would)."""
         attempts = 0
         after = -1
         fixed = False
@@ -155,12 +161,14 @@ class FixFlow:
             runs: list[PieceRun] = []
             mode = RunMode(after=after, say_stop=False)
             where = self.desk.now(where)  # each round runs the text as the last fix left it
-            ran = await self.runner.run_range(where, line_range, cancel, mode, runs)
-            if ran.status in (Status.OK, Status.CANCELLED):
-                status = Status.FIXED if fixed and ran.status == Status.OK else ran.status
+            went = await self.runner.run_range(where, line_range, cancel, mode, runs)
+            if ran is not None:
+                ran.extend(runs)
+            if went.status in (Status.OK, Status.CANCELLED):
+                status = Status.FIXED if fixed and went.status == Status.OK else went.status
                 return FixAnswer(status, attempts, says=says if status == Status.FIXED else None)
             if not runs or runs[-1].outcome.status != RunStatus.ERROR:
-                message = ran.message or (runs[-1].outcome.note if runs else "it did not run")
+                message = went.message or (runs[-1].outcome.note if runs else "it did not run")
                 return FixAnswer(Status.FAILED, attempts, message)
             failed = runs[-1]
             first, last = failed.piece.first, failed.piece.last
@@ -199,6 +207,7 @@ class FixFlow:
                 fix_of=self.desk.record_id(where, failed.record_id),
                 raised=raised_line(failed.outcome.error, where.path),
                 module=module,
+                ran=ran,
             )
             attempts += report.answer.attempts
             if report.answer.status != Status.FIXED:
@@ -349,6 +358,7 @@ class FixFlow:
         fix_of: int | None = None,
         raised: int | None = None,
         module: tuple[Path, int] | None = None,
+        ran: list[PieceRun] | None = None,
     ) -> FixReport:
         """Fix lines first..last (as `where.text` had them) that raised `error`; `raised`: the
         line of the innermost frame in the document. When that is in another cell (a
@@ -371,10 +381,16 @@ class FixFlow:
             fixer = self._fixer(where, first, progress, cancel, fix_of)
             fixer.modules = await asyncio.to_thread(module_names, where.folder)
             result = await fixer.fix(lines, first, last, code, error, target, raised_at)
-        return await self._settle(where, first, last, result, apply)
+        return await self._settle(where, first, last, result, apply, ran)
 
     async def _settle(
-        self, where: Where, first: int, last: int, result: FixResult, apply: bool
+        self,
+        where: Where,
+        first: int,
+        last: int,
+        result: FixResult,
+        apply: bool,
+        ran: list[PieceRun] | None = None,
     ) -> FixReport:
         """What a fix attempt comes to: an applied (or offered) edit, or why not."""
         uri, lines = where.uri, where.text.lines
@@ -467,6 +483,6 @@ class FixFlow:
             + (f"; it now prints `{result.says}`" if result.says else "")
         )
         self.editor.remark(place, said)
-        await self.applied.keep(where, edit, result, (first, last))
+        await self.applied.keep(where, edit, result, (first, last), ran)
         answer = FixAnswer(Status.FIXED, result.attempts, None, checked, says)
         return FixReport(answer, edit, now.version)

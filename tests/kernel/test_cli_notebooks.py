@@ -173,6 +173,52 @@ def test_fix_writes_the_fixed_cell_into_the_notebook(folder: Path) -> None:
     assert "wrote the fixes and the outputs of" in done.stdout
 
 
+def _saved(path: Path) -> list[list[tuple[str, Any]]]:
+    """Each code cell's saved outputs as (type, what it holds: stream text, or the sorted
+    MIME types of a value or display)."""
+    after = nbformat.read(path, as_version=4)
+    nbformat.validate(after)
+    return [
+        [
+            (
+                o.output_type,
+                o.get("text") if o.output_type == "stream" else sorted(o.get("data", {})),
+            )
+            for o in c.outputs
+        ]
+        for c in after.cells
+        if c.cell_type == "code"
+    ]
+
+
+def test_inplace_with_fix_saves_what_jupyter_saves_as_plain_inplace_does(folder: Path) -> None:
+    """Issue 70, 1: `--inplace --fix` saved runfix's own summaries (`DataFrame 3×2`, a
+    figure as `<figure 640×480>`, an execute_result for a plot cell whose last statement is
+    `plt.show()`) where plain `--inplace` saves what Jupyter does. No cell fails here: no
+    model is asked."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    cells = (
+        cell("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]})\ndf"),
+        cell(
+            "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+            "import matplotlib.pyplot as plt\nplt.bar([1, 2, 3], [3, 1, 2])\nplt.show()"
+        ),
+        cell("print('done')"),
+    )
+    plain = notebook(folder / "plain.ipynb", *cells)
+    fixed = notebook(folder / "fixed.ipynb", *cells)
+    assert runfix("run", plain, "--inplace", cwd=folder).returncode == 0
+    done = runfix("run", fixed, "--inplace", "--fix", cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    saved = _saved(fixed)
+    assert saved == _saved(plain)
+    frame, plot, printed = saved
+    assert frame == [("execute_result", ["text/html", "text/plain"])]
+    assert plot == [("display_data", ["image/png", "text/plain"])]  # no `<BarContainer …>`
+    assert printed == [("stream", "done\n")]
+
+
 def test_a_big_notebook_runs_and_is_written_whole(folder: Path) -> None:
     """A 50 MB output kept through an --inplace run; one cell of 10,000 run by number."""
     blob = {"output_type": "stream", "name": "stdout", "text": "x" * (50 * 1024 * 1024)}

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from executor.events import RunOutcome, RunStatus, Span, Stream, Value
-from lsp_server.fix.silencing import Failing, said, says, silencing
+from lsp_server.fix.fixcheck import still_runs
+from lsp_server.fix.silencing import Failing, missing_key, said, says, silencing
 
 SUM = Failing("sum(counts)", "TypeError", (), (("counts", "['4', '9', '2']"),))
 TIMEOUT = Failing(
@@ -54,6 +55,14 @@ HELD = [
      "def mean(xs):\n    return 3 + 4 + 5\n", "12", "with a constant (`return 3 + 4 + 5`)"),
     (Failing("len(evens(10))", "TypeError", (), ()), "print(len(evens(10)))", "print(1)", "1",
      "replaces what the code computed with a constant (`print(1)`)"),
+    # issue 69: a loop variable made a constant at the call (the hidden task's "fix")
+    (Failing("label(s).upper()", "AttributeError", (), ()),
+     "labels = [label(s).upper() for s in scores]\nprint('labels', labels)\n",
+     "labels = [label(70).upper() for s in scores]\nprint('labels', labels)\n",
+     "labels ['PASS', 'PASS']", "replaces `s`, which varies, with a constant (`label(70)`)"),
+    (None, "def badges(points):\n    return [badge(p) for p in points]\n",
+     "def badges(points):\n    return [badge(120) for p in points]\n", "['gold', 'gold']",
+     "replaces `p`, which varies"),
 ]  # fmt: skip
 HONEST = [
     (SUM, 'print("sum", sum(counts))', 'print("sum", sum(int(c) for c in counts))', "sum 15"),
@@ -79,6 +88,13 @@ HONEST = [
     (Failing('r["name"]', "KeyError", ("'item'",), ()),
      'table = {r["name"]: r["price"] for r in rows}',
      'table = {}\nfor r in rows:\n    table.update({r["item"]: r["price"]})', "7.0"),
+    # issue 69: the loop variable kept, what it is given made right
+    (Failing("label(s).upper()", "AttributeError", (), ()),
+     "labels = [label(s).upper() for s in scores]\nprint('labels', labels)\n",
+     "labels = [(label(s) or 'fail').upper() for s in scores]\nprint('labels', labels)\n",
+     "labels ['PASS', 'FAIL']"),
+    (None, "print([area(r) for r in radii])", "print([area(float(r)) for r in radii])",
+     "[3.14, 12.57]"),
 ]  # fmt: skip
 
 
@@ -117,3 +133,41 @@ def test_what_the_fixed_code_says_is_its_output_and_values_in_one_line() -> None
     assert says(outcome) == "sum 15 / 15"
     long = RunOutcome(RunStatus.OK, (Stream("stdout", "x" * 300, None),), 0.0)
     assert len(says(long)) == 100 and says(long).endswith("…")
+
+
+def test_a_default_for_a_missing_key_is_held_by_the_kernels_keys_without_evidence() -> None:
+    """Issue 69: `.get('timeout', 1)` where the dict holds `timeout_s` slipped where the
+    frame said nothing (the failing expression read from the KeyError and the code, the
+    near key from the kernel's dicts); a default for a key the data truly lacks passes."""
+    original = 'print("budget", cfg["timeout"] * 3)\n'
+    candidate = 'print("budget", cfg.get("timeout", 1) * 3)\n'
+    error = "Traceback (most recent call last):\n  ...\nKeyError: 'timeout'"
+    failing = missing_key(original, error, ["timeout_s", "retries"])
+    assert failing is not None and failing.expression == "cfg['timeout']"
+    held = silencing(original, candidate, failing, "budget 3\n", 1)
+    assert held is not None and "there is no 'timeout' (there is timeout_s)" in held.rule
+    honest = missing_key(original, error, ["retries", "name"])  # no key near 'timeout'
+    assert silencing(original, candidate, honest, "budget 3\n", 1) is None
+    assert missing_key(original, "NameError: name 'x' is not defined", ["timeout_s"]) is None
+
+
+@pytest.mark.parametrize(
+    ("handler", "held"),
+    [
+        (
+            "except KeyError:\n        print('last', 0)",
+            True,
+        ),  # the hidden task's, whatever it prints
+        ("except Exception:\n        return None", True),
+        ("except:\n        total = -1", True),
+        ("except KeyError:\n        raise ValueError('no last')", False),  # raises again
+        ("except ValueError:\n        print('bad value')", False),  # not the error that raised
+    ],
+)
+def test_a_handler_around_the_statement_that_raised_silences_it_whatever_its_body(
+    handler: str, held: bool
+) -> None:
+    original = "def last(log):\n    return log['last']\n"
+    candidate = f"def last(log):\n    try:\n        return log['last']\n    {handler}\n"
+    said = still_runs(original, 2, candidate, "KeyError")
+    assert (said is not None and "silences the error" in said) is held, said
