@@ -296,6 +296,42 @@ def test_a_module_file_of_the_folder_is_fixed_where_it_raised(tmp_path: Path) ->
     assert f"{path}:3:1: note: 2.0" in done.stdout  # the caller ran again with the fixed module
 
 
+def test_an_import_missing_in_a_module_goes_into_that_module_not_the_caller(
+    tmp_path: Path,
+) -> None:
+    """Issue 69: `NameError: name 'math'` raised in an imported module got `import math` in
+    the calling file, where it fixes nothing, and the terminal then said both "not fixed"
+    and "wrote the fixes". Now the import goes where the error was raised, proven by the
+    caller running again; no model is asked."""
+    module = tmp_path / "shapes.py"
+    module.write_text("def circle_area(r):\n    return round(math.pi * r * r, 2)\n")
+    path = tmp_path / "job.py"
+    source = "from shapes import circle_area\n\nprint(circle_area(2))\n"
+    path.write_text(source)
+    done = fix_without_a_model(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == source  # the caller is left as it is
+    assert module.read_text() == (
+        "import math\ndef circle_area(r):\n    return round(math.pi * r * r, 2)\n"
+    )
+    assert "`import math` added to shapes.py; no model asked" in done.stdout
+    assert f"{path}:3:1: note: 12.57" in done.stdout
+    assert "not fixed" not in done.stdout
+
+
+def test_what_ran_clean_is_written_and_the_error_that_stayed_said(tmp_path: Path) -> None:
+    """A file whose first error is fixed offline and whose second is not: the fix that ran
+    clean is written, and the terminal says the error above stays (never "wrote the fixes"
+    alone beside "not fixed")."""
+    path = tmp_path / "two.py"
+    path.write_text("# %%\nprint(math.floor(2.5))\n# %%\nprint(undefined_thing)\n")
+    done = fix_without_a_model(path)
+    assert done.returncode == 1
+    assert path.read_text().startswith("# %%\nimport math\n")
+    assert "not fixed" in done.stdout
+    assert "wrote the fixes that ran clean; the error above is not fixed" in done.stdout
+
+
 def test_a_name_a_cell_above_defines_runs_that_cell_first_not_a_model(tmp_path: Path) -> None:
     """Run and fix from the middle of a file (here `--cell 2`): `average` is defined above,
     in a cell that had not run. The cells above run; the model is never asked to rewrite
