@@ -78,9 +78,7 @@ class Applied:
         self.desk.mark_findings(where.uri, shown.text.version, findings)
         self.desk.done()
 
-    async def _again(
-        self, where: Where, piece: Piece, ran: list[PieceRun] | None = None
-    ) -> bool:
+    async def _again(self, where: Where, piece: Piece, ran: list[PieceRun] | None = None) -> bool:
         """Lines `piece` of the document run in the kernel, as the user's (each piece's run
         added to `ran`); whether clean."""
         span = Range.lines(piece.first, piece.last)

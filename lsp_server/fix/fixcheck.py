@@ -127,7 +127,10 @@ class Check:
         if still := count["FAIL_TO_FAIL"]:
             parts.append(f"{still} still fail{'s' if still == 1 else ''}, as before")
         if fresh := count["NEW_TO_PASS"]:
-            parts.append(f"{fresh} that had not run pass{'es' if fresh == 1 else ''}")
+            parts.append(
+                f"{fresh} {self.unit}{'' if fresh == 1 else 's'} that had never run "
+                f"pass{'es' if fresh == 1 else ''} with it"
+            )
         parts += [
             f"{v.dependent.name} fails after the fix ({v.error}); it had not run"
             for v in self.verdicts
@@ -135,7 +138,9 @@ class Check:
         ][:2]
         # "verified" only where a dependent had run before and every one that had still does
         ran_before = any(v.dependent.before is not None for v in self.verdicts)
-        return ("verified: " if ran_before else "checked, nothing to compare: ") + ", ".join(parts)
+        return ("verified: " if ran_before else "run with it (none had run before): ") + ", ".join(
+            parts
+        )
 
     def for_model(self) -> str:
         """The regressions, as the next request tells the model."""

@@ -118,7 +118,7 @@ def test_fix_with_model_is_resolved_lazily_or_a_command(resolve: bool) -> None:
     diagnostic = _diagnostic("ValueError: no", (2, 3))
     [first, fix] = quick_fixes(URI, ["a\n"] * 4, [diagnostic], features, LOCAL_MODEL)
     # the preferred one tries the offline steps before the model: Run and fix on the piece
-    assert first.title == "Fix: offline fixes first, then the model" and first.is_preferred
+    assert first.title == "Run and fix: Python's suggestions, then the model" and first.is_preferred
     assert first.command is not None and first.command.command == RUN_AND_FIX
     assert first.command.arguments == [
         {
@@ -146,10 +146,10 @@ def test_quick_fixes_for_a_missing_module_and_a_missing_name() -> None:
     titles = [a.title for a in actions]
     assert titles == [
         "Add `import numpy as np`",
-        "Fix: offline fixes first, then the model",
+        "Run and fix: Python's suggestions, then the model",
         "Fix with model",
         "Install scikit-learn",
-        "Fix: offline fixes first, then the model",
+        "Run and fix: Python's suggestions, then the model",
         "Fix with model",
     ]
     assert [a.is_preferred for a in actions] == [True, None, None, True, None, None]
@@ -183,7 +183,10 @@ def test_one_preferred_fix_named_by_what_it_will_do_and_none_of_a_model_not_ther
         assert run_above.is_preferred and run_above.command is not None
         assert run_above.command.command == RUN_AND_FIX
     [alone] = quick_fixes(URI, lines, [zero], ClientFeatures(), Settings())
-    assert alone.title == "Fix offline (no model is configured)" and alone.is_preferred
+    assert (
+        alone.title == "Run and fix with Python's suggestions (no model set up)"
+        and alone.is_preferred
+    )
 
 
 def test_an_install_the_sandbox_cannot_do_is_disabled_where_the_client_shows_why() -> None:

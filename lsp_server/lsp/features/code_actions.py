@@ -234,8 +234,10 @@ def _fix_title(
         if any(name in flow.flow(i).defines for i in range(flow.index(piece[0]))):
             return f"Fix: run the cells above that define `{name}` (no model)"
     if not model_ready:
-        return "Fix offline (no model is configured)" if python else "Run and fix"
-    return "Fix: offline fixes first, then the model" if python else "Fix: ask the model"
+        return (
+            "Run and fix with Python's suggestions (no model set up)" if python else "Run and fix"
+        )
+    return "Run and fix: Python's suggestions, then the model" if python else "Run and fix"
 
 
 FIX_TESTS_TITLE = "Fix with model, checked by the tests"
