@@ -166,7 +166,7 @@ class KernelDebug:
             except queue.Empty:
                 continue
             except Exception as exc:  # the channels closed under it
-                log.info("the debugger's control channel ended: %s", exc)
+                _ended("control channel", exc, self.closed)
                 return
             waiting = self._waiting.get((reply.get("parent_header") or {}).get("msg_id", ""))
             if waiting is not None and not waiting.done():
@@ -179,7 +179,7 @@ class KernelDebug:
             except queue.Empty:
                 continue
             except Exception as exc:
-                log.info("the debugger's IOPub ended: %s", exc)
+                _ended("IOPub", exc, self.closed)
                 return
             if msg.get("msg_type") == "debug_event":
                 try:
@@ -232,3 +232,9 @@ class _RemoteDebug(KernelDebug):
             self.closed = True
             if self.kc.on_debug_event == self._event:
                 self.kc.on_debug_event = None
+
+
+def _ended(channel: str, exc: Exception, closing: bool) -> None:
+    """A channel's reader ended: news only where runfix was not closing it (a session's end
+    closes the sockets under the readers, every time)."""
+    log.log(logging.DEBUG if closing else logging.INFO, "the debugger's %s ended: %s", channel, exc)

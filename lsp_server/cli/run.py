@@ -402,7 +402,7 @@ def terminal_log(verbose: bool) -> None:
         said = logging.getLogger("lsp_server.model")
         handler.addFilter(lambda record: record.levelno < logging.WARNING)  # (`warnings`')
         said.addHandler(handler)
-        said.setLevel(logging.INFO)
+        said.setLevel(logging.DEBUG)  # each answer whole
 
 
 def command(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -61,12 +62,16 @@ class _ClientLogHandler(logging.Handler):
             self._inside.busy = False
 
 
-def log_to_client(server: RunfixServer) -> None:
-    """runfix's own logs also go to the client (`window/logMessage`), from INFO up."""
+def log_to_client(server: RunfixServer, *filters: Callable[[logging.LogRecord], bool]) -> None:
+    """Every log line from INFO up goes to the client (`window/logMessage`) at its own level:
+    runfix's and its libraries' (pygls, jupyter_client), each filter saying yes. On stderr,
+    which editors file as errors, only what came before the client was there."""
     handler = _ClientLogHandler(server)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    for name in ("lsp_server", "executor"):
-        logging.getLogger(name).addHandler(handler)
+    for kept in filters:
+        handler.addFilter(kept)
+    root = logging.getLogger()
+    root.handlers.insert(0, handler)  # before stderr's, which skips what the client got
 
 
 async def serve_frames(

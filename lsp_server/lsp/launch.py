@@ -130,7 +130,7 @@ async def _stdio() -> None:
 
     server = create_server(kernels)
     server.protocol.first = answered
-    log_to_client(server)
+    log_to_client(server, no_late_cancel)
     await serve_frames(server, reader, StdoutWriter(sys.stdout.buffer), first)
 
 
@@ -138,7 +138,7 @@ async def _tcp(host: str, port: int) -> None:
     from lsp_server.lsp.app import create_server, log_to_client, serve_frames
 
     server = create_server()
-    log_to_client(server)
+    log_to_client(server, no_late_cancel)
     done = asyncio.Event()
 
     async def connection(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
@@ -165,6 +165,12 @@ def _exit_code(main: Callable[[], Coroutine[Any, Any, None]]) -> int:
     return 0
 
 
+def no_late_cancel(record: logging.LogRecord) -> bool:
+    """pygls warns of a `$/cancelRequest` for a request already answered: the editor's
+    ordinary race (it cancels what it no longer needs), not a warning for the user."""
+    return not str(record.msg).startswith("Cancel notification for unknown message id")
+
+
 def _log_to_stderr(level: int) -> None:
     """Logs go to stderr (the editor's log of the server) until `app.log_to_client` sends
     them as the client's `window/logMessage`: a line the client got is not written to
@@ -173,6 +179,7 @@ def _log_to_stderr(level: int) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(lambda record: not getattr(record, "sent_to_client", False))
+    handler.addFilter(no_late_cancel)
     logging.basicConfig(level=level, handlers=[handler])
     for noisy in ("pygls", "httpx", "httpcore", "openai"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))

@@ -337,7 +337,7 @@ class ModelClient:
             raise ModelCancelled()
         took = time.monotonic() - began
         self.last_asked = self.asked(messages, bound, "\n\n".join(reply), took, hider.hidden)
-        log.info("%s", self.last_asked.said)
+        _log_exchange(self.last_asked.said)
         return [hider.unhide(answer) for answer in reply]
 
     def asked(
@@ -504,6 +504,26 @@ class ModelClient:
             chars = sum(len(m.get("content", "")) + 8 for m in messages)
             self._chars_per_token = min(max(chars / prompt, 1.5), 8.0)
             self.last_usage = (prompt, done if isinstance(done, int) else 0)
+
+
+PREVIEW = 160
+"""Characters of an answer's first line said at INFO (the whole answer at DEBUG)."""
+
+
+def _log_exchange(said: str) -> None:
+    """An exchange in the log: at DEBUG in full; else in one line, the answer's first line
+    cut short (enough to tell "no code block" from "no answer"), never a whole answer."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s", said)
+        return
+    head, _, answer = said.partition("\n")
+    lines = answer.strip().splitlines()
+    first = lines[0] if lines else ""
+    more = len(lines) > 1 or len(first) > PREVIEW
+    shown = first[:PREVIEW] + (
+        f" … ({len(lines)} lines; the whole answer at DEBUG)" if more else ""
+    )
+    log.info("%s%s", head, f" {shown}" if shown else "")
 
 
 def _sampled(sampling: tuple[float | None, int | None]) -> dict[str, Any]:
