@@ -1,4 +1,4 @@
--- :checkhealth runfix — the command, its version, and the executor in use.
+-- :checkhealth runfix — the command, its version, the executor in use, and nvim-dap.
 local M = {}
 
 -- vim.health.start/ok/warn/error on 0.10+, vim.health.report_* on 0.8–0.9, `health` on 0.7.
@@ -46,6 +46,12 @@ function M.check()
   end
   if vim.fn.has("nvim-0.10") == 0 then
     info("results come as Information diagnostics (inlay hints need Neovim 0.10+)")
+  end
+  local has_dap = pcall(require, "dap")
+  if has_dap then
+    ok("nvim-dap: found (:RunfixDebugCell, :RunfixDebugError debug in the kernel)")
+  else
+    info("nvim-dap: not found (github.com/mfussenegger/nvim-dap): :RunfixDebugCell and :RunfixDebugError need it; the rest works without")
   end
 end
 
