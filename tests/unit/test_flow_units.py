@@ -42,11 +42,11 @@ from lsp_server.editor import (
 from lsp_server.fix.fixing import Fixer, FixResult
 from lsp_server.flow import Flow
 from lsp_server.lsp.convert import hover, inlay_hints, tooltip_at
-from lsp_server.lsp.features.code_actions import quick_fixes
+from lsp_server.lsp.features.code_actions import DEBUG_ERROR_TITLE, debug_at_call_site, quick_fixes
 from lsp_server.lsp.launch import root_folder
 from lsp_server.lsp.prepared import ByLine, Memo, Prepared
 from lsp_server.model.client import ModelCancelled
-from lsp_server.outputs.results import build
+from lsp_server.outputs.results import Problem, Related, build
 from lsp_server.services import gate as gate_module
 from lsp_server.session import Session
 from lsp_server.settings import PROJECT, Settings, resolve
@@ -483,3 +483,18 @@ def test_a_failing_tests_diagnostics_offer_the_fix_checked_by_that_test() -> Non
         assert list(action.command.arguments or ()) == [
             {"uri": tests, "position": {"line": 13, "character": 0}}
         ]
+
+
+def test_debug_this_error_is_offered_on_the_line_the_user_ran_too() -> None:
+    """Issue 70, 9: "Debug this error" was offered only on the line that raised (inside a
+    function of another cell); the call in the cell that ran is where the user looks."""
+    raised = Problem(
+        1, 1, "ZeroDivisionError: division by zero", "error", "",
+        related=(Related(4, "called from here"), Related(2, "called in other.py", "other.py")),
+        piece=(4, 4),
+    )  # fmt: skip
+    [action] = debug_at_call_site(URI, [raised], 4)
+    assert action.title == DEBUG_ERROR_TITLE and action.command is not None
+    assert action.command.arguments == [{"uri": URI, "line": 4}]  # the cell that ran, again
+    assert debug_at_call_site(URI, [raised], 2) == []  # a line of another file's frame
+    assert debug_at_call_site(URI, [raised], 3) == []

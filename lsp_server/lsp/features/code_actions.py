@@ -47,6 +47,7 @@ from lsp_server.lsp.edits import replace_lines
 from lsp_server.lsp.features.trust import trust_fixes
 from lsp_server.lsp.server import RunfixServer
 from lsp_server.model.client import ModelConfig
+from lsp_server.outputs.results import Problem
 from lsp_server.settings import Settings
 from lsp_server.text.cells import cell_at, split_cells
 from lsp_server.text.dataflow import DocumentMap
@@ -240,6 +241,23 @@ def _fix_title(
     return "Run and fix: Python's suggestions, then the model" if python else "Run and fix"
 
 
+def debug_at_call_site(
+    uri: str, problems: Sequence[Problem], line: int
+) -> list[lsp.CodeAction]:
+    """"Debug this error" on a line the traceback passed through (the call in the cell that
+    ran, a caller between): the error's own diagnostic is on the line that raised, but the
+    user's eye is on the line they ran (issue 70, 9)."""
+    for problem in problems:
+        if problem.kind != "run" or problem.piece is None or problem.severity != "error":
+            continue
+        if any(site.line == line and site.path is None for site in problem.related):
+            debug = lsp.CodeAction(DEBUG_ERROR_TITLE, kind=QUICKFIX)
+            where = {"uri": uri, "line": problem.piece[0]}
+            debug.command = lsp.Command(DEBUG_ERROR_TITLE, DEBUG_ERROR, arguments=[where])
+            return [debug]
+    return []
+
+
 FIX_TESTS_TITLE = "Fix with model, checked by the tests"
 DEBUG_ERROR_TITLE = "Debug this error"
 
@@ -344,6 +362,9 @@ def register(server: RunfixServer) -> None:
             python = is_python(ls.editor.language_of(uri))
             features = ls.editor.features
             out.extend(quick_fixes(uri, doc.lines, diagnostics, features, settings, python))
+            if python and features.debug and not any(_ours(d) for d in diagnostics):
+                problems = ls.flow.results(uri).problems
+                out.extend(debug_at_call_site(uri, problems, params.range.start.line))
             out.extend(trust_fixes(uri, diagnostics))
             out.extend(test_fixes(uri, diagnostics))
         if _wanted(only, GENERATE_KIND):
