@@ -58,8 +58,10 @@ _MACHINERY = ("/ipykernel/", "/IPython/", "/debugpy/", "/tornado/", "/asyncio/",
 """Frames of these are the kernel's own, left out of the call stack the user sees."""
 
 
-_MACHINE_THREAD = re.compile(r"^IPythonHistorySavingThread$|\(_watch_pipe_fd\)")
-"""Threads of the kernel's own (their code is IPython's and ipykernel's)."""
+_MACHINE_THREAD = re.compile(r"^IPythonHistorySavingThread$|\(_watch_pipe_fd\)|^runfix-live$")
+"""Threads of the kernel's own (their code is IPython's and ipykernel's) and runfix's (the
+live features' reader)."""
+_FRAME_LINE = re.compile(r'^\s*File "([^"]*)", line \d+')
 
 
 class DebugSession:
@@ -381,6 +383,30 @@ class DebugSession:
                 )
                 source["name"] = name_of(source["path"])
         return {"stackFrames": frames, "totalFrames": len(frames)}
+
+    async def _on_exceptionInfo(self, arguments: dict[str, Any]) -> Any:
+        """The exception as the kernel's debugger says it, its traceback text without the
+        frames the call stack leaves out (runfix's helper, the kernel's own code)."""
+        body = await self._forward("exceptionInfo", arguments) or {}
+        details = body.get("details")
+        if isinstance(details, dict) and isinstance(details.get("stackTrace"), str):
+            details["stackTrace"] = self._users_trace(details["stackTrace"])
+        return body
+
+    def _users_trace(self, text: str) -> str:
+        """A traceback's text without the frames `_shown` leaves out (each `File …` line and
+        the source line under it)."""
+        out: list[str] = []
+        skipping = False
+        for line in text.splitlines(keepends=True):
+            found = _FRAME_LINE.match(line)
+            if found is not None:
+                skipping = not self._shown({"source": {"path": found.group(1)}})
+            elif not line.startswith("    ") or not line.strip():
+                skipping = False  # past a frame's source line: the error itself
+            if not skipping:
+                out.append(line)
+        return "".join(out)
 
     async def _on_threads(self, arguments: dict[str, Any]) -> Any:
         """The threads but the kernel's own (IPython's history saver, its pipe watchers)."""

@@ -241,10 +241,8 @@ def _fix_title(
     return "Run and fix: Python's suggestions, then the model" if python else "Run and fix"
 
 
-def debug_at_call_site(
-    uri: str, problems: Sequence[Problem], line: int
-) -> list[lsp.CodeAction]:
-    """"Debug this error" on a line the traceback passed through (the call in the cell that
+def debug_at_call_site(uri: str, problems: Sequence[Problem], line: int) -> list[lsp.CodeAction]:
+    """ "Debug this error" on a line the traceback passed through (the call in the cell that
     ran, a caller between): the error's own diagnostic is on the line that raised, but the
     user's eye is on the line they ran (issue 70, 9)."""
     for problem in problems:
