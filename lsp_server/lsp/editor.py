@@ -5,6 +5,7 @@ the client (`publishDiagnostics`, `showMessage`, `showMessageRequest`,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -94,16 +95,20 @@ class LspProgress:
         self.cancel = cancel
         self.token: str | None = None
         self.message = "Running"
+        self._before = self.message
+        self._now = asyncio.Event()
         self._starter: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LspProgress:
         self.editor.working += 1
+        self.editor.progresses.append(self)
         if self.enabled:
             self._starter = asyncio.ensure_future(self._begin())
         return self
 
     async def _begin(self) -> None:
-        await asyncio.sleep(PROGRESS_DELAY)
+        with contextlib.suppress(asyncio.TimeoutError):  # a question shows it at once
+            await asyncio.wait_for(self._now.wait(), PROGRESS_DELAY)
         token = f"runfix-run-{next(_tokens)}"
         progress = self.server.work_done_progress
         await progress.create_async(token)
@@ -123,8 +128,26 @@ class LspProgress:
                 self.token, lsp.WorkDoneProgressReport(message=message, percentage=percentage)
             )
 
+    async def waiting(self, question: str | None) -> None:
+        """Said while a question waits for the user (None: it was answered), the progress
+        shown at once for it: a spinner that only says "Running" hides a question in the
+        notification centre (issue 70, 3)."""
+        if question is None:
+            self.report(self._before)
+            return
+        self._before = self.message
+        shown = question if len(question) <= 80 else question[:79] + "…"
+        self.message = f"waiting for your answer: {shown}"
+        self._now.set()
+        if self._starter is not None and not self._starter.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._starter), 1.0)
+        self.report(self.message)
+
     async def __aexit__(self, *exc: object) -> None:
         self.editor.working -= 1
+        if self in self.editor.progresses:
+            self.editor.progresses.remove(self)
         if not self.editor.working:
             self.editor.flush()
         if self._starter is not None and not self._starter.done():
@@ -177,6 +200,8 @@ class LspEditor:
         self._told: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.working = 0
+        self.progresses: list[LspProgress] = []
+        """The progress shown now (a question asked meanwhile is said in each)."""
         """Pieces of work under way (runs, fixes): their results are published at most
         every PUBLISH_EVERY per document, and all of them when the last one ends."""
         self._published_at: dict[str, float] = {}
@@ -391,6 +416,18 @@ class LspEditor:
             message=message,
             actions=[lsp.MessageActionItem(title=t) for t in titles],
         )
+        waiting = list(self.progresses)
+        for shown in waiting:
+            await shown.waiting(message.removeprefix("runfix: "))
+        try:
+            return await self._asked(params, titles)
+        finally:
+            for shown in waiting:
+                await shown.waiting(None)
+
+    async def _asked(
+        self, params: lsp.ShowMessageRequestParams, titles: Sequence[str]
+    ) -> tuple[str | None, str]:
         try:
             answer = await asyncio.wait_for(
                 self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT

@@ -593,6 +593,8 @@ async def test_flagged_model_code_runs_only_when_confirmed(
     # one sentence, no diagnostic's words pasted inside it (issue 47, S3 8)
     assert "code at line 3 starts a process (subprocess.run). Run it" in question.message
     assert "runfix safety" not in question.message
+    # the progress says what it waits for, not only "Running" (issue 70, 3)
+    assert any("waiting for your answer: " in m for m in progress_messages(client))
     warnings = [d for d in client.diagnostics[uri] if d.severity == lsp.DiagnosticSeverity.Warning]
     assert [d.range.start.line for d in warnings] == [2]
     if answer == "Run":
