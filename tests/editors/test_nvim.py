@@ -657,7 +657,14 @@ def test_the_readmes_prompt_generates_in_neovim_and_a_wrong_line_says_so_once(
     file.write_text(README_DOC)
     with ModelServer() as model:
         model.script(code("print(round(sum(prices.values()) / len(prices), 2))"))
-        settings = {"model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV}}
+        settings = {
+            "model": {
+                "baseUrl": model.url,
+                "name": "test-model",
+                "apiKeyEnv": API_KEY_ENV,
+                "candidates": 1,
+            }
+        }
         done = _headless(
             nvim, tmp_path, file, Path(__file__).parent / "nvim" / "generate.lua", settings
         )
@@ -687,7 +694,14 @@ def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
         slow = code("print('total: ' + str(count))")
         slow.hang, slow.chunk_delay = 1.5, 0.3
         model.script(slow)
-        settings = {"model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV}}
+        settings = {
+            "model": {
+                "baseUrl": model.url,
+                "name": "test-model",
+                "apiKeyEnv": API_KEY_ENV,
+                "candidates": 1,
+            }
+        }
         script = Path(__file__).parent / "nvim" / "progress.lua"
         done = _headless(nvim, tmp_path, file, script, settings)
     assert "error" not in done, done.get("error")
@@ -718,7 +732,12 @@ def test_a_held_candidate_shows_as_a_diff_and_a_fix_says_what_it_now_prints(
     with ModelServer() as model:
         model.script(code('print("first", unique)'), code('print("first", sorted(unique)[0])'))
         settings = {
-            "model": {"baseUrl": model.url, "name": "test-model", "apiKeyEnv": API_KEY_ENV},
+            "model": {
+                "baseUrl": model.url,
+                "name": "test-model",
+                "apiKeyEnv": API_KEY_ENV,
+                "candidates": 1,
+            },
             "fix": {"maxAttempts": 1},
         }
         script = Path(__file__).parent / "nvim" / "held.lua"

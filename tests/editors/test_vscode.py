@@ -243,6 +243,7 @@ def test_a_held_candidate_shows_as_a_diff_and_a_fix_says_what_it_now_prints_in_c
         model.script(code('print("first", unique)'), code('print("first", sorted(unique)[0])'))
         settings = {
             "runfix.model.baseUrl": model.url,
+            "runfix.model.candidates": 1,  # one answer a request: the replies are scripted in order
             "runfix.model.name": "test-model",
             "runfix.model.apiKeyEnv": API_KEY_ENV,
             "runfix.fix.maxAttempts": 1,
@@ -339,6 +340,7 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
         model.script(code("def mean(xs):\n    return sum(xs) / len(xs)"))
         settings = {
             "runfix.model.baseUrl": model.url,
+            "runfix.model.candidates": 1,  # one answer a request: the replies are scripted in order
             "runfix.model.name": "test-model",
             "runfix.model.apiKeyEnv": API_KEY_ENV,
         }
@@ -453,6 +455,7 @@ def test_a_notebook_users_first_hour_in_code_server(tmp_path: Path) -> None:
         )
         settings = {
             "runfix.model.baseUrl": model.url,
+            "runfix.model.candidates": 1,  # one answer a request: the replies are scripted in order
             "runfix.model.name": "test-model",
             "runfix.model.apiKeyEnv": API_KEY_ENV,
         }
