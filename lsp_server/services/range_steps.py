@@ -19,11 +19,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from executor.events import RunStatus
 from executor.jupyter import Kernel
-from lsp_server.editor import Editor, Place, Progress
+from lsp_server.editor import Editor, Level, Place, Progress
 from lsp_server.outputs.results import Problem
 from lsp_server.runs import Piece, RunMode, Where
 from lsp_server.services.desk import SAFETY, Desk
@@ -171,6 +172,35 @@ class Confirmed(_Step):
         reason = f"The model-written code at {at} {reasons}."
         place = Place(where.uri, flagged[0].first)
         return await self.gate.confirm_run(code, reason, where, place)
+
+
+class Shared(_Step):
+    """The first run of a second document in a folder says that the two share the folder's
+    one kernel: a notebook's `def` replaces a file's function of the same name there, and
+    nothing else would say so (issue 70, 8)."""
+
+    def __init__(self, editor: Editor) -> None:
+        self.editor = editor
+        self.ran: dict[Path, list[str]] = {}
+        """The documents that ran in each folder's kernel, in order."""
+
+    async def before(self, run: RangeRun, number: int, piece: Piece) -> None:
+        where = run.where
+        if number != 1 or run.mode.origin != "user":
+            return
+        seen = self.ran.setdefault(where.folder, [])
+        if where.path in seen:
+            return
+        if seen:
+            others = " and ".join(Path(p).name for p in seen[-2:])
+            self.editor.tell(
+                f"runfix: {Path(where.path).name} runs in the same kernel as {others}: one "
+                f"kernel per folder ({where.folder.name}), so what one defines, the other sees "
+                "(and a name defined again replaces the first).",
+                Level.INFO,
+                Place(where.uri, piece.first),
+            )
+        seen.append(where.path)
 
 
 class StopSaid(_Step):

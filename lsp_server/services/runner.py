@@ -40,6 +40,7 @@ from lsp_server.services.range_steps import (
     Published,
     RangeRun,
     RangeStep,
+    Shared,
     StopSaid,
 )
 from lsp_server.services.steps import (
@@ -136,6 +137,7 @@ class Runner:
             Locked(self.queue),
             Progressed(editor),
             Confirmed(gate, desk, editor),
+            Shared(editor),
             StopSaid(editor),
         ]
         """What happens around a run of a document's pieces, in order (`range_steps`)."""

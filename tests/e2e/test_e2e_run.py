@@ -341,3 +341,24 @@ async def test_an_error_a_cell_made_in_another_cells_function_goes_when_it_runs_
     assert (await run(initialized, uri, 5, 5))["status"] == "ok"
     assert errors(initialized, uri) == []
     assert any("0.5" in str(h.label) for h in await hints(initialized, uri))
+
+
+async def test_a_second_document_of_a_folder_is_told_it_shares_the_kernel(
+    initialized: LanguageClient, folder: Path
+) -> None:
+    """Issue 70, 8: one kernel per folder was never said; a notebook's `def` replaced a
+    file's function of the same name, silently. The first run of a second document says
+    it, once; the first document's runs never do."""
+    first = open_doc(initialized, folder / "sales.py", "def area(r):\n    return r * r\n")
+    second = open_doc(initialized, folder / "other.py", "def area(r):\n    return 2 * r\n")
+    assert (await run(initialized, first))["status"] == "ok"
+    assert (await run(initialized, first))["status"] == "ok"
+    assert not [m for m in initialized.messages if "same kernel" in m.message]
+    assert (await run(initialized, second))["status"] == "ok"
+    assert (await run(initialized, second))["status"] == "ok"
+    [said] = [m.message for m in initialized.messages if "same kernel" in m.message]
+    assert said == (
+        f"runfix: other.py runs in the same kernel as sales.py: one kernel per folder "
+        f"({folder.name}), so what one defines, the other sees (and a name defined again "
+        "replaces the first)."
+    )
