@@ -68,12 +68,19 @@ class NotebookFile:
         """The document: the code cells in order, each under a `# %%` line."""
         return split_lines(Notebook.text_of([cell.source for cell in self.code]))
 
-    def place(self, line: int) -> str:
+    def place(self, line: int, lines: Sequence[str] | None = None) -> str:
         """`cell N:L` of the document's 0-based `line` (N counts every cell, as the notebook
-        shows them; L from 1); a marker line is its cell's first line."""
+        shows them; L from 1); a marker line is its cell's first line. `lines`: the document
+        as it is now (a generated body makes it longer than the notebook read): its markers
+        say which code cell a line is in."""
+        if lines is not None:
+            markers = [i for i, text in enumerate(lines[: line + 1]) if text == MARKER]
+            indices = [i for i, cell in enumerate(self.notebook.cells) if runs(cell)]
+            if markers and len(markers) <= len(indices):
+                return f"cell {indices[len(markers) - 1] + 1}:{max(line - markers[-1], 1)}"
         found = self.layout.below(line)
         if found is None:
-            return f"cell ?:{line + 1}"
+            return f"line {line + 1}"
         return f"cell {int(found.cell) + 1}:{found.line + 1}"
 
     def sources(self, lines: Sequence[str]) -> list[str] | None:

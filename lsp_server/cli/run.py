@@ -225,7 +225,7 @@ class HeadlessEditor:
         """How a 0-based line of the document is named: `path:line`, a notebook's
         `path:cell N:line` (both from 1)."""
         if self.notebook is not None:
-            return f"{self.shown}:{self.notebook.place(line)}"
+            return f"{self.shown}:{self.notebook.place(line, self.lines)}"
         return f"{self.shown}:{line + 1}"
 
     def _say(self, line: str) -> None:
