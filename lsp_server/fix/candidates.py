@@ -39,6 +39,13 @@ class Ran:
     """How many answers were this very code (run once: the same code does the same)."""
 
 
+def in_jail(outcome: RunOutcome) -> bool:
+    """Whether a candidate's run was the jail's (a copy of the kernel): where it was not —
+    no jail here, asked about and run in the kernel itself, or held — no other candidate
+    runs (each would be a question, and a change to the kernel's state)."""
+    return outcome.jailed is not None and outcome.jailed.available
+
+
 def printed(ran: Ran) -> str:
     """What a candidate's run printed and returned, as candidates are compared."""
     return "\n".join(line.rstrip() for line in said(ran.outcome).strip().splitlines())

@@ -27,7 +27,14 @@ from executor.events import Error, RunOutcome, RunStatus, Variable
 from executor.safety import Finding, scan, without_magics
 from executor.text import split_lines
 from executor.vouched import document_names
-from lsp_server.fix.candidates import SAMPLED_TEMPERATURE, Ran, agreed, disagreement, grouped
+from lsp_server.fix.candidates import (
+    SAMPLED_TEMPERATURE,
+    Ran,
+    agreed,
+    disagreement,
+    grouped,
+    in_jail,
+)
 from lsp_server.fix.evidence import (
     error_name,
     frames_of,
@@ -1180,8 +1187,11 @@ async def _round(
         outcome, defined = await _trial(fixer, loop, code)
         if outcome.status == RunStatus.CANCELLED:
             return loop.ended("cancelled", 1, "cancelled")
+        alone = not in_jail(outcome)  # no jail here: this candidate is the round's only one
         if outcome.status != RunStatus.OK:
             await _raised(fixer, loop, code, outcome, lines)
+            if alone:
+                break
             continue
         flag = _flag(fixer, loop, code, outcome)
         if flag is not None:
@@ -1190,8 +1200,12 @@ async def _round(
             loop.flagged = loop.flagged or held
             why = f"It ran, but it {flag}: that only hides the error. Fix its cause."
             loop.failed(code, why, why)
+            if alone:
+                break
             continue
         clean.append(Ran(code, outcome, defined, how, votes))
+        if alone:
+            break
     groups = grouped(clean)
     chosen = agreed(groups, target.code)
     tie = chosen is None and bool(groups)

@@ -24,7 +24,14 @@ from lsp_server.editor import (
     Place,
     streamed,
 )
-from lsp_server.fix.candidates import SAMPLED_TEMPERATURE, Ran, agreed, disagreement, grouped
+from lsp_server.fix.candidates import (
+    SAMPLED_TEMPERATURE,
+    Ran,
+    agreed,
+    disagreement,
+    grouped,
+    in_jail,
+)
 from lsp_server.fix.ports import attempt_run
 from lsp_server.folder_files import module_names
 from lsp_server.model.client import ModelCancelled, ModelClient, ModelError
@@ -222,8 +229,10 @@ class Generator:
         clean: list[Ran] = []
         for code in codes:
             ran = await attempt_run(self.gate, self.runner, where, code, prompt.body_first, cancel)
-            if ran.status == RunStatus.CANCELLED:
+            if ran.status == RunStatus.CANCELLED and cancel.is_set():
                 raise ModelCancelled()
+            if ran.status == RunStatus.CANCELLED or not in_jail(ran):
+                return codes[0], ""  # nothing may run here, or not in a jail: as one answer
             if _clean(ran):
                 clean.append(Ran(code, ran, votes=votes[code]))
         groups = grouped(clean)

@@ -8,7 +8,7 @@ import contextlib
 import io
 import traceback
 
-from executor.events import Error, RunOutcome, RunStatus, Span, Stream
+from executor.events import Error, Jailed, RunOutcome, RunStatus, Span, Stream
 from lsp_server.fix.candidates import Ran, agreed, changed, disagreement, grouped
 from lsp_server.fix.fixing import Fixer, Target
 from lsp_server.model.paste import PASTE_SYSTEM, from_file
@@ -34,9 +34,11 @@ def whole(function: str) -> str:
     return block(function + "".join(DOC[3:]))
 
 
-def runs(defined: dict[str, str]) -> tuple[list[str], object]:
+def runs(defined: dict[str, str], jail: bool = True) -> tuple[list[str], object]:
     """A run port that runs the candidate then the caller in a fresh namespace (a jail of
-    its own each time), as the kernel's jail would: what it printed, or what it raised."""
+    its own each time), as the kernel's jail would: what it printed, or what it raised.
+    `jail` False: a kernel with no jail (each run said to be the kernel's own)."""
+    jailed = Jailed("ran") if jail else None
     ran: list[str] = []
     pending: list[str] = []
 
@@ -54,8 +56,9 @@ def runs(defined: dict[str, str]) -> tuple[list[str], object]:
         except Exception as exc:  # what the code raised is the run's error
             text = "".join(traceback.format_exception_only(exc))
             failed = Error(type(exc).__name__, str(exc), (), text)
-            return RunOutcome(RunStatus.ERROR, (failed,), 0.0)
-        return RunOutcome(RunStatus.OK, (Stream("stdout", out.getvalue(), Span(1, 1)),), 0.0)
+            return RunOutcome(RunStatus.ERROR, (failed,), 0.0, jailed=jailed)
+        printed = (Stream("stdout", out.getvalue(), Span(1, 1)),)
+        return RunOutcome(RunStatus.OK, printed, 0.0, jailed=jailed)
 
     return ran, run
 
@@ -164,3 +167,17 @@ async def test_the_same_code_answered_twice_counts_twice() -> None:
     )
     result = await fix.fix(DOC, 4, 4, DOC[4], ERROR, TARGET)
     assert result.status == "fixed" and result.held is None and result.code == NINE
+
+
+async def test_without_a_jail_only_one_candidate_runs() -> None:
+    """A kernel with no jail (another language's, Landlock off, the sandbox's): each run
+    would be a question and a change to the kernel; the round runs its first candidate
+    only, as one answer would."""
+    ran, run = runs({}, jail=False)
+    fix, _ = fixer(
+        {"asked": [block(TEN)], "paste": [whole(NINE)], "sampled": [block(NINE), block(ONE)]},
+        run,
+    )
+    result = await fix.fix(DOC, 4, 4, DOC[4], ERROR, TARGET)
+    assert [c for c in ran if c.startswith("def ")] == [TEN]  # the request's own answer
+    assert result.status == "fixed" and result.code == TEN
