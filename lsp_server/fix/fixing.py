@@ -251,15 +251,65 @@ def suggest(
             pools = []
     else:
         return None
-    for pool in pools:
-        close = difflib.get_close_matches(wrong, sorted(pool - {wrong}), n=1, cutoff=0.75)
-        if close:
-            return Suggestion(found.re, wrong, close[0])
+    for pool in pools:  # Python's own rule, then a likeness of letters (`srot` → `sort`)
+        nearest = closest(wrong, pool) or next(
+            iter(difflib.get_close_matches(wrong, sorted(pool - {wrong}), n=1, cutoff=0.75)),
+            None,
+        )
+        if nearest is not None:
+            return Suggestion(found.re, wrong, nearest)
     if kind and pools and found.re is _ATTRIBUTE_ERROR:
         shown = sorted(n for n in pools[0] - {wrong} if not n.startswith("__"))[:12]
         if shown:
             return Suggestion(found.re, wrong, have=f"'{kind}' objects have: {', '.join(shown)}.")
     return None
+
+
+_STEP, _CASE = 2, 1
+"""What a letter added, dropped or changed costs in `closest`'s distance, and a letter that
+differs only in its case."""
+
+
+def closest(wrong: str, pool: Collection[str]) -> str | None:
+    """The name of `pool` Python's own "Did you mean" would name for `wrong`: the nearest by
+    an edit distance where a letter's case costs half a change, within a bound that grows
+    with both names' lengths (so `x` → `xs`, `valeus` → `values`; not `a` → `bc`)."""
+    best: tuple[int, str] | None = None
+    for name in sorted(pool):
+        if name == wrong:
+            continue
+        bound = (len(name) + len(wrong) + 3) * _STEP // 6
+        far = _distance(wrong, name, bound)
+        if far <= bound and (best is None or far < best[0]):
+            best = (far, name)
+    return best[1] if best is not None else None
+
+
+def _distance(a: str, b: str, bound: int) -> int:
+    """The edit distance of `a` and `b` (`_STEP` a letter, `_CASE` a case), or `bound + 1`
+    as soon as it must be more than `bound`."""
+    while a and b and a[0] == b[0]:
+        a, b = a[1:], b[1:]
+    while a and b and a[-1] == b[-1]:
+        a, b = a[:-1], b[:-1]
+    if not a or not b:
+        return _STEP * (len(a) + len(b))
+    if len(a) > len(b):
+        a, b = b, a
+    if (len(b) - len(a)) * _STEP > bound or len(b) > 40:
+        return bound + 1
+    row = [_STEP * (i + 1) for i in range(len(a))]
+    for j, letter in enumerate(b):
+        left = diagonal = j * _STEP
+        least = None
+        for i, other in enumerate(a):
+            change = 0 if letter == other else _CASE if letter.lower() == other.lower() else _STEP
+            here = min(diagonal + change, row[i] + _STEP, left + _STEP)
+            diagonal, row[i], left = row[i], here, here
+            least = here if least is None or here < least else least
+        if least is not None and least > bound:
+            return bound + 1
+    return row[-1]
 
 
 def suggestion(

@@ -420,30 +420,10 @@ class LspEditor:
         for shown in waiting:
             await shown.waiting(message.removeprefix("runfix: "))
         try:
-            return await self._asked(params, titles)
+            return await _asked(self.server, params, titles)
         finally:
             for shown in waiting:
                 await shown.waiting(None)
-
-    async def _asked(
-        self, params: lsp.ShowMessageRequestParams, titles: Sequence[str]
-    ) -> tuple[str | None, str]:
-        try:
-            answer = await asyncio.wait_for(
-                self.server.window_show_message_request_async(params), CONFIRM_TIMEOUT
-            )
-        except asyncio.TimeoutError:
-            return None, "no answer to runfix's question"
-        except JsonRpcException as exc:
-            if exc.code == METHOD_NOT_FOUND:
-                return None, "this editor cannot show runfix's question"
-            log.warning("runfix's question failed: %s", exc)
-            return None, f"the editor answered runfix's question with an error: {exc}"
-        except Exception as exc:
-            log.warning("runfix's question failed: %s", exc)
-            return None, "no answer to runfix's question"
-        title = getattr(answer, "title", None)
-        return (title, "") if title in titles else (None, "dismissed")
 
     async def confirm(self, reason: str, place: Place) -> bool:
         message = f"runfix: {reason} Run it in the local kernel?"
@@ -605,3 +585,25 @@ def _dropped(late: asyncio.Future[Any]) -> None:
     """An answer to a request given up on: read (so that no error is left unretrieved)."""
     if not late.cancelled() and late.exception() is not None:
         log.info("a late answer to a request given up on: %s", late.exception())
+
+
+async def _asked(
+    server: LanguageServer, params: lsp.ShowMessageRequestParams, titles: Sequence[str]
+) -> tuple[str | None, str]:
+    """The question asked: the title chosen, else None and why there is none."""
+    try:
+        answer = await asyncio.wait_for(
+            server.window_show_message_request_async(params), CONFIRM_TIMEOUT
+        )
+    except asyncio.TimeoutError:
+        return None, "no answer to runfix's question"
+    except JsonRpcException as exc:
+        if exc.code == METHOD_NOT_FOUND:
+            return None, "this editor cannot show runfix's question"
+        log.warning("runfix's question failed: %s", exc)
+        return None, f"the editor answered runfix's question with an error: {exc}"
+    except Exception as exc:
+        log.warning("runfix's question failed: %s", exc)
+        return None, "no answer to runfix's question"
+    title = getattr(answer, "title", None)
+    return (title, "") if title in titles else (None, "dismissed")

@@ -110,8 +110,12 @@ def test_the_model_is_told_what_python_would_have_suggested() -> None:
     assert suggestion("NameError: name 'itmes' is not defined", "", ["items"]) == (
         "Did you mean: 'items'?"
     )
-    assert suggestion("AttributeError: 'list' object has no attribute 'srot'", "") == (
-        "Did you mean: 'sort'?"
+    assert suggestion("AttributeError: 'list' object has no attribute 'appnd'", "") == (
+        "Did you mean: 'append'?"
+    )
+    # Python's own rule first: `xs` for `x` (a one-letter name a likeness of letters misses)
+    assert suggestion("NameError: name 'x' is not defined", "def spread(xs): ...") == (
+        "Did you mean: 'xs'?"
     )
     assert suggestion("AttributeError: module 'math' has no attribute 'sqroot'", "") == (
         "Did you mean: 'sqrt'?"
