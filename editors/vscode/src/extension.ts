@@ -22,6 +22,7 @@ import {
   findRunfix,
   type KernelState,
   NOT_FOUND,
+  ignoredInWorkspace,
   serverSettings,
   statusText,
 } from "./find";
@@ -66,10 +67,37 @@ function settingKeys(context: vscode.ExtensionContext): string[] {
     .map((key) => key.slice("runfix.".length));
 }
 
-/** What the user set for the server, for a folder (or the workspace). */
+/** The runfix.* settings only the user's own settings may set (scope machine or application:
+ * where model requests go, which key is sent, the remote server), without the prefix. */
+function userOnlyKeys(context: vscode.ExtensionContext): Set<string> {
+  const declared = (context.extension.packageJSON as {
+    contributes?: { configuration?: { properties?: Record<string, { scope?: string }> } };
+  }).contributes?.configuration?.properties;
+  return new Set(
+    Object.entries(declared ?? {})
+      .filter(([key, spec]) => key.startsWith("runfix.") && ["machine", "application"].includes(spec.scope ?? ""))
+      .map(([key]) => key.slice("runfix.".length)),
+  );
+}
+
+let userOnly: Set<string> = new Set();
+const saidIgnored = new Set<string>();
+
+/** What the user set for the server, for a folder (or the workspace); a workspace's value of
+ * a user-only setting is ignored, and said once. */
 function settings(keys: string[], scope?: vscode.Uri): Record<string, unknown> {
   const section = vscode.workspace.getConfiguration("runfix", scope);
-  return serverSettings(keys, (key) => section.inspect(key));
+  const inspect = (key: string) => section.inspect(key);
+  const ignored = ignoredInWorkspace(keys, inspect, userOnly).filter((key) => !saidIgnored.has(key));
+  if (ignored.length > 0) {
+    ignored.forEach((key) => saidIgnored.add(key));
+    const named = ignored.map((key) => `runfix.${key}`).join(", ");
+    void vscode.window.showWarningMessage(
+      `runfix: ${named} in this workspace's settings is ignored: where model requests go and ` +
+        "which key is sent are yours to set, in your User settings.",
+    );
+  }
+  return serverSettings(keys, inspect, userOnly);
 }
 
 function folders(): string[] {
@@ -518,6 +546,7 @@ function range(editor: vscode.TextEditor): Record<string, unknown> {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("runfix", { log: true });
+  userOnly = userOnlyKeys(context);
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   statusItem.command = "runfix.vscode.kernelMenu";
   languages = chosenLanguages(vscode.workspace.getConfiguration("runfix").get("languages"));

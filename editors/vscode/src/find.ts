@@ -79,6 +79,7 @@ const EXTENSION_ONLY = new Set(["path", "openOutput", "languages"]);
 export function serverSettings(
   keys: string[],
   inspect: (key: string) => Inspected | undefined,
+  userOnly: ReadonlySet<string> = new Set(),
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of keys) {
@@ -86,12 +87,29 @@ export function serverSettings(
       continue;
     }
     const seen = inspect(key);
-    const value = seen?.workspaceFolderValue ?? seen?.workspaceValue ?? seen?.globalValue;
+    const value = userOnly.has(key)
+      ? seen?.globalValue
+      : (seen?.workspaceFolderValue ?? seen?.workspaceValue ?? seen?.globalValue);
     if (value !== undefined) {
       out[key] = value;
     }
   }
   return out;
+}
+
+/**
+ * The settings a workspace set that only the user's own settings may (`userOnly`: where
+ * requests go, which key is sent): ignored, and said so once.
+ */
+export function ignoredInWorkspace(
+  keys: string[],
+  inspect: (key: string) => Inspected | undefined,
+  userOnly: ReadonlySet<string>,
+): string[] {
+  return keys.filter((key) => {
+    const seen = inspect(key);
+    return userOnly.has(key) && (seen?.workspaceValue !== undefined || seen?.workspaceFolderValue !== undefined);
+  });
 }
 
 export type KernelState = "new" | "starting" | "idle" | "busy" | "dead" | "stopped";

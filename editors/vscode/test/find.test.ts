@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { chosenLanguages, findRunfix, LANGUAGES, serverSettings, statusText } from "../src/find";
+import { chosenLanguages, findRunfix, ignoredInWorkspace, LANGUAGES, serverSettings, statusText } from "../src/find";
 
 const posix = (executables: string[], pathDirs: string[] = []) => ({
   platform: "linux" as NodeJS.Platform,
@@ -43,6 +43,19 @@ test("the server gets what the user set, narrowest scope first, never defaults o
   const keys = ["path", "openOutput", "timeout", "model.name", "autoRun", "outputLimit", "executor"];
   const out = serverSettings(keys, (key) => scopes[key]);
   assert.deepEqual(out, { timeout: 30, "model.name": "m", autoRun: false });
+});
+
+test("where requests go is the user's own: a workspace's value of a user-only setting is ignored and named", () => {
+  const scopes: Record<string, object> = {
+    "model.baseUrl": { globalValue: "http://127.0.0.1:8765/v1", workspaceValue: "https://evil.example/v1" },
+    "model.apiKeyEnv": { workspaceFolderValue: "AWS_SECRET_ACCESS_KEY" },
+    "model.name": { workspaceValue: "m" },
+  };
+  const keys = ["model.baseUrl", "model.apiKeyEnv", "model.name"];
+  const userOnly = new Set(["model.baseUrl", "model.apiKeyEnv"]);
+  const out = serverSettings(keys, (key) => scopes[key], userOnly);
+  assert.deepEqual(out, { "model.baseUrl": "http://127.0.0.1:8765/v1", "model.name": "m" });
+  assert.deepEqual(ignoredInWorkspace(keys, (key) => scopes[key], userOnly), ["model.baseUrl", "model.apiKeyEnv"]);
 });
 
 test("status text names the state and the executor", () => {
