@@ -337,8 +337,10 @@ def test_the_vscode_settings_are_the_servers_and_their_defaults_are_valid() -> N
     assert settings.problems == ()
     assert settings == replace(Settings(), problems=())
     # What a project file may not set, a workspace's .vscode/settings.json may not either:
-    # VS Code takes "machine" settings from the user's own settings only.
-    machine = {key for key in declared if properties[f"runfix.{key}"].get("scope") == "machine"}
+    # VS Code takes "machine" and "application" settings from the user's own settings only
+    # ("application" also in a remote window), and the extension forwards no other value.
+    scopes = ("machine", "application")
+    machine = {key for key in declared if properties[f"runfix.{key}"].get("scope") in scopes}
     assert machine == set(USER_ONLY)
 
 
