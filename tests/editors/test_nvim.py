@@ -646,7 +646,6 @@ def test_the_readmes_prompt_generates_in_neovim_and_a_wrong_line_says_so_once(
     """Issue 46: `# %% ai: …` (the README's prompt, on a cell marker) is a prompt Generate
     writes the body of; Generate on a line that is not one says so once, with one "runfix:"
     (the server's message and the command's answer are one message)."""
-    from tests.conftest import API_KEY_ENV
     from tests.support.model_server import ModelServer, code
 
     nvim = _which(nvim, which)
@@ -657,14 +656,7 @@ def test_the_readmes_prompt_generates_in_neovim_and_a_wrong_line_says_so_once(
     file.write_text(README_DOC)
     with ModelServer() as model:
         model.script(code("print(round(sum(prices.values()) / len(prices), 2))"))
-        settings = {
-            "model": {
-                "baseUrl": model.url,
-                "name": "test-model",
-                "apiKeyEnv": API_KEY_ENV,
-                "candidates": 1,
-            }
-        }
+        settings = {"model": _model(model.url)}
         done = _headless(
             nvim, tmp_path, file, Path(__file__).parent / "nvim" / "generate.lua", settings
         )
@@ -682,7 +674,6 @@ def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
 ) -> None:
     """Issue 46: Neovim 0.7 has no progress UI: the plugin puts runfix's progress in the echo
     area while the model answers, and every outcome ends with a message."""
-    from tests.conftest import API_KEY_ENV
     from tests.support.model_server import ModelServer, code
 
     nvim = _which(nvim, which)
@@ -694,14 +685,7 @@ def test_run_and_fix_says_what_it_does_while_the_model_answers_and_how_it_ended(
         slow = code("print('total: ' + str(count))")
         slow.hang, slow.chunk_delay = 1.5, 0.3
         model.script(slow)
-        settings = {
-            "model": {
-                "baseUrl": model.url,
-                "name": "test-model",
-                "apiKeyEnv": API_KEY_ENV,
-                "candidates": 1,
-            }
-        }
+        settings = {"model": _model(model.url)}
         script = Path(__file__).parent / "nvim" / "progress.lua"
         done = _headless(nvim, tmp_path, file, script, settings)
     assert "error" not in done, done.get("error")
@@ -720,7 +704,6 @@ def test_a_held_candidate_shows_as_a_diff_and_a_fix_says_what_it_now_prints(
     """Issue 59: the model's candidate silences the error (it prints the set instead of
     looking in it): the buffer is unchanged and the message shows the rule and the change as
     a diff; the next candidate is a fix, and its message says what the code now prints."""
-    from tests.conftest import API_KEY_ENV
     from tests.support.model_server import ModelServer, code
 
     nvim = _which(nvim, which)
@@ -732,12 +715,7 @@ def test_a_held_candidate_shows_as_a_diff_and_a_fix_says_what_it_now_prints(
     with ModelServer() as model:
         model.script(code('print("first", unique)'), code('print("first", sorted(unique)[0])'))
         settings = {
-            "model": {
-                "baseUrl": model.url,
-                "name": "test-model",
-                "apiKeyEnv": API_KEY_ENV,
-                "candidates": 1,
-            },
+            "model": _model(model.url),
             "fix": {"maxAttempts": 1},
         }
         script = Path(__file__).parent / "nvim" / "held.lua"
@@ -919,3 +897,11 @@ def test_debug_cell_through_the_plugins_nvim_dap_adapter(
         process.wait(timeout=60)
     assert local["s"] == "0"
     assert json.loads(report.read_text()).get("done")
+
+
+def _model(url: str) -> dict[str, Any]:
+    """The scripted endpoint's model settings: one answer a request (its replies come in
+    order)."""
+    from tests.conftest import API_KEY_ENV
+
+    return {"baseUrl": url, "name": "test-model", "apiKeyEnv": API_KEY_ENV, "candidates": 1}
