@@ -456,7 +456,9 @@ class LspEditor:
             answer = await asyncio.wait_for(asyncio.shield(pending), timeout)
         except asyncio.TimeoutError:
             pending.add_done_callback(_dropped)
-            self.server.protocol.notify("$/cancelRequest", {"id": asked})  # close its prompt
+            self.server.protocol.notify(
+                "$/cancelRequest", lsp.CancelParams(id=asked)
+            )  # close its prompt
             self.tell(
                 f"runfix: no answer to input() within {timeout:g} s: the run was cancelled "
                 "(setting inputTimeout).",
