@@ -181,14 +181,15 @@ class Shared(_Step):
 
     def __init__(self, editor: Editor) -> None:
         self.editor = editor
-        self.ran: dict[Path, list[str]] = {}
-        """The documents that ran in each folder's kernel, in order."""
+        self.ran: dict[tuple[Path, str], list[str]] = {}
+        """The documents that ran in each folder's kernel of a language, in order."""
 
     async def before(self, run: RangeRun, number: int, piece: Piece) -> None:
         where = run.where
         if number != 1 or run.mode.origin != "user":
             return
-        seen = self.ran.setdefault(where.folder, [])
+        language = where.language.id if where.language is not None else ""
+        seen = self.ran.setdefault((where.folder, language), [])  # (one kernel a language)
         if where.path in seen:
             return
         if seen:
