@@ -84,7 +84,7 @@ def agreed(groups: Sequence[Sequence[Ran]], original: str) -> Ran | None:
     return min(groups[0], key=lambda ran: changed(original, ran.code))
 
 
-def disagreement(groups: Sequence[Sequence[Ran]]) -> str:
+def disagreement(groups: Sequence[Sequence[Ran]], ending: str = "none is called fixed") -> str:
     """What clean candidates that disagree print, as the flag of the one offered:
     `disagrees with 2 other candidates that ran clean: one prints `5`, one `4``."""
 
@@ -97,5 +97,5 @@ def disagreement(groups: Sequence[Sequence[Ran]]) -> str:
     total = sum(size(g) for g in groups)
     return (
         f"is one of {total} candidates that ran clean and disagree on what the code prints "
-        f"({'; '.join(counted)}): none is called fixed"
+        f"({'; '.join(counted)}): {ending}"
     )

@@ -240,7 +240,8 @@ class Generator:
         if chosen is not None:
             return chosen.code, ""
         if groups:
-            return groups[0][0].code, f"the code inserted {disagreement(groups)}"
+            said = disagreement(groups, "look at what it prints before you keep it")
+            return groups[0][0].code, f"the code inserted {said}"
         return codes[0], f"none of the {len(codes)} answers ran clean; the first is inserted"
 
     def _failed(self, message: str) -> GenerateAnswer:

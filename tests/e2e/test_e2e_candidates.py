@@ -106,3 +106,21 @@ async def test_generate_inserts_what_most_candidates_agree_prints(
     assert body in ("print(sum(n * n for n in nums))\n", "print(sum([n ** 2 for n in nums]))\n")
     await asyncio.sleep(0.1)
     assert "disagree" not in shown(client)
+
+
+async def test_generate_says_when_its_candidates_disagree(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    await start(client, folder, options(model, model={"candidates": 2}))
+    source = "nums = [2, 3]\n# %%\n# ai: print the sum of the squares of nums\n"
+    uri = open_doc(client, folder / "differ.py", source)
+    assert (await run(client, uri, 0, 0))["status"] == "ok"
+    model.script(
+        when(code("print(sum(nums) ** 2)"), asked),
+        when(code(source + "print(sum(n * n for n in nums))"), pasted),
+    )
+    answer = await generate(client, uri, 2)
+    assert answer["status"] == "ok"  # inserted, for the user to look at
+    said = shown(client)
+    assert "disagree on what the code prints" in said and "look at what it prints" in said
+    assert "1 prints `25`" in said and "1 prints `13`" in said
