@@ -1179,13 +1179,8 @@ async def _verified(fixer: Fixer, loop: _Loop, result: FixResult, number: int) -
     if checked is not None and checked.status == "cancelled":
         return loop.ended("cancelled", number, "cancelled")
     result.check = checked
-    if flag is not None:  # offered for what it is if nothing better comes; asked again
-        loop.flagged = loop.flagged or result
-        why = (
-            f"It ran, but it {flag}: that only hides the error. Keep that statement, "
-            "running, and fix its cause."
-        )
-        loop.failed(candidate, why, why)
+    if flag is not None:
+        _hold(loop, result, flag)
         return None
     if checked is None or not checked.regressions:
         return result
@@ -1193,6 +1188,18 @@ async def _verified(fixer: Fixer, loop: _Loop, result: FixResult, number: int) -
         loop.best = result
     loop.failed(candidate, checked.for_model(), checked.for_model())
     return None
+
+
+def _hold(loop: _Loop, result: FixResult, flag: str) -> None:
+    """A candidate that ran clean by removing or silencing what failed: offered for what it
+    is if nothing better comes (the first such), and the model told why it is no fix."""
+    assert result.code is not None
+    loop.flagged = loop.flagged or result
+    why = (
+        f"It ran, but it {flag}: that only hides the error. Keep that statement, running, "
+        "and fix its cause."
+    )
+    loop.failed(result.code, why, why)
 
 
 def _module_import(target: Target, error: str) -> tuple[str, str] | None:
@@ -1247,9 +1254,7 @@ async def _round(
         if flag is not None:
             held = FixResult("fixed", code, outcome, 1, tried=loop.tried, flag=flag)
             held.says, held.target, held.defined = says(outcome), target, defined
-            loop.flagged = loop.flagged or held
-            why = f"It ran, but it {flag}: that only hides the error. Fix its cause."
-            loop.failed(code, why, why)
+            _hold(loop, held, flag)
             if alone:
                 break
             continue

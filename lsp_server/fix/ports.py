@@ -24,7 +24,7 @@ from lsp_server.fix.fixcheck import Check, budget_for, plan, worth_comparing
 from lsp_server.fix.fixcheck import check as check_against
 from lsp_server.fix.fixing import RETRY_TEMPERATURE, Asking, Target, redefinition
 from lsp_server.fix.in_place import module_with
-from lsp_server.model.client import ModelCancelled, ModelClient, ModelError
+from lsp_server.model.client import ModelClient, ModelError
 from lsp_server.record.store import Asked
 from lsp_server.runs import Piece, Where
 from lsp_server.services.gate import Gate
@@ -91,29 +91,7 @@ class FixPorts:
         reading = sum(model.prompt_tokens(ask.messages) for ask in asks)
         self.progress.report(f"{what}: the model is reading the prompts (~{reading:,} tokens)")
         self.asked.clear()
-        answers = await asyncio.gather(
-            *(
-                model.complete_many(
-                    ask.messages,
-                    ask.n,
-                    cancel=self.cancel,
-                    max_tokens=ask.bound,
-                    temperature=ask.temperature,
-                )
-                for ask in asks
-            ),
-            return_exceptions=True,
-        )
-        got: list[list[str]] = []
-        failed: list[BaseException] = []
-        for answer in answers:
-            if isinstance(answer, ModelCancelled):
-                raise answer
-            if isinstance(answer, BaseException):
-                if not isinstance(answer, ModelError):
-                    raise answer
-                failed.append(answer)
-            got.append(answer if isinstance(answer, list) else [])
+        got, failed = await ask_at_once(model, asks, self.cancel)
         if failed and not any(got):
             raise failed[0]
         self.asked[:] = [model.last_asked] if model.last_asked is not None else []
@@ -178,6 +156,33 @@ class FixPorts:
             return None  # no cell depends on it: nothing to say
         self.editor.remark(self.place, f"fix candidate: {checked.label}")
         return checked
+
+
+async def ask_at_once(
+    model: ModelClient, asks: Sequence[Asking], cancel: asyncio.Event
+) -> tuple[list[list[str]], list[ModelError]]:
+    """Each request's answers, asked at once (`Asking.n` choices each, at its temperature):
+    a request that failed has none, and its error is kept; ModelCancelled (or anything but
+    a model's error) is raised."""
+    answers = await asyncio.gather(
+        *(
+            model.complete_many(
+                ask.messages, ask.n, cancel=cancel, max_tokens=ask.bound,
+                temperature=ask.temperature,
+            )
+            for ask in asks
+        ),
+        return_exceptions=True,
+    )  # fmt: skip
+    got: list[list[str]] = []
+    failed: list[ModelError] = []
+    for answer in answers:
+        if isinstance(answer, BaseException) and not isinstance(answer, ModelError):
+            raise answer  # (ModelCancelled too)
+        if isinstance(answer, ModelError):
+            failed.append(answer)
+        got.append(answer if isinstance(answer, list) else [])
+    return got, failed
 
 
 async def attempt_run(

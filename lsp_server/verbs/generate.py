@@ -32,7 +32,8 @@ from lsp_server.fix.candidates import (
     grouped,
     in_jail,
 )
-from lsp_server.fix.ports import attempt_run
+from lsp_server.fix.fixing import Asking
+from lsp_server.fix.ports import ask_at_once, attempt_run
 from lsp_server.folder_files import module_names
 from lsp_server.model.client import ModelCancelled, ModelClient, ModelError
 from lsp_server.model.context import (
@@ -119,7 +120,8 @@ class Generator:
             try:
                 if n > 1:
                     progress.report(f"Generating: {n} candidates, asked at once")
-                    found = await self._round(where, prompt, messages, model, n, cancel)
+                    asked_for = (prompt_line, context)
+                    found = await self._round(where, prompt, asked_for, messages, model, n, cancel)
                     if isinstance(found, str):
                         return self._failed(f"runfix: nothing was inserted: {found}.")
                     code, note = found
@@ -178,6 +180,7 @@ class Generator:
         self,
         where: Where,
         prompt: Prompt,
+        asked_for: tuple[str, list[str]],
         messages: list[dict[str, str]],
         model: ModelClient,
         n: int,
@@ -187,28 +190,23 @@ class Generator:
         warmer, and one asked the paste's way (the whole file) — each run in its own jail
         where the body goes; of those that ran clean, the largest group by what they print
         wins (`candidates.agreed`). (The code, what to tell the user: the disagreement, or
-        that none ran clean), or why no answer held code."""
+        that none ran clean), or why no answer held code. `asked_for`: the prompt's line and
+        the file's other lines (what an answer's code is told from)."""
         lines, language = where.text.lines, where.language or PYTHON
-        prompt_line = strip_eol(lines[prompt.line])
-        body = range(prompt.body_first, prompt.body_last + 1)
-        context = [line for i, line in enumerate(lines) if i not in body]
-        pasted = _paste_generate(lines, prompt.text)
-        greedy, whole, sampled = await asyncio.gather(
-            model.complete_many(messages, 1, cancel=cancel, max_tokens=GENERATE_BOUND),
-            model.complete_many(pasted, 1, cancel=cancel, max_tokens=GENERATE_BOUND * 2),
-            model.complete_many(
-                messages, n - 2, cancel=cancel, max_tokens=GENERATE_BOUND,
-                temperature=SAMPLED_TEMPERATURE,
-            ) if n > 2 else _nothing(),
-            return_exceptions=True,
-        )  # fmt: skip
+        prompt_line, context = asked_for
+        asks = [
+            Asking(messages, 1, GENERATE_BOUND),
+            Asking(_paste_generate(lines, prompt.text), 1, GENERATE_BOUND * 2, how="paste"),
+        ]
+        if n > 2:
+            asks.append(Asking(messages, n - 2, GENERATE_BOUND, SAMPLED_TEMPERATURE, "sampled"))
+        replies, failed = await ask_at_once(model, asks, cancel)
         votes: dict[str, int] = {}
         """Each code answered, and how many answers were it."""
         why = "no answer held code"
-        for how, answers in (("asked", greedy), ("paste", whole), ("sampled", sampled)):
-            if isinstance(answers, ModelCancelled):
-                raise answers
-            for reply in answers if isinstance(answers, list) else []:
+        for ask, answers in zip(asks, replies, strict=True):
+            how = ask.how
+            for reply in answers:
                 try:
                     code = (
                         from_file(reply, lines, prompt.body_first, prompt.body_last, language)
@@ -222,9 +220,8 @@ class Generator:
                     votes[code] = votes.get(code, 0) + 1
         codes = list(votes)
         if not codes:
-            failed = next((a for a in (greedy, whole, sampled) if isinstance(a, ModelError)), None)
-            if failed is not None and not any(isinstance(a, list) and a for a in (greedy, whole)):
-                raise failed
+            if failed and not any(replies[:2]):  # (the request's and the paste's)
+                raise failed[0]
             return why
         clean: list[Ran] = []
         for code in codes:
@@ -257,10 +254,6 @@ def _paste_generate(lines: Sequence[str], prompt: str) -> list[dict[str, str]]:
         "for, right under it. Reply with the complete file in one ```python block."
     )
     return [{"role": "system", "content": PASTE_SYSTEM}, {"role": "user", "content": user}]
-
-
-async def _nothing() -> list[str]:
-    return []
 
 
 def _clean(ran: RunOutcome) -> bool:
