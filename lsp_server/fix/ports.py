@@ -198,10 +198,12 @@ async def attempt_run(
     model: Asked | None = None,
     before: tuple[Before, ...] = (),
     line: int | None = None,
+    proof_only: bool = False,
 ) -> RunOutcome:
     """The model's `code` run where it would stand in `where`'s document (line `at`), in the
     folder's kernel behind its other runs — in a jail where the kernel has one (`origin`
-    "model": `runner.jail_for`) — recorded as an attempt whose results are not kept."""
+    "model": `runner.jail_for`) — recorded as an attempt whose results are not kept.
+    `proof_only`: in the jail or not at all, nothing asked (`Runner.run`)."""
     rows = code.splitlines(keepends=True)
     attempt = where.now(Snapshot(where.text.version, ("",) * at + tuple(rows)))
     piece = Piece(at, at + len(rows) - 1)
@@ -209,7 +211,7 @@ async def attempt_run(
     async def attempted(kernel: Kernel, admitted: Where) -> RunOutcome:
         ran = await runner.run(
             replace(attempt, settings=admitted.settings), piece, kernel, cancel, origin=origin,
-            keep=False, fix_of=fix_of, model=model, before=before,
+            keep=False, fix_of=fix_of, model=model, before=before, proof_only=proof_only,
         )  # fmt: skip
         return ran.outcome
 

@@ -234,6 +234,7 @@ class Runner:
         fix_of: int | None = None,
         model: Asked | None = None,
         before: tuple[Before, ...] = (),
+        proof_only: bool = False,
     ) -> PieceRun:
         """Run lines `piece` of `where.text` (the caller holds the folder's lock) and record
         the run. With `keep`, its results are kept and published, what it prints shows as it
@@ -242,7 +243,8 @@ class Runner:
         stored (`origin` "model": it shows in the document only once applied). `before`:
         pieces of the model's code that run first, unrecorded (a fix's candidate before the
         cell that is its test), in the same jail where it runs in one; what the first that
-        fails raised is the answer."""
+        fails raised is the answer. `proof_only`: the model's code runs in the jail or not at
+        all, nothing asked (code the user did not ask to run: Generate's candidates)."""
         text = where.text
         code = (
             code_of(text.lines, piece.first, piece.last)
@@ -273,10 +275,13 @@ class Runner:
             on_late=running.on_late,
         )
         outcome = None
-        if jail is None and origin in JAIL_ORIGINS and not sandboxed(where.settings):
+        if jail is None and proof_only:
+            outcome = held(RunOutcome(RunStatus.ERROR, (), 0.0), "no jail here")
+        elif jail is None and origin in JAIL_ORIGINS and not sandboxed(where.settings):
             outcome = await self._asked(where, piece, code)  # (no jail for this kernel)
         if jail is not None:  # the model's code runs in the jail first
-            outcome = await self._proven(where, piece, request, jail, keep, run, cancel)
+            proven = self._proven(where, piece, request, jail, keep, run, cancel, proof_only)
+            outcome = await proven
             if outcome is None and guarded:  # (what the user let it do, the guard lets it)
                 request = replace(request, guard=self.gate.guard_for(where, code))
         for code_before, name, line in before if outcome is None else ():
@@ -309,12 +314,14 @@ class Runner:
         keep: bool,
         run: Callable[..., Awaitable[RunOutcome]],
         cancel: asyncio.Event,
+        proof_only: bool = False,
     ) -> RunOutcome | None:
         """Model-written `request` run in the jail (a confined fork of `kernel`): its outcome
         where that is the answer — a fix's attempt, code that failed there, code held for
         what it tried — or None where it now runs in the kernel itself: it ran clean and
         tried nothing, the user let code that tried something run there, or there is no
-        jail here and the user (or the sandbox) said it may."""
+        jail here and the user (or the sandbox) said it may. `proof_only`: nothing is asked,
+        and what the jail cannot prove is held."""
         proof = await run(
             replace(request, jail=jail, guard=None), on_output=None, ask_input=None, on_late=None
         )
@@ -322,6 +329,8 @@ class Runner:
         if jailed is None or cancel.is_set() or proof.status == RunStatus.CANCELLED:
             return proof
         place = Place(where.uri, piece.first)
+        if proof_only and (not jailed.available or jailed.tried):
+            return held(proof, jailed.said() if jailed.tried else jailed.why)
         if not jailed.available:
             reason = (
                 f"runfix has no jail for the model's code here ({jailed.why}). Run it in "

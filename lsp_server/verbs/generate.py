@@ -225,7 +225,9 @@ class Generator:
             return why
         clean: list[Ran] = []
         for code in codes:
-            ran = await attempt_run(self.gate, self.runner, where, code, prompt.body_first, cancel)
+            ran = await attempt_run(
+                self.gate, self.runner, where, code, prompt.body_first, cancel, proof_only=True
+            )  # (a Generate that was not asked to run asks nothing, runs nothing unjailed)
             if ran.status == RunStatus.CANCELLED and cancel.is_set():
                 raise ModelCancelled()
             if ran.status == RunStatus.CANCELLED or not in_jail(ran):
