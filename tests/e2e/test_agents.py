@@ -233,6 +233,7 @@ async def test_a_socket_a_dead_server_left_does_not_stop_the_agent(tmp_path: Pat
     project.mkdir()
     (project / ".git").mkdir()
     dead = socket.socket(socket.AF_UNIX)
+    socket_path(project).unlink(missing_ok=True)  # (an earlier run's, of a folder now gone)
     dead.bind(str(socket_path(project)))  # bound, never listening: refused, as after a crash
     try:
         async with agent() as session:
@@ -260,6 +261,7 @@ async def test_a_file_whose_inode_a_dead_servers_folder_had_is_not_a_folder_held
     more.write_text("total + 2\n")
     left = [socket.socket(socket.AF_UNIX) for _ in range(2)]
     for dead, named in zip(left, (more, more.parent), strict=True):
+        socket_path(named).unlink(missing_ok=True)  # (an earlier run's, of a folder now gone)
         dead.bind(str(socket_path(named)))  # a killed server's, of a folder that had its inode
     try:
         async with agent() as session:
