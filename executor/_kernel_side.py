@@ -347,7 +347,8 @@ def _wrapped(name: str) -> _CappedStream:
     return wrapper
 
 
-def _remember(filename: str, first_line: int, code: str) -> None:
+def _remember(filename: str, first_line: int, code: str) -> int:
+    """The document's lines as this run has them, for linecache; how many lines the code has."""
     lines = _sources.setdefault(filename, [])
     new = _LINE.findall(code)
     if new and not new[-1].endswith("\n"):
@@ -359,27 +360,60 @@ def _remember(filename: str, first_line: int, code: str) -> None:
     # mtime None: linecache.checkcache() leaves the entry alone, and never reads its size
     # (summing every line's length here cost O(document) per run: 0.5 ms at 20,000 lines).
     linecache.cache[filename] = (0, None, lines, filename)
+    return len(new)
+
+
+_RAN_AS: dict[str, list[tuple[int, int, int]]] = {}
+"""Per document: the lines each run compiled (first, last, from 1) and the execution count
+it ran as, newest last — what names a frame `Cell In[n], line l` as IPython does (`_as_ran`)."""
+RAN_AS_KEPT = 200
+CONTEXT_BEFORE = 2
+"""A frame's lines shown before its own in a notebook's saved traceback."""
+
+
+def _ran_as(filename: str, first_line: int, lines: int, count: int) -> None:
+    runs = _RAN_AS.setdefault(filename, [])
+    runs.append((first_line, first_line + max(lines, 1) - 1, count))
+    if len(runs) > RAN_AS_KEPT:
+        del runs[: len(runs) - RAN_AS_KEPT]
+
+
+def _as_ran(frame: Any, filename: str, line: int) -> dict[str, Any]:
+    """What a notebook's saved traceback says of a frame as IPython would: the run that
+    compiled its line (`in`: its execution count; `line`: from that run's first line), its
+    call (`f(x)`: names, never values), its lines up to the frame's."""
+    said: dict[str, Any] = {}
+    first = max(line - CONTEXT_BEFORE, 1)
+    for start, end, count in reversed(_RAN_AS.get(filename, ())):
+        if start <= line <= end:
+            said["in"], said["line"], first = count, line - start + 1, max(first, start)
+            break
+    code = frame.f_code
+    if code.co_name != "<module>":
+        with contextlib.suppress(Exception):
+            args = inspect.getargvalues(frame)
+            shape = inspect.formatargvalues(*args, formatvalue=lambda _: "")
+            said["call"] = getattr(code, "co_qualname", code.co_name) + shape
+    said["context"] = [cap(linecache.getline(filename, n), 200) for n in range(first, line + 1)]
+    return said
 
 
 def _frames(tb: Any) -> list[list[Any]]:
-    """The traceback's frames, a run of one repeated frame collapsed as Python prints it."""
+    """The traceback's frames, a run of one repeated frame collapsed as Python prints it:
+    [file, line, function, repeats, what a notebook's saved traceback says (`_as_ran`)]."""
     frames: list[list[Any]] = []
-    repeats = 0
-    for f in traceback.extract_tb(tb):
-        frame = [f.filename, f.lineno or 0, f.name]
-        if frames and frames[-1][:3] == frame:
-            repeats += 1
+    for f, (held, _) in zip(traceback.extract_tb(tb), traceback.walk_tb(tb), strict=False):
+        line = f.lineno or 0
+        if frames and frames[-1][:3] == [f.filename, line, f.name]:
+            frames[-1][3] += 1
             continue
-        if repeats:
-            frames[-1].append(repeats)
-            repeats = 0
-        frames.append(frame)
-    if repeats:
-        frames[-1].append(repeats)
+        frames.append([f.filename, line, f.name, 0, held])
     if len(frames) > FRAME_LIMIT:
         half = FRAME_LIMIT // 2
-        gap = ["...", 0, f"{len(frames) - 2 * half} frames"]
+        gap = ["...", 0, f"{len(frames) - 2 * half} frames", 0, None]
         frames = [*frames[:half], gap, *frames[-half:]]
+    for each in frames:
+        each[4] = _as_ran(each[4], each[0], each[1]) if each[4] is not None else {}
     return frames
 
 
@@ -640,7 +674,7 @@ class _Run:
         or not); None: the user's own."""
         self.guard = _guard()
         self.token: Any = None
-        _remember(filename, first_line, code)
+        self.lines = _remember(filename, first_line, code)
 
     @property
     def adopt(self) -> Any:
@@ -658,6 +692,7 @@ class _Run:
         self.usage = _usage_start()
         shell = _shell()
         self.count = _into_history(shell, self.code)
+        _ran_as(self.filename, self.first_line, self.lines, self.count)
         self.info = _cell_info(self.code)
         if self.info is not None:
             shell.events.trigger("pre_run_cell", self.info)

@@ -58,6 +58,14 @@ class Frame:
     name: str
     repeats: int = 0
     """How many more times this frame repeated right after itself (deep recursion)."""
+    ran_as: tuple[int, int] | None = field(default=None, compare=False)
+    """The execution count of the run that compiled this line, and the line from that run's
+    first (IPython's `Cell In[n], line l`); None: not code a run sent."""
+    call: str = field(default="", compare=False)
+    """The function as IPython's traceback names it: `f(x)` (names, never values); "" for a
+    module's code."""
+    context: tuple[str, ...] = field(default=(), compare=False)
+    """Its lines up to its own (a few), as they were when it ran."""
 
 
 @dataclass(frozen=True)

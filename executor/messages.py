@@ -161,7 +161,17 @@ FRAME_LIMIT = 2 * KERNEL_FRAME_LIMIT
 def _frame(raw: Any) -> Frame:
     filename, line, name, *rest = raw
     repeats = int(rest[0]) if rest else 0
-    return Frame(str(filename), int(line), str(name), repeats)
+    said = rest[1] if len(rest) > 1 and isinstance(rest[1], dict) else {}
+    count, at, context = said.get("in"), said.get("line"), said.get("context")
+    return Frame(
+        str(filename),
+        int(line),
+        str(name),
+        repeats,
+        (count, at) if isinstance(count, int) and isinstance(at, int) else None,
+        str(said.get("call") or ""),
+        tuple(str(t) for t in context[:10]) if isinstance(context, list) else (),
+    )
 
 
 def _error(raw: Mapping[str, Any], span: Span | None) -> Error:

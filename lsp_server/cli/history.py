@@ -28,7 +28,7 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
     """One run as a line: when, where, who, how it ended, its figures, what it showed."""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started))
     path = Path(run.path)
-    lines = _lines(path, run.first, run.last)
+    lines = _lines(path, run.first, run.last, run.code)
     if folder is not None and path.is_relative_to(folder):
         path = path.relative_to(folder)
     said = run.said
@@ -39,22 +39,46 @@ def line_of(run: RecordedRun, folder: Path | None) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _layout(path: Path) -> Notebook | None:
-    """A notebook's cells as they are now (None: not a notebook runfix can read)."""
+def _layout(path: Path) -> tuple[Notebook, list[tuple[int, list[str]]]] | None:
+    """A notebook's cells as they are now, and its code cells' numbers (from 1, as it
+    shows them) and lines (None: not a notebook runfix can read)."""
     if path.suffix != ".ipynb":
         return None
     try:
-        return NotebookFile.read(path).layout
+        notebook = NotebookFile.read(path)
     except (OSError, ValueError):
         return None
+    cells = enumerate(notebook.notebook.cells, 1)
+    code = [(n, str(c.source).splitlines()) for n, c in cells if c.cell_type == "code"]
+    return notebook.layout, code
 
 
-def _lines(path: Path, first: int, last: int) -> str:
+def _in_cell(cells: list[tuple[int, list[str]]], code: str) -> tuple[int, int] | None:
+    """The one code cell holding `code`'s lines, and the line (from 1) they start on there.
+    A run's lines are its editor's document's (Neovim's holds the markdown cells too,
+    VS Code's does not): the code a run ran is what says its cell wherever it ran."""
+    wanted = code.splitlines()
+    found = [
+        (number, start + 1)
+        for number, lines in cells
+        for start in range(len(lines) - len(wanted) + 1)
+        if wanted and lines[start : start + len(wanted)] == wanted
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _lines(path: Path, first: int, last: int, code: str = "") -> str:
     """Where a run was, as `path:` goes on: lines (from 1), or in a notebook its cells and
     their lines (`cell 4:2-5`), as the notebook's cells stand now."""
-    layout = _layout(path)
-    if layout is None:
+    found = _layout(path)
+    if found is None:
         return f"{first + 1}" if first == last else f"{first + 1}-{last + 1}"
+    layout, cells = found
+    held = _in_cell(cells, code)
+    if held is not None:
+        number, line = held
+        span = f"{line}" if first == last else f"{line}-{line + last - first}"
+        return f"cell {number}:{span}"
     start, end = layout.name(first), layout.name(last)  # "cell 4, line 2"
     if start == end:
         return start.replace(", line ", ":")

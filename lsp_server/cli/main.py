@@ -74,7 +74,11 @@ def _run(p: argparse.ArgumentParser) -> None:
         help="with a notebook: write each code cell's outputs into it (as `jupyter nbconvert "
         "--execute --inplace`)",
     )
-    p.add_argument("--cell", type=int, help="run only this cell (1-based), in a fresh kernel")
+    p.add_argument(
+        "--cell",
+        type=int,
+        help="run only this cell (from 1; a notebook's as it numbers its cells), in a fresh kernel",
+    )
     p.add_argument(
         "--above",
         action="store_true",

@@ -83,6 +83,18 @@ class NotebookFile:
             return f"line {line + 1}"
         return f"cell {int(found.cell) + 1}:{found.line + 1}"
 
+    def code_cell(self, number: int) -> int | str:
+        """Which code cell (from 1, among those that run) the notebook's cell `number` is:
+        numbered from 1 as the notebook shows its cells, markdown counted, as `place` names
+        them; else why none is."""
+        cells = self.notebook.cells
+        if not 1 <= number <= len(cells):
+            return f"the notebook has {len(cells)} cells"
+        if not runs(cells[number - 1]):
+            kind = cells[number - 1].cell_type
+            return f"its cell {number} is a {kind} cell that does not run"
+        return sum(1 for cell in cells[:number] if runs(cell))
+
     def sources(self, lines: Sequence[str]) -> list[str] | None:
         """The code cells' sources in the document's `lines` (None: its cells no longer
         split as the notebook's do)."""

@@ -500,19 +500,13 @@ def run_file(
     settings = project_settings(folder, command_line)
     if timeout is not None:
         settings = replace(settings, timeout=timeout)
-    line_range, cells = None, None
     if above and cell is None:
         print("runfix: error: --above goes with --cell N", file=sys.stderr)
         return 2
-    if cell is not None:
-        pieces = pieces_for(lines, None, settings.prompt_markers)
-        if not 1 <= cell <= len(pieces):
-            print(f"runfix: error: {shown} has {len(pieces)} cells with code", file=sys.stderr)
-            return 2
-        if above:
-            cells = tuple((p.first, p.first) for p in pieces[:cell])
-        else:
-            line_range = Range.lines(pieces[cell - 1].first, pieces[cell - 1].last)
+    chosen = _chosen_cell(lines, notebook, settings, shown, cell, above)
+    if isinstance(chosen, int):
+        return chosen
+    line_range, cells = chosen
     editor = HeadlessEditor(shown, path, folder, lines, notebook=notebook)
     editor.report = report
     if dependents_of is not None and cell is not None:
@@ -533,10 +527,10 @@ def run_file(
     plain = prompts is None and not fix and report == "text"
     _say_empty_prompts(editor, settings, line_range, plain)
     if code == 1 and cell is not None and cell > 1 and not above:
-        first = line_range.start.line + 1 if line_range is not None else 1
+        first = line_range.start.line if line_range is not None else 0
         above_it = "cell 1 above it" if cell == 2 else f"cells 1–{cell - 1} above it"
         editor.note(
-            f"{shown}:{first}:1: note: {above_it} did not run (a fresh kernel); "
+            f"{editor.place(first)}:1: note: {above_it} did not run (a fresh kernel); "
             "--above runs them first"
         )
     if notebook is not None:
@@ -544,6 +538,34 @@ def run_file(
     if editor.changed and "".join(editor.lines) != source:  # (code held was taken out again)
         return _write_file(editor, source, encoding, bool(prompts), code) or code
     return code
+
+
+def _chosen_cell(
+    lines: list[str],
+    notebook: NotebookFile | None,
+    settings: Settings,
+    shown: str,
+    cell: int | None,
+    above: bool,
+) -> tuple[Range | None, tuple[tuple[int, int], ...] | None] | int:
+    """What `--cell N` (`--above`) runs: the cell's lines, or the lines of each cell up to
+    it; else the exit status, said. A notebook's N counts every cell it shows, as its
+    results name them (`NB.ipynb:cell 4:…`)."""
+    if cell is None:
+        return None, None
+    if notebook is not None:
+        found = notebook.code_cell(cell)
+        if isinstance(found, str):
+            print(f"runfix: error: --cell {cell}: {found}", file=sys.stderr)
+            return 2
+        cell = found
+    pieces = pieces_for(lines, None, settings.prompt_markers)
+    if not 1 <= cell <= len(pieces):
+        print(f"runfix: error: {shown} has {len(pieces)} cells with code", file=sys.stderr)
+        return 2
+    if above:
+        return None, tuple((p.first, p.first) for p in pieces[:cell])
+    return Range.lines(pieces[cell - 1].first, pieces[cell - 1].last), None
 
 
 def _write_file(

@@ -63,6 +63,15 @@ class Breakpoints:
         place = self.editor.cell_place(Path(path).as_uri(), line - 1) if path[:1] == "/" else None
         return (place[0], place[1] + 1) if place is not None else (path, line)
 
+    def frame_at(self, path: str, line: int) -> tuple[str, int, str]:
+        """`shown_at`, and the name the call stack shows for it: a notebook's cell says which
+        (`sales.ipynb, cell 3`: two cells' frames read `sales.ipynb 2:1` alike)."""
+        shown, at = self.shown_at(path, line)
+        uri = Path(path).as_uri() if path[:1] == "/" else path
+        said = self.editor.line_name(uri, line - 1)  # "cell 3, line 2" in an open notebook
+        cell = f", {said.split(',')[0]}" if said.startswith("cell ") else ""
+        return shown, at, name_of(path) + cell
+
     async def set(self, arguments: dict[str, Any], forward: Forward | None) -> Any:
         """`setBreakpoints`' answer: each breakpoint set in the kernel's code (`forward`
         asks the kernel's debugger; None: not attached yet), or why not."""

@@ -79,8 +79,8 @@ class PostMortem:
         self.variables.seen(raw, first=True)
         frames = []
         for frame in raw:
-            path, line = self.places.shown_at(frame["source"]["path"], frame["line"])
-            frames.append({**frame, "line": line, "source": {"path": path}})
+            path, line, name = self.places.frame_at(frame["source"]["path"], frame["line"])
+            frames.append({**frame, "line": line, "source": {"path": path, "name": name}})
         return {"stackFrames": frames, "totalFrames": len(frames)}
 
     async def _read(self, ref: Ref, where: Place, start: int, count: int) -> dict[str, Any]:

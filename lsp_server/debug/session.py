@@ -378,10 +378,9 @@ class DebugSession:
         for frame in frames:
             source = frame.get("source") or {}
             if source.get("path") and isinstance(frame.get("line"), int):
-                source["path"], frame["line"] = self.breakpoints.shown_at(
+                source["path"], frame["line"], source["name"] = self.breakpoints.frame_at(
                     source["path"], frame["line"]
                 )
-                source["name"] = name_of(source["path"])
         return {"stackFrames": frames, "totalFrames": len(frames)}
 
     async def _on_exceptionInfo(self, arguments: dict[str, Any]) -> Any:

@@ -27,6 +27,7 @@ from executor.events import Display, Error, RunOutcome, Stream, Value
 from executor.files import replace_file
 from lsp_server.folder_files import read_regular, safe_target, stored_output
 from lsp_server.record.store import RecordedOutput, RecordedRun, standing
+from lsp_server.record.tracebacks import ipython_traceback
 from lsp_server.text.cells import code_of, split_cells
 from lsp_server.text.languages import PYTHON, Language, of_kernel
 
@@ -391,7 +392,11 @@ def cell_outputs(outcome: RunOutcome, value_at: int | None = None) -> list[Any]:
         elif isinstance(event, Display):
             out.append(v4.new_output("display_data", data=dict(event.data)))  # type: ignore[no-untyped-call]
         elif isinstance(event, Error):
-            traceback = event.text.splitlines() or [f"{event.ename}: {event.evalue}"]
+            traceback = (
+                ipython_traceback(event)
+                or event.text.splitlines()
+                or [f"{event.ename}: {event.evalue}"]
+            )
             out.append(
                 v4.new_output("error", ename=event.ename, evalue=event.evalue, traceback=traceback)  # type: ignore[no-untyped-call]
             )

@@ -311,6 +311,9 @@ async def test_a_breakpoint_in_a_notebook_cell_hits_from_another_cell(
         stop = await client.stopped()
         assert (stop["frame"]["source"]["path"], stop["frame"]["line"]) == (cells[0], 3)
         assert said(await client.variables(stop["frame"]["id"]))["size"] == "12"
+        # each frame says its cell (issue 70, 6: both read `shapes.ipynb 2:1`)
+        shown = [(f["source"]["name"], f["line"]) for f in stop["frames"]]
+        assert shown == [("shapes.ipynb, cell 1", 3), ("shapes.ipynb, cell 2", 1)], shown
 
 
 async def test_a_client_that_debugs_gets_debug_cell_lenses_and_debug_this_error(

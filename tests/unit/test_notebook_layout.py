@@ -3,10 +3,19 @@ edits and diagnostics said on the cells (`lsp.notebook_wire`)."""
 
 from __future__ import annotations
 
-from lsprotocol import types as lsp
+import re
+from pathlib import Path
 
+import nbformat
+from lsprotocol import types as lsp
+from nbformat import v4
+
+from executor.events import Error, Frame
 from executor.text import split_lines
+from lsp_server.cli.history import _lines
+from lsp_server.cli.notebook_file import NotebookFile
 from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_text_edit
+from lsp_server.record.tracebacks import ipython_traceback
 from lsp_server.text.notebooks import Notebook, Place
 
 
@@ -90,3 +99,62 @@ def test_diagnostics_go_to_the_cells_that_hold_them_and_every_cell_gets_its_list
         "start": {"line": 0, "character": 2},
         "end": {"line": 1, "character": 3},
     }
+
+
+def _error(*frames: Frame) -> Error:
+    return Error("RecursionError", "too deep", frames, "")
+
+
+def test_a_saved_traceback_names_frames_by_the_run_that_compiled_them_as_ipython_does() -> None:
+    """Issue 70, 6: Jupyter shows `Cell In[2], line 1`; runfix saved `File "nb.ipynb", line 7`
+    (a line of its own document)."""
+    ansi = re.compile(r"\x1b\[[0-9;]*m")
+    cell = Frame("/p/nb.ipynb", 7, "<module>", 0, (2, 1), "", ("f(0)\n",))
+    inner = Frame("/p/nb.ipynb", 4, "f", 2999, (1, 3), "f(x)", ("def f(x):\n", "    f(x)\n"))
+    lib = Frame("/usr/lib/x.py", 12, "g", 0, None, "g(a, *b)", ("    return a\n",))
+    said = [ansi.sub("", e) for e in ipython_traceback(_error(cell, inner, lib)) or []]
+    assert said == [
+        "-" * 75,
+        "RecursionError                            Traceback (most recent call last)",
+        "Cell In[2], line 1\n----> 1 f(0)\n",
+        "Cell In[1], line 3, in f(x)\n      2 def f(x):\n----> 3     f(x)\n",
+        "Cell In[1], line 3, in f(x)\n      2 def f(x):\n----> 3     f(x)\n",
+        "    [... skipping similar frames: f at line 3 (2997 times)]\n",
+        "Cell In[1], line 3, in f(x)\n      2 def f(x):\n----> 3     f(x)\n",
+        "File /usr/lib/x.py:12, in g(a, *b)\n---> 12     return a\n",
+        "RecursionError: too deep",
+    ]
+    # no frame a run sent (a syntax error, an older kernel side): Python's own text stays
+    assert ipython_traceback(_error(lib)) is None
+
+
+def test_history_names_a_run_by_the_cell_holding_its_code_whatever_the_editor_numbered(
+    tmp_path: Path,
+) -> None:
+    """Issue 70, 5: Neovim's buffer of a notebook holds its markdown cells, VS Code's and the
+    terminal's document does not: a run's lines alone named the wrong cell."""
+    book = v4.new_notebook()
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "P", "language": "python"}
+    book.cells = [
+        v4.new_markdown_cell("# t"),
+        v4.new_code_cell("a = 1"),
+        v4.new_code_cell("b = 2\nc = 3"),
+    ]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(book, path)
+    assert _lines(path, 5, 6, "b = 2\nc = 3") == "cell 3:1-2"  # Neovim's lines 6-7
+    assert _lines(path, 3, 4, "b = 2\nc = 3") == "cell 3:1-2"  # the terminal's 4-5
+    assert _lines(path, 4, 4, "c = 3") == "cell 3:2"
+    assert _lines(path, 1, 1, "gone = 1") == "cell 2:1"  # edited since: by the lines
+
+
+def test_a_notebooks_cell_number_counts_every_cell_it_shows(tmp_path: Path) -> None:
+    """`runfix run NB.ipynb --cell 3` ran the third code cell, which it names `cell 4`."""
+    book = v4.new_notebook()
+    book.cells = [v4.new_markdown_cell("# t"), v4.new_code_cell("a = 1"), v4.new_code_cell("b")]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(book, path)
+    read = NotebookFile.read(path)
+    assert read.code_cell(3) == 2 and read.code_cell(2) == 1
+    assert read.code_cell(1) == "its cell 1 is a markdown cell that does not run"
+    assert read.code_cell(4) == "the notebook has 3 cells"
