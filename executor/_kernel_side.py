@@ -886,6 +886,28 @@ def _held(filename: str) -> bool:
     )
 
 
+def defined_at(names: Any) -> str:
+    """JSON: where each of `names` that the user's namespace holds as a function runfix ran
+    was last defined — its code's document and first line (a decorator's, if any) — so a
+    breakpoint in a `def` another document redefined since says why it is not hit. Reads no
+    attribute a user's class could answer: only plain functions (unwrapped), and their
+    code, are looked at; a name holding anything else, or a library's function, is left out."""
+    import types
+
+    space = _shell().user_ns
+    found: dict[str, list[Any]] = {}
+    for name in names if isinstance(names, list) else ():
+        value = space.get(name) if isinstance(name, str) else None
+        for _ in range(10):  # (functools.wraps' chain, bounded)
+            inner = value.__dict__.get("__wrapped__") if type(value) is types.FunctionType else None
+            if type(inner) is not types.FunctionType:
+                break
+            value = inner
+        if type(value) is types.FunctionType and value.__code__.co_filename in _sources:
+            found[name] = [value.__code__.co_filename, value.__code__.co_firstlineno]
+    return json.dumps(found)
+
+
 def see_documents() -> str:
     """Let the kernel's debugger (debugpy's pydevd) set breakpoints in what runfix ran that
     is no file on disk — a notebook's cell named by its URI, a new document never saved —

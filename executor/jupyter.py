@@ -175,6 +175,18 @@ class JupyterKernel(RunningKernel[C]):
             return {}
         return {str(k): [str(x) for x in v] for k, v in held.items()}
 
+    async def defined_at(self, names: list[str]) -> dict[str, tuple[str, int]]:
+        """Where each of `names` the kernel holds as a function runfix ran was last defined
+        (document, first line from 1: `_runfix_kernel.defined_at`); empty where it cannot say."""
+        found = await self._helper(f"__import__('_runfix_kernel').defined_at({names!r})")
+        if not isinstance(found, dict):
+            return {}
+        return {
+            str(k): (str(v[0]), int(v[1]))
+            for k, v in found.items()
+            if isinstance(v, list) and len(v) == 2 and isinstance(v[1], int)
+        }
+
     async def last_error(self) -> dict[str, Any] | None:
         """The kernel's last error (kind, text) and its frames in the user's code, from the
         traceback it keeps; None where it holds none."""

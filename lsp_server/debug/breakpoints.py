@@ -6,7 +6,8 @@ line whose text changed since the kernel ran it is not set, and says so."""
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,26 @@ from lsp_server.editor import Editor
 
 Forward = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """A request to the kernel's debugger: its response's body."""
+Defined = Callable[[list[str]], Awaitable[dict[str, tuple[str, int]]]]
+"""Where the kernel's functions of these names were last defined (`defined_at`)."""
+DEF = re.compile(r"(?:async\s+)?def\s+([A-Za-z_]\w*)")
+
+
+def enclosing_def(rows: Sequence[str], line: int) -> tuple[str, int, int] | None:
+    """The top-level function whose body holds `line` (0-based) of `rows`: its name, the
+    line of its first decorator (else of its `def`) and of its `def`; None: not in one."""
+    for at in range(min(line, len(rows) - 1), -1, -1):
+        text = rows[at]
+        if not text.strip() or text[0] in " \t#" or (at < line and text[0] in ")]}"):
+            continue
+        found = DEF.match(text)
+        if found is None or at == line:  # (a `def` line runs as its cell does)
+            return None
+        top = at
+        while top > 0 and rows[top - 1].startswith("@"):
+            top -= 1
+        return found.group(1), top, at
+    return None
 
 
 def joined(folder: Path, raw: str) -> Path:
@@ -72,9 +93,12 @@ class Breakpoints:
         cell = f", {said.split(',')[0]}" if said.startswith("cell ") else ""
         return shown, at, name_of(path) + cell
 
-    async def set(self, arguments: dict[str, Any], forward: Forward | None) -> Any:
+    async def set(
+        self, arguments: dict[str, Any], forward: Forward | None, defined: Defined | None = None
+    ) -> Any:
         """`setBreakpoints`' answer: each breakpoint set in the kernel's code (`forward`
-        asks the kernel's debugger; None: not attached yet), or why not."""
+        asks the kernel's debugger; None: not attached yet), or why not. `defined`: asks
+        where the kernel's functions were last defined (before the debugged cell runs)."""
         source = arguments.get("source") or {}
         raw = source.get("path")
         wanted = [dict(b) for b in arguments.get("breakpoints") or [] if isinstance(b, dict)]
@@ -88,6 +112,8 @@ class Breakpoints:
             if isinstance(b.get("line"), int):
                 b["line"] += above
         verdicts: list[dict[str, Any] | None] = [self._changed(uri, path, b) for b in wanted]
+        if defined is not None:
+            verdicts = await self._redefined(uri, path, wanted, verdicts, defined)
         # One file's breakpoints go to the kernel together: a notebook's cells are one.
         held = self.held.setdefault(path, {})
         held[raw] = [b for b, v in zip(wanted, verdicts, strict=True) if v is None]
@@ -122,11 +148,7 @@ class Breakpoints:
         ran, text = self.ran.get(path), self.editor.text(uri)
         if ran is None or text is None:
             return None  # a file runfix did not run (a module): the kernel's own path
-        if (
-            self.debugged is not None
-            and self.debugged[0] == uri
-            and (self.debugged[1] <= line - 1 <= self.debugged[2])
-        ):
+        if self._debugged(uri, line):
             return None  # the debugged cell: it runs now, as it is
         rows = text.lines
         now = rows[line - 1].rstrip("\r\n") if line <= len(rows) else None
@@ -140,6 +162,54 @@ class Breakpoints:
                 " run its cell again to stop there",
             )
         return None
+
+    async def _redefined(
+        self,
+        uri: str,
+        path: str,
+        wanted: list[dict[str, Any]],
+        verdicts: list[dict[str, Any] | None],
+        defined: Defined,
+    ) -> list[dict[str, Any] | None]:
+        """The verdicts, with a breakpoint in a function the kernel holds from another
+        document (or cell) since: not hit, and said where the kernel's came from (one kernel
+        per folder: a notebook's `def area` replaces a file's)."""
+        text = self.editor.text(uri)
+        if text is None:
+            return verdicts
+        rows = text.lines
+        held: dict[int, tuple[str, int, int]] = {}
+        for n, (b, verdict) in enumerate(zip(wanted, verdicts, strict=True)):
+            line = b.get("line")
+            if verdict is None and isinstance(line, int) and not self._debugged(uri, line):
+                found = enclosing_def(rows, line - 1)
+                if found is not None:
+                    held[n] = found
+        if not held:
+            return verdicts
+        try:
+            where = await defined(sorted({name for name, _, _ in held.values()}))
+        except Exception:  # (nothing known: nothing said)
+            return verdicts
+        out = list(verdicts)
+        for n, (name, top, at) in held.items():
+            there = where.get(name)
+            if there is None or (there[0] == path and top + 1 <= there[1] <= at + 1):
+                continue
+            other, first = there
+            said = self.editor.line_name(Path(other).as_uri(), first - 1)  # "cell 3, line 1"
+            place = said.split(",")[0] if said.startswith("cell ") else f"line {first}"
+            out[n] = self._unverified(
+                wanted[n],
+                f"`{name}` was last defined by {name_of(other)}, {place}: the kernel's "
+                f"`{name}` is that one (one kernel per folder); run this cell again to stop here",
+            )
+        return out
+
+    def _debugged(self, uri: str, line: int) -> bool:
+        """Whether `line` (from 1) is in the cell being debugged (it runs now, as it is)."""
+        cell = self.debugged
+        return cell is not None and cell[0] == uri and cell[1] <= line - 1 <= cell[2]
 
     @staticmethod
     def _unverified(wanted: dict[str, Any], why: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from executor.base import ExecutorUnavailable
 from executor.debugger import DebugUnavailable, KernelDebug
 from lsp_server.commands import Call, dispatch
 from lsp_server.contract import RUN, Range, RunArgs
-from lsp_server.debug.breakpoints import Breakpoints, DebugError, name_of
+from lsp_server.debug.breakpoints import Breakpoints, DebugError, Defined, name_of
 from lsp_server.debug.postmortem import PostMortem
 from lsp_server.debug.variables import Place, Ref, Variables
 from lsp_server.debug.wire import CAPABILITIES, response
@@ -82,6 +82,8 @@ class DebugSession:
         """A post-mortem session's answers (`postMortem`: the last error, nothing runs)."""
         self._stop_on_error = False
         self._run: asyncio.Task[None] | None = None
+        self._defined_at: Defined | None = None
+        """Asks the kernel where its functions were last defined (set at launch)."""
         self._cancel = asyncio.Event()
         self.ended = asyncio.Event()
         self._cells_prefix: str | None = None
@@ -160,6 +162,7 @@ class DebugSession:
         if where.language is None:
             raise DebugError(f"runfix does not know {name}'s language: nothing to debug")
         kernel = await self.flow.open_kernel(where)
+        self._defined_at = kernel.defined_at if kernel is not None else None
         if kernel is None:
             raise DebugError(
                 f"{self.folder.name} is not trusted to run code yet: run a cell there first "
@@ -428,7 +431,11 @@ class DebugSession:
 
     async def _on_setBreakpoints(self, arguments: dict[str, Any]) -> Any:
         forward = self._forward if self.kernel is not None else None
-        return await self.breakpoints.set(arguments, forward)
+        # Where its functions were last defined, asked of the kernel only while it is idle
+        # (before the debugged cell runs: a question queued behind a stop would wait).
+        idle = self._run is None and self.post is None
+        defined = self._defined_at if idle else None
+        return await self.breakpoints.set(arguments, forward, defined)
 
     async def _on_scopes(self, arguments: dict[str, Any]) -> Any:
         return self.variables.scopes(arguments)

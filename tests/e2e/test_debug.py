@@ -316,6 +316,33 @@ async def test_a_breakpoint_in_a_notebook_cell_hits_from_another_cell(
         assert shown == [("shapes.ipynb, cell 1", 3), ("shapes.ipynb, cell 2", 1)], shown
 
 
+async def test_a_breakpoint_in_a_function_another_document_redefined_says_whose_it_is(
+    initialized: Any, folder: Path
+) -> None:
+    """Issue 70, 8: one kernel per folder — a notebook's `def area` replaced the file's, and
+    the file's breakpoint in `area` was then not hit, silently."""
+    from tests.e2e.test_e2e_notebooks import open_notebook
+
+    text = "# %%\ndef area(w, h):\n    size = w * h\n    return size\n# %%\nprint(area(3, 4))\n"
+    uri = open_doc(initialized, folder / "sales.py", text)
+    assert (await run(initialized, uri))["status"] == "ok"
+    _, cells = open_notebook(
+        initialized, folder / "shapes.ipynb", ["x = 1", "def area(w, h):\n    return w + h"]
+    )
+    for cell in cells:
+        assert (await run(initialized, cell))["status"] == "ok"
+    async with dap(SERVER_ENV) as client:
+        await client.start(folder / "sales.py", 6)
+        placed = await client.request(
+            "setBreakpoints", source={"path": str(folder / "sales.py")}, breakpoints=[{"line": 3}]
+        )
+    [point] = placed["breakpoints"]
+    assert not point["verified"], point
+    assert point["message"].startswith(
+        "`area` was last defined by shapes.ipynb, cell 2: the kernel's `area` is that one"
+    ), point
+
+
 async def test_a_client_that_debugs_gets_debug_cell_lenses_and_debug_this_error(
     client: Any, folder: Path
 ) -> None:
