@@ -280,7 +280,7 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
         if kind == "code":
             # its latest run of this code, wherever the cell stood then (lines above it may
             # have been added since)
-            ran = next((r for r in runs if r.code.rstrip("\n") == source.rstrip("\n")), None)
+            ran = next((r for r in runs if ran_as_cell(r.code, source)), None)
             kept = cell_of(ran, folder) if ran is not None else None
             if kept is not None:  # as Jupyter saves the cell (its kernel's mime bundles)
                 cell.outputs, cell.execution_count = kept
@@ -289,6 +289,27 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
                 cell.execution_count = None
         result.cells.append(cell)
     return result
+
+
+COMMENTS = ("#", "//", "--")
+"""How a line of a notebook's kernel languages opens as a comment (Python, R, Julia: `#`;
+JavaScript and TypeScript: `//`; `--` for the rest runfix runs)."""
+
+
+def ran_as_cell(code: str, source: str) -> bool:
+    """Whether a run of `code` ran the cell whose text is `source`: its code, or the code
+    below its opening comments — a prompt cell's generated body runs without its `# ai:`
+    line, and its outputs are the cell's (Neovim's `:w` dropped them)."""
+    code, source = code.rstrip("\n"), source.rstrip("\n")
+    if code == source:
+        return True
+    lines = source.split("\n")
+    opening = 0
+    while opening < len(lines) and (
+        not lines[opening].strip() or lines[opening].lstrip().startswith(COMMENTS)
+    ):
+        opening += 1
+    return 0 < opening < len(lines) and "\n".join(lines[opening:]) == code
 
 
 def _edited(cells: Sequence[Any], at: int, kind: str, after: Sequence[tuple[str, str]]) -> bool:
@@ -465,7 +486,7 @@ def latest_cell(folder: Path, path: str, code: str) -> str | None:
     except (OSError, NotARecord, sqlite3.DatabaseError):
         return None
     for run in runs:
-        if run.code.rstrip("\n") == code.rstrip("\n"):
+        if ran_as_cell(run.code, code):
             kept = next((o.file for o in run.outputs if o.kind == CELL_KIND), None)
             return str(stored_output(folder, kept) or "") or None
     return None

@@ -794,6 +794,54 @@ def test_a_notebook_opens_runs_is_fixed_and_writes_back_in_neovim(
     assert not any(o.output_type == "error" for c in after.cells for o in c.get("outputs", []))
 
 
+def test_a_generated_cells_run_is_saved_by_w_as_nbclient_saves_the_notebook(
+    nvim: str, tmp_path: Path
+) -> None:
+    """Issue 70, 5: a notebook with a DataFrame, a plot, a print and a prompt cell, run in
+    Neovim, the prompt's body generated and run, `:w`: the saved notebook holds what
+    nbclient saves for the same cells (output types, texts, counts) — the generated cell's
+    run was dropped (no outputs, a null count)."""
+    import copy
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbformat import v4
+
+    from tests.kernel.test_notebook_parity import _cells
+    from tests.support.model_server import ModelServer, code
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    path = folder / "book.ipynb"
+    book = v4.new_notebook()
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "P", "language": "python"}
+    book.cells = [
+        v4.new_markdown_cell("# Sales"),
+        v4.new_code_cell("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3]})\ndf"),
+        v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot(df['a'])\nplt.show()"),
+        v4.new_code_cell("print('printed here')"),
+        v4.new_code_cell("# ai: print how many rows df has"),
+    ]
+    nbformat.write(book, path)
+    with ModelServer() as model:
+        model.script(code("print('rows:', len(df))"))
+        settings = {"model": _model(model.url), "results": "both"}
+        done = _headless(
+            nvim, tmp_path, path, Path(__file__).parent / "nvim" / "notebook_generate.lua", settings
+        )
+    assert "error" not in done, done
+    assert done["attached"] and done["ran"] and done["generated"], done
+    assert done["modified"] is False, done["notes"]
+    saved = nbformat.read(path, as_version=4)
+    jupyter = copy.deepcopy(saved)
+    for cell in jupyter.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    NotebookClient(jupyter, kernel_name="python3", timeout=60).execute()
+    assert saved.cells[-1].source == "# ai: print how many rows df has\nprint('rows:', len(df))"
+    assert _cells(saved) == _cells(jupyter)
+
+
 def test_screenshot_of_neovim_on_a_notebook(nvim: str, tmp_path: Path) -> None:
     """Neovim in tmux on an `.ipynb` after :RunfixRun: its cells as percent text, a value
     and an error on their lines; the screen becomes a PNG (docs/notebooks.md)."""

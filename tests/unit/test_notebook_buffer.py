@@ -64,3 +64,23 @@ def test_a_markdown_line_that_looks_like_a_cell_marker_stays_in_its_cell() -> No
     assert "# %%timeit" not in text
     assert cells_of(text) == [(c.cell_type, c.source) for c in nb.cells]
     assert merged(nb, text, [], None) == nb
+
+
+def test_a_prompt_cells_generated_body_that_ran_gives_the_cell_its_outputs() -> None:
+    """Issue 70, 5: Generate runs the body under the prompt line; Neovim's `:w` matched runs
+    to cells by their whole text, so the generated cell was saved with no outputs."""
+    nb = _notebook()
+    text = buffer_text(nb) + "# %%\n# ai: print a twice\nprint(a)\nprint(a)\n"
+    run = RecordedRun(
+        path="nb.ipynb", first=12, last=13, code="print(a)\nprint(a)\n", origin="model",
+        status="ok", started=0.0, duration=0.1, outputs=(RecordedOutput(12, "1\n"),),
+    )  # fmt: skip
+    made = merged(nb, text, [run], None)
+    assert made.cells[-1].source == "# ai: print a twice\nprint(a)\nprint(a)"
+    assert [o.text for o in made.cells[-1].outputs] == ["1\n"]
+    # a run of the body's last line alone is not the cell's
+    part = RecordedRun(
+        path="nb.ipynb", first=13, last=13, code="print(a)\n", origin="user",
+        status="ok", started=0.0, duration=0.1, outputs=(RecordedOutput(13, "1\n"),),
+    )  # fmt: skip
+    assert merged(nb, text, [part], None).cells[-1].outputs == []
