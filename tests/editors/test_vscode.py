@@ -435,7 +435,8 @@ def test_a_notebook_users_first_hour_in_code_server(tmp_path: Path) -> None:
             "display_name": "Python 3",
             "language": "python",
         }
-        nb.metadata["language_info"] = {"name": "python"}
+        # no `language_info` (nbformat's, or a kernelspec alone): VS Code's ipynb serializer
+        # then saved every count as null (issue 70, 4) until runfix's kernel names it
         nb.cells = [
             v4.new_code_cell(
                 "import pandas as pd\ndf = pd.DataFrame({'month': range(6), 'units': range(6)})\ndf"
@@ -476,6 +477,7 @@ def test_a_notebook_users_first_hour_in_code_server(tmp_path: Path) -> None:
     assert "text/html" in value["data"] and "<table" in "".join(value["data"]["text/html"])
     assert "".join(value["data"]["text/plain"]).splitlines()[-1].split() == ["5", "5", "5"]
     assert frame["execution_count"] == value["execution_count"] == 1  # the kernel's count
+    assert report["savedLanguage"] == {"name": "python"}, report["savedLanguage"]
     # … the same outputs Jupyter saves for the cell (nbclient runs it: nbconvert's engine)
     from nbclient import NotebookClient
 

@@ -201,6 +201,24 @@ async function outputsOf(
   return { outputs };
 }
 
+/** VS Code's ipynb serializer saves a cell's execution count only in a notebook whose
+ *  metadata names its language (`language_info.name`, which Jupyter's kernel writes at
+ *  its first run): a notebook without it (made by nbformat, or with only a kernelspec) was
+ *  saved with `execution_count: null` on every cell while the editor showed [1], [2].
+ *  Written once, before a run, as a kernel writes it; a notebook that names it is left. */
+async function nameLanguage(notebook: vscode.NotebookDocument, language: string): Promise<void> {
+  const metadata: Record<string, unknown> = { ...(notebook.metadata ?? {}) };
+  const inner = (metadata.metadata ?? {}) as Record<string, unknown>;
+  const info = (inner.language_info ?? {}) as Record<string, unknown>;
+  if (notebook.notebookType !== "jupyter-notebook" || (typeof info.name === "string" && info.name)) {
+    return;
+  }
+  const named = { ...metadata, metadata: { ...inner, language_info: { ...info, name: language } } };
+  const edit = new vscode.WorkspaceEdit();
+  edit.set(notebook.uri, [vscode.NotebookEdit.updateNotebookMetadata(named)]);
+  await vscode.workspace.applyEdit(edit);
+}
+
 /** The runfix notebook kernel, and what it does when a run it did not start (an agent's,
  *  Run and Fix's, runfix's own Run Cell) gave a cell new results. */
 export interface RunfixKernel extends vscode.Disposable {
@@ -230,6 +248,7 @@ export function notebookController(call: Call, languages: string[]): RunfixKerne
   const waiting = new Map<string, ReturnType<typeof setTimeout>>();
 
   async function run(cell: vscode.NotebookCell): Promise<boolean> {
+    await nameLanguage(cell.notebook, cell.document.languageId);
     const execution = controller.createNotebookCellExecution(cell);
     execution.executionOrder = ++order;
     execution.start(Date.now());
@@ -268,6 +287,7 @@ export function notebookController(call: Call, languages: string[]): RunfixKerne
     if (running.has(uri) || !picked.has(cell.notebook.uri.toString())) {
       return; // its own run shows it; or another kernel's notebook
     }
+    await nameLanguage(cell.notebook, cell.document.languageId);
     let execution: vscode.NotebookCellExecution;
     try {
       execution = controller.createNotebookCellExecution(cell);

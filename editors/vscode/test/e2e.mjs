@@ -314,6 +314,7 @@ async function firstHourScenario(page) {
     60,
   );
   report.savedFrame = notebook?.cells[0] ?? null;
+  report.savedLanguage = notebook?.metadata?.language_info ?? null;
   step("frameSaved", Boolean(notebook?.cells[0].outputs?.some((o) => o.data?.["text/html"])));
   await page.screenshot({ path: path.join(out, "vscode-first-hour-frame.png") });
 
