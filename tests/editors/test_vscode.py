@@ -452,7 +452,8 @@ def test_a_notebook_users_first_hour_in_code_server(tmp_path: Path) -> None:
     with ModelServer() as model:
         model.script(
             code("def mean(xs):\n    return sum(xs) / len(xs)"),
-            code("print((df.units * 2).sum())"),
+            # (it starts a process: asked first, in a dialog that stays — issue 70, 3)
+            code("import subprocess\nsubprocess.run(['true'])\nprint((df.units * 2).sum())"),
         )
         settings = {
             "runfix.model.baseUrl": model.url,
@@ -502,6 +503,8 @@ def test_a_notebook_users_first_hour_in_code_server(tmp_path: Path) -> None:
     assert report["generateOffered"] and report["generated"], report["savedGenerated"]
     generated = "".join(report["savedGenerated"]["source"])
     assert generated.startswith("# ai: twice the units of df, summed\n"), generated
+    assert "starts a process" in report["flaggedAsked"], report["flaggedAsked"]
+    assert "Run it in the local kernel?" in report["flaggedAsked"], report["flaggedAsked"]
     assert asked == 2  # the fix of the defining cell and Generate; the NameError none
 
 

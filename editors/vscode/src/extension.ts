@@ -350,6 +350,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   client.registerFeature(experimentalFeature);
   context.subscriptions.push(
     client.onRequest("runfix/input", askInput),
+    client.onRequest("window/showMessageRequest", askUser),
     client.onNotification("runfix/outputs", (params: { uri: string; rich: number[] }) => {
       // A notebook's cell shows its plots itself: no output view opens for one.
       if (params.uri.startsWith("vscode-notebook-cell:")) {
@@ -388,6 +389,39 @@ const experimentalFeature: StaticFeature = {
   },
   clear(): void {},
 };
+
+/** A question of the server's whose answer runs code on the user's machine: whether to
+ *  run code runfix flagged ("… starts a process (subprocess.run). Run it in the local
+ *  kernel?"). */
+const RUNS_FLAGGED = /Run it in the [^?]* kernel\?$/;
+
+/** The server's questions (`window/showMessageRequest`), as the language client asks them,
+ *  except whether to run flagged code: a modal dialog, which stays until it is answered. As
+ *  a notification it slid into the notification centre while the run's progress spun, and
+ *  the user never saw what it waited for. */
+async function askUser(params: {
+  type: number;
+  message: string;
+  actions?: vscode.MessageItem[];
+}): Promise<vscode.MessageItem | null> {
+  const modal = RUNS_FLAGGED.test(params.message);
+  // (in the dialog, the last answer — "Don't run" — is what Escape and its close button
+  // give: no third "Cancel" beside it)
+  const actions = (params.actions ?? []).map((a, i, all) => ({
+    title: a.title,
+    isCloseAffordance: modal && all.length > 1 && i === all.length - 1,
+  }));
+  const show =
+    params.type === 1
+      ? vscode.window.showErrorMessage
+      : params.type === 2
+        ? vscode.window.showWarningMessage
+        : vscode.window.showInformationMessage;
+  const picked = modal
+    ? await show(params.message, { modal: true }, ...actions)
+    : await show(params.message, ...actions);
+  return picked ? { title: picked.title } : null;
+}
 
 /** `runfix/input`: an input box (a password box for `getpass`); Escape declines (the run is cancelled). */
 async function askInput(params: {

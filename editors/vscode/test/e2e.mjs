@@ -345,6 +345,15 @@ async function firstHourScenario(page) {
   // Generate and run in a one-line prompt cell: the code goes under the prompt, in its cell.
   await focus(5);
   step("generateOffered", await act("Generate and run"));
+  // The answer starts a process: whether to run it is asked in a dialog that stays in view
+  // (as a notification it slid away unseen), and "Run" runs it.
+  const dialog = page.locator(".monaco-dialog-box");
+  report.flaggedAsked = await dialog
+    .waitFor({ timeout: 90000 })
+    .then(() => dialog.innerText())
+    .catch(() => "");
+  await page.screenshot({ path: path.join(out, "vscode-first-hour-flagged.png") });
+  await dialog.locator(".monaco-button", { hasText: /^Run$/ }).click({ timeout: 5000 }).catch(() => {});
   notebook = await until((nb) => source(nb.cells[5]).includes("units") && text(nb.cells[5]).includes("30"), 90);
   report.savedGenerated = notebook?.cells[5] ?? null;
   step("generated", Boolean(notebook && source(notebook.cells[5]).split("\n").length > 1));
