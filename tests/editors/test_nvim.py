@@ -842,6 +842,29 @@ def test_a_generated_cells_run_is_saved_by_w_as_nbclient_saves_the_notebook(
     assert _cells(saved) == _cells(jupyter)
 
 
+def test_the_second_file_of_a_folder_is_told_it_shares_the_kernel_in_neovim(
+    nvim: str, tmp_path: Path
+) -> None:
+    """Issue 70, 8: one kernel per folder was never said (a notebook's `def area` replaced a
+    file's, silently): the second file's first run says so, once."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "sales.py").write_text("def area(r):\n    return r * r\narea(4)\n")
+    (project / "shapes.py").write_text("def area(r):\n    return 2 * r\narea(4)\n")
+    done = _headless(
+        nvim, tmp_path, project / "sales.py", Path(__file__).parent / "nvim" / "shared.lua"
+    )
+    assert "error" not in done, done
+    assert done["first"] == done["second"] == done["again"] == "ok", done
+    said = [n for n in done["notes"] if "same kernel" in n]
+    assert said == [
+        "runfix: shapes.py runs in the same kernel as sales.py: one kernel per folder "
+        "(project), so what one defines, the other sees (and a name defined again replaces "
+        "the first)."
+    ], done["notes"]
+
+
 def test_screenshot_of_neovim_on_a_notebook(nvim: str, tmp_path: Path) -> None:
     """Neovim in tmux on an `.ipynb` after :RunfixRun: its cells as percent text, a value
     and an error on their lines; the screen becomes a PNG (docs/notebooks.md)."""
