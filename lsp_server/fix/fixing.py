@@ -686,8 +686,9 @@ class Ports(Protocol):
         ModelError when none answered, ModelCancelled when cancelled."""
         ...
 
-    async def run(self, code: str, at: int) -> RunOutcome:
-        """Run code at a document line (0-based); never raises for what the code did."""
+    async def run(self, code: str, at: int, proof_only: bool = False) -> RunOutcome:
+        """Run code at a document line (0-based); never raises for what the code did.
+        `proof_only`: in a jail or not at all, nothing asked of the user."""
         ...
 
     async def variables(self) -> list[Variable]:
@@ -1113,23 +1114,26 @@ class Fixer:
         return await _verified(self, loop, result, number)
 
 
-async def _trial(fixer: Fixer, loop: _Loop, candidate: str) -> tuple[RunOutcome, RunOutcome | None]:
+async def _trial(
+    fixer: Fixer, loop: _Loop, candidate: str, proof_only: bool = False
+) -> tuple[RunOutcome, RunOutcome | None]:
     """Run one candidate where it goes (in a jail: the ports' `run`), with its test: the
-    piece again when the fix goes elsewhere. (What ran, the candidate's own run there.)"""
+    piece again when the fix goes elsewhere. (What ran, the candidate's own run there.)
+    `proof_only`: in the jail or not at all, nothing asked (a round's later candidates)."""
     target, ports = loop.target, fixer.ports
     if target.path is not None and ports.fixes_modules:
         defined = outcome = await ports.redefine(target, candidate)
-        if defined.status == RunStatus.OK:
-            outcome = await ports.run(loop.code, loop.first)  # the test: the caller again
+        if defined.status == RunStatus.OK:  # the test: the caller again
+            outcome = await ports.run(loop.code, loop.first, proof_only)
         return outcome, defined
     if loop.elsewhere:
         defined = outcome = await ports.define(candidate, target.first)
         if defined.status == RunStatus.OK:
             grown = candidate.rstrip("\n").count("\n") - (target.last - target.first)
             moved = grown if target.last < loop.first else 0
-            outcome = await ports.run(loop.code, loop.first + moved)  # the caller again
+            outcome = await ports.run(loop.code, loop.first + moved, proof_only)  # the caller
         return outcome, defined
-    return await ports.run(candidate, loop.first), None
+    return await ports.run(candidate, loop.first, proof_only), None
 
 
 async def _raised(
@@ -1232,6 +1236,7 @@ async def _round(
         return loop.ended("failed", 1, str(exc))
     ran_at = time.perf_counter()
     clean: list[Ran] = []
+    jailed = False  # (the first candidate ran in a jail: the others are proven there or held)
     for code, how, votes in codes:
         findings = scan(
             code, target.first + 1, language=fixer.language.unread,
@@ -1241,10 +1246,13 @@ async def _round(
         if findings:  # a flagged one is asked about only in the loop, one at a time
             loop.failed(code, f"It was not run: it {findings[0].message}.", loop.current)
             continue
-        outcome, defined = await _trial(fixer, loop, code)
+        # Only the first may ask the user (what it tried, run it in the kernel?): a round of
+        # four that each try a write asked four times.
+        outcome, defined = await _trial(fixer, loop, code, proof_only=jailed)
         if outcome.status == RunStatus.CANCELLED:
             return loop.ended("cancelled", 1, "cancelled")
-        alone = not in_jail(outcome)  # no jail here: this candidate is the round's only one
+        jailed = jailed or in_jail(outcome)
+        alone = not jailed  # no jail here: this candidate is the round's only one
         if outcome.status != RunStatus.OK:
             await _raised(fixer, loop, code, outcome, lines)
             if alone:

@@ -111,15 +111,15 @@ class FixPorts:
     async def evidence(self, ename: str, line: int) -> Mapping[str, Any] | None:
         return await self.read_evidence(self.where, ename, line)
 
-    async def run(self, code: str, at: int) -> RunOutcome:
+    async def run(self, code: str, at: int, proof_only: bool = False) -> RunOutcome:
         """A candidate runs where it would stand (line `at`); it is recorded as the model's
         run there, and its results are not kept (an attempt shows in the document only once
-        applied)."""
+        applied). `proof_only`: in the jail or not at all, nothing asked."""
         before, self.before = tuple(self.before), []
         return await attempt_run(
             self.gate, self.runner, self.where, code, at, self.cancel, origin=self.origin,
             fix_of=self.fix_of, model=self.asked.pop() if self.asked else None, before=before,
-            line=self.first,
+            line=self.first, proof_only=proof_only,
         )  # fmt: skip
 
     async def redefine(self, target: Target, candidate: str) -> RunOutcome:

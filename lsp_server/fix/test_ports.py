@@ -184,8 +184,9 @@ class TestFixPorts:
             why = f"the tests did not all run: {problem}"
         return [*run.results, *missing], why
 
-    async def run(self, code: str, at: int) -> RunOutcome:
-        """The failing tests, with the candidate in place."""
+    async def run(self, code: str, at: int, proof_only: bool = False) -> RunOutcome:
+        """The failing tests, with the candidate in place (`proof_only` is the round's
+        wish for a kernel's run; the tests' run is the same either way)."""
         if self.cancel.is_set():
             return RunOutcome(RunStatus.CANCELLED, (), 0.0)
         self.say(f"running {len(self.failing)} failing test(s) with the candidate")

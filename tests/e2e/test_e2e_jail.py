@@ -305,3 +305,27 @@ async def test_generated_code_that_asks_for_input_is_run_in_the_kernel_only_when
     [question] = client.questions
     assert "tried asking for input (input())" in question.message
     assert result["run"]["status"] == "error"
+
+
+async def test_a_round_of_candidates_that_each_try_something_asks_once(
+    client: LanguageClient, folder: Path, model: ModelServer
+) -> None:
+    """A round of 3 (issue 69's): each candidate started a process in its jail, and each
+    asked "run it in the kernel?" — three questions for one fix. The first asks; the others
+    are proven in the jail or held, unasked."""
+    marker = folder / "started"
+    evil = GUARD_OFF + f"S['subprocess'].run(['touch', {str(marker)!r}])\nprint(sum(items))"
+    await start(client, folder, options(model, model={"candidates": 3}))
+    uri = open_doc(client, folder / "fix.py", "items = [1, 2]\n# %%\nprint(sum(things))\n")
+    model.script(*(code(f"x{n} = {n}\n{evil}") for n in range(3)), code("print(sum(items))"))
+    answer = await command(client, "runfix.runAndFix", {"uri": uri})
+    assert not marker.exists()
+    assert len(client.questions) == 1, (
+        [q.message for q in client.questions],
+        answer,
+        len(model.requests),
+        [m.message for m in client.log_messages][-30:],
+    )
+    assert "tried starting a process (touch)" in client.questions[0].message
+    assert answer["status"] == "fixed", answer
+    assert text(client, uri).endswith("print(sum(items))\n")

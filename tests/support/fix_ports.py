@@ -46,7 +46,7 @@ class CalledPorts:
             for ask in asks
         ]
 
-    async def run(self, code: str, at: int) -> RunOutcome:
+    async def run(self, code: str, at: int, proof_only: bool = False) -> RunOutcome:
         return await self.run_with(code, at)
 
     async def variables(self) -> list[Variable]:
