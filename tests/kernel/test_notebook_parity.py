@@ -9,6 +9,7 @@ value kept, a `;` that hides it, and pandas' own HTML for a table."""
 from __future__ import annotations
 
 import copy
+import os
 import re
 import subprocess
 import sys
@@ -132,3 +133,44 @@ def test_runfix_saves_what_jupyter_saves(name: str, way: str, tmp_path: Path) ->
     if name == "table":
         [value] = saved.cells[0].outputs
         assert "<table" in value.data["text/html"] and "5" in value.data["text/plain"]
+
+
+@pytest.mark.parametrize("way", ["fix", "generate"])
+def test_a_fixed_or_generated_notebook_is_saved_as_jupyter_saves_it(
+    way: str, tmp_path: Path
+) -> None:
+    """Issue 70, done when: a notebook with a DataFrame, a plot, a print and a prompt cell,
+    saved by `run --inplace --fix` (a cell fixed by the model) or `--inplace --generate`
+    (the prompt's body written and run), holds what nbclient saves for the notebook as it
+    ends up: outputs, their texts, the counts."""
+    from nbclient import NotebookClient
+
+    from tests.support.model_server import ModelServer, code
+
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    book = _notebook(
+        c("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3]})\ndf"),
+        c("import matplotlib.pyplot as plt\nplt.plot(df['a'])\nplt.show()"),
+        c("print('rows', len(df))" if way == "generate" else "print('rows', len(dff))"),
+        c("# ai: print the sum of a" if way == "generate" else "print(df['a'].sum())"),
+    )
+    path = tmp_path / "book.ipynb"
+    nbformat.write(book, path)
+    (tmp_path / "pyproject.toml").write_text('[tool.runfix]\nmodel = { name = "test-model" }\n')
+    with ModelServer() as model:
+        model.script(
+            code("print(df['a'].sum())") if way == "generate" else code("print('rows', len(df))")
+        )
+        done = subprocess.run(
+            [*RUNFIX, "run", str(path), "--inplace", f"--{way}"], capture_output=True,
+            text=True, cwd=tmp_path, timeout=120,
+            env={**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": model.url},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    saved = nbformat.read(path, as_version=4)
+    jupyter = copy.deepcopy(saved)
+    for cell in jupyter.cells:
+        cell.outputs, cell.execution_count = [], None
+    NotebookClient(jupyter, kernel_name="python3", timeout=60).execute()
+    assert _cells(saved) == _cells(jupyter)
