@@ -7,6 +7,7 @@ script of the kernel's HTML runs. The screenshots land in the test's output fold
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
@@ -377,6 +378,19 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
     assert any("image/png" in o.get("data", {}) for o in outputs[2]), outputs[2]  # the plot
     assert [o["output_type"] for o in outputs[5]] == ["error"], outputs[5]
     assert "NameError" in outputs[5][0]["ename"] + outputs[5][0]["evalue"]
+    # … what nbclient saves for the same notebook: output types, texts, counts, and the
+    # traceback's frames as IPython names them (issue 70)
+    from nbclient import NotebookClient
+
+    from tests.kernel.test_notebook_parity import _cells
+
+    vscode_saved = nbformat.reads(json.dumps(ran), as_version=4)
+    jupyter = copy.deepcopy(vscode_saved)
+    for cell in jupyter.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    NotebookClient(jupyter, kernel_name="python3", timeout=60, allow_errors=True).execute()
+    assert _cells(vscode_saved) == _cells(jupyter)
     assert report["notebookImages"] >= 1, "the plot was not shown in its cell"
     # An edit in the first code cell marks the values below it stale, on their cells
     assert report["notebookStale"], report.get("staleCells")
