@@ -908,6 +908,11 @@ def defined_at(names: Any) -> str:
     return json.dumps(found)
 
 
+MACHINE_POLLER = "ipykernel-parent-poller"
+"""The name ipykernel's parent poller gets, so that the debugger's thread list can leave
+it out (`lsp_server.debug.session`): it was an unnamed "Thread-1" beside the user's."""
+
+
 def see_documents() -> str:
     """Let the kernel's debugger (debugpy's pydevd) set breakpoints in what runfix ran that
     is no file on disk — a notebook's cell named by its URI, a new document never saved —
@@ -918,6 +923,9 @@ def see_documents() -> str:
     (`_sources`), for the debugger to tell a line edited since it ran."""
     if not _tell_pydevd():
         sys.meta_path.insert(0, _PydevdFinder())
+    for thread in threading.enumerate():  # (the debugger lists threads by their names)
+        if type(thread).__name__.startswith("ParentPoller") and thread.name.startswith("Thread-"):
+            thread.name = MACHINE_POLLER  # ipykernel's, unnamed: it was "Thread-1"
     return json.dumps(_sources)
 
 

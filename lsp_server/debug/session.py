@@ -58,7 +58,9 @@ _MACHINERY = ("/ipykernel/", "/IPython/", "/debugpy/", "/tornado/", "/asyncio/",
 """Frames of these are the kernel's own, left out of the call stack the user sees."""
 
 
-_MACHINE_THREAD = re.compile(r"^IPythonHistorySavingThread$|\(_watch_pipe_fd\)|^runfix-live$")
+_MACHINE_THREAD = re.compile(
+    r"^IPythonHistorySavingThread$|\(_watch_pipe_fd\)|^runfix-live$|^ipykernel-parent-poller$"
+)
 """Threads of the kernel's own (their code is IPython's and ipykernel's) and runfix's (the
 live features' reader)."""
 _FRAME_LINE = re.compile(r'^\s*File "([^"]*)", line \d+')

@@ -314,6 +314,9 @@ async def test_a_breakpoint_in_a_notebook_cell_hits_from_another_cell(
         # each frame says its cell (issue 70, 6: both read `shapes.ipynb 2:1`)
         shown = [(f["source"]["name"], f["line"]) for f in stop["frames"]]
         assert shown == [("shapes.ipynb, cell 1", 3), ("shapes.ipynb, cell 2", 1)], shown
+        # only the user's thread is listed (issue 70, 7: "Thread-1" and "runfix-live" were)
+        threads = (await client.request("threads"))["threads"]
+        assert [t["name"] for t in threads] == ["MainThread"], threads
 
 
 async def test_a_breakpoint_in_a_function_another_document_redefined_says_whose_it_is(
