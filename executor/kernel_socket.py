@@ -31,7 +31,7 @@ class _Connect(connect):
         return exc  # not followed: the Authorization header would go along
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
 
@@ -109,7 +109,7 @@ class KernelSocket:
                 if msg is not None:
                     self._take(msg)
         except WebSocketException as exc:
-            log.info("the kernel's WebSocket closed: %s", _short(exc))
+            log.info("the kernel's WebSocket closed: %s", short_error(exc))
         except Exception:
             log.exception("reading the kernel's WebSocket failed")
         finally:

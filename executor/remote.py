@@ -47,7 +47,7 @@ from executor.events import RunRequest, RunStatus
 from executor.install import InstallResult, take_line
 from executor.jupyter import JupyterKernel
 from executor.kernel_channels import NotReady, Say
-from executor.kernel_socket import KernelSocket, _short
+from executor.kernel_socket import KernelSocket, short_error
 from executor.owner import owner, owner_alive
 from executor.server_api import REQUEST_TIMEOUT, Failed, Gone, ServerApi
 
@@ -366,7 +366,7 @@ class RemoteKernel(JupyterKernel[RemoteConfig]):
             except (ExecutorUnavailable, OSError, WebSocketException, asyncio.TimeoutError) as exc:
                 if self._unreachable is None and loop.time() >= patience:
                     self._unreachable = (
-                        f"The connection to {self.config.host} was lost ({_short(exc)}); "
+                        f"The connection to {self.config.host} was lost ({short_error(exc)}); "
                         "runfix keeps reconnecting in the background, and the kernel's state "
                         "is kept if the server still has it"
                     )

@@ -16,7 +16,7 @@ import httpx
 
 from executor.base import ExecutorUnavailable
 from executor.configs import RemoteConfig
-from executor.kernel_socket import _short
+from executor.kernel_socket import short_error
 
 REQUEST_TIMEOUT = 15.0
 """Seconds a REST call may take (kernel creation and restart: the start timeout)."""
@@ -133,12 +133,12 @@ class ServerApi:
     def no_answer(self, exc: BaseException) -> str:
         if _tls_problem(exc):
             return (
-                f"TLS with {self.config.host} failed: {_short(exc)}. Give this machine the "
+                f"TLS with {self.config.host} failed: {short_error(exc)}. Give this machine the "
                 "server's certificate authority (SSL_CERT_FILE), or set runfix's "
                 "remote.verifyTls to false for a server you trust."
             )
         return (
-            f"Nothing answers at {self.base} ({_short(exc)}). Is the Jupyter Server or "
+            f"Nothing answers at {self.base} ({short_error(exc)}). Is the Jupyter Server or "
             "Enterprise Gateway running, and the tunnel to it open? (runfix's remote.url)"
         )
 

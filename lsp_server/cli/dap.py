@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from lsp_server.agents import DAP_HELLO, STAND_BY, AgentError, connect
-from lsp_server.cli.mcp import _held_folder
 from lsp_server.debug.wire import CAPABILITIES, WireError, framed, read_message, response
+from lsp_server.folder_socket import DAP_HELLO, STAND_BY, AgentError, connect, held_folder
 from lsp_server.text.frames import LineReader, stdin_reader
 
 
@@ -98,7 +97,7 @@ async def _adapter() -> int:
                 client.respond(request, error=f"{command}: launch first (no file is debugged)")
         arguments = request.get("arguments") or {}
         program = _program(arguments)
-        folder = await _held_folder(program) if program is not None else None
+        folder = await held_folder(program) if program is not None else None
         if program is None or folder is None:
             why = (
                 "program: the file whose cell to debug is needed"

@@ -1,7 +1,7 @@
 """`runfix mcp`: an MCP server over stdio for coding agents, sharing the editor's kernel.
 
 Each tool names its file or folder; the call goes to the `runfix serve` that holds that
-folder, over its local socket (`lsp_server/agents.py`), so the agent's runs use the
+folder, over its local socket (`lsp_server/folder_socket.py`), so the agent's runs use the
 user's kernel, queue behind the user's runs, land inline in the open file and are
 recorded as the agent's; the user allows them in the editor. With no editor holding the
 folder, `runfix mcp` serves it itself (`_Alone`). There is no "current notebook": two
@@ -24,18 +24,14 @@ from typing import Any
 
 from executor.base import ExecutorUnavailable
 from lsp_server import __version__
-from lsp_server.agents import (
-    LINE_LIMIT,
-    AgentDoor,
-    AgentError,
-    answers,
-    connect,
-    local_path,
-    runtime_dir,
-    socket_name,
-    until_gone,
-)
+from lsp_server.agents import AgentDoor, local_path, until_gone
 from lsp_server.cli.mcp_wire import Call, McpServer, Param, Tool, ToolError
+from lsp_server.folder_socket import (
+    LINE_LIMIT,
+    AgentError,
+    connect,
+    held_folder,
+)
 
 _IDS = itertools.count(1)
 
@@ -44,31 +40,6 @@ runfix runs Python in the kernel the user's editor uses for a folder: what the u
 is defined there, and what you run is seen by the user inline in their file. Runs wait
 for the user's runs, and the user allows them in the editor. Name files by path; lines
 start at 1."""
-
-
-async def _held_folder(path: Path) -> Path | None:
-    """The folder (the path itself when a folder, or one above) that an editor's `runfix
-    serve` holds. A socket is named by its folder's device and inode, and one a killed
-    server left stays: a file is never a folder held (its inode may be one a gone folder
-    had), and where several folders on the way up have a socket, the nearest that answers
-    is (else the nearest: its server may be taking it over). One socket is not probed:
-    the connection to it tells."""
-    found = _with_sockets(path)
-    if len(found) > 1:
-        for folder, where in found:
-            if await answers(where):
-                return folder
-    return found[0][0] if found else None
-
-
-def _with_sockets(path: Path) -> list[tuple[Path, Path]]:
-    """The folders from `path` (a file's: from its folder) up that have a socket, nearest
-    first, each with its socket."""
-    path = Path(os.path.abspath(path))
-    start = path if os.path.isdir(path) else path.parent
-    root = runtime_dir()  # checked once for the walk up, not once per folder above
-    sockets = ((folder, root / socket_name(folder)) for folder in (start, *start.parents))
-    return [(folder, where) for folder, where in sockets if where.exists()]
 
 
 def _project_of(path: Path) -> Path:
@@ -193,7 +164,7 @@ async def _call(path: str, op: str, args: dict[str, Any], agent: str) -> Any:
     message = {"id": next(_IDS), "op": op, "args": args, "agent": agent}
     if (why := _missing(path)) is not None:  # never a folder above it served instead
         raise AgentError(why)
-    folder = await _held_folder(Path(path))
+    folder = await held_folder(Path(path))
     if folder is not None:
         connection = _CONNECTIONS.get(folder)
         if connection is None:

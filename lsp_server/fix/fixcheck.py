@@ -484,7 +484,7 @@ def still_runs(original: str, line: int, candidate: str, ename: str | None = Non
         before, after = ast.parse(original), ast.parse(candidate)
     except SyntaxError:
         return None
-    failing = _statement_at(before, line)
+    failing = statement_at(before, line)
     if failing is None or isinstance(failing, (ast.Raise, ast.Assert)):
         return None  # the code's own raise or assert: a fix may well change it
     shown = ast.get_source_segment(original, failing) or ""
@@ -492,7 +492,7 @@ def still_runs(original: str, line: int, candidate: str, ename: str | None = Non
     if len(shown) > 60:
         shown = shown[:59] + "…"
     parents = _parents(after)
-    matches = [n for n in ast.walk(after) if _same_job(failing, n, before, after)]
+    matches = [n for n in ast.walk(after) if same_job(failing, n, before, after)]
     if not matches:
         return f"removes the failing line (`{shown}`)"
     same = [n for n in matches if ast.dump(n) == ast.dump(failing)]
@@ -503,7 +503,7 @@ def still_runs(original: str, line: int, candidate: str, ename: str | None = Non
     return None
 
 
-def _statement_at(tree: ast.AST, line: int) -> ast.stmt | None:
+def statement_at(tree: ast.AST, line: int) -> ast.stmt | None:
     """The innermost statement covering `line`."""
     best: ast.stmt | None = None
     for node in ast.walk(tree):
@@ -517,7 +517,7 @@ def _height(node: ast.AST) -> int:
     return (getattr(node, "end_lineno", None) or 0) - getattr(node, "lineno", 0)
 
 
-def _targets(node: ast.AST) -> set[str]:
+def targets_of(node: ast.AST) -> set[str]:
     """The names a statement assigns (a subscript or attribute counts as its base name)."""
     targets: list[ast.expr] = []
     if isinstance(node, ast.Assign):
@@ -534,7 +534,7 @@ def _targets(node: ast.AST) -> set[str]:
     return names
 
 
-def _callee(call: ast.Call) -> str:
+def callee_of(call: ast.Call) -> str:
     func = call.func
     if isinstance(func, ast.Attribute):
         return func.attr
@@ -542,7 +542,7 @@ def _callee(call: ast.Call) -> str:
 
 
 def _calls(node: ast.AST) -> set[str]:
-    return {c for n in ast.walk(node) if isinstance(n, ast.Call) and (c := _callee(n))}
+    return {c for n in ast.walk(node) if isinstance(n, ast.Call) and (c := callee_of(n))}
 
 
 def _similar(a: str, b: str) -> bool:
@@ -564,7 +564,7 @@ def _function_of(tree: ast.AST, node: ast.AST) -> str | None:
     return min(holders, key=lambda fn: (fn.end_lineno or fn.lineno) - fn.lineno).name
 
 
-def _same_job(failing: ast.stmt, node: ast.AST, before: ast.AST, after: ast.AST) -> bool:
+def same_job(failing: ast.stmt, node: ast.AST, before: ast.AST, after: ast.AST) -> bool:
     """Whether `node` (of the candidate) does what the failing statement did."""
     if not isinstance(node, ast.stmt):
         return False
@@ -572,11 +572,11 @@ def _same_job(failing: ast.stmt, node: ast.AST, before: ast.AST, after: ast.AST)
         return isinstance(node, ast.Return) and _function_of(before, failing) == _function_of(
             after, node
         )
-    wanted = _targets(failing)
+    wanted = targets_of(failing)
     if wanted:
-        return bool(wanted & _targets(node))
+        return bool(wanted & targets_of(node))
     if isinstance(failing, ast.Expr) and isinstance(failing.value, ast.Call):
-        callee = _callee(failing.value)
+        callee = callee_of(failing.value)
         if isinstance(node, (ast.Expr, ast.Assign, ast.Return)):
             return any(_similar(callee, c) for c in _calls(node))
         return False

@@ -31,7 +31,7 @@ from typing import Any
 
 from executor.events import RunOutcome, Stream, Value
 from lsp_server.fix.evidence import frames_of
-from lsp_server.fix.fixcheck import _callee, _same_job, _statement_at, _targets
+from lsp_server.fix.fixcheck import callee_of, same_job, statement_at, targets_of
 
 _TOKEN = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[A-Za-z_]\w*|\[\]|\{\}|\(\)|''|\"\"")
 """What output is compared by: numbers, words, empty brackets and quotes."""
@@ -196,11 +196,11 @@ def _constant_result(before: ast.AST, after: ast.AST, line: int) -> Held | None:
     """The statement that raised computed from names (`return sum(xs) / len(xs)`,
     `print(len(evens(10)))`); the candidate's doing its job is a constant (`return 3 + 4 +
     5`, `print(1)`)."""
-    failing = _statement_at(before, line)
+    failing = statement_at(before, line)
     if failing is None or not _names(_value_of(failing)) - _CALLED_ALONE:
         return None
-    doing = [n for n in ast.walk(after) if _same_job(failing, n, before, after)]
-    doing += _filling(after, _targets(failing))
+    doing = [n for n in ast.walk(after) if same_job(failing, n, before, after)]
+    doing += _filling(after, targets_of(failing))
     constant = [n for n in doing if _is_constant(_value_of(n))]
     if doing and len(constant) == len(doing):
         said = ast.unparse(constant[0]).splitlines()[0]
@@ -312,9 +312,9 @@ def _operation_gone(failing: Failing, before: ast.AST, after: ast.AST) -> Held |
         return None
     said = f"`{failing.expression.strip()}`"
     if isinstance(node, ast.Call):
-        callee = _callee(node)
+        callee = callee_of(node)
         if callee and not any(
-            isinstance(n, ast.Call) and _callee(n) == callee for n in ast.walk(after)
+            isinstance(n, ast.Call) and callee_of(n) == callee for n in ast.walk(after)
         ):
             return Held(f"removes the operation that raised ({said}): `{callee}` is never called")
         return None

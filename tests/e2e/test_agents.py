@@ -21,7 +21,7 @@ from lsprotocol import types as lsp
 from mcp import ClientSession
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_server.agents import AgentError, connect, runtime_dir, socket_path
+from lsp_server.folder_socket import AgentError, connect, runtime_dir, socket_path
 from tests.conftest import (
     SERVER,
     SERVER_ENV,
@@ -227,7 +227,7 @@ async def test_two_agents_at_once_get_their_own_answers(initialized: Any, folder
 async def test_a_socket_a_dead_server_left_does_not_stop_the_agent(tmp_path: Path) -> None:
     import socket
 
-    from lsp_server.agents import socket_path
+    from lsp_server.folder_socket import socket_path
 
     project = tmp_path / "left"
     project.mkdir()
@@ -622,7 +622,7 @@ async def test_a_server_takes_its_socket_back_when_it_is_moved_away(
 ) -> None:
     """Issue 68, 6: a socket renamed away (model code once renamed one folder's socket over
     another's) is noticed, and the server listens on its name again."""
-    from lsp_server.agents import answers
+    from lsp_server.folder_socket import answers
 
     uri = open_doc(initialized, folder / "x.py", "x = 1\n")
     assert (await run(initialized, uri))["status"] == "ok"

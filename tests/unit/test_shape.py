@@ -509,3 +509,24 @@ def test_no_class_of_the_server_or_the_executor_is_over_400_lines() -> None:
         if isinstance(node, ast.ClassDef) and (node.end_lineno or 0) - node.lineno + 1 > 400
     }
     assert long == {}
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    """Issue 71, 3: a name with a leading underscore is its module's own (`cli/dap.py` took
+    `cli.mcp._held_folder`; `fix.silencing` four of `fix.fixcheck`'s). What two modules
+    share is public, in the module it belongs to. (`executor._kernel_*` are modules the
+    kernel loads, named so to stay out of the user's way: importing a module is not
+    importing its privates.)"""
+    found = []
+    for path in [*(ROOT / "lsp_server").rglob("*.py"), *(ROOT / "executor").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            if node.module.split(".")[0] not in ("lsp_server", "executor"):
+                continue
+            base = ROOT.joinpath(*node.module.split("."))
+            for alias in node.names:
+                is_module = (base / f"{alias.name}.py").exists() or (base / alias.name).is_dir()
+                if alias.name.startswith("_") and not alias.name.startswith("__") and not is_module:
+                    found.append(f"{path.relative_to(ROOT)}: {node.module}.{alias.name}")
+    assert found == []
