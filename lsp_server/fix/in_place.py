@@ -1,6 +1,6 @@
 """A module file's text with a fix's candidate in place, and whether it compiles: what both
 of the fix loop's ports put into the module before its test runs (the kernel's, `ports`;
-the project's tests', `test_ports`). Below the loop: a port calls down into it, never back
+the project's tests', `tests_ports`). Below the loop: a port calls down into it, never back
 into the loop's own module."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from lsp_server.fix.fixing import (
     module_target,
     user_module,
 )
-from lsp_server.fix.test_ports import Fixing, TestFixPorts, read_lines
+from lsp_server.fix.tests_ports import Fixing, TestFixPorts, read_lines
 from lsp_server.model.client import ModelClient
 from lsp_server.record.store import RecordedRun
 from lsp_server.settings import Settings

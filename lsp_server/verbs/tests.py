@@ -17,8 +17,8 @@ from executor.base import ExecutorUnavailable
 from executor.testing import TestResult, TestRun
 from lsp_server.contract import FixAnswer, RunAnswer, Status
 from lsp_server.editor import Editor, Level
-from lsp_server.fix.test_ports import EditorOutlet
 from lsp_server.fix.tests_fix import Apply, Say, TestFixer
+from lsp_server.fix.tests_ports import EditorOutlet
 from lsp_server.outputs.results import Problem, Related
 from lsp_server.runs import Where
 from lsp_server.services.desk import Desk
