@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,9 +15,6 @@ import pytest
 from lsprotocol import types as lsp
 
 import executor.pool
-from executor import testing as pytest_runs
-from executor.base import ExecutorState
-from executor.events import Error, Frame, Jailed, RunOutcome, RunRequest, RunStatus, Value
 from executor.trust import Choice, TrustStore
 from lsp_server import contract
 from lsp_server.commands import Call, dispatch
@@ -27,90 +23,8 @@ from lsp_server.flow import Flow
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from tests.support.editors import FakeEditor
+from tests.support.fake_kernel import FakeKernel, FakeModel
 from tests.support.trace import Trace, traced
-
-
-class FakeKernel:
-    """Answers each run at once: a value, or NameError for a name `broken` holds."""
-
-    candidates = 0
-    """Test runs with a fix's candidate in place of its module."""
-
-    def __init__(self, folder: Path, config: Any, **_: Any) -> None:
-        self.folder, self.config = folder, config
-        self.grace, self.startup_timeout = 3.0, 60.0
-        self.on_state: Any = None
-        self.state = ExecutorState.IDLE
-        self.launched = True
-        self.retired = None
-        self.label = "fake"
-        self.plain = False
-        """A Python kernel with runfix's helper: the model's code runs in its jail first."""
-
-    async def execute(self, request: RunRequest, **_: Any) -> RunOutcome:
-        outcome = self._ran(request)
-        return replace(outcome, jailed=Jailed("ran")) if request.jail is not None else outcome
-
-    def _ran(self, request: RunRequest) -> RunOutcome:
-        if "undefined_name" in request.code:
-            line = request.first_line + next(
-                i for i, row in enumerate(request.code.splitlines()) if "undefined_name" in row
-            )
-            frame = Frame(request.filename, line, "<module>")
-            error = Error("NameError", "name 'undefined_name' is not defined", (frame,), "")
-            return RunOutcome(RunStatus.ERROR, (error,), 0.001)
-        return RunOutcome(RunStatus.OK, (Value({"text/plain": "3"}, None),), 0.001)
-
-    async def variables(self) -> list[Any]:
-        return []
-
-    async def run_tests(self, ids: Any, sources: Any = None, **_: Any) -> pytest_runs.TestRun:
-        """`tests/test_m.py::test_f` fails in `m.f` until a candidate of `m.py` is given."""
-        folder = self.folder
-        passed = bool(sources) and "return 2" in next(iter(sources.values()))
-        FakeKernel.candidates += bool(sources)
-        frames = (
-            pytest_runs.Frame(str(folder / "tests" / "test_m.py"), 5, "test_f"),
-            pytest_runs.Frame(str(folder / "m.py"), 2, "f"),
-        )
-        result = pytest_runs.TestResult(
-            "tests/test_m.py::test_f", "passed" if passed else "failed", 0.001,
-            str(folder / "tests" / "test_m.py"), 3, "test_f",
-            None if passed else "AssertionError: assert 1 == 2", () if passed else frames,
-        )  # fmt: skip
-        return pytest_runs.TestRun(results=[result], collected=1, exit=0 if passed else 1)
-
-    async def evidence(self, ename: str, line: int) -> None:
-        return None
-
-    async def shutdown(self) -> None:
-        pass
-
-    async def retire(self, why: str) -> None:
-        pass
-
-
-class FakeModel:
-    """Answers every request with the fixed cell."""
-
-    def __init__(self, reply: str) -> None:
-        self.reply = reply
-        said = {"temperature": None, "seed": None, "max_tokens": 256, "missing": lambda _: None}
-        self.config = type("Config", (), said)()
-        self.last_usage = None
-        self.last_asked = None
-
-    def prompt_tokens(self, messages: Any) -> int:
-        return 100
-
-    async def complete(self, messages: Any, **_: Any) -> str:
-        return self.reply
-
-    async def complete_many(self, messages: Any, n: int, **_: Any) -> list[str]:
-        return [self.reply] * n
-
-    async def close(self) -> None:
-        pass
 
 
 class _Sink:
@@ -160,9 +74,9 @@ def _request(
     ask: str,
     name: str = "job.py",
     reply: str = "```python\nundefined_name = 2\nprint(undefined_name + 1)\n```",
-) -> Trace:
+) -> tuple[Trace, Any]:
     """Ask `ask` ("run", "fix": the face; a contract command: through the one table, as a
-    door asks) of a document `name` holding `source`, traced; its Trace."""
+    door asks) of a document `name` holding `source`, traced; its Trace and its answer."""
     folder = tmp_path / "project"
     folder.mkdir(parents=True)
     (folder / name).write_text(source)
@@ -194,7 +108,7 @@ def _request(
 
     answer, trace = traced(request)
     assert answer is not None
-    return trace
+    return trace, answer
 
 
 arguments: dict[str, Callable[[str], Any]] = {
@@ -222,7 +136,7 @@ def test_a_notebook_cells_run_generate_and_a_test_fix_through_the_table_derive_e
         ("m.py", contract.FIX_TESTS, "def f():\n    return 1\n", FIXED_F),
     ):
         FakeKernel.candidates = 0
-        trace = _request(tmp_path / name, source, monkeypatch, ask, name, reply)
+        trace, _ = _request(tmp_path / name, source, monkeypatch, ask, name, reply)
         assert ask != contract.FIX_TESTS or FakeKernel.candidates == 1  # (the fix was tried)
         print(f"{ask}: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
         assert trace.k == 0, (ask, dict(trace.facts))
@@ -233,7 +147,7 @@ def test_a_run_derives_each_fact_once_and_never_calls_back_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: K = 2 (the trust decision read again by the gate and by the session)."""
-    trace = _request(tmp_path, "x = 1\nx + 2\n", monkeypatch, "run")
+    trace, _ = _request(tmp_path, "x = 1\nx + 2\n", monkeypatch, "run")
     print(f"run: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
     assert trace.k == 0, dict(trace.facts)
     assert trace.r == 0, trace.reentries
@@ -243,8 +157,11 @@ def test_a_run_and_fix_derives_each_fact_once_and_its_loop_calls_only_its_ports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: R = 8 (the fix loop called back into seven closures of the fix flow), K = 6
-    (the trust decision read 4 more times, admission and the kernel's config twice)."""
-    trace = _request(tmp_path, "print(undefined_name + 1)\n", monkeypatch, "fix")
+    (the trust decision read 4 more times, admission and the kernel's config twice). The
+    fix lands (issue 71, 6: the fake kernel failed the model's answer too, so the traced
+    request never reached the fix's check, its edit or its record)."""
+    trace, answer = _request(tmp_path, "print(undefined_name + 1)\n", monkeypatch, "fix")
+    assert answer.status.value == "fixed" and answer.says == "3", answer
     print(f"fix: R = {trace.r} {trace.reentries}, K = {trace.k} {dict(trace.facts)}")
     assert trace.k == 0, dict(trace.facts)
     assert trace.r == 0, trace.reentries
@@ -361,3 +278,18 @@ def test_a_new_range_step_sees_the_whole_run_and_can_stop_it(
         "before 3: line 5",
         "leave: 2 ran, stopped 'not run: the third cell waits'",
     ]
+
+
+def test_the_fake_kernel_takes_what_the_real_kernel_takes() -> None:
+    """Issue 71, 6: the fakes' signatures had drifted from the kernel's (a call the core
+    makes with a new argument passed the fake and failed the kernel, or the reverse)."""
+    import inspect
+
+    from executor.jupyter import JupyterKernel
+
+    def shape(method: Any) -> list[tuple[str, Any, bool]]:
+        parameters = inspect.signature(method).parameters.values()
+        return [(p.name, p.kind, p.default is inspect.Parameter.empty) for p in parameters]
+
+    for name in ("execute", "variables", "run_tests", "evidence", "shutdown", "retire"):
+        assert shape(getattr(FakeKernel, name)) == shape(getattr(JupyterKernel, name)), name
