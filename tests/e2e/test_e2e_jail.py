@@ -327,5 +327,7 @@ async def test_a_round_of_candidates_that_each_try_something_asks_once(
         [m.message for m in client.log_messages][-30:],
     )
     assert "tried starting a process (touch)" in client.questions[0].message
+    # (how VS Code's extension knows to ask it in a dialog: `runsCode` in editors/vscode)
+    assert client.questions[0].message.endswith("Run it in the kernel?")
     assert answer["status"] == "fixed", answer
     assert text(client, uri).endswith("print(sum(items))\n")

@@ -23,6 +23,7 @@ import {
   type KernelState,
   NOT_FOUND,
   ignoredInWorkspace,
+  runsCode,
   serverSettings,
   statusText,
 } from "./find";
@@ -390,11 +391,6 @@ const experimentalFeature: StaticFeature = {
   clear(): void {},
 };
 
-/** A question of the server's whose answer runs code on the user's machine: whether to
- *  run code runfix flagged ("… starts a process (subprocess.run). Run it in the local
- *  kernel?"). */
-const RUNS_FLAGGED = /Run it in the [^?]* kernel\?$/;
-
 /** The server's questions (`window/showMessageRequest`), as the language client asks them,
  *  except whether to run flagged code: a modal dialog, which stays until it is answered. As
  *  a notification it slid into the notification centre while the run's progress spun, and
@@ -404,7 +400,7 @@ async function askUser(params: {
   message: string;
   actions?: vscode.MessageItem[];
 }): Promise<vscode.MessageItem | null> {
-  const modal = RUNS_FLAGGED.test(params.message);
+  const modal = runsCode(params.message);
   // (in the dialog, the last answer — "Don't run" — is what Escape and its close button
   // give: no third "Cancel" beside it)
   const actions = (params.actions ?? []).map((a, i, all) => ({

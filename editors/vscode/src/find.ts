@@ -140,3 +140,11 @@ export function chosenLanguages(setting: unknown): string[] {
   }
   return LANGUAGES.filter((language) => setting.includes(language));
 }
+
+/** Whether a question of the server's asks to run code runfix flagged or held on the
+ *  user's machine: "… starts a process (subprocess.run). Run it in the local kernel?", "…
+ *  tried writing x. runfix's jail refused it … Run it in the kernel?" (asked as a dialog
+ *  that stays: `askUser`). */
+export function runsCode(message: string): boolean {
+  return /Run it in the (local )?kernel\?$/.test(message);
+}

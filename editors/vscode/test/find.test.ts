@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { chosenLanguages, findRunfix, ignoredInWorkspace, LANGUAGES, serverSettings, statusText } from "../src/find";
+import { chosenLanguages, findRunfix, ignoredInWorkspace, LANGUAGES, runsCode, serverSettings, statusText } from "../src/find";
 
 const posix = (executables: string[], pathDirs: string[] = []) => ({
   platform: "linux" as NodeJS.Platform,
@@ -74,4 +74,15 @@ test("runfix.languages: the languages runfix runs, all of them unless narrowed",
   assert.deepEqual(chosenLanguages(["r", "python", "cobol"]), ["python", "r"]);
   assert.deepEqual(chosenLanguages([]), []);
   assert.ok(!("languages" in serverSettings(["languages"], () => ({ globalValue: ["r"] }))));
+});
+
+test("a question whose answer runs flagged or held code is told from the others", () => {
+  // (the server's words: lsp_server/lsp/editor.py `confirm`, services/gate.py `allow_tried`)
+  assert.ok(runsCode("runfix: The model-written code at line 3 starts a process (subprocess.run). Run it in the local kernel?"));
+  assert.ok(runsCode("runfix: runfix has no jail for R kernels: run the model's code in your kernel as it is? Run it in the local kernel?"));
+  assert.ok(
+    runsCode("runfix: the model's code (fix.py:3) tried writing out.txt. runfix's jail refused it, and it has not run in your kernel. Run it in the kernel?"),
+  );
+  assert.ok(!runsCode("runfix: Run the code of /ws in a local kernel? It has not run before."));
+  assert.ok(!runsCode("runfix: an agent (claude) asks to run code in ws. Allow it?"));
 });
