@@ -26,6 +26,7 @@ import hmac
 import json
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,14 +63,24 @@ def resolved(folder: Path) -> Path:
     return Path(os.path.realpath(folder))
 
 
+RACY_NS = 2_000_000_000
+"""How recent a change of the decisions' file is read again at every look (git's racy
+rule; 2 s covers the coarsest file times, FAT's)."""
+
+
 class TrustStore:
     """The decisions, read from disk whenever it changed (`runfix trust` in a terminal
     counts for a running server at its next run)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or state_folder() / "trust.json"
-        self._seen: tuple[int, int] | None = None
+        self._seen: tuple[int, ...] | None = None
+        self._racy = False
+        """The file changed within `RACY_NS` of when it was read: read it again next time."""
         self._folders: dict[str, Choice] = {}
+        self._decided: dict[Path, tuple[tuple[int, int], tuple[Path, Choice] | None, object]] = {}
+        """Each folder's decision as last derived: the folder's identity then (device, inode,
+        links followed), the decision, and the decisions it was read from."""
         self.problem: str | None = None
         """Why the file could not be read (then nothing is trusted, and nothing written)."""
 
@@ -83,9 +94,10 @@ class TrustStore:
             self._seen, self._folders = None, {}
             self.problem = f"{self.path} cannot be read ({exc.strerror})"
             return self._folders
-        seen = (info.st_mtime_ns, info.st_size)
-        if seen == self._seen:
+        seen = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
+        if seen == self._seen and not self._racy:
             return self._folders
+        read_at = time.time_ns()
         folders: dict[str, Choice] = {}
         self.problem = None
         try:
@@ -100,6 +112,9 @@ class TrustStore:
             # in it are the user's: `runfix trust` says so rather than drop them)
             folders, self.problem = {}, f"{self.path} is not runfix's decisions ({exc})"
         self._seen, self._folders = seen, folders
+        # git's racy rule: a file written in the same clock tick as it was read can change
+        # again unseen (the same times, the same size): until it is older, read it each time
+        self._racy = read_at - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS
         return folders
 
     def _writable(self) -> dict[str, Choice]:
@@ -120,15 +135,28 @@ class TrustStore:
         self._seen = None
 
     def decision(self, folder: Path) -> tuple[Path, Choice] | None:
-        """The decision that covers `folder` (its own, else its nearest parent's)."""
+        """The decision that covers `folder` (its own, else its nearest parent's). Derived
+        again only when the decisions changed or `folder` is another folder than it was (a
+        link changed, removed, made again): one `stat` a run, not a `realpath` and a walk up."""
         folders = self._load()
         if not folders:
             return None
-        here = resolved(folder)
+        try:
+            found = os.stat(folder)
+            identity: tuple[int, int] | None = (found.st_dev, found.st_ino)
+        except OSError:
+            identity = None  # (not there: derived each time, as a parent's may cover it)
+        kept = self._decided.get(folder)
+        if kept is not None and kept[0] == identity and kept[2] is folders:
+            return kept[1]
+        here, decided = resolved(folder), None
         for candidate in (here, *here.parents):
             if (choice := folders.get(str(candidate))) is not None:
-                return candidate, choice
-        return None
+                decided = candidate, choice
+                break
+        if identity is not None:
+            self._decided[folder] = (identity, decided, folders)
+        return decided
 
     def decide(self, folder: Path, choice: Choice) -> Path:
         folders = self._writable()

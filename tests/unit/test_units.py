@@ -531,3 +531,37 @@ def test_remote_settings_check_their_values_and_a_project_cannot_point_them_else
     assert project.remote.kernel_env == ()
     assert any("remote.kernelEnv is ignored" in p for p in project.problems)
     assert any("remote.url is ignored" in p for p in project.problems)
+
+
+def test_a_trust_decision_is_derived_again_when_what_it_read_changed(tmp_path: Path) -> None:
+    """Issue 71, 7: a run's trust decision is kept (one `stat` a run instead of a `realpath`
+    and a walk up) while its inputs are as they were; each input changed between two looks
+    gives the new decision: the decisions' file rewritten in the same clock tick with the
+    same size (git's racy case), the folder a link names swapped for another."""
+    import json
+    import os
+
+    from executor.trust import Choice, TrustStore
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    link = tmp_path / "project"
+    link.symlink_to(one)
+    store = TrustStore(tmp_path / "trust.json")
+    store.decide(one, Choice.TRUST)
+    assert store.decision(link) == (one, Choice.TRUST)
+    assert store.decision(link) == (one, Choice.TRUST)  # (kept)
+    # the file rewritten with the same size and times: `own` for `trust`, padded alike
+    before = os.stat(store.path)
+    body = json.dumps({"version": 1, "folders": {str(one): "own"}})
+    store.path.write_text(body.ljust(before.st_size))
+    os.utime(store.path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(store.path).st_size == before.st_size
+    assert store.decision(link) == (one, Choice.OWN)
+    # the link now names another folder, which nothing covers
+    link.unlink()
+    link.symlink_to(two)
+    assert store.decision(link) is None
+    store.decide(two, Choice.TRUST)
+    assert store.decision(link) == (two, Choice.TRUST)
