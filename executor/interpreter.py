@@ -33,14 +33,15 @@ def find_interpreter(folder: Path, setting: str | None = None) -> Interpreter:
         if chosen.is_dir():
             chosen = chosen / _BIN / _EXE
         return Interpreter(str(chosen), "the `python` setting")
+    base = os.fspath(folder)  # (strings, not Paths: this is looked up on every run)
     for name in (".venv", "venv"):
-        candidate = folder / name / _BIN / _EXE
-        if candidate.exists():
-            return Interpreter(str(candidate), f"the folder's {name}/")
+        found = os.path.join(base, name, _BIN, _EXE)
+        if os.path.exists(found):
+            return Interpreter(found, f"the folder's {name}/")
     if venv := os.environ.get("VIRTUAL_ENV"):
-        candidate = Path(venv) / _BIN / _EXE
-        if candidate.exists():
-            return Interpreter(str(candidate), "VIRTUAL_ENV")
+        found = os.path.join(venv, _BIN, _EXE)
+        if os.path.exists(found):
+            return Interpreter(str(Path(found)), "VIRTUAL_ENV")
     return Interpreter(sys.executable, "the interpreter runfix runs on")
 
 
