@@ -42,6 +42,7 @@ from lsp_server.services.range_steps import (
     RangeStep,
     Shared,
     StopSaid,
+    surrounds,
 )
 from lsp_server.services.steps import (
     Announced,
@@ -200,6 +201,8 @@ class Runner:
         """`run`'s pieces, in order, inside the range's steps."""
         async with contextlib.AsyncExitStack() as around:
             for step in self.range_steps:
+                if not surrounds(step):
+                    continue
                 await around.enter_async_context(step.around(run))
                 if run.stopped is not None:
                     return
