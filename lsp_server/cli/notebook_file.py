@@ -21,13 +21,12 @@ from executor.text import split_lines
 from lsp_server.folder_files import read_regular
 from lsp_server.record.notebooks import (
     NOTEBOOK_LIMIT,
-    cell_of,
     cell_outputs,
     kernel_language,
     last_statement,
     load,
     notebook_language,
-    outputs_of,
+    saved_cell,
     written,
 )
 from lsp_server.record.store import RESTORE_RUNS, RunRecord, standing
@@ -147,14 +146,9 @@ class NotebookFile:
                 value_at = first + 1 + shown if shown is not None else None  # (spans from 1)
                 out[index] = [o for r in now for o in cell_outputs(r.outcome, value_at)]
             elif recorded := standing(runs, lines, first, last):
-                # as Jupyter saves the cell, where its run kept that (`with_cell`): the runs
-                # before a fix changed the document (runfix's own summaries otherwise)
-                kept = [cell_of(run, folder) for run in recorded]
-                out[index] = [
-                    o
-                    for run, cell in zip(recorded, kept, strict=True)
-                    for o in (cell[0] if cell is not None else outputs_of(run, folder))
-                ]
+                # as Jupyter saves the cell, where its run kept that: the runs before a fix
+                # changed the document (runfix's own summaries otherwise)
+                out[index] = [o for run in recorded for o in saved_cell(run, folder)[0]]
         return out
 
     def write(self, sources: Sequence[str] | None, outputs: dict[int, list[Any]] | None) -> bool:

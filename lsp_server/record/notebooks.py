@@ -29,7 +29,7 @@ from lsp_server.folder_files import read_regular, safe_target, stored_output
 from lsp_server.record.store import RecordedOutput, RecordedRun, standing
 from lsp_server.record.tracebacks import ipython_traceback
 from lsp_server.text.cells import code_of, split_cells
-from lsp_server.text.languages import PYTHON, Language, of_kernel
+from lsp_server.text.languages import LANGUAGES, PYTHON, Language, of_kernel
 
 if TYPE_CHECKING:
     from lsp_server.outputs.bundles import OutputFiles
@@ -281,19 +281,14 @@ def merged(notebook: Any, text: str, runs: Sequence[RecordedRun], folder: Path |
             # its latest run of this code, wherever the cell stood then (lines above it may
             # have been added since)
             ran = next((r for r in runs if ran_as_cell(r.code, source)), None)
-            kept = cell_of(ran, folder) if ran is not None else None
-            if kept is not None:  # as Jupyter saves the cell (its kernel's mime bundles)
-                cell.outputs, cell.execution_count = kept
-            elif ran is not None:
-                cell.outputs = outputs_of(ran, folder)
-                cell.execution_count = None
+            if ran is not None:
+                cell.outputs, cell.execution_count = saved_cell(ran, folder)
         result.cells.append(cell)
     return result
 
 
-COMMENTS = ("#", "//", "--")
-"""How a line of a notebook's kernel languages opens as a comment (Python, R, Julia: `#`;
-JavaScript and TypeScript: `//`; `--` for the rest runfix runs)."""
+COMMENTS = tuple(dict.fromkeys(language.comment for language in LANGUAGES))
+"""How a line opens as a comment in the languages runfix runs notebooks of."""
 
 
 def ran_as_cell(code: str, source: str) -> bool:
@@ -466,6 +461,14 @@ def cell_of(run: RecordedRun, folder: Path | None) -> tuple[list[Any], int | Non
         outputs = [from_dict(o) for o in kept["outputs"]]  # type: ignore[no-untyped-call]
         return outputs, count if isinstance(count, int) else None
     return None
+
+
+def saved_cell(run: RecordedRun, folder: Path | None) -> tuple[list[Any], int | None]:
+    """The outputs and count a notebook's cell saves for `run`: as Jupyter saves them
+    where the run kept that (`with_cell`: the kernel's mime bundles), else the outputs of
+    its statements, with no count."""
+    kept = cell_of(run, folder)
+    return kept if kept is not None else (outputs_of(run, folder), None)
 
 
 def latest_cell(folder: Path, path: str, code: str) -> str | None:
