@@ -18,3 +18,10 @@ class ExecutorState(enum.Enum):
 
 class ExecutorUnavailable(Exception):
     """The executor cannot start; the message says why and how to fix it."""
+
+
+def short_error(exc: BaseException, limit: int = 300) -> str:
+    """An exception as one line of a message: its first line, at most `limit` characters
+    (its type's name where it says nothing)."""
+    text = str(exc).strip().splitlines()
+    return text[0][:limit] if text else type(exc).__name__

@@ -42,7 +42,7 @@ import docker.errors
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from executor.base import ExecutorUnavailable
+from executor.base import ExecutorUnavailable, short_error
 from executor.cancel import stop
 from executor.channels import QuickClient
 from executor.configs import DEFAULT_IMAGE, DockerConfig
@@ -54,6 +54,8 @@ from executor.kernel_channels import STATEMENT_FILE, Say
 from executor.owner import owner, owner_alive, pid_exists
 
 log = logging.getLogger(__name__)
+DOCKER_SAID = 200
+"""Characters of an error Docker gave kept in what runfix says."""
 
 LABEL = "io.runfix"
 FOLDER_LABEL = "io.runfix.folder"
@@ -88,8 +90,8 @@ def engine() -> docker.DockerClient:
                 client.ping()
             except docker.errors.DockerException as exc:
                 raise ExecutorUnavailable(
-                    f"No Docker engine answers ({_short(exc)}). Start one (dockerd, Docker "
-                    'Desktop) or set runfix\'s executor to "kernel".'
+                    f"No Docker engine answers ({short_error(exc, DOCKER_SAID)}). Start one "
+                    '(dockerd, Docker Desktop) or set runfix\'s executor to "kernel".'
                 ) from exc
             _engine = client
         return _engine
@@ -124,11 +126,6 @@ def sandbox_ready(image: str) -> bool:
         return False
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:200] if text else type(exc).__name__
-
-
 def sweep(client: docker.DockerClient) -> list[str]:
     """Remove runfix containers whose server is gone (crashed or killed); their names."""
     removed = []
@@ -153,7 +150,9 @@ def _sweep_once(client: docker.DockerClient) -> None:
     try:
         sweep(client)
     except docker.errors.DockerException as exc:
-        log.warning("could not look for leftover runfix containers: %s", _short(exc))
+        log.warning(
+            "could not look for leftover runfix containers: %s", short_error(exc, DOCKER_SAID)
+        )
 
 
 def container_user(folder: Path, setting: str | None) -> tuple[int, int]:
@@ -390,7 +389,7 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         try:
             attrs, logs = await asyncio.to_thread(read)
         except docker.errors.DockerException as exc:
-            return f"The sandbox container exited at start ({_short(exc)})."
+            return f"The sandbox container exited at start ({short_error(exc, DOCKER_SAID)})."
         code = attrs.get("State", {}).get("ExitCode")
         said = f": {logs}" if logs else ""
         return (
@@ -428,7 +427,11 @@ class DockerKernel(JupyterKernel[DockerConfig]):
             except docker.errors.NotFound:
                 pass
             except docker.errors.DockerException as exc:
-                log.warning("could not remove container %s: %s", container.name, _short(exc))
+                log.warning(
+                    "could not remove container %s: %s",
+                    container.name,
+                    short_error(exc, DOCKER_SAID),
+                )
         if self._runtime is not None:
             shutil.rmtree(self._runtime, ignore_errors=True)
             self._runtime = None
@@ -452,7 +455,11 @@ class DockerKernel(JupyterKernel[DockerConfig]):
         try:
             await asyncio.to_thread(self.container.kill, signal="SIGINT")
         except docker.errors.DockerException as exc:
-            log.warning("could not interrupt container %s: %s", self.container.name, _short(exc))
+            log.warning(
+                "could not interrupt container %s: %s",
+                self.container.name,
+                short_error(exc, DOCKER_SAID),
+            )
 
     async def is_alive(self) -> bool:
         if self.container is None:
@@ -746,7 +753,8 @@ def _create(
         with contextlib.suppress(docker.errors.DockerException):  # created, not started
             client.containers.get(name).remove(force=True)
         raise ExecutorUnavailable(
-            f"Docker could not start the sandbox: {exc.explanation or _short(exc)}"
+            "Docker could not start the sandbox: "
+            f"{exc.explanation or short_error(exc, DOCKER_SAID)}"
         ) from exc
 
 

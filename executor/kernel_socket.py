@@ -20,6 +20,8 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import WebSocketException
 
+from executor.base import short_error
+
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE = 256 * 1024 * 1024
@@ -29,11 +31,6 @@ MAX_MESSAGE = 256 * 1024 * 1024
 class _Connect(connect):
     def process_redirect(self, exc: Exception) -> Exception:
         return exc  # not followed: the Authorization header would go along
-
-
-def short_error(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
 
 
 class KernelSocket:

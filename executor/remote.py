@@ -41,13 +41,13 @@ from urllib.parse import urlsplit
 
 from websockets.exceptions import InvalidStatus, WebSocketException
 
-from executor.base import ExecutorUnavailable
+from executor.base import ExecutorUnavailable, short_error
 from executor.configs import RemoteConfig
 from executor.events import RunRequest, RunStatus
 from executor.install import InstallResult, take_line
 from executor.jupyter import JupyterKernel
 from executor.kernel_channels import NotReady, Say
-from executor.kernel_socket import KernelSocket, short_error
+from executor.kernel_socket import KernelSocket
 from executor.owner import owner, owner_alive
 from executor.server_api import REQUEST_TIMEOUT, Failed, Gone, ServerApi
 

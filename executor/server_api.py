@@ -14,9 +14,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
-from executor.base import ExecutorUnavailable
+from executor.base import ExecutorUnavailable, short_error
 from executor.configs import RemoteConfig
-from executor.kernel_socket import short_error
 
 REQUEST_TIMEOUT = 15.0
 """Seconds a REST call may take (kernel creation and restart: the start timeout)."""

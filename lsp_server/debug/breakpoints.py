@@ -88,10 +88,15 @@ class Breakpoints:
         """`shown_at`, and the name the call stack shows for it: a notebook's cell says which
         (`sales.ipynb, cell 3`: two cells' frames read `sales.ipynb 2:1` alike)."""
         shown, at = self.shown_at(path, line)
+        cell = self._cell_named(path, line)
+        return shown, at, name_of(path) + (f", {cell}" if cell else "")
+
+    def _cell_named(self, path: str, line: int) -> str | None:
+        """The cell (`cell 3`) of an open notebook holding the kernel's `path` and `line`
+        (from 1); None: not a notebook's line."""
         uri = Path(path).as_uri() if path[:1] == "/" else path
         said = self.editor.line_name(uri, line - 1)  # "cell 3, line 2" in an open notebook
-        cell = f", {said.split(',')[0]}" if said.startswith("cell ") else ""
-        return shown, at, name_of(path) + cell
+        return said.split(",")[0] if said.startswith("cell ") else None
 
     async def set(
         self, arguments: dict[str, Any], forward: Forward | None, defined: Defined | None = None
@@ -197,8 +202,7 @@ class Breakpoints:
             if there is None or (there[0] == path and top + 1 <= there[1] <= at + 1):
                 continue
             other, first = there
-            said = self.editor.line_name(Path(other).as_uri(), first - 1)  # "cell 3, line 1"
-            place = said.split(",")[0] if said.startswith("cell ") else f"line {first}"
+            place = self._cell_named(other, first) or f"line {first}"
             out[n] = self._unverified(
                 wanted[n],
                 f"`{name}` was last defined by {name_of(other)}, {place}: the kernel's "
