@@ -7,7 +7,6 @@ script of the kernel's HTML runs. The screenshots land in the test's output fold
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import os
@@ -380,17 +379,10 @@ def test_a_notebook_runs_in_the_runfix_kernel_and_is_fixed_in_code_server(tmp_pa
     assert "NameError" in outputs[5][0]["ename"] + outputs[5][0]["evalue"]
     # … what nbclient saves for the same notebook: output types, texts, counts, and the
     # traceback's frames as IPython names them (issue 70)
-    from nbclient import NotebookClient
-
-    from tests.kernel.test_notebook_parity import _cells
+    from tests.support.notebooks import as_jupyter_saves, cells
 
     vscode_saved = nbformat.reads(json.dumps(ran), as_version=4)
-    jupyter = copy.deepcopy(vscode_saved)
-    for cell in jupyter.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    NotebookClient(jupyter, kernel_name="python3", timeout=60, allow_errors=True).execute()
-    assert _cells(vscode_saved) == _cells(jupyter)
+    assert cells(vscode_saved) == cells(as_jupyter_saves(vscode_saved, allow_errors=True))
     assert report["notebookImages"] >= 1, "the plot was not shown in its cell"
     # An edit in the first code cell marks the values below it stale, on their cells
     assert report["notebookStale"], report.get("staleCells")
@@ -494,11 +486,9 @@ def test_a_notebook_users_first_hour_in_code_server(tmp_path: Path) -> None:
     assert frame["execution_count"] == value["execution_count"] == 1  # the kernel's count
     assert report["savedLanguage"] == {"name": "python"}, report["savedLanguage"]
     # … the same outputs Jupyter saves for the cell (nbclient runs it: nbconvert's engine)
-    from nbclient import NotebookClient
+    from tests.support.notebooks import as_jupyter_saves, notebook
 
-    jupyter = v4.new_notebook()
-    jupyter.cells = [v4.new_code_cell("".join(frame["source"]))]
-    NotebookClient(jupyter, kernel_name="python3", timeout=60).execute()
+    jupyter = as_jupyter_saves(notebook(v4.new_code_cell("".join(frame["source"]))))
     [expected] = jupyter.cells[0].outputs
 
     def said(output: dict[str, Any]) -> tuple[str, Any, list[str], str]:

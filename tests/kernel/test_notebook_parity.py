@@ -8,53 +8,42 @@ value kept, a `;` that hides it, and pandas' own HTML for a table."""
 
 from __future__ import annotations
 
-import copy
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
 from nbformat import v4
 
+from tests.support.notebooks import as_jupyter_saves, cells, notebook
+
 RUNFIX = [sys.executable, "-m", "lsp_server"]
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-PYTHON3 = {"name": "python3", "display_name": "Python 3", "language": "python"}
-
-
-def _notebook(*cells: Any, kernelspec: dict[str, str] | None = None) -> Any:
-    book = v4.new_notebook()
-    book.cells = list(cells)
-    book.metadata["kernelspec"] = kernelspec or PYTHON3
-    book.metadata["language_info"] = {"name": "python"}
-    return book
 
 
 c = v4.new_code_cell
 
 NOTEBOOKS = {
-    "clearing": _notebook(
+    "clearing": notebook(
         c(
             "from IPython.display import clear_output\n"
             "for i in range(3):\n    clear_output(wait=True)\n    print('step', i)"
         ),
         c("print('gone')\nclear_output()\nprint('kept')"),
     ),
-    "updates": _notebook(
+    "updates": notebook(
         c("from IPython.display import display\nh = display('first', display_id=True)"),
         c("h2 = display({'a': 1}, display_id=True)\nprint('between')\nh2.update({'a': 2})"),
     ),
-    "no-name": _notebook(c("x = 40\nx + 2"), kernelspec={"display_name": "Python 3"}),
-    "tags": _notebook(
+    "no-name": notebook(c("x = 40\nx + 2"), kernelspec={"display_name": "Python 3"}),
+    "tags": notebook(
         c("ran = 1"),
         c("ran = 2\nprint('skipped')", metadata={"tags": ["skip-execution"]}),
         c("ran"),
     ),
-    "history": _notebook(c("1 + 1"), c("len(In), In[1], Out[1]"), c("_i")),
-    "last-value": _notebook(
+    "history": notebook(c("1 + 1"), c("len(In), In[1], Out[1]"), c("_i")),
+    "last-value": notebook(
         c("x = 1\nx\nx + 1"),
         c("y = 3\ny;"),
         c(
@@ -62,42 +51,14 @@ NOTEBOOKS = {
             "fig, ax = plt.subplots()\nax.set_ylabel('revenue')\nplt.close(fig)\n'done'"
         ),
     ),
-    "error": _notebook(
+    "error": notebook(
         c("import os\ndef f(x):\n    return 1 / x"),
         c("def g(n):\n    return f(n) if n < 1 else g(n - 1)\ny = 2\ng(3)"),
     ),
-    "table": _notebook(
+    "table": notebook(
         c("import pandas as pd\ndf = pd.DataFrame({'month': range(6), 'units': range(6)})\ndf")
     ),
 }
-
-
-def _said(output: Any) -> dict[str, Any]:
-    """What of an output a reader of the notebook sees (an image's bytes and a table's HTML
-    vary with the run: their mime types are compared, and the texts)."""
-    said: dict[str, Any] = {"output_type": output.output_type}
-    for key in ("name", "text", "ename", "evalue", "execution_count"):
-        if key in output:
-            said[key] = output[key]
-    if "traceback" in output:  # each entry's first line, uncoloured: `Cell In[2], line 4`
-        said["traceback"] = [ANSI.sub("", e).split("\n")[0] for e in output.traceback]
-    if "data" in output:
-        said["data"] = {
-            mime: value if mime == "text/plain" else "…" for mime, value in output.data.items()
-        }
-    return said
-
-
-def _cells(book: Any) -> list[tuple[str, str, int | None, list[dict[str, Any]]]]:
-    return [
-        (
-            cell.id,
-            cell.cell_type,
-            cell.get("execution_count"),
-            [_said(o) for o in cell.get("outputs", [])],
-        )
-        for cell in book.cells
-    ]
 
 
 def _runfix(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -111,12 +72,9 @@ def _runfix(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Compl
 def test_runfix_saves_what_jupyter_saves(name: str, way: str, tmp_path: Path) -> None:
     """`way`: `runfix run --inplace`, or a run and then Neovim's `:w` (the plugin's
     `runfix notebook read`, then `runfix notebook write` of the buffer's text)."""
-    from nbclient import NotebookClient
-
     book = NOTEBOOKS[name]
-    jupyter = copy.deepcopy(book)
     raises = name == "error"
-    NotebookClient(jupyter, kernel_name="python3", timeout=60, allow_errors=raises).execute()
+    jupyter = as_jupyter_saves(book, allow_errors=raises)
     path = tmp_path / f"{name}.ipynb"
     nbformat.write(book, path)
     if way == "inplace":
@@ -128,7 +86,7 @@ def test_runfix_saves_what_jupyter_saves(name: str, way: str, tmp_path: Path) ->
         assert wrote.returncode == 0, wrote.stderr
     assert done.returncode == int(raises), done.stdout + done.stderr
     saved = nbformat.read(path, as_version=4)
-    assert _cells(saved) == _cells(jupyter)
+    assert cells(saved) == cells(jupyter)
     assert saved.metadata == book.metadata  # (a kernelspec without a name kept as it was)
     if name == "table":
         [value] = saved.cells[0].outputs
@@ -143,13 +101,11 @@ def test_a_fixed_or_generated_notebook_is_saved_as_jupyter_saves_it(
     saved by `run --inplace --fix` (a cell fixed by the model) or `--inplace --generate`
     (the prompt's body written and run), holds what nbclient saves for the notebook as it
     ends up: outputs, their texts, the counts."""
-    from nbclient import NotebookClient
-
     from tests.support.model_server import ModelServer, code
 
     pytest.importorskip("pandas")
     pytest.importorskip("matplotlib")
-    book = _notebook(
+    book = notebook(
         c("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3]})\ndf"),
         c("import matplotlib.pyplot as plt\nplt.plot(df['a'])\nplt.show()"),
         c("print('rows', len(df))" if way == "generate" else "print('rows', len(dff))"),
@@ -169,8 +125,4 @@ def test_a_fixed_or_generated_notebook_is_saved_as_jupyter_saves_it(
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     saved = nbformat.read(path, as_version=4)
-    jupyter = copy.deepcopy(saved)
-    for cell in jupyter.cells:
-        cell.outputs, cell.execution_count = [], None
-    NotebookClient(jupyter, kernel_name="python3", timeout=60).execute()
-    assert _cells(saved) == _cells(jupyter)
+    assert cells(saved) == cells(as_jupyter_saves(saved))

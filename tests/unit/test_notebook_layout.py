@@ -17,6 +17,7 @@ from lsp_server.cli.notebook_file import NotebookFile
 from lsp_server.lsp.notebook_wire import cell_diagnostics, cell_text_edit
 from lsp_server.record.tracebacks import ipython_traceback
 from lsp_server.text.notebooks import Notebook, Place
+from tests.support.notebooks import notebook
 
 
 def _notebook() -> Notebook:
@@ -133,13 +134,9 @@ def test_history_names_a_run_by_the_cell_holding_its_code_whatever_the_editor_nu
 ) -> None:
     """Issue 70, 5: Neovim's buffer of a notebook holds its markdown cells, VS Code's and the
     terminal's document does not: a run's lines alone named the wrong cell."""
-    book = v4.new_notebook()
-    book.metadata["kernelspec"] = {"name": "python3", "display_name": "P", "language": "python"}
-    book.cells = [
-        v4.new_markdown_cell("# t"),
-        v4.new_code_cell("a = 1"),
-        v4.new_code_cell("b = 2\nc = 3"),
-    ]
+    book = notebook(
+        v4.new_markdown_cell("# t"), v4.new_code_cell("a = 1"), v4.new_code_cell("b = 2\nc = 3")
+    )
     path = tmp_path / "nb.ipynb"
     nbformat.write(book, path)
     assert _lines(path, 5, 6, "b = 2\nc = 3") == "cell 3:1-2"  # Neovim's lines 6-7
@@ -150,8 +147,7 @@ def test_history_names_a_run_by_the_cell_holding_its_code_whatever_the_editor_nu
 
 def test_a_notebooks_cell_number_counts_every_cell_it_shows(tmp_path: Path) -> None:
     """`runfix run NB.ipynb --cell 3` ran the third code cell, which it names `cell 4`."""
-    book = v4.new_notebook()
-    book.cells = [v4.new_markdown_cell("# t"), v4.new_code_cell("a = 1"), v4.new_code_cell("b")]
+    book = notebook(v4.new_markdown_cell("# t"), v4.new_code_cell("a = 1"), v4.new_code_cell("b"))
     path = tmp_path / "nb.ipynb"
     nbformat.write(book, path)
     read = NotebookFile.read(path)
